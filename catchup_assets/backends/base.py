@@ -1,0 +1,128 @@
+"""The one protocol the dispatcher speaks to a place that runs attempts.
+
+A backend is the source of truth for what is in flight (L10): `observe()` asks
+it, every pass, and nothing about liveness is kept anywhere else. Local
+subprocesses and Kubernetes Jobs both sit behind these five calls.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Mapping, Protocol
+
+from catchup_assets.outcomes import Observation
+
+
+@dataclass(frozen=True)
+class AttemptSpec:
+    """Everything needed to start one attempt of one range."""
+
+    mission: str
+    range_key: str
+    attempt: int
+    target_ledger: int  # catchup END
+    ledger_count: int  # catchup COUNT (range length + overlap)
+    memory_request_bytes: int
+    memory_limit_bytes: int
+    tier: str
+    cpu_request: float = 1.0
+    deadline_seconds: int | None = None
+    env: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def attempt_id(self) -> str:
+        return attempt_id(self.range_key, self.attempt)
+
+
+def attempt_id(range_key: str, attempt: int) -> str:
+    return f"{range_key}-a{attempt:03d}"
+
+
+@dataclass(frozen=True)
+class Peaks:
+    """High-water marks of one attempt; they only ever merge by max (L20)."""
+
+    anon_bytes: int | None = None
+    working_set_bytes: int | None = None
+    ephemeral_bytes: int | None = None
+
+    def merge(self, other: "Peaks") -> "Peaks":
+        def mx(a: int | None, b: int | None) -> int | None:
+            if a is None:
+                return b
+            if b is None:
+                return a
+            return max(a, b)
+
+        return Peaks(
+            mx(self.anon_bytes, other.anon_bytes),
+            mx(self.working_set_bytes, other.working_set_bytes),
+            mx(self.ephemeral_bytes, other.ephemeral_bytes),
+        )
+
+
+@dataclass(frozen=True)
+class AttemptState:
+    """One attempt as the backend sees it now."""
+
+    range_key: str
+    attempt: int
+    phase: str  # "pending" | "running" | "finished"
+    observation: Observation | None = None  # set when finished
+    started_at: float | None = None  # epoch seconds, from the attempt's own clock (L23)
+    finished_at: float | None = None
+    node: str | None = None
+    peaks: Peaks = Peaks()
+    memory_limit_bytes: int | None = None
+    tier: str | None = None
+
+    @property
+    def attempt_id(self) -> str:
+        return attempt_id(self.range_key, self.attempt)
+
+    @property
+    def live(self) -> bool:
+        return self.phase != "finished"
+
+
+@dataclass(frozen=True)
+class Collected:
+    """What the final read of a finished attempt yields (L31)."""
+
+    peaks: Peaks = Peaks()
+    log_path: str | None = None
+    tx_apply_count: int | None = None
+    tx_apply_seconds: float | None = None
+    resumed_from_ledger: int | None = None
+    fresh_start: bool | None = None
+    already_complete: bool = False
+
+
+class AlreadyExists(Exception):
+    """The attempt was created by someone else first (HTTP 409): adopt it (L11)."""
+
+
+class Backend(Protocol):
+    def submit(self, spec: AttemptSpec) -> None:
+        """Start the attempt. Raises AlreadyExists if it is already there."""
+
+    def observe(self) -> list[AttemptState]:
+        """Every attempt of this mission the backend still holds, live or finished."""
+
+    def collect(self, state: AttemptState, log_dest: str) -> Collected:
+        """Final read of a finished attempt: peaks, log archived to `log_dest`, metrics."""
+
+    def release(self, state: AttemptState) -> None:
+        """Forget a finished attempt whose record is durable (delete the Job) (L2, L32)."""
+
+    def release_range(self, range_key: str) -> None:
+        """Free the range's kept data (PVC, data directory) once it is complete (L3)."""
+
+
+class TransientBackendError(Exception):
+    """The backend could not answer now (429, 5xx, timeout): try again, charge no range."""
+
+
+class DispatchBlocked(Exception):
+    """A configuration fault every attempt would hit (bad image, missing config):
+    stop new dispatches with this error instead of burning every range's budget."""

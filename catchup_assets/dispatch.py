@@ -1,0 +1,395 @@
+"""The dispatcher: a reconciler from planned ranges, a backend and a policy to outcomes.
+
+Each pass asks the backend what exists (never a counter of its own: L10, L11),
+finishes what ended (collect, record, done mark, then release: L2, L32),
+decides each range from its own records (L5, L6), and submits into the free
+slots in dispatch order. A condemned range never stops dispatch (L9). Every
+in-memory map here is rebuilt from the records on start, so a restarted or
+second dispatcher sees the same picture.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+from typing import Callable, Mapping, Protocol, Sequence
+
+from catchup_assets.backends.base import (
+    AlreadyExists,
+    AttemptSpec,
+    AttemptState,
+    Backend,
+    Collected,
+    DispatchBlocked,
+    TransientBackendError,
+)
+from catchup_assets.outcomes import Outcome, PastAttempt, RetryPolicy, classify, decide
+from catchup_assets.profile import range_row
+from catchup_assets.ranges import LedgerRange
+from catchup_assets.records import AttemptRecord, RecordStore
+from catchup_assets.sizing import ProfileIndex, SizingPolicy, Tiers, size_range
+
+log = logging.getLogger(__name__)
+
+
+class Clock(Protocol):
+    def time(self) -> float: ...
+    def sleep(self, seconds: float) -> None: ...
+
+
+class SystemClock:
+    def time(self) -> float:
+        return time.time()
+
+    def sleep(self, seconds: float) -> None:
+        time.sleep(seconds)
+
+
+@dataclass(frozen=True)
+class DispatchConfig:
+    mission: str
+    ranges: Sequence[LedgerRange]  # in dispatch order
+    parallelism: int
+    overlap: int = 320
+    retry: RetryPolicy = RetryPolicy()
+    sizing: SizingPolicy = SizingPolicy()
+    tiers: Tiers = Tiers()
+    profile: ProfileIndex | None = None
+    deadline_seconds: int | None = None
+    env: Mapping[str, str] = field(default_factory=dict)
+    poll_seconds: float = 1.0
+    status_every: int = 10  # passes between status lines (L36)
+    stall_seconds: float = 3600.0  # no completion for this long raises an alert (Z4)
+    peak_flush_seconds: float = 60.0  # in-flight peaks made durable at most this often
+    collect_tries: int = 3  # final reads of a finished attempt before recording without (L31)
+
+    def __post_init__(self) -> None:
+        if self.parallelism < 1:
+            raise ValueError(f"parallelism must be >= 1, got {self.parallelism}")
+        keys = [r.key for r in self.ranges]
+        if len(set(keys)) != len(keys):
+            raise ValueError("ranges: duplicate range keys in the plan")
+
+
+@dataclass(frozen=True)
+class RangeResult:
+    range_key: str
+    status: str  # "done" | "condemned"
+    reason: str
+    row: dict | None  # the profile row of the range (chain-aggregated measurements)
+    attempts: int
+    outcomes: str
+    tier: str | None
+    memory_limit_bytes: int | None
+    log_path: str | None
+
+
+@dataclass(frozen=True)
+class Status:
+    passes: int
+    completed: int
+    in_flight: int
+    queued: int
+    condemned: int
+    total: int
+    other_live: int  # live attempts of this mission owned by another dispatcher
+    stragglers: tuple[str, ...] = ()
+    stalled_seconds: float = 0.0
+
+    def line(self) -> str:
+        s = (
+            f"completed {self.completed}/{self.total}, in flight {self.in_flight}, "
+            f"queued {self.queued}, condemned {self.condemned}"
+        )
+        if self.other_live:
+            s += f", other dispatchers' live {self.other_live}"
+        if self.stragglers:
+            s += "; stragglers: " + ", ".join(self.stragglers)
+        return s
+
+
+@dataclass
+class MissionResult:
+    results: dict[str, RangeResult]
+    passes: int
+
+    @property
+    def condemned(self) -> dict[str, str]:
+        return {k: r.reason for k, r in self.results.items() if r.status == "condemned"}
+
+    @property
+    def done(self) -> list[str]:
+        return [k for k, r in self.results.items() if r.status == "done"]
+
+
+class Dispatcher:
+    def __init__(
+        self,
+        config: DispatchConfig,
+        backend: Backend,
+        records: RecordStore,
+        clock: Clock | None = None,
+        on_status: Callable[[Status], None] | None = None,
+        on_result: Callable[[RangeResult, bool], None] | None = None,
+    ):
+        self.cfg = config
+        self.backend = backend
+        self.records = records
+        self.clock = clock or SystemClock()
+        self.on_status = on_status or (lambda s: log.info("mission %s: %s", config.mission, s.line()))
+        self.on_result = on_result or (lambda r, already: None)
+        self.by_key = {r.key: r for r in config.ranges}
+        self.passes = 0
+        self._stop = False
+        self._blocked: str | None = None
+        # Derived from durable records; rebuilt on every start.
+        self._recs: dict[str, dict[int, AttemptRecord]] = {k: {} for k in self.by_key}
+        self._done: dict[str, set[int]] = {k: set() for k in self.by_key}
+        recs, done = records.load(self.by_key)
+        for (k, a), rec in recs.items():
+            self._recs[k][a] = rec
+        for k, a in done:
+            self._done[k].add(a)
+        self._results: dict[str, RangeResult] = {}
+        self._collect_failures: dict[tuple[str, int], int] = {}
+        self._flushed_at: dict[tuple[str, int], float] = {}
+        self._last_completion = self.clock.time()
+        self._stall_warned = False
+        for key in self.by_key:
+            self._judge(key, already=True)
+            if key in self._results and self._results[key].status == "done":
+                self.backend.release_range(key)  # a crash may have come between done and release (L3)
+
+    # -- decisions from records -------------------------------------------------
+    def _history(self, key: str) -> list[PastAttempt]:
+        recs = self._recs[key]
+        return [
+            PastAttempt(a, Outcome(recs[a].outcome), recs[a].memory_limit_bytes, recs[a].reason or "")
+            for a in sorted(self._done[key])
+            if recs[a].outcome is not None
+        ]
+
+    def _judge(self, key: str, already: bool = False) -> None:
+        decision = decide(self._history(key), self.cfg.retry)
+        if not decision.final or key in self._results:
+            return
+        recs = list(self._recs[key].values())
+        last = max(recs, key=lambda r: r.attempt)
+        row = range_row(recs)
+        result = RangeResult(
+            key,
+            decision.action,
+            decision.reason,
+            row,
+            len([r for r in recs if r.outcome is not None]),
+            row["outcomes"] if row else " ".join(r.outcome or "?" for r in sorted(recs, key=lambda r: r.attempt)),
+            last.tier,
+            last.memory_limit_bytes,
+            last.log_path,
+        )
+        self._results[key] = result
+        if decision.action == "condemned":
+            # Loudly, on its own line, the moment it is seen (L36); dispatch goes on (L9).
+            log.error("range %s condemned: %s", key, decision.reason)
+        else:
+            self._last_completion = self.clock.time()
+        self.on_result(result, already)
+
+    # -- one reconcile pass -----------------------------------------------------
+    def pass_once(self) -> Status:
+        self.passes += 1
+        states = self.backend.observe()
+        mine = [s for s in states if s.range_key in self.by_key]
+        live_total = sum(1 for s in states if s.live)
+        live_keys: set[str] = set()
+        max_attempt: dict[str, int] = {}
+        for st in mine:
+            max_attempt[st.range_key] = max(max_attempt.get(st.range_key, 0), st.attempt)
+            if st.live:
+                live_keys.add(st.range_key)
+                self._flush_peaks(st)
+            elif st.attempt in self._done[st.range_key]:
+                self.backend.release(st)  # died between done mark and release last time
+            elif not self._finish(st):
+                live_keys.add(st.range_key)  # its final read is still owed (L31)
+        queue = []
+        for key in self.by_key:
+            if key in self._results or key in live_keys:
+                continue
+            done = self._done[key]
+            n_oom = sum(1 for a in done if self._recs[key][a].outcome == Outcome.OOM.value)
+            attempt = max([0, max_attempt.get(key, 0), *done]) + 1
+            queue.append((key, attempt, n_oom))
+        free = self.cfg.parallelism - live_total
+        submitted = 0
+        if self._blocked is None:
+            for key, attempt, n_oom in queue[: max(free, 0)]:
+                try:
+                    self._submit(key, attempt, n_oom)
+                except TransientBackendError as exc:
+                    log.warning("submit of %s a%d deferred: %s", key, attempt, exc)
+                    break
+                except DispatchBlocked as exc:
+                    self._blocked = str(exc)
+                    log.error("mission %s: new dispatches stopped: %s", self.cfg.mission, exc)
+                    break
+                submitted += 1
+        status = self._status(len(live_keys) + submitted, len(queue) - submitted, live_total, mine)
+        if self.passes % self.cfg.status_every == 0:
+            self.on_status(status)
+        return status
+
+    def _spec(self, key: str, attempt: int, n_oom: int) -> AttemptSpec:
+        rng = self.by_key[key]
+        s = size_range(rng.last, self.cfg.profile, self.cfg.tiers, self.cfg.sizing, self.cfg.retry, n_oom)
+        return AttemptSpec(
+            mission=self.cfg.mission,
+            range_key=key,
+            attempt=attempt,
+            target_ledger=rng.last,
+            ledger_count=rng.catchup_count(self.cfg.overlap),
+            memory_request_bytes=s.memory_request_bytes,
+            memory_limit_bytes=s.memory_limit_bytes,
+            tier=s.tier,
+            cpu_request=s.cpu_request,
+            deadline_seconds=self.cfg.deadline_seconds,
+            env=dict(self.cfg.env),
+        )
+
+    def _submit(self, key: str, attempt: int, n_oom: int) -> None:
+        spec = self._spec(key, attempt, n_oom)
+        rec = AttemptRecord(
+            mission=self.cfg.mission,
+            range_key=key,
+            attempt=attempt,
+            memory_request_bytes=spec.memory_request_bytes,
+            memory_limit_bytes=spec.memory_limit_bytes,
+            tier=spec.tier,
+            log_path=self.records.log_url(key, attempt),
+        )
+        # The sizing is durable before the attempt exists, so a restart knows it.
+        self._recs[key][attempt] = self.records.write(rec, self._recs[key].get(attempt))
+        try:
+            self.backend.submit(spec)
+        except AlreadyExists:
+            log.info("attempt %s exists already: adopted (still holds its slot)", spec.attempt_id)
+
+    def _flush_peaks(self, st: AttemptState) -> None:
+        ident = (st.range_key, st.attempt)
+        now = self.clock.time()
+        if st.peaks.anon_bytes is None or now - self._flushed_at.get(ident, -1e18) < self.cfg.peak_flush_seconds:
+            return
+        self._flushed_at[ident] = now
+        rec = AttemptRecord(
+            mission=self.cfg.mission,
+            range_key=st.range_key,
+            attempt=st.attempt,
+            peak_anon_bytes=st.peaks.anon_bytes,
+            peak_working_set_bytes=st.peaks.working_set_bytes,
+            peak_ephemeral_bytes=st.peaks.ephemeral_bytes,
+            node=st.node,
+        )
+        self._recs[st.range_key][st.attempt] = self.records.write(rec, self._recs[st.range_key].get(st.attempt))
+
+    def _finish(self, st: AttemptState) -> bool:
+        """Record a finished attempt and release it. False if its final read must wait."""
+        ident = (st.range_key, st.attempt)
+        try:
+            collected = self.backend.collect(st, self.records.log_url(*ident))
+        except Exception as exc:  # noqa: BLE001 - any failed read is retried, bounded (L31)
+            n = self._collect_failures.get(ident, 0) + 1
+            self._collect_failures[ident] = n
+            if n < self.cfg.collect_tries:
+                log.warning("final read of %s a%d failed (%d/%d): %s", *ident, n, self.cfg.collect_tries, exc)
+                return False
+            log.error("final read of %s a%d gave up: recording without it: %s", *ident, exc)
+            collected = Collected()
+        obs = st.observation
+        outcome = classify(obs) if obs is not None else Outcome.UNKNOWN
+        if collected.already_complete and outcome is Outcome.OK:
+            log.info("range %s found already complete by attempt %d", *ident)
+        seconds = st.finished_at - st.started_at if st.started_at and st.finished_at else None
+        peaks = st.peaks.merge(collected.peaks)
+        prior = self._recs[st.range_key].get(st.attempt)
+        rec = AttemptRecord(
+            mission=self.cfg.mission,
+            range_key=st.range_key,
+            attempt=st.attempt,
+            outcome=outcome.value,
+            exit_code=obs.exit_code if obs else None,
+            reason=obs.summary() if obs else "no observation",
+            started_at=st.started_at,
+            finished_at=st.finished_at,
+            seconds=seconds,
+            peak_anon_bytes=peaks.anon_bytes,
+            peak_working_set_bytes=peaks.working_set_bytes,
+            peak_ephemeral_bytes=peaks.ephemeral_bytes,
+            tx_apply_count=collected.tx_apply_count,
+            tx_apply_seconds=collected.tx_apply_seconds,
+            resumed_from_ledger=collected.resumed_from_ledger,
+            fresh_start=collected.fresh_start,
+            memory_limit_bytes=None if prior and prior.memory_limit_bytes else st.memory_limit_bytes,
+            tier=None if prior and prior.tier else st.tier,
+            node=st.node,
+            log_path=collected.log_path,
+        )
+        self._recs[st.range_key][st.attempt] = self.records.write(rec, prior)
+        self.records.mark_done(*ident)  # last, after the metrics (L32)
+        self._done[st.range_key].add(st.attempt)
+        self.backend.release(st)  # only now: releasing deletes the last copy of logs and peaks
+        if outcome is not Outcome.OK:
+            log.warning("range %s attempt %d: %s (%s)", st.range_key, st.attempt, outcome.value, rec.reason)
+        self._judge(st.range_key)
+        if st.range_key in self._results and self._results[st.range_key].status == "done":
+            self.backend.release_range(st.range_key)  # free the PVC at once (L3)
+        return True
+
+    def _status(self, in_flight: int, queued: int, live_total: int, mine: list[AttemptState]) -> Status:
+        now = self.clock.time()
+        completed = sum(1 for r in self._results.values() if r.status == "done")
+        condemned = sum(1 for r in self._results.values() if r.status == "condemned")
+        stragglers: tuple[str, ...] = ()
+        if in_flight and queued == 0 and in_flight <= self.cfg.parallelism // 2:
+            # Work in flight, nothing queued, most slots idle: name the slow ones (Z1).
+            slow = sorted((s for s in mine if s.live and s.started_at), key=lambda s: s.started_at)[:5]
+            stragglers = tuple(self._straggler(s, now) for s in slow)
+        stalled = now - self._last_completion
+        if in_flight and stalled > self.cfg.stall_seconds and not self._stall_warned:
+            log.error("mission %s: no range completed for %.0f s (Z4)", self.cfg.mission, stalled)
+            self._stall_warned = True
+        elif stalled <= self.cfg.stall_seconds:
+            self._stall_warned = False
+        return Status(
+            self.passes, completed, in_flight, queued, condemned, len(self.by_key),
+            live_total - in_flight if live_total > in_flight else 0, stragglers, stalled,
+        )
+
+    def _straggler(self, st: AttemptState, now: float) -> str:
+        running = now - (st.started_at or now)
+        m = self.cfg.profile.lookup(self.by_key[st.range_key].last) if self.cfg.profile else None
+        expected = f" (profiled {m.seconds:.0f}s)" if m and m.seconds else ""
+        return f"{st.range_key} a{st.attempt} running {running:.0f}s{expected}"
+
+    # -- the loop -----------------------------------------------------------------
+    def stop(self) -> None:
+        self._stop = True
+
+    @property
+    def blocked(self) -> str | None:
+        return self._blocked
+
+    def run(self) -> MissionResult:
+        while not self._stop:
+            status = self.pass_once()
+            if len(self._results) == len(self.by_key):
+                break
+            if self._blocked is not None and status.in_flight == 0:
+                break
+            self.clock.sleep(self.cfg.poll_seconds)
+        results = dict(self._results)
+        why = f"not dispatched: {self._blocked}" if self._blocked else "not dispatched: dispatcher stopped"
+        for key in self.by_key:
+            if key not in results:
+                results[key] = RangeResult(key, "not_run", why, None, len(self._done[key]), "", None, None, None)
+        return MissionResult(results, self.passes)

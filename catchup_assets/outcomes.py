@@ -1,0 +1,233 @@
+"""Classify a finished attempt, spend per-class budgets, climb the memory ladder.
+
+Pure: no dagster, no kubernetes. A backend reduces whatever it saw (pod status,
+Job conditions, a local supervisor's verdict) to an `Observation`; everything
+after that is decided here, from the range's own attempt history (L5, L6).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Iterable, Sequence
+
+GiB = 1024**3
+
+
+class Outcome(str, Enum):
+    OK = "ok"
+    OOM = "oom"
+    DISRUPTED = "disrupted"
+    EVICTED = "evicted"
+    DEADLINE = "deadline"
+    REJECTED = "rejected"
+    UNKNOWN = "unknown"
+    INTERRUPTED = "interrupted"
+    FAILED = "failed"
+
+
+class BudgetGroup(str, Enum):
+    """Whose fault an outcome was decides which counter it spends (L5, Z2)."""
+
+    ENVIRONMENTAL = "environmental"
+    OOM = "oom"
+    ORDINARY = "ordinary"
+    FAILED = "failed"
+
+
+GROUP_OF: dict[Outcome, BudgetGroup] = {
+    Outcome.DISRUPTED: BudgetGroup.ENVIRONMENTAL,
+    Outcome.EVICTED: BudgetGroup.ENVIRONMENTAL,
+    Outcome.REJECTED: BudgetGroup.ENVIRONMENTAL,
+    Outcome.UNKNOWN: BudgetGroup.ENVIRONMENTAL,
+    Outcome.OOM: BudgetGroup.OOM,
+    Outcome.INTERRUPTED: BudgetGroup.ORDINARY,
+    Outcome.DEADLINE: BudgetGroup.ORDINARY,
+    Outcome.FAILED: BudgetGroup.FAILED,
+}
+
+# stellar-core exits 3 after draining on SIGTERM, and also on a corrupt archive.
+EXIT_INTERRUPTED = 3
+
+# Pod/Job condition and reason strings as the Kubernetes API spells them.
+OOM_REASONS = frozenset({"OOMKilled"})
+DISRUPTION_CONDITIONS = frozenset({"DisruptionTarget"})
+DEADLINE_REASONS = frozenset({"DeadlineExceeded"})
+ADMISSION_REASONS = frozenset(
+    {
+        "UnexpectedAdmissionError",
+        "OutOfcpu",
+        "OutOfmemory",
+        "OutOfpods",
+        "OutOfephemeral-storage",
+        "NodeAffinity",
+        "NodeSelectorMismatching",
+        "Rejected",
+        "FailedCreate",
+    }
+)
+
+
+@dataclass(frozen=True)
+class Observation:
+    """What a backend saw of one finished attempt, before any judgement.
+
+    `conditions` holds condition types/reasons from the pod and its Job
+    (`DisruptionTarget`, `DeadlineExceeded`, `BackoffLimitExceeded`, ...);
+    `pod_reason` the pod's status reason (`Evicted`, `DeadlineExceeded`,
+    an admission reason); `termination_reason` the container's
+    (`OOMKilled`, `Error`, `Completed`).
+    """
+
+    exit_code: int | None = None
+    termination_reason: str | None = None
+    pod_reason: str | None = None
+    conditions: frozenset[str] = frozenset()
+    message: str = ""
+    node_gone: bool = False
+
+    def summary(self) -> str:
+        parts = []
+        if self.exit_code is not None:
+            parts.append(f"exit {self.exit_code}")
+        for label, value in (
+            ("termination", self.termination_reason),
+            ("pod", self.pod_reason),
+        ):
+            if value:
+                parts.append(f"{label} {value}")
+        if self.conditions:
+            parts.append("conditions " + ",".join(sorted(self.conditions)))
+        if self.node_gone:
+            parts.append("node gone")
+        if self.message:
+            parts.append(self.message[:200])
+        return "; ".join(parts) or "no evidence"
+
+
+def classify(obs: Observation) -> Outcome:
+    """Map an observation to one class of L4. Order matters and is the point."""
+    # The deadline kills with SIGTERM, so the pod itself says exit 3 or 143:
+    # the deadline verdict must outrank it, whichever was seen first (L4).
+    if (
+        obs.pod_reason in DEADLINE_REASONS
+        or obs.termination_reason in DEADLINE_REASONS
+        or obs.conditions & DEADLINE_REASONS
+    ):
+        return Outcome.DEADLINE
+    if obs.exit_code == 0:
+        return Outcome.OK
+    if obs.termination_reason in OOM_REASONS:
+        return Outcome.OOM
+    if obs.conditions & DISRUPTION_CONDITIONS or obs.node_gone:
+        return Outcome.DISRUPTED
+    if obs.pod_reason == "Evicted":
+        return Outcome.EVICTED
+    if obs.pod_reason in ADMISSION_REASONS or obs.conditions & ADMISSION_REASONS:
+        return Outcome.REJECTED
+    if obs.exit_code is None:
+        return Outcome.UNKNOWN
+    if obs.exit_code == EXIT_INTERRUPTED:
+        return Outcome.INTERRUPTED
+    return Outcome.FAILED
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """Per-class retry budgets and the OOM memory ladder (defaults: L5, L6).
+
+    A budget is how many outcomes of that group a range may have and still be
+    retried; `oom_rungs` counts the rungs tried, so 5 rungs run at
+    base * 1.5**0 .. base * 1.5**4 and the fifth OOM condemns.
+    """
+
+    environmental: int = 20
+    oom_rungs: int = 5
+    ordinary: int = 5
+    failed: int = 0
+    memory_factor: float = 1.5
+    memory_cap_bytes: int = 48 * GiB
+
+    def __post_init__(self) -> None:
+        for name in ("environmental", "ordinary", "failed"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"retry budget '{name}' must be >= 0, got {getattr(self, name)}")
+        if self.oom_rungs < 1:
+            raise ValueError(f"'oom_rungs' must be >= 1, got {self.oom_rungs}")
+        if self.memory_factor <= 1.0:
+            # 1.0 retries an OOM at the very limit that OOMed (L6).
+            raise ValueError(f"'memory_factor' must be > 1.0, got {self.memory_factor}")
+        if self.memory_cap_bytes <= 0:
+            raise ValueError(f"'memory_cap_bytes' must be > 0, got {self.memory_cap_bytes}")
+
+    def allowed(self, group: BudgetGroup) -> int:
+        """Outcomes of `group` a range may have and still be retried."""
+        return {
+            BudgetGroup.ENVIRONMENTAL: self.environmental,
+            BudgetGroup.OOM: self.oom_rungs - 1,
+            BudgetGroup.ORDINARY: self.ordinary,
+            BudgetGroup.FAILED: self.failed,
+        }[group]
+
+    def memory_for(self, base_bytes: int, n_oom: int) -> int:
+        """Memory for the next attempt: climbs by OOM count, never by attempt (L6)."""
+        return min(int(base_bytes * self.memory_factor**n_oom), self.memory_cap_bytes)
+
+
+@dataclass(frozen=True)
+class PastAttempt:
+    """The part of an attempt record that retry decisions read."""
+
+    attempt: int
+    outcome: Outcome
+    memory_limit_bytes: int | None = None
+    evidence: str = ""
+
+
+@dataclass(frozen=True)
+class Decision:
+    action: str  # "done" | "retry" | "condemned"
+    reason: str = ""
+    n_oom: int = 0
+    counts: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def final(self) -> bool:
+        return self.action in ("done", "condemned")
+
+
+def decide(history: Sequence[PastAttempt], policy: RetryPolicy) -> Decision:
+    """Done, retry, or condemned, from the range's own finished attempts."""
+    ordered = sorted(history, key=lambda a: a.attempt)
+    counts = Counter(GROUP_OF[a.outcome] for a in ordered if a.outcome is not Outcome.OK)
+    n_oom = counts[BudgetGroup.OOM]
+    by_name = {g.value: counts[g] for g in BudgetGroup}
+    if not ordered:
+        return Decision("retry", "never attempted", 0, by_name)
+    last = ordered[-1]
+    if last.outcome is Outcome.OK:
+        return Decision("done", f"ok at attempt {last.attempt}", n_oom, by_name)
+    group = GROUP_OF[last.outcome]
+    chain = " ".join(f"a{a.attempt}:{a.outcome.value}" for a in ordered)
+    if counts[group] > policy.allowed(group):
+        reason = (
+            f"{group.value} budget spent ({counts[group]} > {policy.allowed(group)}): "
+            f"last attempt {last.attempt} {last.outcome.value}"
+            + (f" ({last.evidence})" if last.evidence else "")
+            + f"; chain {chain}"
+        )
+        return Decision("condemned", reason, n_oom, by_name)
+    if (
+        last.outcome is Outcome.OOM
+        and last.memory_limit_bytes is not None
+        and last.memory_limit_bytes >= policy.memory_cap_bytes
+    ):
+        # Retrying at the cap would OOM at the identical limit again.
+        reason = f"OOM at the memory cap ({last.memory_limit_bytes} bytes); chain {chain}"
+        return Decision("condemned", reason, n_oom, by_name)
+    return Decision("retry", f"{last.outcome.value} at attempt {last.attempt}", n_oom, by_name)
+
+
+def outcome_chain(history: Iterable[PastAttempt]) -> str:
+    return " ".join(a.outcome.value for a in sorted(history, key=lambda a: a.attempt))

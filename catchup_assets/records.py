@@ -1,0 +1,187 @@
+"""Attempt records on the storage root: one Parquet file per attempt, done mark last.
+
+Layout under the root (see README "Storage layout"):
+    <mission>/attempts/<range_key>/a<NNN>.parquet   the attempt record
+    <mission>/attempts/<range_key>/a<NNN>.done      written after the record (L32)
+    <mission>/logs/<range_key>/a<NNN>.log.gz        the attempt's log
+
+A torn, foreign or old-schema file costs the one attempt it describes, with a
+warning (L12, L33); peaks merge by max (L20) and a late field fills a hole (L28).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+import logging
+import re
+from dataclasses import dataclass, fields
+from typing import Iterable
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from catchup_assets.storage import Store
+
+log = logging.getLogger(__name__)
+
+SCHEMA_VERSION = 1
+PEAK_FIELDS = ("peak_anon_bytes", "peak_working_set_bytes", "peak_ephemeral_bytes")
+_ATTEMPT_FILE = re.compile(r"^attempts/(\d{10}-\d{10})/a(\d{3,})\.(parquet|done)$")
+
+
+@dataclass(frozen=True)
+class AttemptRecord:
+    """One attempt of one range. Times are epoch seconds, sizes bytes."""
+
+    mission: str
+    range_key: str
+    attempt: int
+    outcome: str | None = None  # None while in flight
+    exit_code: int | None = None
+    reason: str | None = None
+    started_at: float | None = None
+    finished_at: float | None = None
+    seconds: float | None = None
+    peak_anon_bytes: int | None = None
+    peak_working_set_bytes: int | None = None
+    peak_ephemeral_bytes: int | None = None
+    tx_apply_count: int | None = None
+    tx_apply_seconds: float | None = None
+    resumed_from_ledger: int | None = None
+    fresh_start: bool | None = None
+    memory_request_bytes: int | None = None
+    memory_limit_bytes: int | None = None
+    tier: str | None = None
+    node: str | None = None
+    log_path: str | None = None
+    schema_version: int = SCHEMA_VERSION
+
+
+SCHEMA = pa.schema(
+    [
+        ("mission", pa.string()),
+        ("range_key", pa.string()),
+        ("attempt", pa.int32()),
+        ("outcome", pa.string()),
+        ("exit_code", pa.int32()),
+        ("reason", pa.string()),
+        ("started_at", pa.float64()),
+        ("finished_at", pa.float64()),
+        ("seconds", pa.float64()),
+        ("peak_anon_bytes", pa.int64()),
+        ("peak_working_set_bytes", pa.int64()),
+        ("peak_ephemeral_bytes", pa.int64()),
+        ("tx_apply_count", pa.int64()),
+        ("tx_apply_seconds", pa.float64()),
+        ("resumed_from_ledger", pa.int64()),
+        ("fresh_start", pa.bool_()),
+        ("memory_request_bytes", pa.int64()),
+        ("memory_limit_bytes", pa.int64()),
+        ("tier", pa.string()),
+        ("node", pa.string()),
+        ("log_path", pa.string()),
+        ("schema_version", pa.int32()),
+    ]
+)
+assert [f.name for f in fields(AttemptRecord)] == SCHEMA.names
+
+
+def merge(old: AttemptRecord | None, new: AttemptRecord) -> AttemptRecord:
+    """Peaks by max; any other field: the newer value, but a missing one never erases."""
+    if old is None:
+        return new
+    values = {}
+    for f in fields(AttemptRecord):
+        a, b = getattr(old, f.name), getattr(new, f.name)
+        if f.name in PEAK_FIELDS:
+            values[f.name] = b if a is None else a if b is None else max(a, b)
+        else:
+            values[f.name] = a if b is None else b
+    return AttemptRecord(**values)
+
+
+def encode(rec: AttemptRecord) -> bytes:
+    table = pa.Table.from_pylist([dataclasses.asdict(rec)], schema=SCHEMA)
+    buf = io.BytesIO()
+    pq.write_table(table, buf, compression="zstd")
+    return buf.getvalue()
+
+
+def decode(data: bytes) -> AttemptRecord:
+    table = pq.read_table(io.BytesIO(data))
+    if table.schema.names != SCHEMA.names or table.num_rows != 1:
+        raise ValueError(f"unexpected columns or rows ({table.num_rows} rows)")
+    row = table.to_pylist()[0]
+    if row["schema_version"] != SCHEMA_VERSION:
+        raise ValueError(f"schema_version {row['schema_version']} != {SCHEMA_VERSION}")
+    return AttemptRecord(**row)
+
+
+class RecordStore:
+    """A mission's attempt records on the storage root."""
+
+    def __init__(self, store: Store, mission: str):
+        self.store = store
+        self.mission = mission
+
+    def _rel(self, range_key: str, attempt: int, ext: str) -> str:
+        return f"{self.mission}/attempts/{range_key}/a{attempt:03d}.{ext}"
+
+    def log_url(self, range_key: str, attempt: int) -> str:
+        return self.store.url(f"{self.mission}/logs/{range_key}/a{attempt:03d}.log.gz")
+
+    def write(self, rec: AttemptRecord, existing: AttemptRecord | None = None) -> AttemptRecord:
+        """Merge `rec` over what is known and write it atomically; returns the merged record."""
+        if rec.mission != self.mission:
+            raise ValueError(f"record of mission {rec.mission!r} written to {self.mission!r}")
+        merged = merge(existing, rec)
+        self.store.write_bytes(self._rel(rec.range_key, rec.attempt, "parquet"), encode(merged))
+        return merged
+
+    def mark_done(self, range_key: str, attempt: int) -> None:
+        self.store.write_bytes(self._rel(range_key, attempt, "done"), b"")
+
+    def read_one(self, range_key: str, attempt: int) -> AttemptRecord | None:
+        rel = self._rel(range_key, attempt, "parquet")
+        try:
+            return self._checked(decode(self.store.read_bytes(rel)), range_key, attempt, rel)
+        except FileNotFoundError:
+            return None
+        except Exception as exc:  # noqa: BLE001 - a bad file costs one attempt (L12)
+            log.warning("skipping unreadable attempt record %s: %s", rel, exc)
+            return None
+
+    def load(self, keys: Iterable[str] | None = None) -> tuple[dict[tuple[str, int], AttemptRecord], set[tuple[str, int]]]:
+        """All records (optionally of `keys` only) and the set of done marks, in one listing."""
+        wanted = set(keys) if keys is not None else None
+        records: dict[tuple[str, int], AttemptRecord] = {}
+        done: set[tuple[str, int]] = set()
+        prefix = f"{self.mission}/"
+        for rel in self.store.find(f"{self.mission}/attempts"):
+            m = _ATTEMPT_FILE.match(rel[len(prefix) :]) if rel.startswith(prefix) else None
+            if not m:
+                log.warning("ignoring unexpected file under attempts: %s", rel)
+                continue
+            key, attempt, ext = m.group(1), int(m.group(2)), m.group(3)
+            if wanted is not None and key not in wanted:
+                continue
+            if ext == "done":
+                done.add((key, attempt))
+                continue
+            try:
+                rec = self._checked(decode(self.store.read_bytes(rel)), key, attempt, rel)
+            except Exception as exc:  # noqa: BLE001 - a bad file costs one attempt (L12)
+                log.warning("skipping unreadable attempt record %s: %s", rel, exc)
+                continue
+            records[(key, attempt)] = rec
+        # A done mark without its record means the record was lost: not done.
+        done &= set(records)
+        return records, done
+
+    def _checked(self, rec: AttemptRecord, key: str, attempt: int, rel: str) -> AttemptRecord:
+        if (rec.mission, rec.range_key, rec.attempt) != (self.mission, key, attempt):
+            raise ValueError(
+                f"{rel} describes {rec.mission}/{rec.range_key}/a{rec.attempt}, not its own path"
+            )
+        return rec

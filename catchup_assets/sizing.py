@@ -1,0 +1,187 @@
+"""Size each range from the previous profile and place it on a node tier.
+
+Pure. `memory = peak_anon * margin + cache_headroom` (L27), the tier is the
+smallest whose memory cut holds it, a big working set moves it one tier up,
+each OOM moves it one more (L6) while the request climbs by the ladder.
+"""
+
+from __future__ import annotations
+
+import bisect
+from dataclasses import dataclass
+from typing import Iterable, Mapping, Sequence
+
+from catchup_assets.outcomes import RetryPolicy
+
+GiB = 1024**3
+MiB = 1024**2
+
+
+@dataclass(frozen=True)
+class Tier:
+    """A node pool: the most memory one range may get there, and the node it runs on."""
+
+    name: str
+    memory_cut_bytes: int
+    node_memory_bytes: int
+    cpu: float
+    pods_per_node: int = 1
+
+
+# Modelled on the seed's on-demand ladder: one range per node, sized so the
+# cut excludes a second pod. Catch-all tiers pack several unsized pods.
+DEFAULT_LADDER: tuple[Tier, ...] = (
+    Tier("dwarf", 3 * GiB, 4 * GiB, 1),
+    Tier("subgiant", 6 * GiB, 8 * GiB, 1),
+    Tier("giant", 13 * GiB, 16 * GiB, 2),
+    Tier("supergiant", 28 * GiB, 32 * GiB, 4),
+    Tier("hypergiant", 58 * GiB, 64 * GiB, 8),
+    Tier("supernova", 120 * GiB, 128 * GiB, 16),
+)
+PROTOSTAR = Tier("protostar", 15 * GiB, 32 * GiB, 4, pods_per_node=2)
+NEBULA = Tier("nebula", 15 * GiB, 32 * GiB, 4, pods_per_node=2)
+
+
+@dataclass(frozen=True)
+class Tiers:
+    ladder: tuple[Tier, ...] = DEFAULT_LADDER
+    unprofiled: Tier = PROTOSTAR  # an unmeasured range in a profiled mission
+    no_profile: Tier = NEBULA  # every range of a mission with no profile
+
+    def __post_init__(self) -> None:
+        if not self.ladder:
+            raise ValueError("tiers: the ladder needs at least one tier")
+        cuts = [t.memory_cut_bytes for t in self.ladder]
+        if cuts != sorted(cuts) or len(set(cuts)) != len(cuts):
+            raise ValueError("tiers: ladder memory cuts must strictly increase")
+        names = [t.name for t in self.all()]
+        if len(set(names)) != len(names):
+            raise ValueError(f"tiers: duplicate tier names in {names}")
+        for t in self.all():
+            if t.memory_cut_bytes <= 0 or t.memory_cut_bytes > t.node_memory_bytes:
+                raise ValueError(f"tier {t.name!r}: need 0 < memory_cut <= node_memory")
+
+    def all(self) -> tuple[Tier, ...]:
+        return (*self.ladder, self.unprofiled, self.no_profile)
+
+    def by_name(self, name: str) -> Tier:
+        for t in self.all():
+            if t.name == name:
+                return t
+        raise ValueError(f"unknown tier {name!r}: known tiers {[t.name for t in self.all()]}")
+
+    def index_for(self, memory_bytes: int) -> int:
+        """Smallest ladder tier whose cut holds `memory_bytes` (the top one if none does)."""
+        for i, t in enumerate(self.ladder):
+            if memory_bytes <= t.memory_cut_bytes:
+                return i
+        return len(self.ladder) - 1
+
+
+@dataclass(frozen=True)
+class SizingPolicy:
+    margin: float = 1.25
+    cache_headroom_bytes: int = 1 * GiB
+    # A working set above this share of the tier's cut means the page cache is
+    # starved there: one tier up.
+    cache_bump_ratio: float = 1.0
+    unprofiled_memory_bytes: int = 12 * GiB
+    cpu_request: float | None = None  # None: the tier's cpu
+
+    def __post_init__(self) -> None:
+        if self.margin < 1.0:
+            raise ValueError(f"sizing 'margin' must be >= 1.0, got {self.margin}")
+        if self.cache_headroom_bytes < 0:
+            raise ValueError("sizing 'cache_headroom_bytes' must be >= 0")
+        if self.unprofiled_memory_bytes <= 0:
+            raise ValueError("sizing 'unprofiled_memory_bytes' must be > 0")
+        if self.cache_bump_ratio <= 0:
+            raise ValueError("sizing 'cache_bump_ratio' must be > 0")
+
+
+@dataclass(frozen=True)
+class RangeMeasure:
+    """What sizing reads of one profiled range (L26)."""
+
+    last_ledger: int
+    peak_anon_bytes: int
+    peak_working_set_bytes: int | None = None
+    seconds: float | None = None
+
+
+class ProfileIndex:
+    """Lookup by range end: exact, else the nearest measured end above (L25)."""
+
+    def __init__(self, measures: Iterable[RangeMeasure]):
+        by_end: dict[int, RangeMeasure] = {}
+        for m in measures:
+            if m.peak_anon_bytes is None:
+                continue  # measurement-free entries would capture ranges below them
+            prev = by_end.get(m.last_ledger)
+            by_end[m.last_ledger] = m if prev is None or m.peak_anon_bytes > prev.peak_anon_bytes else prev
+        self._ends = sorted(by_end)
+        self._by_end = by_end
+
+    def __len__(self) -> int:
+        return len(self._ends)
+
+    def lookup(self, last_ledger: int) -> RangeMeasure | None:
+        i = bisect.bisect_left(self._ends, last_ledger)
+        if i == len(self._ends):
+            return None  # past the top of the profile: unprofiled
+        return self._by_end[self._ends[i]]
+
+
+@dataclass(frozen=True)
+class Sizing:
+    tier: str
+    memory_request_bytes: int
+    memory_limit_bytes: int
+    cpu_request: float
+    profiled: bool
+    base_memory_bytes: int
+    predicted_seconds: float | None = None
+
+
+def base_memory(measure: RangeMeasure, policy: SizingPolicy) -> int:
+    return int(measure.peak_anon_bytes * policy.margin + policy.cache_headroom_bytes)
+
+
+def size_range(
+    last_ledger: int,
+    profile: ProfileIndex | None,
+    tiers: Tiers,
+    policy: SizingPolicy,
+    retry: RetryPolicy,
+    n_oom: int = 0,
+) -> Sizing:
+    """Resources and tier for the next attempt of the range ending at `last_ledger`."""
+    measure = profile.lookup(last_ledger) if profile is not None and len(profile) else None
+    if measure is None:
+        catch_all = tiers.no_profile if profile is None or not len(profile) else tiers.unprofiled
+        base = min(policy.unprofiled_memory_bytes, catch_all.memory_cut_bytes)
+        memory = retry.memory_for(base, n_oom)
+        tier = catch_all if memory <= catch_all.memory_cut_bytes else tiers.ladder[tiers.index_for(memory)]
+        return _sizing(tier, memory, policy, False, base, None)
+    base = base_memory(measure, policy)
+    memory = retry.memory_for(base, n_oom)
+    idx = tiers.index_for(base)
+    ws = measure.peak_working_set_bytes
+    if ws is not None and ws > tiers.ladder[idx].memory_cut_bytes * policy.cache_bump_ratio:
+        idx += 1
+    idx = max(idx + n_oom, tiers.index_for(memory))
+    tier = tiers.ladder[min(idx, len(tiers.ladder) - 1)]
+    return _sizing(tier, memory, policy, True, base, measure.seconds)
+
+
+def _sizing(tier: Tier, memory: int, policy: SizingPolicy, profiled: bool, base: int, seconds) -> Sizing:
+    cpu = policy.cpu_request if policy.cpu_request is not None else tier.cpu
+    return Sizing(tier.name, memory, memory, cpu, profiled, base, seconds)
+
+
+def tier_counts(sizings: Mapping[str, Sizing] | Sequence[Sizing]) -> dict[str, int]:
+    values = sizings.values() if isinstance(sizings, Mapping) else sizings
+    out: dict[str, int] = {}
+    for s in values:
+        out[s.tier] = out.get(s.tier, 0) + 1
+    return out

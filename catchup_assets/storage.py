@@ -1,0 +1,86 @@
+"""The storage root: a local directory or any fsspec URL (s3://, gs://, memory://).
+
+Every write is atomic (L33): locally a `.tmp` sibling then `os.replace`; on an
+object store a single PUT, which is atomic by nature.
+"""
+
+from __future__ import annotations
+
+import os
+import posixpath
+import re
+import uuid
+
+import fsspec
+from fsspec.implementations.local import LocalFileSystem
+
+_MISSION_RE = re.compile(r"^[a-z0-9]([a-z0-9-]{0,38}[a-z0-9])?$")
+
+
+def validate_mission(name: str) -> str:
+    """Mission names go into paths and Kubernetes labels: DNS-1123 label, <= 40 chars."""
+    if not isinstance(name, str) or not _MISSION_RE.match(name):
+        raise ValueError(
+            f"mission name {name!r} is invalid: use 1-40 lowercase letters, digits and '-', "
+            "starting and ending with a letter or digit"
+        )
+    return name
+
+
+class Store:
+    """Relative paths under one root, on whatever filesystem the root names."""
+
+    def __init__(self, root: str | os.PathLike):
+        root = os.fspath(root)
+        self.fs, self.base = fsspec.core.url_to_fs(root)
+        self.root = root
+        self.local = isinstance(self.fs, LocalFileSystem)
+        if self.local:
+            self.base = os.path.abspath(self.base)
+            os.makedirs(self.base, exist_ok=True)
+
+    def path(self, rel: str) -> str:
+        return posixpath.join(self.base, rel) if rel else self.base
+
+    def url(self, rel: str) -> str:
+        """A path a notebook can open: plain for local roots, protocol-qualified otherwise."""
+        p = self.path(rel)
+        return p if self.local else self.fs.unstrip_protocol(p)
+
+    def write_bytes(self, rel: str, data: bytes) -> None:
+        p = self.path(rel)
+        if self.local:
+            os.makedirs(os.path.dirname(p), exist_ok=True)
+            tmp = f"{p}.{uuid.uuid4().hex[:8]}.tmp"
+            with open(tmp, "wb") as f:
+                f.write(data)
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, p)
+        else:
+            self.fs.pipe_file(p, data)
+
+    def read_bytes(self, rel: str) -> bytes:
+        return self.fs.cat_file(self.path(rel))
+
+    def exists(self, rel: str) -> bool:
+        return self.fs.exists(self.path(rel))
+
+    def find(self, rel: str) -> list[str]:
+        """Every file under `rel`, as paths relative to the root, in one listing."""
+        base = self.path(rel)
+        if not self.fs.exists(base):
+            return []
+        prefix = self.base.rstrip("/") + "/"
+        out = []
+        for p in self.fs.find(base):
+            p = p if self.local else p
+            if p.endswith(".tmp"):
+                continue  # a writer died mid-write: never read half a file
+            out.append(p[len(prefix) :] if p.startswith(prefix) else p)
+        return out
+
+    def remove(self, rel: str) -> None:
+        p = self.path(rel)
+        if self.fs.exists(p):
+            self.fs.rm(p, recursive=True)

@@ -1,0 +1,262 @@
+"""The reconciler against an in-memory cluster and a fake clock (T1, T2)."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+
+from catchup_assets.backends.base import AttemptSpec, Peaks
+from catchup_assets.dispatch import DispatchConfig, Dispatcher
+from catchup_assets.outcomes import RetryPolicy
+from catchup_assets.profile import profile_rows
+from catchup_assets.ranges import MissionSpan, dispatch_order, plan_ranges
+from catchup_assets.records import RecordStore
+from catchup_assets.sizing import GiB, SizingPolicy
+from catchup_assets.storage import Store
+
+from fakes import DISRUPTED, FAILED, INTERRUPTED, OK, OOM, FakeBackend, FakeClock, Script
+
+SPAN = MissionSpan(1, 64000, ledgers_per_range=6400)  # 10 ranges
+RANGES = dispatch_order(plan_ranges(SPAN))
+KEYS = [r.key for r in RANGES]
+BASE = 12 * GiB
+
+
+def make(tmp_path, script=lambda spec: Script(), parallelism=3, clock=None, backend=None, ranges=RANGES, **cfg):
+    clock = clock or FakeClock()
+    backend = backend or FakeBackend(clock, script)
+    records = RecordStore(Store(tmp_path / "root"), "m1")
+    config = DispatchConfig(mission="m1", ranges=ranges, parallelism=parallelism, poll_seconds=5, **cfg)
+    return Dispatcher(config, backend, records, clock=clock), backend, records
+
+
+def by_attempt(table):
+    """A script from {(key, attempt): Script}, default ok."""
+    return lambda spec: table.get((spec.range_key, spec.attempt), Script())
+
+
+def test_whole_mission_completes_and_records_every_attempt(tmp_path):
+    d, backend, records = make(tmp_path)
+    result = d.run()
+    assert sorted(result.done) == sorted(KEYS)
+    recs, done = records.load()
+    assert len(recs) == len(KEYS) and done == set(recs)
+    assert all(r.outcome == "ok" and r.peak_anon_bytes == 100 and r.seconds == 10 for r in recs.values())
+    assert sorted(backend.released_ranges) == sorted(KEYS)  # L3
+    assert backend.attempts == {}  # L2: every finished attempt released
+
+
+def test_L11_parallelism_never_exceeded(tmp_path):
+    d, backend, _ = make(tmp_path, parallelism=3)
+    d.run()
+    assert backend.max_live == 3
+
+
+def test_L13_dispatch_follows_the_plan_order(tmp_path):
+    d, backend, _ = make(tmp_path, parallelism=1)
+    d.run()
+    assert [s.range_key for s in backend.submitted] == KEYS  # tip first
+
+
+def test_L5_budgets_are_spent_per_class_never_shared(tmp_path):
+    # 8 disruptions then 3 OOMs then ok: a shared 5-attempt counter would condemn it.
+    key = KEYS[0]
+    table = {(key, a): Script(observation=DISRUPTED) for a in range(1, 9)}
+    table.update({(key, a): Script(observation=OOM) for a in range(9, 12)})
+    d, _, records = make(tmp_path, by_attempt(table))
+    result = d.run()
+    assert result.results[key].status == "done"
+    recs, _ = records.load([key])
+    assert [recs[(key, a)].outcome for a in range(1, 13)] == ["disrupted"] * 8 + ["oom"] * 3 + ["ok"]
+
+
+@pytest.mark.parametrize(
+    "observation, allowed, outcome",
+    [(FAILED, 0, "failed"), (INTERRUPTED, 5, "interrupted"), (OOM, 4, "oom"), (DISRUPTED, 20, "disrupted")],
+)
+def test_L5_each_class_condemns_after_its_own_budget(tmp_path, observation, allowed, outcome):
+    key = KEYS[2]
+    d, backend, _ = make(tmp_path, lambda s: Script(observation=observation) if s.range_key == key else Script())
+    result = d.run()
+    r = result.results[key]
+    assert r.status == "condemned" and r.attempts == allowed + 1
+    assert outcome in r.reason
+    assert sum(1 for s in backend.submitted if s.range_key == key) == allowed + 1
+
+
+def test_L6_memory_climbs_by_oom_count_not_attempt_number(tmp_path):
+    key = KEYS[0]
+    table = {
+        (key, 1): Script(observation=DISRUPTED),
+        (key, 2): Script(observation=DISRUPTED),
+        (key, 3): Script(observation=OOM),
+        (key, 4): Script(observation=DISRUPTED),
+        (key, 5): Script(observation=OOM),
+    }
+    d, backend, _ = make(tmp_path, by_attempt(table))
+    d.run()
+    limits = [s.memory_limit_bytes for s in backend.submitted if s.range_key == key]
+    assert limits == [BASE, BASE, BASE, int(BASE * 1.5), int(BASE * 1.5), int(BASE * 2.25)]
+
+
+def test_L6_oom_at_the_cap_is_condemned_not_retried_at_the_same_limit(tmp_path):
+    key = KEYS[0]
+    retry = RetryPolicy(memory_cap_bytes=16 * GiB, oom_rungs=10)
+    d, backend, _ = make(tmp_path, lambda s: Script(observation=OOM) if s.range_key == key else Script(), retry=retry)
+    result = d.run()
+    limits = [s.memory_limit_bytes for s in backend.submitted if s.range_key == key]
+    assert limits == [BASE, 16 * GiB]
+    assert "cap" in result.results[key].reason
+
+
+def test_L9_condemned_range_does_not_stop_dispatch(tmp_path, caplog):
+    # The tip range fails for real first; with one slot, everything else must still run.
+    key = KEYS[0]
+    d, backend, _ = make(tmp_path, lambda s: Script(observation=FAILED) if s.range_key == key else Script(), parallelism=1)
+    with caplog.at_level(logging.ERROR):
+        result = d.run()
+    assert result.condemned.keys() == {key}
+    assert sorted(result.done) == sorted(KEYS[1:])
+    assert any(key in m and "condemned" in m for m in caplog.messages)
+    assert key not in backend.released_ranges  # its data stays for a backfill to resume
+
+
+def test_L11_an_attempt_created_by_someone_else_is_adopted_and_holds_a_slot(tmp_path):
+    clock = FakeClock()
+    backend = FakeBackend(clock)
+    # Another dispatcher won the create race for our first attempt.
+    backend.submit(AttemptSpec("m1", KEYS[0], 1, RANGES[0].last, 6720, BASE, BASE, "nebula"))
+    d, backend, _ = make(tmp_path, backend=backend, clock=clock, parallelism=2)
+    d.pass_once()
+    assert len([s for s in backend.observe() if s.live]) == 2
+    result = d.run()
+    assert sorted(result.done) == sorted(KEYS) and backend.max_live <= 2
+    assert [s.attempt for s in backend.submitted if s.range_key == KEYS[0]] == [1]
+
+
+def test_L11_two_dispatchers_over_disjoint_ranges_share_one_cap(tmp_path):
+    clock = FakeClock()
+    backend = FakeBackend(clock, lambda s: Script(seconds=30))
+    a, _, _ = make(tmp_path, backend=backend, clock=clock, parallelism=4, ranges=RANGES[:5])
+    b, _, _ = make(tmp_path, backend=backend, clock=clock, parallelism=4, ranges=RANGES[5:])
+    for _ in range(40):
+        a.pass_once()
+        b.pass_once()
+        clock.sleep(5)
+    assert backend.max_live == 4
+    assert len(backend.released_ranges) == len(KEYS)
+
+
+def test_L10_restart_mid_mission_adopts_live_attempts_and_loses_nothing(tmp_path):
+    clock = FakeClock()
+    backend = FakeBackend(clock, lambda s: Script(seconds=30, peaks=Peaks(5 * GiB, 6 * GiB, 7)))
+    first, _, _ = make(tmp_path, backend=backend, clock=clock)
+    for _ in range(4):
+        first.pass_once()
+        clock.sleep(5)
+    live_before = {s.attempt_id for s in backend.observe() if s.live}
+    assert live_before
+    second, _, records = make(tmp_path, backend=backend, clock=clock)  # the restart
+    result = second.run()
+    assert sorted(result.done) == sorted(KEYS)
+    ids = [s.attempt_id for s in backend.submitted]
+    assert len(ids) == len(set(ids)) == len(KEYS)  # nothing ran twice
+    rows, unmeasured = profile_rows(records.load()[0].values())
+    assert unmeasured == [] and all(r["peak_anon_bytes"] == 5 * GiB for r in rows)
+
+
+def test_L12_a_torn_record_costs_only_its_own_range(tmp_path, caplog):
+    d, backend, records = make(tmp_path)
+    d.run()
+    torn = KEYS[4]
+    records.store.write_bytes(f"m1/attempts/{torn}/a001.parquet", b"PAR1\x00\x00torn")
+    records.store.write_bytes(f"m1/attempts/{KEYS[5]}/a001.parquet", records.store.read_bytes(f"m1/attempts/{KEYS[6]}/a001.parquet"))
+    backend.submitted.clear()
+    with caplog.at_level(logging.WARNING):
+        again, _, _ = make(tmp_path, backend=backend, clock=backend.clock)
+        result = again.run()
+    assert sorted(s.range_key for s in backend.submitted) == sorted([torn, KEYS[5]])
+    assert sorted(result.done) == sorted(KEYS)
+    assert any("unreadable" in m and torn in m for m in caplog.messages)
+
+
+def test_L31_final_read_is_retried_then_recorded_without_it(tmp_path):
+    clock = FakeClock()
+    backend = FakeBackend(clock, collect_errors=2)
+    d, _, records = make(tmp_path, backend=backend, clock=clock, ranges=RANGES[:1])
+    result = d.run()
+    assert result.done == [KEYS[0]]
+    rec = records.load()[0][(KEYS[0], 1)]
+    assert rec.tx_apply_count == 1000  # third try succeeded
+    backend2 = FakeBackend(FakeClock(), collect_errors=5)
+    d2, _, records2 = make(tmp_path / "b", backend=backend2, clock=backend2.clock, ranges=RANGES[:1])
+    assert d2.run().done == [KEYS[0]]
+    rec2 = records2.load()[0][(KEYS[0], 1)]
+    assert rec2.tx_apply_count is None and rec2.peak_anon_bytes == 100  # kubelet peaks kept
+
+
+def test_L32_done_mark_exists_before_the_attempt_is_released(tmp_path):
+    d, backend, records = make(tmp_path, ranges=RANGES[:3])
+    seen = []
+    release = backend.release
+
+    def checking_release(state):
+        seen.append(records.store.exists(f"m1/attempts/{state.range_key}/a{state.attempt:03d}.done"))
+        release(state)
+
+    backend.release = checking_release
+    d.run()
+    assert seen == [True, True, True]
+
+
+def test_Z1_status_names_stragglers_against_their_profile(tmp_path):
+    from catchup_assets.sizing import ProfileIndex, RangeMeasure
+
+    slow = KEYS[0]
+    profile = ProfileIndex([RangeMeasure(r.last, GiB, GiB, 100.0) for r in RANGES])
+    statuses = []
+    d, _, _ = make(
+        tmp_path, lambda s: Script(seconds=500 if s.range_key == slow else 10), parallelism=4, profile=profile, status_every=1
+    )
+    d.on_status = statuses.append
+    d.run()
+    straggling = [s for s in statuses if s.stragglers]
+    assert straggling and all(slow in s.stragglers[0] and "profiled 100s" in s.stragglers[0] for s in straggling)
+    assert statuses[-1].completed == len(KEYS)
+
+
+def test_Z4_a_stall_raises_an_alert(tmp_path, caplog):
+    d, _, _ = make(tmp_path, lambda s: Script(seconds=1000), ranges=RANGES[:1], stall_seconds=300)
+    with caplog.at_level(logging.ERROR):
+        d.run()
+    assert sum("no range completed" in m for m in caplog.messages) == 1
+
+
+def test_L21_resumed_chain_reaches_the_result_row(tmp_path):
+    key = KEYS[0]
+    table = {
+        (key, 1): Script(observation=DISRUPTED, peaks=Peaks(9 * GiB, 10 * GiB, 1), fresh_start=True, seconds=100),
+        (key, 2): Script(peaks=Peaks(2 * GiB, 3 * GiB, 1), fresh_start=False, resumed_from=3000, seconds=50),
+    }
+    got = {}
+    d, _, _ = make(tmp_path, by_attempt(table), ranges=RANGES[:1])
+    d.on_result = lambda r, already: got.setdefault(r.range_key, r)
+    d.run()
+    row = got[key].row
+    assert row["peak_anon_bytes"] == 9 * GiB and row["seconds"] == 150 and row["chain_attempts"] == 2
+    assert got[key].outcomes == "disrupted ok"
+
+
+def test_completed_ranges_are_skipped_by_a_new_dispatcher(tmp_path):
+    d, backend, _ = make(tmp_path)
+    d.run()
+    n = len(backend.submitted)
+    again, _, _ = make(tmp_path, backend=backend, clock=backend.clock)
+    reported = []
+    again.on_result = lambda r, already: reported.append((r.range_key, already))
+    # on_result fires from the constructor for completed ranges; rebuild to capture it
+    again = Dispatcher(again.cfg, backend, again.records, clock=backend.clock, on_result=lambda r, a: reported.append((r.range_key, a)))
+    result = again.run()
+    assert len(backend.submitted) == n and sorted(result.done) == sorted(KEYS)
+    assert sorted(reported) == sorted((k, True) for k in KEYS)
