@@ -21,7 +21,7 @@ from typing import Iterable
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from catchup_assets.storage import Store
+from catchup_assets.storage import Store, validate_mission
 
 log = logging.getLogger(__name__)
 
@@ -123,7 +123,7 @@ class RecordStore:
 
     def __init__(self, store: Store, mission: str):
         self.store = store
-        self.mission = mission
+        self.mission = validate_mission(mission)
 
     def _rel(self, range_key: str, attempt: int, ext: str) -> str:
         return f"{self.mission}/attempts/{range_key}/a{attempt:03d}.{ext}"

@@ -1,0 +1,88 @@
+import pytest
+
+from catchup_assets.outcomes import GiB, Observation, Outcome, PastAttempt, RetryPolicy, classify, decide
+
+F = frozenset
+
+
+@pytest.mark.parametrize(
+    "obs, outcome",
+    [
+        (Observation(exit_code=0, termination_reason="Completed"), Outcome.OK),
+        (Observation(exit_code=137, termination_reason="OOMKilled"), Outcome.OOM),
+        (Observation(exit_code=3, conditions=F({"DisruptionTarget"})), Outcome.DISRUPTED),
+        (Observation(node_gone=True), Outcome.DISRUPTED),
+        (Observation(pod_reason="Evicted", message="Pod ephemeral local storage usage exceeds the total limit"), Outcome.EVICTED),
+        # L4: the deadline outranks what the SIGTERMed pod says (exit 3, or even a disruption)
+        (Observation(exit_code=3, termination_reason="Error", conditions=F({"DeadlineExceeded"})), Outcome.DEADLINE),
+        (Observation(exit_code=143, pod_reason="DeadlineExceeded"), Outcome.DEADLINE),
+        (Observation(exit_code=0, conditions=F({"DeadlineExceeded"})), Outcome.DEADLINE),
+        (Observation(pod_reason="UnexpectedAdmissionError"), Outcome.REJECTED),
+        (Observation(pod_reason="OutOfmemory"), Outcome.REJECTED),
+        (Observation(conditions=F({"FailedCreate"})), Outcome.REJECTED),
+        (Observation(conditions=F({"BackoffLimitExceeded"})), Outcome.UNKNOWN),
+        (Observation(), Outcome.UNKNOWN),
+        (Observation(exit_code=3, termination_reason="Error"), Outcome.INTERRUPTED),
+        (Observation(exit_code=1, termination_reason="Error"), Outcome.FAILED),
+        (Observation(exit_code=2, termination_reason="Error"), Outcome.FAILED),
+        (Observation(exit_code=137, termination_reason="Error"), Outcome.FAILED),
+    ],
+)
+def test_L4_classify(obs, outcome):
+    assert classify(obs) is outcome
+
+
+def hist(*outcomes, limit=None):
+    return [PastAttempt(i + 1, Outcome(o), limit) for i, o in enumerate(outcomes)]
+
+
+P = RetryPolicy()
+
+
+@pytest.mark.parametrize(
+    "outcomes, action",
+    [
+        ([], "retry"),
+        (["ok"], "done"),
+        (["disrupted", "ok"], "done"),
+        (["failed"], "condemned"),  # failed: budget 0
+        (["interrupted"] * 5, "retry"),
+        (["interrupted"] * 3 + ["deadline"] * 3, "condemned"),  # ordinary: 5
+        (["oom"] * 4, "retry"),
+        (["oom"] * 5, "condemned"),  # 5 rungs
+        (["disrupted"] * 20, "retry"),
+        (["disrupted"] * 10 + ["evicted"] * 5 + ["rejected"] * 3 + ["unknown"] * 3, "condemned"),
+        # L5: spot churn does not drain the OOM budget
+        (["disrupted"] * 15 + ["oom"] * 4 + ["interrupted"] * 5, "retry"),
+    ],
+)
+def test_L5_budgets_per_class(outcomes, action):
+    assert decide(hist(*outcomes), P).action == action
+
+
+def test_L9_condemnation_names_the_evidence():
+    h = [PastAttempt(1, Outcome.DISRUPTED), PastAttempt(2, Outcome.FAILED, evidence="exit 1; termination Error")]
+    d = decide(h, P)
+    assert d.action == "condemned"
+    assert "failed budget spent (1 > 0)" in d.reason and "exit 1" in d.reason and "a1:disrupted a2:failed" in d.reason
+
+
+@pytest.mark.parametrize(
+    "n_oom, expected", [(0, 4 * GiB), (1, 6 * GiB), (2, 9 * GiB), (3, int(13.5 * GiB)), (10, 48 * GiB)]
+)
+def test_L6_memory_ladder_by_oom_count_with_cap(n_oom, expected):
+    assert P.memory_for(4 * GiB, n_oom) == expected
+
+
+def test_L6_oom_rungs_treble_the_request_before_giving_up():
+    assert P.memory_for(GiB, P.oom_rungs - 1) >= 3 * GiB
+
+
+@pytest.mark.parametrize(
+    "kwargs, field",
+    [(dict(memory_factor=1.0), "memory_factor"), (dict(oom_rungs=0), "oom_rungs"), (dict(environmental=-1), "environmental"),
+     (dict(memory_cap_bytes=0), "memory_cap_bytes")],
+)
+def test_L34_bad_policy_names_the_field(kwargs, field):
+    with pytest.raises(ValueError, match=field):
+        RetryPolicy(**kwargs)

@@ -1,0 +1,77 @@
+"""Attempt records on the storage root (L12, L20, L28, L33)."""
+
+import logging
+
+import pytest
+
+from catchup_assets.records import AttemptRecord, RecordStore, decode, encode
+from catchup_assets.storage import Store, validate_mission
+
+KEY = "0000016001-0000032000"
+
+
+@pytest.fixture(params=["local", "memory"])
+def store(request, tmp_path):
+    if request.param == "local":
+        return Store(tmp_path / "root")
+    import uuid
+
+    return Store(f"memory://catchup-{uuid.uuid4().hex}")
+
+
+def test_round_trip_on_local_and_object_storage(store):
+    rs = RecordStore(store, "m1")
+    r = AttemptRecord("m1", KEY, 1, "ok", exit_code=0, peak_anon_bytes=5, seconds=1.5, fresh_start=True)
+    rs.write(r)
+    rs.mark_done(KEY, 1)
+    recs, done = rs.load()
+    assert recs == {(KEY, 1): r} and done == {(KEY, 1)}
+    assert decode(encode(r)) == r
+
+
+def test_L20_peaks_merge_by_max_and_are_never_lowered(store):
+    rs = RecordStore(store, "m1")
+    first = rs.write(AttemptRecord("m1", KEY, 1, peak_anon_bytes=900, peak_working_set_bytes=10))
+    # a restarted observer starts from zero
+    merged = rs.write(AttemptRecord("m1", KEY, 1, peak_anon_bytes=100, peak_working_set_bytes=50), first)
+    assert (merged.peak_anon_bytes, merged.peak_working_set_bytes) == (900, 50)
+    assert rs.read_one(KEY, 1) == merged
+
+
+def test_L28_late_measurement_fills_the_hole_and_a_missing_one_never_erases(store):
+    rs = RecordStore(store, "m1")
+    a = rs.write(AttemptRecord("m1", KEY, 1, "ok", seconds=120.0, tx_apply_count=None))
+    b = rs.write(AttemptRecord("m1", KEY, 1, tx_apply_count=777, seconds=None), a)
+    assert (b.outcome, b.seconds, b.tx_apply_count) == ("ok", 120.0, 777)
+
+
+def test_L33_writes_leave_no_temporary_files(tmp_path):
+    store = Store(tmp_path / "root")
+    rs = RecordStore(store, "m1")
+    rs.write(AttemptRecord("m1", KEY, 1, "ok"))
+    files = sorted(p.name for p in (tmp_path / "root").rglob("*") if p.is_file())
+    assert files == ["a001.parquet"]
+
+
+def test_L12_torn_foreign_and_misplaced_files_cost_one_attempt_each(tmp_path, caplog):
+    store = Store(tmp_path / "root")
+    rs = RecordStore(store, "m1")
+    good = AttemptRecord("m1", KEY, 2, "ok", peak_anon_bytes=1)
+    rs.write(good)
+    store.write_bytes(f"m1/attempts/{KEY}/a001.parquet", encode(good)[:40])  # torn
+    store.write_bytes(f"m1/attempts/{KEY}/a003.parquet", encode(AttemptRecord("other", KEY, 3)))  # foreign mission
+    store.write_bytes(f"m1/attempts/{KEY}/a004.parquet", b"not parquet at all")
+    (tmp_path / "root/m1/attempts" / KEY / "a005.parquet.1234.tmp").write_bytes(b"half")  # a writer died
+    (tmp_path / "root/m1/attempts/README").write_text("stray")
+    rs.mark_done(KEY, 1)
+    with caplog.at_level(logging.WARNING):
+        recs, done = rs.load()
+    assert recs == {(KEY, 2): good}
+    assert done == set()  # the done mark of a record that cannot be read does not count
+    assert sum("skipping unreadable" in m for m in caplog.messages) == 3
+
+
+@pytest.mark.parametrize("name", ["M1", "a b", "-m", "m" * 41, "../x", "", "m_1"])
+def test_mission_names_are_validated_where_they_enter(name):
+    with pytest.raises(ValueError, match="mission name"):
+        validate_mission(name)
