@@ -1,0 +1,151 @@
+"""Read a worker's log: bounded lines, the medida tx-apply block, resume facts.
+
+Pure and stdlib-only, so the local backend, the Kubernetes backend and tests
+share it. Nothing a worker prints may break the reader (L29), and the one
+metric the profile needs must survive the real log's shapes (L24).
+"""
+
+from __future__ import annotations
+
+import codecs
+import re
+from dataclasses import dataclass
+from typing import Iterable, Iterator
+
+_TERMINATOR = re.compile(r"\r\n|\r|\n")
+
+
+def iter_lines(chunks: Iterable[bytes], max_line: int = 65536) -> Iterator[str]:
+    """Split a byte stream on `\\r`, `\\n` and `\\r\\n` into text lines (L29).
+
+    Carriage-return progress meters become separate lines instead of one
+    multi-megabyte line. A line longer than `max_line` characters is emitted
+    cut to `max_line` and the rest of it, up to its terminator, is dropped:
+    memory stays bounded and the lines after it are intact. Invalid UTF-8
+    becomes U+FFFD; a character split across chunks is decoded whole.
+    """
+    decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+    pending: list[str] = []
+    pending_len = 0
+    overflowed = False  # the current line was already emitted, cut
+    after_cr = False  # a "\r" ended the last chunk: a leading "\n" pairs with it
+
+    def feed(text: str) -> Iterator[str]:
+        nonlocal pending, pending_len, overflowed, after_cr
+        pos = 1 if after_cr and text.startswith("\n") else 0
+        if text:
+            after_cr = text.endswith("\r")
+        for match in _TERMINATOR.finditer(text, pos):
+            piece = text[pos : match.start()]
+            pos = match.end()
+            if overflowed:
+                overflowed = False
+            else:
+                yield ("".join(pending) + piece)[:max_line]
+            pending, pending_len = [], 0
+        rest = text[pos:]
+        if rest and not overflowed:
+            pending.append(rest)
+            pending_len += len(rest)
+            if pending_len > max_line:
+                yield "".join(pending)[:max_line]
+                pending, pending_len, overflowed = [], 0, True
+
+    for chunk in chunks:
+        yield from feed(decoder.decode(chunk))
+    yield from feed(decoder.decode(b"", final=True))
+    if pending:
+        yield "".join(pending)[:max_line]
+
+
+TX_APPLY_METRIC = "ledger.transaction.apply"
+
+# "<anything> ledger.transaction.apply:" -- a metric name has at least one dot.
+_HEADER = re.compile(r"(?:^|\s)([A-Za-z_][\w\-]*(?:\.[\w\-]+)+):\s*$")
+# A field line is the field alone, after an optional "[Channel LEVEL]" prefix.
+_PREFIX = r"^(?:.*\[[A-Za-z]+ [A-Za-z]+\])?\s*"
+_COUNT = re.compile(_PREFIX + r"count\s*=\s*(\d+)\s*$")
+_SUM = re.compile(
+    _PREFIX + r"sum\s*=\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*(ms|us|µs|ns|s)\s*$"
+)
+_UNIT_SECONDS = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6, "ns": 1e-9}
+
+
+class _TxApplyScanner:
+    """Line-at-a-time reader of the LAST `ledger.transaction.apply` block.
+
+    Other threads' lines may land between the header and `sum` (91 once): they
+    are skipped, not a reason to give up. A later metric header ends the block
+    so another metric's `count`/`sum` is never taken for ours (L24).
+    """
+
+    def __init__(self) -> None:
+        self.count: int | None = None
+        self.seconds: float | None = None
+        self._open = False
+
+    def feed(self, line: str) -> None:
+        header = _HEADER.search(line) if line.rstrip().endswith(":") else None
+        if header:
+            self._open = header.group(1) == TX_APPLY_METRIC
+            if self._open:
+                self.count, self.seconds = None, None
+            return
+        if not self._open:
+            return
+        if self.count is None and "count" in line:
+            m = _COUNT.match(line)
+            if m:
+                self.count = int(m.group(1))
+                return
+        m = _SUM.match(line) if "sum" in line else None
+        if m:
+            self.seconds = float(m.group(1)) * _UNIT_SECONDS[m.group(2)]
+            self._open = False
+
+
+def parse_tx_apply(lines: Iterable[str]) -> tuple[int | None, float | None]:
+    """(count, sum in seconds) of the last tx-apply block; None where absent."""
+    scanner = _TxApplyScanner()
+    for line in lines:
+        scanner.feed(line)
+    return scanner.count, scanner.seconds
+
+
+@dataclass(frozen=True)
+class WorkerLogFacts:
+    # LCL the attempt continued from; also set when it found the range done.
+    resumed_from_ledger: int | None
+    # True after `RESUME DECLINED` (new-db ran), False after `RESUME`, None if
+    # the log has no decision line (e.g. it was cut before one was printed).
+    fresh_start: bool | None
+    already_complete: bool
+    tx_apply_count: int | None
+    tx_apply_seconds: float | None
+
+
+# Searched, not anchored: a collector may prefix each line with a timestamp.
+_RESUMED = re.compile(r"(?:^|\s)RESUME: range .* from LCL (\d+) toward target \d+\s*$")
+_COMPLETE = re.compile(r"(?:^|\s)RESUME: range .* already complete: LCL (\d+) >= target \d+\s*$")
+_DECLINED = re.compile(r"(?:^|\s)RESUME DECLINED:")
+
+
+def parse_worker_log(lines: Iterable[str]) -> WorkerLogFacts:
+    """What one attempt's log says about the resume decision and tx apply (L16, L24)."""
+    scanner = _TxApplyScanner()
+    resumed: int | None = None
+    fresh: bool | None = None
+    complete = False
+    for line in lines:
+        if "RESUME" in line:
+            if m := _RESUMED.search(line):
+                resumed, fresh, complete = int(m.group(1)), False, False
+                continue
+            if m := _COMPLETE.search(line):
+                resumed, fresh, complete = int(m.group(1)), False, True
+                continue
+            if _DECLINED.search(line):
+                resumed, fresh, complete = None, True, False
+                continue
+        scanner.feed(line)
+    return WorkerLogFacts(resumed, fresh, complete, scanner.count, scanner.seconds)

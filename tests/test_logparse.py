@@ -1,0 +1,137 @@
+"""The worker-log reader: bounded lines (L29), medida tx-apply (L24), resume facts (L16)."""
+
+from __future__ import annotations
+
+import pytest
+
+from catchup_assets.worker.logparse import (
+    WorkerLogFacts,
+    iter_lines,
+    parse_tx_apply,
+    parse_worker_log,
+)
+
+P = "2026-11-29T07:52:44.123 GABCD [Perf INFO] "
+FOREIGN = "2026-11-29T07:52:44.124 GABCD [Overlay INFO] Dropping peer 10.0.0.7:11625: idle"
+
+
+def block(count: str | None = "123456", total: str | None = "1.47073e+06ms",
+          name: str = "ledger.transaction.apply", foreign: int = 0) -> list[str]:
+    lines = [P + f"{name}:", P + "  type: timer"]
+    if count is not None:
+        lines.append(P + f"  count = {count}")
+    lines += [FOREIGN] * foreign
+    lines += [P + "  event type: calls", P + "  mean = 11.9ms"]
+    if total is not None:
+        lines.append(P + f"  sum = {total}")
+    return lines + [P + "  median = 7.1ms", P + "  99.9% = 400ms"]
+
+
+OTHER = block("999", "5e+09ms", name="ledger.transaction.count")
+
+TX_APPLY_CASES = [
+    ("L24 plain", block("1200", "3456.5ms"), (1200, 3.4565)),
+    ("L24 scientific sum", block("123456", "1.47073e+06ms"), (123456, 1470.73)),
+    ("L24 scientific, capital E, negative exponent", block("5", "2.5E-01s"), (5, 0.25)),
+    ("L24 unit us", block("7", "1500000us"), (7, 1.5)),
+    ("L24 unit ns", block("7", "3e9ns"), (7, 3.0)),
+    ("L24 seconds unit", block("7", "12s"), (7, 12.0)),
+    ("L24 91 interleaved foreign lines", block("88", "1.2e+07ms", foreign=91), (88, 12000.0)),
+    ("L24 later header ends the block", block("10", None) + OTHER, (10, None)),
+    ("L24 other metric before ours is ignored", OTHER + block("10", "10ms"), (10, 0.01)),
+    ("L24 missing sum gives count only", block("42", None), (42, None)),
+    ("L24 two blocks: the last wins", block("1", "1ms") + block("2", "2e+03ms"), (2, 2.0)),
+    ("L24 no block", [FOREIGN, P + "  count = 5", P + "  sum = 5ms"], (None, None)),
+    ("L24 bare medida lines without a log prefix",
+     ["ledger.transaction.apply:", "  type: timer", "  count = 3", "  sum = 4.5ms"], (3, 0.0045)),
+    ("L24 foreign line mentioning count is not the count",
+     [P + "ledger.transaction.apply:", FOREIGN + " peer count = 77", P + "  count = 3",
+      P + "  sum = 1ms"], (3, 0.001)),
+]
+
+
+@pytest.mark.parametrize("lines,expected", [c[1:] for c in TX_APPLY_CASES],
+                         ids=[c[0] for c in TX_APPLY_CASES])
+def test_L24_parse_tx_apply(lines: list[str], expected: tuple) -> None:
+    count, seconds = parse_tx_apply(lines)
+    assert count == expected[0]
+    assert seconds == (None if expected[1] is None else pytest.approx(expected[1]))
+
+
+def chunked(data: bytes, size: int) -> list[bytes]:
+    return [data[i : i + size] for i in range(0, len(data), size)]
+
+
+SPLIT_CASES = [
+    ("L29 carriage-return meters become lines", [b"a 10%\rb 20%\rc 30%\ndone\n"],
+     ["a 10%", "b 20%", "c 30%", "done"]),
+    ("L29 crlf is one terminator", [b"x\r\ny\r\n"], ["x", "y"]),
+    ("L29 crlf split across chunks", [b"x\r", b"\ny\n"], ["x", "y"]),
+    ("L29 empty chunk between cr and lf", [b"x\r", b"", b"\ny"], ["x", "y"]),
+    ("L29 blank lines kept", [b"a\n\nb"], ["a", "", "b"]),
+    ("L29 last line without terminator", [b"one\ntwo"], ["one", "two"]),
+    ("L29 line split mid-line", [b"hel", b"lo wor", b"ld\nnext\n"], ["hello world", "next"]),
+    ("L29 multibyte char split across chunks", chunked("é€😀\n".encode(), 1), ["é€😀"]),
+    ("L29 invalid utf-8 is replaced", [b"ok\xff\xfeok\n"], ["ok\ufffd\ufffdok"]),
+    ("L29 truncated utf-8 at end", [b"ab\xe2\x82"], ["ab\ufffd"]),
+]
+
+
+@pytest.mark.parametrize("chunks,expected", [c[1:] for c in SPLIT_CASES],
+                         ids=[c[0] for c in SPLIT_CASES])
+def test_L29_iter_lines(chunks: list[bytes], expected: list[str]) -> None:
+    assert list(iter_lines(chunks)) == expected
+
+
+@pytest.mark.parametrize("chunk_size", [4096, 65536, 1 << 20, 6 << 20])
+def test_L29_five_megabyte_blob_is_bounded_and_later_lines_survive(chunk_size: int) -> None:
+    blob = b"#" * (5 * 1024 * 1024)
+    data = b"before\n" + blob + b"\n" + P.encode() + b"  count = 9\nafter\n"
+    lines = list(iter_lines(chunked(data, chunk_size), max_line=65536))
+    assert lines == ["before", "#" * 65536, P + "  count = 9", "after"]
+
+
+def test_L29_unterminated_blob_at_end_is_bounded() -> None:
+    lines = list(iter_lines(chunked(b"x" * 300_000, 1000), max_line=1000))
+    assert lines == ["x" * 1000]
+
+
+def test_L29_multibyte_chars_count_as_characters_when_bounding() -> None:
+    lines = list(iter_lines([("é" * 10 + "\nz").encode()], max_line=4))
+    assert lines == ["éééé", "z"]
+
+
+def test_L29_L24_progress_meter_and_block_through_the_whole_pipeline() -> None:
+    text = "\n".join(block("321", "6.5e+05ms", foreign=3)) + "\n"
+    data = b"".join(b"%d%%\r" % i for i in range(100000)) + text.encode()
+    assert parse_tx_apply(iter_lines(chunked(data, 8191))) == (321, pytest.approx(650.0))
+
+
+WORKER_CASES = [
+    ("L16 fresh start",
+     ["WORKER: range K target 640 count 320",
+      "RESUME DECLINED: no range marker in the data dir (never started here)"] + block("5", "2ms"),
+     WorkerLogFacts(None, True, False, 5, 0.002)),
+    ("L16 resumed with a timestamp prefix",
+     ["2026-11-29T07:52:44.000000000Z RESUME: range 0000016001-0000032000 from LCL 20031"
+      " toward target 32000"] + block("7", "1.5e+03ms"),
+     WorkerLogFacts(20031, False, False, 7, 1.5)),
+    ("L16 already complete",
+     ["RESUME: range a b from LCL 3 already complete: LCL 640 >= target 640"],
+     WorkerLogFacts(640, False, True, None, None)),
+    ("L16 no decision line", [FOREIGN], WorkerLogFacts(None, None, False, None, None)),
+    ("L16 L24 interleaved block, later header", block("9", None, foreign=91) + OTHER
+     + ["RESUME: range K from LCL 100 toward target 200"],
+     WorkerLogFacts(100, False, False, 9, None)),
+]
+
+
+@pytest.mark.parametrize("lines,expected", [c[1:] for c in WORKER_CASES],
+                         ids=[c[0] for c in WORKER_CASES])
+def test_L16_L24_parse_worker_log(lines: list[str], expected: WorkerLogFacts) -> None:
+    facts = parse_worker_log(iter(lines))  # an iterator: one pass is all it gets
+    expected_seconds = expected.tx_apply_seconds
+    assert facts.tx_apply_seconds == (
+        None if expected_seconds is None else pytest.approx(expected_seconds))
+    assert facts == WorkerLogFacts(**{**expected.__dict__,
+                                      "tx_apply_seconds": facts.tx_apply_seconds})

@@ -1,0 +1,221 @@
+"""The real entrypoint.sh under a POSIX shell, against the real simulated core.
+
+Each test sets up a data directory the way an earlier attempt would have left
+it, runs one attempt and asserts on what happened: exit code, the decision
+line, whether new-db ran, the marker, and the LCL the core saved.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import catchup_assets.worker
+
+ENTRYPOINT = Path(catchup_assets.worker.__file__).parent / "entrypoint.sh"
+CORE = Path(sys.executable).parent / "catchup-sim-core"
+KEY = "0000000321-0000000640"
+
+_found = [shutil.which(s) for s in ("sh", "dash")]
+SHELLS = list({os.path.realpath(p): p for p in _found if p}.values())
+
+
+@pytest.fixture(params=SHELLS, ids=[Path(s).name for s in SHELLS])
+def shell(request: pytest.FixtureRequest) -> str:
+    return request.param
+
+
+def worker_env(data: Path, key: str = KEY, target: str = "640", count: str = "320",
+               **extra: str) -> dict[str, str]:
+    env = {"PATH": os.environ["PATH"], "RANGE_KEY": key, "CATCHUP_TARGET": target,
+           "CATCHUP_COUNT": count, "DATA_DIR": str(data), "STELLAR_CORE": str(CORE),
+           "SIM_SPEED": "20000", "SIM_MEMORY_SCALE": "0.005"}
+    return {**env, **extra}
+
+
+def run(shell: str, env: dict[str, str], cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([shell, str(ENTRYPOINT)], env=env, cwd=cwd, capture_output=True,
+                          text=True, timeout=60)
+
+
+def prepare(data: Path, lcl: int | None, marker: str | None) -> Path:
+    """A data dir as an earlier attempt left it."""
+    data.mkdir(exist_ok=True)
+    if lcl is not None:
+        (data / "sim-core-state.json").write_text(json.dumps({"lcl": lcl}))
+    if marker is not None:
+        (data / ".catchup-range").write_text(marker + "\n")
+    return data
+
+
+def lcl_of(data: Path) -> int:
+    return json.loads((data / "sim-core-state.json").read_text())["lcl"]
+
+
+def decision(out: str) -> str:
+    return next(ln for ln in out.splitlines() if ln.startswith("RESUME"))
+
+
+def test_L16_never_started_declines_runs_new_db_writes_marker(shell: str, tmp_path: Path) -> None:
+    data = prepare(tmp_path / "data", None, None)
+    result = run(shell, worker_env(data))
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0] == f"WORKER: range {KEY} target 640 count 320"
+    assert lines[1].startswith("RESUME DECLINED: no range marker")
+    assert "New database initialized" in lines[2]
+    assert "Applying buckets for ledger 320" in result.stdout
+    assert (data / ".catchup-range").read_text() == KEY + "\n"
+    assert lcl_of(data) == 640
+
+
+# (LCL left by an earlier attempt, its marker, COUNT) -> decision line, new-db ran?
+RESUME_CASES = [
+    ("genesis: bucket phase never finished", 1, KEY, "320",
+     "RESUME DECLINED: LCL 1 is below range start 320 (bucket apply never finished)", True),
+    ("one below start", 319, KEY, "320",
+     "RESUME DECLINED: LCL 319 is below range start 320 (bucket apply never finished)", True),
+    ("exactly at start", 320, KEY, "320",
+     f"RESUME: range {KEY} from LCL 320 toward target 640", False),
+    ("mid-range", 447, KEY, "320", f"RESUME: range {KEY} from LCL 447 toward target 640", False),
+    ("one short of target", 639, KEY, "320",
+     f"RESUME: range {KEY} from LCL 639 toward target 640", False),
+    ("count with a leading zero is decimal, not octal", 400, KEY, "0320",
+     f"RESUME: range {KEY} from LCL 400 toward target 640", False),
+    ("another range's data", 447, "0000000001-0000000320", "320",
+     "RESUME DECLINED: data dir belongs to range '0000000001-0000000320', not this one", True),
+    ("marker but no database", None, KEY, "320", "RESUME DECLINED: offline-info failed", True),
+]
+
+
+@pytest.mark.parametrize("lcl,marker,count,expected,fresh", [c[1:] for c in RESUME_CASES],
+                         ids=[c[0] for c in RESUME_CASES])
+def test_L16_resume_decision(shell: str, tmp_path: Path, lcl: int | None, marker: str,
+                             count: str, expected: str, fresh: bool) -> None:
+    data = prepare(tmp_path / "data", lcl, marker)
+    result = run(shell, worker_env(data, count=count))
+    assert result.returncode == 0, result.stderr
+    assert decision(result.stdout) == expected
+    assert ("New database initialized" in result.stdout) is fresh
+    if not fresh:
+        assert f"Replaying ledgers {lcl + 1}..640 from LCL {lcl}" in result.stdout
+        assert "Applying buckets" not in result.stdout
+    assert (data / ".catchup-range").read_text() == KEY + "\n"
+    assert lcl_of(data) == 640
+
+
+@pytest.mark.parametrize("lcl", [640, 700])
+def test_L16_already_complete_exits_zero_without_catchup(shell: str, tmp_path: Path,
+                                                         lcl: int) -> None:
+    data = prepare(tmp_path / "data", lcl, KEY)
+    result = run(shell, worker_env(data))
+    assert result.returncode == 0, result.stderr
+    assert decision(result.stdout) == \
+        f"RESUME: range {KEY} already complete: LCL {lcl} >= target 640"
+    assert "Catching up" not in result.stdout and "New database" not in result.stdout
+    assert lcl_of(data) == lcl
+
+
+def test_L16_catchup_exit_code_passes_through(shell: str, tmp_path: Path) -> None:
+    data = prepare(tmp_path / "data", None, None)
+    result = run(shell, worker_env(data, SIM_FAIL_TARGETS="640"))
+    assert result.returncode == 1
+    assert "Corrupt history archive" in result.stderr
+    assert (data / ".catchup-range").read_text() == KEY + "\n"
+
+
+def test_L16_new_db_failure_stops_before_marker_and_catchup(shell: str, tmp_path: Path) -> None:
+    stub = tmp_path / "core"
+    stub.write_text('#!/bin/sh\necho "stub $*" >>"$STUB_LOG"\n[ "$1" = new-db ] && exit 7\nexit 0\n')
+    stub.chmod(0o755)
+    data = prepare(tmp_path / "data", None, "0000000001-0000000320")
+    log = tmp_path / "calls"
+    result = run(shell, worker_env(data, STELLAR_CORE=str(stub), STUB_LOG=str(log)))
+    assert result.returncode == 7
+    assert "ERROR: new-db failed with exit 7" in result.stderr
+    assert log.read_text() == "stub new-db\n"
+    assert not (data / ".catchup-range").exists()
+
+
+def test_L16_sigterm_reaches_core_exit_3_then_next_attempt_resumes(shell: str,
+                                                                    tmp_path: Path) -> None:
+    data = prepare(tmp_path / "data", None, None)
+    env = worker_env(data, target="1280", count="1280", SIM_SPEED="20")
+    proc = subprocess.Popen([shell, str(ENTRYPOINT)], env=env, stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        if "Closed ledger" in line:
+            break
+    proc.send_signal(signal.SIGTERM)  # the shell exec'd: this pid is the core now
+    rest = proc.stdout.read()
+    assert proc.wait(timeout=10) == 3
+    assert "shutting down at LCL" in rest and "ledger.transaction.apply:" in rest
+    saved = lcl_of(data)
+    assert 1 < saved < 1280
+
+    again = run(shell, worker_env(data, target="1280", count="1280"))
+    assert again.returncode == 0, again.stderr
+    assert decision(again.stdout) == f"RESUME: range {KEY} from LCL {saved} toward target 1280"
+    assert f"Replaying ledgers {saved + 1}..1280" in again.stdout
+    assert "New database" not in again.stdout
+    assert lcl_of(data) == 1280
+
+
+HOSTILE = """50% $(touch pwned1) `touch pwned2` 'q" %s %n ${HOME} \\ ;touch pwned3"""
+
+
+def test_L17_hostile_values_pass_verbatim_and_never_execute(shell: str, tmp_path: Path) -> None:
+    data = prepare(tmp_path / f"d {HOSTILE}", None, None)
+    conf = tmp_path / f"c {HOSTILE}.cfg"
+    conf.write_text("")
+    env = worker_env(data, key=HOSTILE, STELLAR_CORE_CONFIG=str(conf))
+    outputs = []
+    for expected in ("RESUME DECLINED: no range marker",
+                     f"RESUME: range {HOSTILE} already complete: LCL 640 >= target 640"):
+        result = run(shell, env, cwd=tmp_path)
+        assert result.returncode == 0, result.stderr
+        assert result.stdout.splitlines()[0] == f"WORKER: range {HOSTILE} target 640 count 320"
+        assert decision(result.stdout).startswith(expected)
+        outputs.append(result.stdout)
+    assert f"Config from {conf}" in outputs[0]  # --conf reached new-db and catchup intact
+    assert (data / ".catchup-range").read_text() == HOSTILE + "\n"
+    assert lcl_of(data) == 640
+    assert not list(tmp_path.rglob("pwned*"))
+
+
+BAD_INPUT = [
+    ("CATCHUP_TARGET", None), ("CATCHUP_TARGET", ""), ("CATCHUP_TARGET", "12a"),
+    ("CATCHUP_TARGET", "-5"), ("CATCHUP_TARGET", "1e3"), ("CATCHUP_TARGET", " 640"),
+    ("CATCHUP_TARGET", "0x10"), ("CATCHUP_TARGET", "9" * 19), ("CATCHUP_TARGET", "$(id)"),
+    ("CATCHUP_COUNT", None), ("CATCHUP_COUNT", "3.5"), ("RANGE_KEY", None), ("RANGE_KEY", ""),
+    ("DATA_DIR", None), ("DATA_DIR", "/nonexistent/catchup"),
+]
+
+
+@pytest.mark.parametrize("var,value", BAD_INPUT)
+def test_L17_bad_input_exits_64_naming_the_variable(shell: str, tmp_path: Path, var: str,
+                                                   value: str | None) -> None:
+    data = prepare(tmp_path / "data", None, None)
+    env = worker_env(data)
+    if value is None:
+        del env[var]
+    else:
+        env[var] = value
+    result = run(shell, env)
+    assert result.returncode == 64
+    assert result.stderr.startswith("ERROR: ") and var in result.stderr
+    assert result.stdout == "" and list(data.iterdir()) == []
+
+
+def test_L17_data_dir_that_is_a_file_is_refused(shell: str, tmp_path: Path) -> None:
+    plain = tmp_path / "file"
+    plain.write_text("")
+    result = run(shell, worker_env(plain))
+    assert result.returncode == 64 and "DATA_DIR" in result.stderr
