@@ -1,0 +1,171 @@
+"""One mission end to end: plan, dispatch, profile, tier map.
+
+The Dagster assets and the CLI both call these functions; nothing here knows
+which backend runs the attempts.
+
+Storage layout under the root, per mission (README "Storage layout"):
+    <mission>/plan.parquet            the plan (plan.py)
+    <mission>/attempts/...            attempt records and done marks (records.py)
+    <mission>/logs/<key>/aNNN.log.gz  attempt logs
+    <mission>/range_profile.parquet   the profile (profile.py)
+    <mission>/tier_map.parquet        the tier map (plan.py)
+"""
+
+from __future__ import annotations
+
+import io
+import logging
+from dataclasses import dataclass, field
+from typing import Callable, Mapping
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from catchup_assets.backends.base import Backend
+from catchup_assets.dispatch import Clock, DispatchConfig, Dispatcher, MissionResult, RangeResult, Status
+from catchup_assets.outcomes import RetryPolicy
+from catchup_assets.plan import plan_table, tier_map_table
+from catchup_assets.profile import PROFILE_SCHEMA, profile_rows
+from catchup_assets.profile_io import PreviousProfile, load_previous_profile
+from catchup_assets.ranges import ORDERS, LedgerRange, MissionSpan, dispatch_order, parse_key, plan_ranges
+from catchup_assets.records import RecordStore
+from catchup_assets.sizing import SizingPolicy, Tiers
+from catchup_assets.storage import Store, validate_mission
+
+log = logging.getLogger(__name__)
+
+PLAN_FILE = "plan.parquet"
+PROFILE_FILE = "range_profile.parquet"
+TIER_MAP_FILE = "tier_map.parquet"
+
+
+@dataclass(frozen=True)
+class MissionConfig:
+    mission: str
+    span: MissionSpan
+    storage_root: str
+    parallelism: int = 16
+    order: str = "tip-first"
+    previous_profile: str | None = None
+    retry: RetryPolicy = RetryPolicy()
+    sizing: SizingPolicy = SizingPolicy()
+    tiers: Tiers = Tiers()
+    deadline_seconds: int | None = None
+    poll_seconds: float = 1.0
+    status_every: int = 10
+    env: Mapping[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        validate_mission(self.mission)
+        if self.order not in ORDERS:
+            raise ValueError(f"order: unknown order {self.order!r}: choose one of {', '.join(ORDERS)}")
+        if self.parallelism < 1:
+            raise ValueError(f"parallelism must be >= 1, got {self.parallelism}")
+        if self.deadline_seconds is not None and self.deadline_seconds < 1:
+            raise ValueError(f"deadline_seconds must be >= 1, got {self.deadline_seconds}")
+
+
+@dataclass
+class PreparedMission:
+    config: MissionConfig
+    ordered: list[LedgerRange]
+    previous: PreviousProfile
+    plan: pa.Table
+
+    @property
+    def keys(self) -> list[str]:
+        return [r.key for r in self.ordered]
+
+
+def write_table(store: Store, rel: str, table: pa.Table) -> str:
+    buf = io.BytesIO()
+    pq.write_table(table, buf, compression="zstd")
+    store.write_bytes(rel, buf.getvalue())
+    return store.url(rel)
+
+
+def read_table(store: Store, rel: str) -> pa.Table:
+    return pq.read_table(io.BytesIO(store.read_bytes(rel)))
+
+
+def prepare(config: MissionConfig, keys: list[str] | None = None) -> PreparedMission:
+    """Validate everything, load the previous profile, order the ranges (L34, L35).
+
+    `keys` narrows the mission to those ranges (a backfill of some partitions).
+    """
+    previous = load_previous_profile(config.previous_profile)
+    planned = plan_ranges(config.span)
+    if keys is not None:
+        wanted = {parse_key(k) for k in keys}
+        outside = sorted(r.key for r in wanted - set(planned))
+        if outside:
+            raise ValueError(f"range keys not in the mission's span: {outside[:5]}")
+        planned = [r for r in planned if r in wanted]
+    seconds = {}
+    if config.order == "longest-first" and previous.index is not None:
+        for r in planned:
+            m = previous.index.lookup(r.last)
+            if m is not None and m.seconds is not None:
+                seconds[r.key] = m.seconds
+    ordered = dispatch_order(planned, config.order, seconds)
+    plan = plan_table(ordered, config.span.overlap, previous.index, config.tiers, config.sizing, config.retry)
+    return PreparedMission(config, ordered, previous, plan)
+
+
+def run_mission(
+    prepared: PreparedMission,
+    backend: Backend,
+    *,
+    clock: Clock | None = None,
+    on_status: Callable[[Status], None] | None = None,
+    on_result: Callable[[RangeResult, bool], None] | None = None,
+    write_plan: bool = True,
+) -> MissionResult:
+    cfg = prepared.config
+    store = Store(cfg.storage_root)
+    if write_plan:
+        write_table(store, f"{cfg.mission}/{PLAN_FILE}", prepared.plan)
+    dispatch_cfg = DispatchConfig(
+        mission=cfg.mission,
+        ranges=prepared.ordered,
+        parallelism=cfg.parallelism,
+        overlap=cfg.span.overlap,
+        retry=cfg.retry,
+        sizing=cfg.sizing,
+        tiers=cfg.tiers,
+        profile=prepared.previous.index,
+        deadline_seconds=cfg.deadline_seconds,
+        env=dict(cfg.env),
+        poll_seconds=cfg.poll_seconds,
+        status_every=cfg.status_every,
+    )
+    dispatcher = Dispatcher(dispatch_cfg, backend, RecordStore(store, cfg.mission), clock=clock, on_status=on_status, on_result=on_result)
+    return dispatcher.run()
+
+
+@dataclass
+class ProfileOutput:
+    profile: pa.Table
+    tier_map: pa.Table
+    unmeasured: list[str]
+    profile_url: str
+    tier_map_url: str
+
+
+def build_profile(
+    storage_root: str, mission: str, tiers: Tiers = Tiers(), sizing: SizingPolicy = SizingPolicy(), retry: RetryPolicy = RetryPolicy()
+) -> ProfileOutput:
+    """Every attempt record of the mission -> range_profile.parquet and tier_map.parquet."""
+    store = Store(storage_root)
+    records, done = RecordStore(store, mission).load()
+    finished = [r for ident, r in records.items() if ident in done]
+    rows, unmeasured = profile_rows(finished)
+    profile = pa.Table.from_pylist(rows, schema=PROFILE_SCHEMA)
+    tier_map = tier_map_table(rows, tiers, sizing, retry)
+    return ProfileOutput(
+        profile,
+        tier_map,
+        unmeasured,
+        write_table(store, f"{mission}/{PROFILE_FILE}", profile),
+        write_table(store, f"{mission}/{TIER_MAP_FILE}", tier_map),
+    )

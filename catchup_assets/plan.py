@@ -1,0 +1,119 @@
+"""The plan table of a mission and the tier map of a profile.
+
+Pure over ranges, a profile index and policies; the output is a pyarrow table
+with documented columns (README "Storage layout").
+
+plan.parquet, one row per range, in dispatch order:
+    range_key, first_ledger, last_ledger   the range
+    catchup                  the `END/COUNT` argument
+    dispatch_rank            0 starts first
+    tier, memory_request_bytes, profiled   placement of the first attempt
+    predicted_seconds        the profile's measured seconds (null if unprofiled)
+
+tier_map.parquet, one row per profiled range:
+    range_key, first_ledger, last_ledger, tier, memory_request_bytes,
+    peak_anon_bytes, peak_working_set_bytes, seconds, node_hours
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable, Sequence
+
+import pyarrow as pa
+
+from catchup_assets.outcomes import RetryPolicy
+from catchup_assets.ranges import LedgerRange
+from catchup_assets.sizing import ProfileIndex, RangeMeasure, SizingPolicy, Tiers, size_range
+
+PLAN_SCHEMA = pa.schema(
+    [
+        ("range_key", pa.string()),
+        ("first_ledger", pa.int64()),
+        ("last_ledger", pa.int64()),
+        ("catchup", pa.string()),
+        ("dispatch_rank", pa.int32()),
+        ("tier", pa.string()),
+        ("memory_request_bytes", pa.int64()),
+        ("profiled", pa.bool_()),
+        ("predicted_seconds", pa.float64()),
+    ]
+)
+TIER_MAP_SCHEMA = pa.schema(
+    [
+        ("range_key", pa.string()),
+        ("first_ledger", pa.int64()),
+        ("last_ledger", pa.int64()),
+        ("tier", pa.string()),
+        ("memory_request_bytes", pa.int64()),
+        ("peak_anon_bytes", pa.int64()),
+        ("peak_working_set_bytes", pa.int64()),
+        ("seconds", pa.float64()),
+        ("node_hours", pa.float64()),
+    ]
+)
+
+
+def plan_table(
+    ordered: Sequence[LedgerRange],
+    overlap: int,
+    profile: ProfileIndex | None,
+    tiers: Tiers,
+    sizing: SizingPolicy,
+    retry: RetryPolicy,
+) -> pa.Table:
+    rows = []
+    for rank, r in enumerate(ordered):
+        s = size_range(r.last, profile, tiers, sizing, retry)
+        rows.append(
+            {
+                "range_key": r.key,
+                "first_ledger": r.first,
+                "last_ledger": r.last,
+                "catchup": r.catchup_arg(overlap),
+                "dispatch_rank": rank,
+                "tier": s.tier,
+                "memory_request_bytes": s.memory_request_bytes,
+                "profiled": s.profiled,
+                "predicted_seconds": s.predicted_seconds,
+            }
+        )
+    return pa.Table.from_pylist(rows, schema=PLAN_SCHEMA)
+
+
+def measures_from_rows(rows: Iterable[dict[str, Any]]) -> list[RangeMeasure]:
+    return [
+        RangeMeasure(
+            int(r["last_ledger"]),
+            None if r.get("peak_anon_bytes") is None else int(r["peak_anon_bytes"]),
+            None if r.get("peak_working_set_bytes") is None else int(r["peak_working_set_bytes"]),
+            None if r.get("seconds") is None else float(r["seconds"]),
+        )
+        for r in rows
+    ]
+
+
+def tier_map_table(
+    profile_rows: Iterable[dict[str, Any]], tiers: Tiers, sizing: SizingPolicy, retry: RetryPolicy
+) -> pa.Table:
+    """Where each profiled range goes next mission, and what it costs there."""
+    rows = list(profile_rows)
+    index = ProfileIndex(measures_from_rows(rows))
+    out = []
+    for r in rows:
+        s = size_range(int(r["last_ledger"]), index, tiers, sizing, retry)
+        tier = tiers.by_name(s.tier)
+        secs = r.get("seconds")
+        out.append(
+            {
+                "range_key": r["range_key"],
+                "first_ledger": r["first_ledger"],
+                "last_ledger": r["last_ledger"],
+                "tier": s.tier,
+                "memory_request_bytes": s.memory_request_bytes,
+                "peak_anon_bytes": r.get("peak_anon_bytes"),
+                "peak_working_set_bytes": r.get("peak_working_set_bytes"),
+                "seconds": secs,
+                "node_hours": None if secs is None else secs / 3600 / tier.pods_per_node,
+            }
+        )
+    return pa.Table.from_pylist(out, schema=TIER_MAP_SCHEMA)

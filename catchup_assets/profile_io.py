@@ -1,0 +1,72 @@
+"""Read a previous mission's profile from a path or URL (L35).
+
+A local path, `http(s)://`, `s3://` or any fsspec URL. An empty spec, a missing
+file or an unreachable server is a warning and an unprofiled mission; a
+profile that is there but unusable (not Parquet, lacking a column the sizer
+reads, no measured range) is refused before anything is dispatched.
+"""
+
+from __future__ import annotations
+
+import io
+import logging
+from dataclasses import dataclass, field
+from typing import Any
+
+import fsspec
+import pyarrow.parquet as pq
+
+from catchup_assets.plan import measures_from_rows
+from catchup_assets.profile import check_profile_columns
+from catchup_assets.sizing import ProfileIndex
+
+log = logging.getLogger(__name__)
+
+
+class ProfileRefused(ValueError):
+    """The previous profile exists but cannot size a mission."""
+
+
+@dataclass
+class PreviousProfile:
+    source: str | None
+    index: ProfileIndex | None
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    warning: str | None = None
+
+    @property
+    def seconds_by_key(self) -> dict[str, float]:
+        return {r["range_key"]: r["seconds"] for r in self.rows if r.get("seconds") is not None}
+
+
+def load_previous_profile(spec: str | None) -> PreviousProfile:
+    if not spec or not str(spec).strip():
+        return _unprofiled(spec, "no previous profile given: every range runs on the no-profile tier")
+    spec = str(spec).strip()
+    try:
+        with fsspec.open(spec, "rb") as f:
+            data = f.read()
+    except FileNotFoundError:
+        return _unprofiled(spec, f"previous profile {spec} does not exist: unprofiled mission")
+    except Exception as exc:  # noqa: BLE001 - unreachable is a warning, never a crash (L35)
+        return _unprofiled(spec, f"previous profile {spec} is unreachable ({type(exc).__name__}: {exc}): unprofiled mission")
+    if not data:
+        return _unprofiled(spec, f"previous profile {spec} is empty: unprofiled mission")
+    try:
+        table = pq.read_table(io.BytesIO(data))
+    except Exception as exc:  # noqa: BLE001
+        raise ProfileRefused(f"previous profile {spec} is not a Parquet table: {exc}") from exc
+    check_profile_columns(table, spec)
+    rows = table.to_pylist()
+    if not rows:
+        raise ProfileRefused(f"previous profile {spec} has no ranges")
+    index = ProfileIndex(measures_from_rows(rows))
+    if not len(index):
+        raise ProfileRefused(f"previous profile {spec} has no measured range (no peak_anon_bytes)")
+    log.info("previous profile %s: %d measured ranges", spec, len(index))
+    return PreviousProfile(spec, index, rows)
+
+
+def _unprofiled(spec: str | None, why: str) -> PreviousProfile:
+    log.warning(why)
+    return PreviousProfile(spec, None, [], why)
