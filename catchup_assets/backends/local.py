@@ -1,0 +1,375 @@
+"""Attempts as detached local subprocess trees, with the disk as the registry.
+
+Each attempt is a `local_supervisor` process in its own session: it survives
+the dispatcher, and a new `LocalBackend` over the same `work_dir` finds it
+again from the files it keeps (L10). Layout, per mission:
+
+    attempts/<attempt_id>/  spec.json launch.json supervisor.json worker.json
+                            peaks.json status.json worker.log supervisor.log
+    data/<range_key>/       the range's kept data directory, the "PVC" (L3)
+
+Creating the attempt directory is the atomic create; losing it is a 409 (L11).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import logging
+import os
+import random
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import fsspec
+import psutil
+
+from catchup_assets.backends.base import (
+    AlreadyExists,
+    AttemptSpec,
+    AttemptState,
+    Collected,
+    Peaks,
+)
+from catchup_assets.backends.local_supervisor import (
+    merge_peaks,
+    pid_alive,
+    read_json,
+    write_json_atomic,
+)
+from catchup_assets.outcomes import Observation
+
+log = logging.getLogger(__name__)
+
+ENTRYPOINT = Path(__file__).resolve().parent.parent / "worker" / "entrypoint.sh"
+# A dispatcher that died between creating an attempt and starting its
+# supervisor leaves a directory nobody runs; after this long it is judged lost.
+START_TIMEOUT = 60.0
+_NAME = re.compile(r"^(?P<range>.+)-a(?P<attempt>\d{3,})$")
+_SAFE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+LOG_CHUNK = 1 << 20
+
+
+def disruption_delay(seed: int, rate: float, window: tuple[float, float],
+                     range_key: str, attempt: int) -> float | None:
+    """Seconds after start to disrupt this attempt, or None; the same every time."""
+    if rate <= 0:
+        return None
+    digest = hashlib.sha256(f"{seed}\0{range_key}\0{attempt}".encode()).digest()
+    rng = random.Random(int.from_bytes(digest[:8], "big"))
+    if rng.random() >= rate:
+        return None
+    return rng.uniform(*window)
+
+
+def _peaks(d: dict | None) -> Peaks:
+    m = merge_peaks(d, None)
+    return Peaks(m["anon_bytes"], m["working_set_bytes"], m["ephemeral_bytes"])
+
+
+def _safe(name: str, what: str) -> str:
+    if not _SAFE.match(name):
+        raise ValueError(f"{what} {name!r} is not a safe path component")
+    return name
+
+
+class LocalBackend:
+    def __init__(
+        self,
+        work_dir: str | os.PathLike,
+        mission: str,
+        *,
+        command: Sequence[str] | None = None,
+        env: Mapping[str, str] | None = None,
+        sample_interval: float = 0.2,
+        disruption_rate: float = 0.0,
+        disruption_seed: int = 0,
+        disruption_window: tuple[float, float] = (0.5, 3.0),
+        terminate_grace: float = 10.0,
+        python: str = sys.executable,
+        disruptions: Mapping[str, float] | None = None,
+    ) -> None:
+        self.mission = _safe(mission, "mission")
+        self.root = Path(work_dir) / mission
+        self.attempts_dir = self.root / "attempts"
+        self.data_root = self.root / "data"
+        self.command = list(command) if command is not None else ["sh", str(ENTRYPOINT)]
+        self.env = {"STELLAR_CORE": str(Path(sys.executable).parent / "catchup-sim-core")}
+        self.env.update(env or {})
+        self.sample_interval = sample_interval
+        self.disruption_rate = disruption_rate
+        self.disruption_seed = disruption_seed
+        self.disruption_window = disruption_window
+        # attempt id -> seconds: a spot reclaim aimed at one attempt (demos, tests)
+        self.disruptions = dict(disruptions or {})
+        self.terminate_grace = terminate_grace
+        self.python = python
+        # Only caches of immutable files and children to reap: never a source
+        # of truth, a restart loses nothing by starting them empty (L10).
+        self._specs: dict[str, dict] = {}
+        self._finished: dict[str, tuple[int, AttemptState]] = {}
+        self._children: dict[str, subprocess.Popen] = {}
+        self._warned: set[str] = set()
+
+    def data_dir(self, range_key: str) -> Path:
+        return self.data_root / _safe(range_key, "range key")
+
+    def attempt_dir(self, attempt_id: str) -> Path:
+        return self.attempts_dir / _safe(attempt_id, "attempt id")
+
+    # -- submit -----------------------------------------------------------
+    def submit(self, spec: AttemptSpec) -> None:
+        if spec.mission != self.mission:
+            raise ValueError(f"spec for mission {spec.mission!r} submitted to {self.mission!r}")
+        d = self.attempt_dir(spec.attempt_id)
+        data = self.data_dir(spec.range_key)
+        self.attempts_dir.mkdir(parents=True, exist_ok=True)
+        try:
+            os.mkdir(d)
+        except FileExistsError:
+            raise AlreadyExists(spec.attempt_id) from None
+        data.mkdir(parents=True, exist_ok=True)
+        launch = {
+            "command": self.command,
+            "env": self.env,
+            "data_dir": str(data.resolve()),
+            "sample_interval": self.sample_interval,
+            "terminate_grace": self.terminate_grace,
+            "disrupt_after_seconds": self.disruptions.get(spec.attempt_id, disruption_delay(
+                self.disruption_seed, self.disruption_rate, self.disruption_window,
+                spec.range_key, spec.attempt)),
+        }
+        write_json_atomic(d / "launch.json", launch)
+        spec_json = dataclasses.asdict(spec)
+        spec_json["env"] = dict(spec.env)
+        write_json_atomic(d / "spec.json", spec_json)  # last before start: "submitted"
+        with open(d / "supervisor.log", "ab") as out:
+            proc = subprocess.Popen(
+                [self.python, "-m", "catchup_assets.backends.local_supervisor", str(d.resolve())],
+                stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
+                start_new_session=True, cwd=str(d),
+            )
+        self._children[spec.attempt_id] = proc
+        try:
+            ct = psutil.Process(proc.pid).create_time()
+        except psutil.Error:
+            return  # already gone; the supervisor's own record (or its absence) decides
+        # The supervisor writes the same record itself; this one covers a slow start.
+        if not (d / "supervisor.json").exists():
+            write_json_atomic(d / "supervisor.json", {"pid": proc.pid, "create_time": ct})
+
+    # -- observe ----------------------------------------------------------
+    def observe(self) -> list[AttemptState]:
+        for aid, p in list(self._children.items()):
+            if p.poll() is not None:
+                del self._children[aid]  # reaped: a zombie must not look alive
+        try:
+            entries = list(os.scandir(self.attempts_dir))
+        except FileNotFoundError:
+            return []
+        states = []
+        for e in entries:
+            if e.name.startswith(".") or not e.is_dir(follow_symlinks=False):
+                if e.name.startswith(".trash-"):
+                    shutil.rmtree(e.path, ignore_errors=True)  # an interrupted release
+                continue
+            try:
+                st = self._observe_one(e.name, Path(e.path))
+            except Exception as exc:  # one bad attempt costs itself, not the pass (L12)
+                self._warn(e.name, f"attempt {e.name} unreadable, skipped: {exc}")
+                continue
+            if st is not None:
+                states.append(st)
+        return states
+
+    def _warn(self, key: str, msg: str) -> None:
+        if key not in self._warned:
+            self._warned.add(key)
+            log.warning(msg)
+
+    def _json(self, aid: str, path: Path) -> dict | None:
+        try:
+            v = read_json(path)
+        except ValueError as e:
+            self._warn(f"{aid}:{path.name}", str(e))
+            return None
+        return v if isinstance(v, dict) else None
+
+    def _observe_one(self, aid: str, d: Path) -> AttemptState | None:
+        status_path = d / "status.json"
+        try:
+            mtime = status_path.stat().st_mtime_ns
+        except FileNotFoundError:
+            mtime = None
+        if mtime is not None and aid in self._finished and self._finished[aid][0] == mtime:
+            return self._finished[aid][1]
+        spec = self._specs.get(aid) or self._json(aid, d / "spec.json")
+        if spec is not None:
+            self._specs[aid] = spec
+            range_key, attempt = spec["range_key"], int(spec["attempt"])
+        else:
+            m = _NAME.match(aid)
+            if not m:
+                self._warn(aid, f"attempt directory {aid} has no spec and no attempt name")
+                return None
+            range_key, attempt = m["range"], int(m["attempt"])
+        base = dict(range_key=range_key, attempt=attempt,
+                    memory_limit_bytes=(spec or {}).get("memory_limit_bytes"),
+                    tier=(spec or {}).get("tier"))
+        peaks = self._json(aid, d / "peaks.json")
+        if mtime is not None:
+            status = self._json(aid, status_path)
+            if status is not None:
+                state = AttemptState(
+                    phase="finished",
+                    observation=Observation(
+                        exit_code=status.get("exit_code"),
+                        termination_reason=status.get("termination_reason"),
+                        pod_reason=status.get("pod_reason"),
+                        conditions=frozenset(status.get("conditions") or ()),
+                        message=status.get("message") or "",
+                        node_gone=bool(status.get("node_gone", False)),
+                    ),
+                    started_at=status.get("started_at"), finished_at=status.get("finished_at"),
+                    node=status.get("node"), peaks=_peaks(merge_peaks(status.get("peaks"), peaks)),
+                    **base)
+                self._finished[aid] = (mtime, state)
+                return state
+        sup = self._json(aid, d / "supervisor.json")
+        worker = self._json(aid, d / "worker.json") or {}
+        running = dict(started_at=worker.get("started_at"), peaks=_peaks(peaks), **base)
+        if sup is not None and pid_alive(sup["pid"], sup.get("create_time")):
+            return AttemptState(phase="running", node=sup.get("node"), **running)
+        if mtime is not None:  # torn verdict, nobody left to rewrite it
+            return AttemptState(phase="finished", observation=Observation(
+                message="status.json unreadable"), **running)
+        if sup is None:
+            try:
+                age = time.time() - d.stat().st_mtime
+            except FileNotFoundError:
+                return None
+            if age < START_TIMEOUT:
+                return AttemptState(phase="pending", **running)
+            # Fence: a supervisor that starts after this verdict sees it and stops.
+            write_json_atomic(status_path, {"node_gone": True, "message": "supervisor never started"})
+            return AttemptState(phase="finished", observation=Observation(
+                node_gone=True, message="supervisor never started"), **running)
+        # The supervisor died without a verdict: a lost node (Z3). Its worker
+        # must not keep writing into the range's data under the next attempt.
+        if worker.get("pid") and pid_alive(worker["pid"], worker.get("create_time")):
+            try:
+                os.killpg(worker["pid"], signal.SIGKILL)
+            except OSError:
+                pass
+        return AttemptState(phase="finished", observation=Observation(
+            node_gone=True, message="supervisor vanished"), **running)
+
+    # -- collect ----------------------------------------------------------
+    def collect(self, state: AttemptState, log_dest: str) -> Collected:
+        """Archive the log (gzip) to `log_dest`, parse it, merge peaks. Idempotent."""
+        d = self.attempt_dir(state.attempt_id)
+        peaks = state.peaks
+        status = self._json(state.attempt_id, d / "status.json") or {}
+        peaks = peaks.merge(_peaks(status.get("peaks"))).merge(
+            _peaks(self._json(state.attempt_id, d / "peaks.json")))
+        src = d / "worker.log"
+        if not src.exists():
+            return Collected(peaks=peaks)
+        _archive(src, log_dest)
+        facts = None
+        try:
+            from catchup_assets.worker.logparse import iter_lines, parse_worker_log
+
+            with open(src, "rb") as f:
+                facts = parse_worker_log(iter_lines(iter(lambda: f.read(LOG_CHUNK), b"")))
+        except Exception as e:  # a log never kills the pass (L29); the archive is kept
+            log.warning("log of %s not parsed: %s", state.attempt_id, e)
+        if facts is None:
+            return Collected(peaks=peaks, log_path=log_dest)
+        return Collected(
+            peaks=peaks, log_path=log_dest,
+            tx_apply_count=facts.tx_apply_count, tx_apply_seconds=facts.tx_apply_seconds,
+            resumed_from_ledger=facts.resumed_from_ledger, fresh_start=facts.fresh_start,
+            already_complete=bool(facts.already_complete),
+        )
+
+    # -- release ----------------------------------------------------------
+    def release(self, state: AttemptState) -> None:
+        """Delete a finished attempt's directory; refuses one still running (L2)."""
+        aid = state.attempt_id
+        d = self.attempt_dir(aid)
+        now = self._observe_one(aid, d) if d.exists() else None
+        if now is not None and now.live:
+            raise RuntimeError(f"attempt {aid} is {now.phase}; not released")
+        _remove(d)
+        for cache in (self._specs, self._finished, self._children):
+            cache.pop(aid, None)
+
+    def release_range(self, range_key: str) -> None:
+        """Delete the range's data directory (L3); refuses while an attempt runs on it."""
+        live = [s.attempt_id for s in self.observe() if s.range_key == range_key and s.live]
+        if live:
+            raise RuntimeError(f"range {range_key} has live attempts {live}; data kept")
+        _remove(self.data_dir(range_key))
+        for e in os.scandir(self.data_root) if self.data_root.exists() else ():
+            if e.name.startswith(".trash-"):
+                shutil.rmtree(e.path, ignore_errors=True)  # an interrupted release
+
+    # -- shutdown ---------------------------------------------------------
+    def shutdown(self, grace: float) -> list[str]:
+        """SIGTERM every live supervisor (it stops its worker and still writes its
+        verdict), wait at most `grace` seconds; return the attempts still alive (L37)."""
+        live: dict[str, dict] = {}
+        for st in self.observe():
+            if st.phase != "running":
+                continue
+            sup = self._json(st.attempt_id, self.attempt_dir(st.attempt_id) / "supervisor.json")
+            if sup is None or sup["pid"] == os.getpid():
+                continue
+            try:
+                os.kill(sup["pid"], signal.SIGTERM)
+                live[st.attempt_id] = sup
+            except ProcessLookupError:
+                pass
+        end = time.monotonic() + grace
+        while live and time.monotonic() < end:
+            for aid, p in list(self._children.items()):
+                if p.poll() is not None:
+                    del self._children[aid]
+            live = {a: s for a, s in live.items() if pid_alive(s["pid"], s.get("create_time"))}
+            if live:
+                time.sleep(0.05)
+        return sorted(live)
+
+
+def _remove(path: Path) -> None:
+    # Rename first: an interrupted rmtree must not leave a half-deleted attempt
+    # that the next observe would judge as lost (T2).
+    trash = path.with_name(f".trash-{path.name}-{uuid.uuid4().hex[:8]}")
+    try:
+        os.rename(path, trash)
+    except FileNotFoundError:
+        return
+    shutil.rmtree(trash, ignore_errors=True)
+
+
+def _archive(src: Path, dest: str) -> None:
+    """gzip src to dest, a local path or an fsspec URL; never a partial dest."""
+    local = "://" not in dest or dest.startswith("file://")
+    if local:
+        final = Path(dest.removeprefix("file://"))
+        final.parent.mkdir(parents=True, exist_ok=True)
+        target = str(final.with_name(f".{final.name}.{os.getpid()}.tmp"))
+    else:
+        target = dest  # object stores publish on close
+    with open(src, "rb") as f, fsspec.open(target, "wb", compression="gzip") as out:
+        shutil.copyfileobj(f, out, LOG_CHUNK)
+    if local:
+        os.replace(target, final)
