@@ -185,3 +185,22 @@ def tier_counts(sizings: Mapping[str, Sizing] | Sequence[Sizing]) -> dict[str, i
     for s in values:
         out[s.tier] = out.get(s.tier, 0) + 1
     return out
+
+
+def scaled_tiers(tiers: Tiers, factor: float) -> Tiers:
+    """The same ladder with every memory figure times `factor` (demo missions run in MiB)."""
+
+    def s(t: Tier) -> Tier:
+        return Tier(t.name, int(t.memory_cut_bytes * factor), int(t.node_memory_bytes * factor), t.cpu, t.pods_per_node)
+
+    return Tiers(tuple(s(t) for t in tiers.ladder), s(tiers.unprofiled), s(tiers.no_profile))
+
+
+def scaled_policy(policy: SizingPolicy, factor: float) -> SizingPolicy:
+    return SizingPolicy(
+        policy.margin,
+        int(policy.cache_headroom_bytes * factor),
+        policy.cache_bump_ratio,
+        int(policy.unprofiled_memory_bytes * factor),
+        policy.cpu_request,
+    )

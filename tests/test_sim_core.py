@@ -138,12 +138,16 @@ def test_fail_targets_fail_for_real(tmp_path: Path) -> None:
 
 
 def max_rss_bytes(cwd: Path, *args: str, **extra: str) -> int:
-    proc = subprocess.Popen([str(CORE), *args], cwd=cwd, env=env(**extra),
-                            stdout=subprocess.DEVNULL)
-    _, status, usage = os.wait4(proc.pid, 0)
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    assert proc.returncode == 0
-    return usage.ru_maxrss * 1024
+    # Measured from a small intermediate process: a child forked straight from
+    # pytest inherits pytest's own high-water RSS into its ru_maxrss.
+    probe = (
+        "import resource, subprocess, sys; r = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL); "
+        "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss); sys.exit(r.returncode)"
+    )
+    out = subprocess.run([sys.executable, "-c", probe, str(CORE), *args], cwd=cwd, env=env(**extra),
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    return int(out.stdout.strip()) * 1024
 
 
 def test_peak_override_touches_real_memory(tmp_path: Path) -> None:

@@ -1,0 +1,125 @@
+"""A small mission end to end on the local backend: real subprocesses, the real
+worker script, the simulated stellar-core; profile and tier map checked row by row."""
+
+import gzip
+
+import fsspec
+import pytest
+
+from catchup_assets.backends.local import LocalBackend
+from catchup_assets.mission import MissionConfig, build_profile, prepare, read_table, run_mission
+from catchup_assets.outcomes import RetryPolicy
+from catchup_assets.ranges import MissionSpan
+from catchup_assets.records import RecordStore
+from catchup_assets.sizing import SizingPolicy, Tiers, scaled_policy, scaled_tiers
+from catchup_assets.storage import Store
+
+MiB = 1024**2
+SPAN = MissionSpan(59_712_001, 59_968_000, ledgers_per_range=64_000, overlap=320)
+A, B, C, D = "0059904001-0059968000", "0059840001-0059904000", "0059776001-0059840000", "0059712001-0059776000"
+BASE = 64 * MiB
+
+
+@pytest.fixture(scope="module")
+def mission(tmp_path_factory):
+    root = tmp_path_factory.mktemp("mission")
+    cfg = MissionConfig(
+        mission="e2e",
+        span=SPAN,
+        storage_root=str(root / "storage"),
+        parallelism=4,
+        tiers=scaled_tiers(Tiers(), 1 / 200),
+        sizing=SizingPolicy(unprofiled_memory_bytes=BASE, cache_headroom_bytes=4 * MiB),
+        retry=RetryPolicy(memory_cap_bytes=512 * MiB),
+        poll_seconds=0.1,
+        env={
+            "SIM_SPEED": "40000",
+            "SIM_MEMORY_SCALE": "0.001",
+            # A allocates past its first limit; C's archive is corrupt.
+            "SIM_PEAK_BYTES": f"59968000={72 * MiB}",
+            "SIM_FAIL_TARGETS": "59840000",
+        },
+    )
+    backend = LocalBackend(
+        root / "work", "e2e", sample_interval=0.05, disruptions={f"{B}-a001": 1.0}
+    )
+    prepared = prepare(cfg)
+    result = run_mission(prepared, backend)
+    out = build_profile(cfg.storage_root, "e2e", cfg.tiers, cfg.sizing, cfg.retry)
+    records = RecordStore(Store(cfg.storage_root), "e2e").load()[0]
+    return cfg, backend, result, out, records
+
+
+def chain(records, key):
+    return [records[(key, a)] for a in sorted(a for k, a in records if k == key)]
+
+
+def test_L9_failing_range_is_condemned_while_the_rest_finish(mission):
+    _, _, result, _, _ = mission
+    assert result.condemned.keys() == {C}
+    assert "failed budget spent" in result.condemned[C] and "exit 1" in result.condemned[C]
+    assert sorted(result.done) == sorted([A, B, D])
+
+
+def test_L6_oom_then_success_at_the_next_rung(mission):
+    _, _, _, out, records = mission
+    a = chain(records, A)
+    assert [r.outcome for r in a] == ["oom", "ok"]
+    assert [r.memory_limit_bytes for r in a] == [BASE, int(BASE * 1.5)]
+    assert a[0].reason.startswith("exit 137; termination OOMKilled")
+    row = {r["range_key"]: r for r in out.profile.to_pylist()}[A]
+    # L21: the OOM's limit stays a lower bound on demand
+    assert row["oom_floor_bytes"] == BASE and row["peak_anon_bytes"] >= BASE and row["oom_count"] == 1
+
+
+def test_L16_L21_L22_disrupted_attempt_resumes_and_the_chain_is_summed(mission):
+    _, _, _, out, records = mission
+    b = chain(records, B)
+    assert [r.outcome for r in b] == ["disrupted", "ok"]
+    assert b[0].fresh_start is True and b[1].fresh_start is False
+    first, last = 59_840_001, 59_904_000
+    assert first - 320 <= b[1].resumed_from_ledger < last
+    row = {r["range_key"]: r for r in out.profile.to_pylist()}[B]
+    assert row["chain_attempts"] == 2 and row["outcomes"] == "disrupted ok"
+    assert row["seconds"] == pytest.approx(b[0].seconds + b[1].seconds)
+    assert row["tx_apply_count"] == b[0].tx_apply_count + b[1].tx_apply_count
+    assert row["peak_anon_bytes"] == max(b[0].peak_anon_bytes, b[1].peak_anon_bytes)
+    assert row["wall_seconds"] >= row["seconds"]
+
+
+def test_profile_and_tier_map_row_by_row(mission):
+    cfg, _, _, out, records = mission
+    profile = {r["range_key"]: r for r in out.profile.to_pylist()}
+    assert sorted(profile) == sorted([A, B, C, D])
+    assert [profile[k]["completed"] for k in (A, B, C, D)] == [True, True, False, True]
+    assert profile[C]["outcomes"] == "failed" and profile[D]["outcomes"] == "ok"
+    for k, r in profile.items():
+        assert r["peak_anon_bytes"] > 5 * MiB and r["peak_working_set_bytes"] >= r["peak_anon_bytes"] - r["oom_floor_bytes"]
+        assert r["seconds"] > 0 and r["last_ledger"] == int(k[-10:])
+    assert profile[D]["tx_apply_count"] > 0 and profile[D]["peak_ephemeral_bytes"] > 0
+    tiers = {r["range_key"]: r for r in out.tier_map.to_pylist()}
+    assert sorted(tiers) == sorted(profile)
+    for k, t in tiers.items():
+        want = int(profile[k]["peak_anon_bytes"] * cfg.sizing.margin + cfg.sizing.cache_headroom_bytes)
+        assert t["memory_request_bytes"] == want  # L27
+        cut = cfg.tiers.by_name(t["tier"]).memory_cut_bytes
+        assert want <= cut or t["tier"] == cfg.tiers.ladder[-1].name
+    # the OOMed range needs more than any range that never OOMed
+    assert tiers[A]["memory_request_bytes"] > max(tiers[k]["memory_request_bytes"] for k in (B, D))
+    on_disk = read_table(Store(cfg.storage_root), "e2e/range_profile.parquet")
+    assert on_disk.num_rows == 4
+
+
+def test_L3_data_kept_only_for_the_condemned_range(mission):
+    _, backend, _, _, _ = mission
+    kept = sorted(p.name for p in backend.data_root.iterdir() if not p.name.startswith("."))
+    assert kept == [C]
+
+
+def test_logs_archived_compressed_per_attempt(mission):
+    _, _, _, _, records = mission
+    for rec in records.values():
+        with fsspec.open(rec.log_path, "rb") as f:
+            text = gzip.decompress(f.read()).decode()
+        assert f"WORKER: range {rec.range_key}" in text
+    assert "Corrupt history archive" in gzip.decompress(open(chain(records, C)[0].log_path, "rb").read()).decode()
