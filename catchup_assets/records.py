@@ -2,7 +2,8 @@
 
 Layout under the root (see README "Storage layout"):
     <mission>/attempts/<range_key>/a<NNN>.parquet   the attempt record
-    <mission>/attempts/<range_key>/a<NNN>.done      written after the record (L32)
+    <mission>/attempts/<range_key>/_a<NNN>.done     written after the record (L32); the
+                                                    underscore keeps Parquet readers off it
     <mission>/logs/<range_key>/a<NNN>.log.gz        the attempt's log
 
 A torn, foreign or old-schema file costs the one attempt it describes, with a
@@ -27,7 +28,7 @@ log = logging.getLogger(__name__)
 
 SCHEMA_VERSION = 1
 PEAK_FIELDS = ("peak_anon_bytes", "peak_working_set_bytes", "peak_ephemeral_bytes")
-_ATTEMPT_FILE = re.compile(r"^attempts/(\d{10}-\d{10})/a(\d{3,})\.(parquet|done)$")
+_ATTEMPT_FILE = re.compile(r"^attempts/(\d{10}-\d{10})/(?:a(\d{3,})\.(parquet)|_a(\d{3,})\.(done))$")
 
 
 @dataclass(frozen=True)
@@ -126,7 +127,8 @@ class RecordStore:
         self.mission = validate_mission(mission)
 
     def _rel(self, range_key: str, attempt: int, ext: str) -> str:
-        return f"{self.mission}/attempts/{range_key}/a{attempt:03d}.{ext}"
+        mark = "_" if ext == "done" else ""
+        return f"{self.mission}/attempts/{range_key}/{mark}a{attempt:03d}.{ext}"
 
     def log_url(self, range_key: str, attempt: int) -> str:
         return self.store.url(f"{self.mission}/logs/{range_key}/a{attempt:03d}.log.gz")
@@ -163,7 +165,7 @@ class RecordStore:
             if not m:
                 log.warning("ignoring unexpected file under attempts: %s", rel)
                 continue
-            key, attempt, ext = m.group(1), int(m.group(2)), m.group(3)
+            key, attempt, ext = m.group(1), int(m.group(2) or m.group(4)), m.group(3) or m.group(5)
             if wanted is not None and key not in wanted:
                 continue
             if ext == "done":

@@ -202,7 +202,7 @@ def test_L32_done_mark_exists_before_the_attempt_is_released(tmp_path):
     release = backend.release
 
     def checking_release(state):
-        seen.append(records.store.exists(f"m1/attempts/{state.range_key}/a{state.attempt:03d}.done"))
+        seen.append(records.store.exists(f"m1/attempts/{state.range_key}/_a{state.attempt:03d}.done"))
         release(state)
 
     backend.release = checking_release

@@ -75,3 +75,20 @@ def test_L12_torn_foreign_and_misplaced_files_cost_one_attempt_each(tmp_path, ca
 def test_mission_names_are_validated_where_they_enter(name):
     with pytest.raises(ValueError, match="mission name"):
         validate_mission(name)
+
+
+def test_a_notebook_reads_every_attempt_record_with_plain_pandas(tmp_path):
+    import pandas as pd
+
+    store = Store(tmp_path / "root")
+    rs = RecordStore(store, "m1")
+    for key in (KEY, "0000032001-0000048000"):
+        rs.write(AttemptRecord("m1", key, 1, "oom", peak_anon_bytes=7))
+        rs.mark_done(key, 1)
+        rs.write(AttemptRecord("m1", key, 2, "ok", peak_anon_bytes=9))
+        rs.mark_done(key, 2)
+    df = pd.read_parquet(tmp_path / "root/m1/attempts")
+    assert sorted(zip(df.range_key, df.attempt, df.outcome)) == [
+        ("0000016001-0000032000", 1, "oom"), ("0000016001-0000032000", 2, "ok"),
+        ("0000032001-0000048000", 1, "oom"), ("0000032001-0000048000", 2, "ok"),
+    ]
