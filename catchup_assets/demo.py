@@ -8,6 +8,7 @@ ladder, margins and headroom apply in MiB instead of GiB.
 
 from __future__ import annotations
 
+import hashlib
 import math
 import sys
 import time
@@ -69,7 +70,14 @@ class DemoSettings:
         return RetryPolicy(memory_cap_bytes=int(RetryPolicy().memory_cap_bytes * self.memory_scale))
 
     def sim_env(self) -> dict[str, str]:
-        return {"SIM_SPEED": repr(self.speed), "SIM_MEMORY_SCALE": repr(self.memory_scale), "SIM_SEED": str(self.seed)}
+        # Demo ranges are ~78x a production range, and so would be their disk
+        # writes: keep ephemeral use measurable without writing gigabytes.
+        return {
+            "SIM_SPEED": repr(self.speed),
+            "SIM_MEMORY_SCALE": repr(self.memory_scale),
+            "SIM_DISK_SCALE": repr(self.memory_scale / 100),
+            "SIM_SEED": str(self.seed),
+        }
 
     def mission(self, name: str, previous_profile: str | None, order: str) -> MissionConfig:
         return MissionConfig(
@@ -89,9 +97,15 @@ class DemoSettings:
 
     def backend(self, mission: str) -> LocalBackend:
         return LocalBackend(
-            self.work_dir, mission, disruption_rate=self.disruption_rate, disruption_seed=self.seed,
+            self.work_dir, mission, disruption_rate=self.disruption_rate,
+            disruption_seed=hash_seed(self.seed, mission),
             disruption_window=(0.3, 2.0),
         )
+
+
+def hash_seed(seed: int, mission: str) -> int:
+    """Each mission draws its own spot reclaims, the same ones on every run."""
+    return int.from_bytes(hashlib.sha256(f"{seed}:{mission}".encode()).digest()[:4], "big")
 
 
 class ProgressBar:

@@ -28,18 +28,19 @@ class Tier:
     pods_per_node: int = 1
 
 
-# Modelled on the seed's on-demand ladder: one range per node, sized so the
-# cut excludes a second pod. Catch-all tiers pack several unsized pods.
+# Modelled on the seed's on-demand ladder: one range per node, the cut being
+# what the node can give one pod after system reservations, so a second pod
+# never fits. Catch-all tiers pack unsized pods two to a node.
 DEFAULT_LADDER: tuple[Tier, ...] = (
-    Tier("dwarf", 3 * GiB, 4 * GiB, 1),
-    Tier("subgiant", 6 * GiB, 8 * GiB, 1),
-    Tier("giant", 13 * GiB, 16 * GiB, 2),
-    Tier("supergiant", 28 * GiB, 32 * GiB, 4),
-    Tier("hypergiant", 58 * GiB, 64 * GiB, 8),
-    Tier("supernova", 120 * GiB, 128 * GiB, 16),
+    Tier("dwarf", int(6.5 * GiB), 8 * GiB, 2),
+    Tier("subgiant", int(13.5 * GiB), 16 * GiB, 2),
+    Tier("giant", 28 * GiB, 32 * GiB, 4),
+    Tier("supergiant", 58 * GiB, 64 * GiB, 8),
+    Tier("hypergiant", 120 * GiB, 128 * GiB, 16),
+    Tier("supernova", 248 * GiB, 256 * GiB, 32),
 )
-PROTOSTAR = Tier("protostar", 15 * GiB, 32 * GiB, 4, pods_per_node=2)
-NEBULA = Tier("nebula", 15 * GiB, 32 * GiB, 4, pods_per_node=2)
+PROTOSTAR = Tier("protostar", 14 * GiB, 32 * GiB, 4, pods_per_node=2)
+NEBULA = Tier("nebula", 14 * GiB, 32 * GiB, 4, pods_per_node=2)
 
 
 @dataclass(frozen=True)

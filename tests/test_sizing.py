@@ -33,11 +33,12 @@ def test_L25_measurement_free_entry_never_captures_ranges_below_it():
     "anon, ws, tier, memory",
     [
         (1 * GiB, None, "dwarf", int(2.25 * GiB)),  # 1*1.25+1 = 2.25 GiB
-        (3 * GiB, None, "subgiant", int(4.75 * GiB)),
-        (4 * GiB, 5 * GiB, "subgiant", 6 * GiB),
-        (4 * GiB, 7 * GiB, "giant", 6 * GiB),  # L27: working set above subgiant's cut: one tier up
-        (10 * GiB, 12 * GiB, "supergiant", int(13.5 * GiB)),  # 13.5 GiB > giant's 13 GiB cut
-        (14 * GiB, 14 * GiB, "supergiant", int(18.5 * GiB)),
+        (5 * GiB, None, "subgiant", int(7.25 * GiB)),  # past dwarf's 6.5 GiB cut
+        (4 * GiB, 5 * GiB, "dwarf", 6 * GiB),
+        (4 * GiB, 7 * GiB, "subgiant", 6 * GiB),  # L27: working set above dwarf's cut: one tier up
+        (10 * GiB, 12 * GiB, "subgiant", int(13.5 * GiB)),  # exactly at subgiant's cut
+        (11 * GiB, None, "giant", int(14.75 * GiB)),
+        (14 * GiB, 14 * GiB, "giant", int(18.5 * GiB)),
     ],
 )
 def test_L27_memory_from_anon_times_margin_plus_headroom_and_smallest_tier(anon, ws, tier, memory):
@@ -51,7 +52,7 @@ def test_L19_working_set_never_sizes_memory():
     assert s.memory_request_bytes == int(862 * 1024**2 * 1.25 + GiB)
 
 
-@pytest.mark.parametrize("n_oom, tier, memory", [(0, "subgiant", 6 * GiB), (1, "giant", 9 * GiB), (2, "supergiant", int(13.5 * GiB))])
+@pytest.mark.parametrize("n_oom, tier, memory", [(0, "dwarf", 6 * GiB), (1, "subgiant", 9 * GiB), (2, "giant", int(13.5 * GiB)), (3, "supergiant", int(20.25 * GiB))])
 def test_L6_each_oom_climbs_memory_and_one_tier(n_oom, tier, memory):
     s = size_range(1000, profile((1000, int(4 * GiB), None, 1.0)), T, P, R, n_oom=n_oom)
     assert (s.tier, s.memory_request_bytes) == (tier, memory)
@@ -70,8 +71,8 @@ def test_L15_placement_of_unprofiled_ranges(prof, last, tier, profiled):
 
 
 def test_unprofiled_range_leaves_its_catch_all_tier_when_ooms_outgrow_it():
-    s = size_range(1000, None, T, P, R, n_oom=2)  # 12 GiB * 2.25 = 27 GiB > nebula's 15 GiB cut
-    assert s.tier == "supergiant" and s.memory_request_bytes == 27 * GiB
+    s = size_range(1000, None, T, P, R, n_oom=2)  # 12 GiB * 2.25 = 27 GiB > nebula's 14 GiB cut
+    assert s.tier == "giant" and s.memory_request_bytes == 27 * GiB
 
 
 @pytest.mark.parametrize(

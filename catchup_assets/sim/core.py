@@ -44,6 +44,11 @@ class Knobs:
     memory_scale: float = 1.0
     fail_targets: frozenset[int] = frozenset()
     peak_bytes: dict[int, int] = field(default_factory=dict)
+    disk_scale: float | None = None  # None: follow memory_scale
+
+    @property
+    def disk(self) -> float:
+        return self.memory_scale if self.disk_scale is None else self.disk_scale
 
 
 def _int(var: str, text: str) -> int:
@@ -80,7 +85,9 @@ def read_knobs(env: dict[str, str]) -> Knobs:
         if not sep:
             raise UsageError(f"SIM_PEAK_BYTES: {item!r} is not END=BYTES")
         peaks[_int("SIM_PEAK_BYTES", end)] = max(0, _int("SIM_PEAK_BYTES", size))
-    return Knobs(speed, seed, scale, fails, peaks)
+    disk = env.get("SIM_DISK_SCALE")
+    disk_scale = None if disk is None else _float("SIM_DISK_SCALE", disk, 0.0)
+    return Knobs(speed, seed, scale, fails, peaks, disk_scale)
 
 
 def log(channel: str, level: str, message: str, err: bool = False) -> None:
@@ -292,7 +299,7 @@ def catchup(spec: str, knobs: Knobs) -> int:
             applied.add(cost, int(n * done))
             return finish(_shutdown(lcl))
         applied.add(cost, n)
-        _append_disk(int(cost.disk_bytes * knobs.memory_scale * n / span))
+        _append_disk(int(cost.disk_bytes * knobs.disk * n / span))
         lcl = last
         save_lcl(lcl)
         log("Ledger", "INFO", f"Closed ledger {lcl}")
