@@ -63,6 +63,9 @@ class DispatchConfig:
     stall_seconds: float = 3600.0  # no completion for this long raises an alert (Z4)
     peak_flush_seconds: float = 60.0  # in-flight peaks made durable at most this often
     collect_tries: int = 3  # final reads of a finished attempt before recording without (L31)
+    # An operator's new run over a condemned range grants it fresh budgets; a
+    # retry of a dead dispatcher must not, or a mission would loop on it.
+    reset_condemned: bool = False
 
     def __post_init__(self) -> None:
         if self.parallelism < 1:
@@ -151,6 +154,14 @@ class Dispatcher:
             self._recs[k][a] = rec
         for k, a in done:
             self._done[k].add(a)
+        self._reset_after = records.load_resets(self.by_key) if self.by_key else {}
+        if config.reset_condemned:
+            for key in self.by_key:
+                if decide(self._history(key), config.retry).action == "condemned":
+                    last = max(self._done[key])
+                    records.mark_reset(key, last)
+                    self._reset_after[key] = last
+                    log.warning("range %s was condemned; this run grants it fresh budgets", key)
         self._results: dict[str, RangeResult] = {}
         self._collect_failures: dict[tuple[str, int], int] = {}
         self._flushed_at: dict[tuple[str, int], float] = {}
@@ -164,10 +175,11 @@ class Dispatcher:
     # -- decisions from records -------------------------------------------------
     def _history(self, key: str) -> list[PastAttempt]:
         recs = self._recs[key]
+        after = self._reset_after.get(key, 0)
         return [
             PastAttempt(a, Outcome(recs[a].outcome), recs[a].memory_limit_bytes, recs[a].reason or "")
             for a in sorted(self._done[key])
-            if recs[a].outcome is not None
+            if recs[a].outcome is not None and a > after
         ]
 
     def _judge(self, key: str, already: bool = False) -> None:

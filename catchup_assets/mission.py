@@ -14,6 +14,7 @@ Storage layout under the root, per mission (README "Storage layout"):
 from __future__ import annotations
 
 import io
+import json
 import logging
 from dataclasses import dataclass, field
 from typing import Callable, Mapping
@@ -169,3 +170,36 @@ def build_profile(
         write_table(store, f"{mission}/{PROFILE_FILE}", profile),
         write_table(store, f"{mission}/{TIER_MAP_FILE}", tier_map),
     )
+
+
+MISSION_FILE = "mission.json"
+_SPEC_FIELDS = ("mission", "order", "parallelism", "previous_profile", "deadline_seconds")
+
+
+def save_mission(store: Store, cfg: MissionConfig) -> str:
+    """The mission's own settings, so a later backfill of its ranges runs it the same way."""
+    doc = {f: getattr(cfg, f) for f in _SPEC_FIELDS}
+    doc.update(
+        first_ledger=cfg.span.first_ledger,
+        last_ledger=cfg.span.last_ledger,
+        ledgers_per_range=cfg.span.ledgers_per_range,
+        overlap=cfg.span.overlap,
+    )
+    store.write_bytes(f"{cfg.mission}/{MISSION_FILE}", json.dumps(doc, indent=1).encode())
+    return store.url(f"{cfg.mission}/{MISSION_FILE}")
+
+
+def load_mission(store: Store, mission: str, **policies) -> MissionConfig:
+    """A saved mission with this deployment's policies (retry, sizing, tiers, env...)."""
+    validate_mission(mission)
+    rel = f"{mission}/{MISSION_FILE}"
+    try:
+        doc = json.loads(store.read_bytes(rel))
+        span = MissionSpan(doc["first_ledger"], doc["last_ledger"], doc["ledgers_per_range"], doc["overlap"])
+        return MissionConfig(
+            span=span, storage_root=store.root, **{f: doc[f] for f in _SPEC_FIELDS}, **policies
+        )
+    except FileNotFoundError:
+        raise ValueError(f"mission {mission!r} has no {MISSION_FILE} under {store.root}: plan it first") from None
+    except (KeyError, TypeError, json.JSONDecodeError) as exc:
+        raise ValueError(f"{store.url(rel)} is not a mission file: {exc}") from exc

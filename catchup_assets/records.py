@@ -28,6 +28,7 @@ log = logging.getLogger(__name__)
 
 SCHEMA_VERSION = 1
 PEAK_FIELDS = ("peak_anon_bytes", "peak_working_set_bytes", "peak_ephemeral_bytes")
+_RESET_FILE = re.compile(r"^attempts/(\d{10}-\d{10})/_reset-a(\d{3,})$")
 _ATTEMPT_FILE = re.compile(r"^attempts/(\d{10}-\d{10})/(?:a(\d{3,})\.(parquet)|_a(\d{3,})\.(done))$")
 
 
@@ -162,6 +163,8 @@ class RecordStore:
         prefix = f"{self.mission}/"
         for rel in self.store.find(f"{self.mission}/attempts"):
             m = _ATTEMPT_FILE.match(rel[len(prefix) :]) if rel.startswith(prefix) else None
+            if not m and _RESET_FILE.match(rel[len(prefix) :]):
+                continue
             if not m:
                 log.warning("ignoring unexpected file under attempts: %s", rel)
                 continue
@@ -180,6 +183,20 @@ class RecordStore:
         # A done mark without its record means the record was lost: not done.
         done &= set(records)
         return records, done
+
+    def mark_reset(self, range_key: str, after_attempt: int) -> None:
+        """An operator's new run over a condemned range: budgets count attempts after this one."""
+        self.store.write_bytes(f"{self.mission}/attempts/{range_key}/_reset-a{after_attempt:03d}", b"")
+
+    def load_resets(self, keys: Iterable[str] | None = None) -> dict[str, int]:
+        wanted = set(keys) if keys is not None else None
+        out: dict[str, int] = {}
+        prefix = f"{self.mission}/"
+        for rel in self.store.find(f"{self.mission}/attempts"):
+            m = _RESET_FILE.match(rel[len(prefix) :]) if rel.startswith(prefix) else None
+            if m and (wanted is None or m.group(1) in wanted):
+                out[m.group(1)] = max(out.get(m.group(1), 0), int(m.group(2)))
+        return out
 
     def _checked(self, rec: AttemptRecord, key: str, attempt: int, rel: str) -> AttemptRecord:
         if (rec.mission, rec.range_key, rec.attempt) != (self.mission, key, attempt):

@@ -260,3 +260,19 @@ def test_completed_ranges_are_skipped_by_a_new_dispatcher(tmp_path):
     result = again.run()
     assert len(backend.submitted) == n and sorted(result.done) == sorted(KEYS)
     assert sorted(reported) == sorted((k, True) for k in KEYS)
+
+
+def test_L9_a_new_operator_run_grants_a_condemned_range_fresh_budgets_once(tmp_path):
+    key = KEYS[1]
+    fails = {(key, 1): Script(observation=FAILED)}
+    d, backend, records = make(tmp_path, by_attempt(fails))
+    assert d.run().condemned.keys() == {key}
+    # A dispatcher retry (same run) keeps the verdict...
+    again, _, _ = make(tmp_path, backend=backend, clock=backend.clock)
+    assert again.run().condemned.keys() == {key}
+    assert [s.attempt for s in backend.submitted if s.range_key == key] == [1]
+    # ...a new run by an operator (a backfill of the failed partition) runs it again.
+    fresh, _, _ = make(tmp_path, backend=backend, clock=backend.clock, reset_condemned=True)
+    result = fresh.run()
+    assert result.condemned == {} and key in result.done
+    assert [s.attempt for s in backend.submitted if s.range_key == key] == [1, 2]

@@ -1,0 +1,116 @@
+"""Deployment configuration, declared once as Dagster resources and validated at load.
+
+`CatchupResource` says where records live, which backend runs attempts and the
+policies every mission shares; the mission itself (span, order, parallelism,
+previous profile) is the run config of `mission_plan`.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import dagster as dg
+from pydantic import Field, model_validator
+
+from catchup_assets.backends.base import Backend
+from catchup_assets.outcomes import RetryPolicy
+from catchup_assets.sizing import GiB, SizingPolicy, Tier, Tiers, scaled_policy, scaled_tiers
+
+
+class TierConfig(dg.Config):
+    name: str
+    memory_cut_gib: float = Field(gt=0)
+    node_memory_gib: float = Field(gt=0)
+    cpu: float = Field(gt=0)
+    pods_per_node: int = Field(default=1, ge=1)
+
+    def tier(self) -> Tier:
+        return Tier(self.name, int(self.memory_cut_gib * GiB), int(self.node_memory_gib * GiB), self.cpu, self.pods_per_node)
+
+
+class CatchupResource(dg.ConfigurableResource):
+    """Where a mission keeps its records and how its attempts run."""
+
+    storage_root: str = Field(default="catchup-storage", description="local path or fsspec URL (s3://...)")
+    backend: Literal["local"] = Field(default="local", description="what runs attempts")
+    work_dir: str = Field(default="catchup-work", description="local backend: data dirs and attempt registry")
+    # The local backend runs the simulated stellar-core unless a binary is named.
+    stellar_core: str = Field(default="", description="stellar-core binary for the local backend; empty: simulated")
+    sim_speed: float = Field(default=300_000.0, gt=0)
+    sim_seed: int = 0
+    disruption_rate: float = Field(default=0.0, ge=0, lt=1, description="local: share of attempts reclaimed")
+    # Memory figures of the model, the ladder and the sizing are multiplied by
+    # this: the embedded demo runs in MiB what production runs in GiB.
+    memory_scale: float = Field(default=1.0, gt=0, le=1)
+    poll_seconds: float = Field(default=1.0, gt=0)
+    status_every: int = Field(default=30, ge=1)
+    # Retry budgets per outcome class (L5) and the memory ladder (L6).
+    environmental_budget: int = Field(default=20, ge=0)
+    oom_rungs: int = Field(default=5, ge=1)
+    ordinary_budget: int = Field(default=5, ge=0)
+    failed_budget: int = Field(default=0, ge=0)
+    memory_factor: float = Field(default=1.5, gt=1.0)
+    memory_cap_gib: float = Field(default=48.0, gt=0)
+    # Sizing (L27).
+    margin: float = Field(default=1.25, ge=1.0)
+    cache_headroom_gib: float = Field(default=1.0, ge=0)
+    unprofiled_memory_gib: float = Field(default=12.0, gt=0)
+    tiers: list[TierConfig] = Field(default_factory=list, description="the ladder, smallest first; empty: defaults")
+    unprofiled_tier: TierConfig | None = None
+    no_profile_tier: TierConfig | None = None
+
+    @model_validator(mode="after")
+    def _check(self) -> "CatchupResource":
+        self.tier_ladder()  # an invalid ladder fails at load, naming the tier (L34)
+        return self
+
+    def retry_policy(self) -> RetryPolicy:
+        return RetryPolicy(
+            environmental=self.environmental_budget,
+            oom_rungs=self.oom_rungs,
+            ordinary=self.ordinary_budget,
+            failed=self.failed_budget,
+            memory_factor=self.memory_factor,
+            memory_cap_bytes=int(self.memory_cap_gib * GiB * self.memory_scale),
+        )
+
+    def sizing_policy(self) -> SizingPolicy:
+        base = SizingPolicy(
+            margin=self.margin,
+            cache_headroom_bytes=int(self.cache_headroom_gib * GiB),
+            unprofiled_memory_bytes=int(self.unprofiled_memory_gib * GiB),
+        )
+        return scaled_policy(base, self.memory_scale)
+
+    def tier_ladder(self) -> Tiers:
+        defaults = Tiers()
+        tiers = Tiers(
+            tuple(t.tier() for t in self.tiers) or defaults.ladder,
+            self.unprofiled_tier.tier() if self.unprofiled_tier else defaults.unprofiled,
+            self.no_profile_tier.tier() if self.no_profile_tier else defaults.no_profile,
+        )
+        return scaled_tiers(tiers, self.memory_scale) if self.memory_scale != 1.0 else tiers
+
+    def sim_env(self) -> dict[str, str]:
+        return {
+            "SIM_SPEED": repr(self.sim_speed),
+            "SIM_MEMORY_SCALE": repr(self.memory_scale),
+            # Scaled ranges would write their full-size disk churn: keep it measurable, not huge.
+            "SIM_DISK_SCALE": repr(self.memory_scale / 100),
+            "SIM_SEED": str(self.sim_seed),
+        }
+
+    def attempt_env(self) -> dict[str, str]:
+        env = self.sim_env() if not self.stellar_core else {}
+        if self.stellar_core:
+            env["STELLAR_CORE"] = self.stellar_core
+        return env
+
+    def backend_for(self, mission: str, disruption_seed: int | None = None) -> Backend:
+        from catchup_assets.backends.local import LocalBackend
+
+        seed = self.sim_seed if disruption_seed is None else disruption_seed
+        return LocalBackend(
+            self.work_dir, mission, disruption_rate=self.disruption_rate, disruption_seed=seed,
+            disruption_window=(0.3, 2.0),
+        )
