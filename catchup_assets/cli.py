@@ -23,11 +23,12 @@ def _demo(args: argparse.Namespace) -> int:
 
 
 def _profile(args: argparse.Namespace) -> int:
-    from catchup_assets.mission import build_profile
+    from catchup_assets.mission import build_profile, build_tier_map
 
     out = build_profile(args.root, args.mission)
+    _, tier_map_url = build_tier_map(args.root, args.mission)
     print(f"{out.profile.num_rows} measured ranges, {len(out.unmeasured)} unmeasured")
-    print(f"profile   {out.profile_url}\ntier map  {out.tier_map_url}")
+    print(f"profile   {out.url}\ntier map  {tier_map_url}")
     return 0
 
 

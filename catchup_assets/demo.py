@@ -17,7 +17,7 @@ from pathlib import Path
 
 from catchup_assets.backends.local import LocalBackend
 from catchup_assets.dispatch import Status
-from catchup_assets.mission import MissionConfig, build_profile, prepare, run_mission
+from catchup_assets.mission import MissionConfig, build_profile, build_tier_map, prepare, run_mission
 from catchup_assets.outcomes import RetryPolicy
 from catchup_assets.ranges import CHECKPOINT_LEDGERS, MissionSpan
 from catchup_assets.records import RecordStore
@@ -145,14 +145,15 @@ def run_one(settings: DemoSettings, name: str, previous: str | None, order: str)
     result = run_mission(prepared, settings.backend(name), on_status=bar)
     bar.close()
     wall = time.monotonic() - started
-    out = build_profile(settings.storage_root, name, cfg.tiers, cfg.sizing, cfg.retry)
+    out = build_profile(settings.storage_root, name)
+    _, tier_map_url = build_tier_map(settings.storage_root, name, cfg.tiers, cfg.sizing, cfg.retry)
     records, done = RecordStore(Store(settings.storage_root), name).load()
     summary = summarize(
         name, [r for i, r in records.items() if i in done], cfg.tiers, len(prepared.ordered),
         len(result.condemned), time_scale=settings.speed,
     )
     summary = MissionSummary(**{**summary.__dict__, "wall_seconds": wall})
-    return summary, {"result": result, "profile": out}
+    return summary, {"result": result, "profile": out.url, "tier_map": tier_map_url}
 
 
 def run_demo(settings: DemoSettings, out=sys.stdout) -> int:
@@ -160,7 +161,7 @@ def run_demo(settings: DemoSettings, out=sys.stdout) -> int:
     stamp = time.strftime("%Y%m%d-%H%M%S")
     first, second = f"demo-{stamp}-a", f"demo-{stamp}-b"
     s1, r1 = run_one(settings, first, None, "tip-first")
-    s2, r2 = run_one(settings, second, r1["profile"].profile_url, "longest-first")
+    s2, r2 = run_one(settings, second, r1["profile"], "longest-first")
     print("\n" + side_by_side([s1, s2], settings.memory_scale), file=out)
     print(
         "\nmemory and node figures in production scale (the demo runs memory x "
@@ -169,8 +170,8 @@ def run_demo(settings: DemoSettings, out=sys.stdout) -> int:
     )
     for name, r in ((first, r1), (second, r2)):
         print(f"\n{name}:", file=out)
-        print(f"  profile   {r['profile'].profile_url}", file=out)
-        print(f"  tier map  {r['profile'].tier_map_url}", file=out)
+        print(f"  profile   {r['profile']}", file=out)
+        print(f"  tier map  {r['tier_map']}", file=out)
         for key, why in r["result"].condemned.items():
             print(f"  condemned {key}: {why}", file=out)
     failed = bool(r1["result"].condemned or r2["result"].condemned)

@@ -121,6 +121,7 @@ def run_mission(
     on_status: Callable[[Status], None] | None = None,
     on_result: Callable[[RangeResult, bool], None] | None = None,
     write_plan: bool = True,
+    reset_condemned: bool = False,
 ) -> MissionResult:
     cfg = prepared.config
     store = Store(cfg.storage_root)
@@ -139,6 +140,7 @@ def run_mission(
         env=dict(cfg.env),
         poll_seconds=cfg.poll_seconds,
         status_every=cfg.status_every,
+        reset_condemned=reset_condemned,
     )
     dispatcher = Dispatcher(dispatch_cfg, backend, RecordStore(store, cfg.mission), clock=clock, on_status=on_status, on_result=on_result)
     return dispatcher.run()
@@ -147,29 +149,29 @@ def run_mission(
 @dataclass
 class ProfileOutput:
     profile: pa.Table
-    tier_map: pa.Table
     unmeasured: list[str]
-    profile_url: str
-    tier_map_url: str
+    url: str
 
 
-def build_profile(
-    storage_root: str, mission: str, tiers: Tiers = Tiers(), sizing: SizingPolicy = SizingPolicy(), retry: RetryPolicy = RetryPolicy()
-) -> ProfileOutput:
-    """Every attempt record of the mission -> range_profile.parquet and tier_map.parquet."""
+def build_profile(storage_root: str, mission: str) -> ProfileOutput:
+    """Every finished attempt record of the mission -> range_profile.parquet."""
     store = Store(storage_root)
     records, done = RecordStore(store, mission).load()
-    finished = [r for ident, r in records.items() if ident in done]
-    rows, unmeasured = profile_rows(finished)
+    rows, unmeasured = profile_rows(r for ident, r in records.items() if ident in done)
     profile = pa.Table.from_pylist(rows, schema=PROFILE_SCHEMA)
-    tier_map = tier_map_table(rows, tiers, sizing, retry)
-    return ProfileOutput(
-        profile,
-        tier_map,
-        unmeasured,
-        write_table(store, f"{mission}/{PROFILE_FILE}", profile),
-        write_table(store, f"{mission}/{TIER_MAP_FILE}", tier_map),
-    )
+    return ProfileOutput(profile, unmeasured, write_table(store, f"{mission}/{PROFILE_FILE}", profile))
+
+
+def build_tier_map(
+    storage_root: str, mission: str, tiers: Tiers = Tiers(), sizing: SizingPolicy = SizingPolicy(), retry: RetryPolicy = RetryPolicy()
+) -> tuple[pa.Table, str]:
+    """Every planned range of the mission placed from its profile -> tier_map.parquet."""
+    store = Store(storage_root)
+    plan = read_table(store, f"{mission}/{PLAN_FILE}")
+    ranges = sorted(parse_key(k) for k in plan.column("range_key").to_pylist())
+    profile = read_table(store, f"{mission}/{PROFILE_FILE}").to_pylist()
+    table = tier_map_table(ranges, profile, tiers, sizing, retry)
+    return table, write_table(store, f"{mission}/{TIER_MAP_FILE}", table)
 
 
 MISSION_FILE = "mission.json"

@@ -10,8 +10,8 @@ plan.parquet, one row per range, in dispatch order:
     tier, memory_request_bytes, profiled   placement of the first attempt
     predicted_seconds        the profile's measured seconds (null if unprofiled)
 
-tier_map.parquet, one row per profiled range:
-    range_key, first_ledger, last_ledger, tier, memory_request_bytes,
+tier_map.parquet, one row per planned range (unmeasured ones on the catch-all tier):
+    range_key, first_ledger, last_ledger, tier, memory_request_bytes, profiled,
     peak_anon_bytes, peak_working_set_bytes, seconds, node_hours
 """
 
@@ -45,6 +45,7 @@ TIER_MAP_SCHEMA = pa.schema(
         ("last_ledger", pa.int64()),
         ("tier", pa.string()),
         ("memory_request_bytes", pa.int64()),
+        ("profiled", pa.bool_()),
         ("peak_anon_bytes", pa.int64()),
         ("peak_working_set_bytes", pa.int64()),
         ("seconds", pa.float64()),
@@ -93,27 +94,31 @@ def measures_from_rows(rows: Iterable[dict[str, Any]]) -> list[RangeMeasure]:
 
 
 def tier_map_table(
-    profile_rows: Iterable[dict[str, Any]], tiers: Tiers, sizing: SizingPolicy, retry: RetryPolicy
+    ranges: Sequence[LedgerRange],
+    profile_rows: Iterable[dict[str, Any]],
+    tiers: Tiers,
+    sizing: SizingPolicy,
+    retry: RetryPolicy,
 ) -> pa.Table:
-    """Where each profiled range goes next mission, and what it costs there."""
-    rows = list(profile_rows)
-    index = ProfileIndex(measures_from_rows(rows))
+    """Where each range goes next mission, sized from this profile, and what it costs there."""
+    index = ProfileIndex(measures_from_rows(profile_rows))
     out = []
-    for r in rows:
-        s = size_range(int(r["last_ledger"]), index, tiers, sizing, retry)
-        tier = tiers.by_name(s.tier)
-        secs = r.get("seconds")
+    for r in ranges:
+        s = size_range(r.last, index, tiers, sizing, retry)
+        m = index.lookup(r.last)
+        secs = s.predicted_seconds
         out.append(
             {
-                "range_key": r["range_key"],
-                "first_ledger": r["first_ledger"],
-                "last_ledger": r["last_ledger"],
+                "range_key": r.key,
+                "first_ledger": r.first,
+                "last_ledger": r.last,
                 "tier": s.tier,
                 "memory_request_bytes": s.memory_request_bytes,
-                "peak_anon_bytes": r.get("peak_anon_bytes"),
-                "peak_working_set_bytes": r.get("peak_working_set_bytes"),
+                "profiled": s.profiled,
+                "peak_anon_bytes": m.peak_anon_bytes if m else None,
+                "peak_working_set_bytes": m.peak_working_set_bytes if m else None,
                 "seconds": secs,
-                "node_hours": None if secs is None else secs / 3600 / tier.pods_per_node,
+                "node_hours": None if secs is None else secs / 3600 / tiers.by_name(s.tier).pods_per_node,
             }
         )
     return pa.Table.from_pylist(out, schema=TIER_MAP_SCHEMA)

@@ -5,8 +5,8 @@ policies every mission shares; the mission itself (span, order, parallelism,
 previous profile) is the run config of `mission_plan`.
 """
 
-from __future__ import annotations
 
+import os
 from typing import Literal
 
 import dagster as dg
@@ -31,9 +31,11 @@ class TierConfig(dg.Config):
 class CatchupResource(dg.ConfigurableResource):
     """Where a mission keeps its records and how its attempts run."""
 
-    storage_root: str = Field(default="catchup-storage", description="local path or fsspec URL (s3://...)")
+    storage_root: str = Field(
+        default="", description="local path or fsspec URL (s3://...); empty: $CATCHUP_STORAGE_ROOT, else $DAGSTER_HOME/catchup/storage"
+    )
     backend: Literal["local"] = Field(default="local", description="what runs attempts")
-    work_dir: str = Field(default="catchup-work", description="local backend: data dirs and attempt registry")
+    work_dir: str = Field(default="", description="local backend: data dirs and attempt registry; empty: beside the storage")
     # The local backend runs the simulated stellar-core unless a binary is named.
     stellar_core: str = Field(default="", description="stellar-core binary for the local backend; empty: simulated")
     sim_speed: float = Field(default=300_000.0, gt=0)
@@ -60,9 +62,28 @@ class CatchupResource(dg.ConfigurableResource):
     no_profile_tier: TierConfig | None = None
 
     @model_validator(mode="after")
-    def _check(self) -> "CatchupResource":
+    def _check(self):
         self.tier_ladder()  # an invalid ladder fails at load, naming the tier (L34)
         return self
+
+    def root(self) -> str:
+        """Resolved when a run needs it, never at import (the instance's home may differ)."""
+        if self.storage_root:
+            return self.storage_root
+        if os.environ.get("CATCHUP_STORAGE_ROOT"):
+            return os.environ["CATCHUP_STORAGE_ROOT"]
+        home = os.environ.get("DAGSTER_HOME")
+        if not home:
+            raise ValueError("storage_root: not set, and neither CATCHUP_STORAGE_ROOT nor DAGSTER_HOME is")
+        return os.path.join(home, "catchup", "storage")
+
+    def work(self) -> str:
+        if self.work_dir:
+            return self.work_dir
+        root = self.root()
+        if "://" in root:
+            raise ValueError("work_dir: must be set when storage_root is a URL")
+        return os.path.join(os.path.dirname(os.path.abspath(root)), "work")
 
     def retry_policy(self) -> RetryPolicy:
         return RetryPolicy(
@@ -111,6 +132,6 @@ class CatchupResource(dg.ConfigurableResource):
 
         seed = self.sim_seed if disruption_seed is None else disruption_seed
         return LocalBackend(
-            self.work_dir, mission, disruption_rate=self.disruption_rate, disruption_seed=seed,
+            self.work(), mission, disruption_rate=self.disruption_rate, disruption_seed=seed,
             disruption_window=(0.3, 2.0),
         )

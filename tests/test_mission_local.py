@@ -7,7 +7,7 @@ import fsspec
 import pytest
 
 from catchup_assets.backends.local import LocalBackend
-from catchup_assets.mission import MissionConfig, build_profile, prepare, read_table, run_mission
+from catchup_assets.mission import MissionConfig, build_profile, build_tier_map, prepare, read_table, run_mission
 from catchup_assets.outcomes import RetryPolicy
 from catchup_assets.ranges import MissionSpan
 from catchup_assets.records import RecordStore
@@ -45,7 +45,8 @@ def mission(tmp_path_factory):
     )
     prepared = prepare(cfg)
     result = run_mission(prepared, backend)
-    out = build_profile(cfg.storage_root, "e2e", cfg.tiers, cfg.sizing, cfg.retry)
+    out = build_profile(cfg.storage_root, "e2e")
+    out.tier_map = build_tier_map(cfg.storage_root, "e2e", cfg.tiers, cfg.sizing, cfg.retry)[0]
     records = RecordStore(Store(cfg.storage_root), "e2e").load()[0]
     return cfg, backend, result, out, records
 

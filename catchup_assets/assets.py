@@ -1,0 +1,238 @@
+"""The mission as Dagster assets: thin wrappers around mission.py.
+
+mission_plan -> range_catchup[range] -> range_profile -> tier_map. See DESIGN.md
+"Dagster facts" for why range_catchup is a generator that yields nothing and
+logs one AssetMaterialization per range instead.
+"""
+
+
+import time
+from typing import Iterator, Literal
+
+import dagster as dg
+from pydantic import Field
+
+from catchup_assets.dispatch import RangeResult
+from catchup_assets.metadata import plan_metadata, profile_metadata, range_metadata, tier_map_metadata
+from catchup_assets.mission import (
+    MissionConfig,
+    build_profile,
+    build_tier_map,
+    load_mission,
+    prepare,
+    read_table,
+    run_mission,
+    save_mission,
+    write_table,
+    PLAN_FILE,
+)
+from catchup_assets.profile_io import ProfileRefused
+from catchup_assets.ranges import MissionSpan, RangeKeyError, parse_key
+from catchup_assets.resources import CatchupResource
+from catchup_assets.storage import Store
+
+ledger_ranges_partitions_def = dg.DynamicPartitionsDefinition(name="ledger_ranges")
+MISSION_TAG = "catchup/mission"
+PLAN_KEY = dg.AssetKey("mission_plan")
+
+
+class MissionPlanConfig(dg.Config):
+    """One mission. Everything is checked before a range is dispatched (L34)."""
+
+    mission: str = Field(default="", description="name; empty: m-<UTC time>")
+    first_ledger: int = Field(default=1, description="first ledger of the span")
+    last_ledger: int = Field(description="last ledger of the span (the tip)")
+    ledgers_per_range: int = 16000
+    overlap: int = 320
+    order: Literal["tip-first", "oldest-first", "longest-first"] = "tip-first"
+    parallelism: int = Field(default=1000, description="attempts in flight at once, across all runs of the mission")
+    previous_profile: str = Field(default="", description="range_profile.parquet of an earlier mission (path or URL)")
+    deadline_seconds: int = Field(default=0, description="per attempt, 0 for none")
+
+    def to_mission(self, catchup: CatchupResource) -> MissionConfig:
+        return MissionConfig(
+            mission=self.mission or time.strftime("m-%Y%m%d-%H%M%S", time.gmtime()),
+            span=MissionSpan(self.first_ledger, self.last_ledger, self.ledgers_per_range, self.overlap),
+            storage_root=catchup.root(),
+            parallelism=self.parallelism,
+            order=self.order,
+            previous_profile=self.previous_profile or None,
+            deadline_seconds=self.deadline_seconds or None,
+            **policies(catchup),
+        )
+
+
+def policies(catchup: CatchupResource) -> dict:
+    return dict(
+        retry=catchup.retry_policy(),
+        sizing=catchup.sizing_policy(),
+        tiers=catchup.tier_ladder(),
+        poll_seconds=catchup.poll_seconds,
+        status_every=catchup.status_every,
+        env=catchup.attempt_env(),
+    )
+
+
+def refused(what: str, exc: Exception) -> dg.Failure:
+    """Bad input stops the run before dispatch, with the reason and no retry (L34)."""
+    return dg.Failure(description=f"{what}: {exc}", allow_retries=False)
+
+
+def current_mission(context: dg.AssetExecutionContext) -> str:  # noqa: D401
+    """The run's mission tag, else the newest plan's mission."""
+    tagged = context.run.tags.get(MISSION_TAG)
+    if tagged:
+        return tagged
+    event = context.instance.get_latest_materialization_event(PLAN_KEY)
+    if event is None or event.asset_materialization is None:
+        raise dg.Failure("no mission_plan has been materialized: plan a mission first", allow_retries=False)
+    return event.asset_materialization.metadata["mission"].value
+
+
+def retire_superseded(instance: dg.DagsterInstance, keys: list[str]) -> list[str]:
+    """Drop partition keys that a new plan supersedes (a partial tip that has grown)."""
+    new = [parse_key(k) for k in keys]
+    gone = []
+    for old in instance.get_dynamic_partitions(ledger_ranges_partitions_def.name):
+        if old in keys:
+            continue
+        r = parse_key(old)
+        if any(n.first <= r.last and r.first <= n.last for n in new):
+            gone.append(old)
+    for k in gone:
+        instance.delete_dynamic_partition(ledger_ranges_partitions_def.name, k)
+    return gone
+
+
+@dg.asset(group_name="mission", kinds={"parquet"})
+def mission_plan(context: dg.AssetExecutionContext, config: MissionPlanConfig, catchup: CatchupResource) -> dg.MaterializeResult:
+    """The mission's ranges in dispatch order, each sized from the previous profile."""
+    try:
+        cfg = config.to_mission(catchup)
+        prepared = prepare(cfg)
+    except (ValueError, ProfileRefused) as exc:
+        raise refused("mission_plan config refused", exc) from exc
+    store = Store(cfg.storage_root)
+    plan_url = write_table(store, f"{cfg.mission}/{PLAN_FILE}", prepared.plan)
+    save_mission(store, cfg)
+    instance = context.instance
+    retired = retire_superseded(instance, prepared.keys)
+    existing = set(instance.get_dynamic_partitions(ledger_ranges_partitions_def.name))
+    # Ascending and once: a run covers a contiguous span in insertion order.
+    new_keys = sorted(k for k in prepared.keys if k not in existing)
+    instance.add_dynamic_partitions(ledger_ranges_partitions_def.name, new_keys)
+    if prepared.previous.warning:
+        context.log.warning(prepared.previous.warning)
+    return dg.MaterializeResult(
+        metadata=plan_metadata(cfg, prepared, plan_url, new_keys, retired),
+    )
+
+
+@dg.asset(
+    group_name="mission",
+    partitions_def=ledger_ranges_partitions_def,
+    backfill_policy=dg.BackfillPolicy.single_run(),
+    deps=[mission_plan],
+    output_required=False,
+    retry_policy=dg.RetryPolicy(max_retries=3, delay=5),
+    kinds={"kubernetes"},
+)
+def range_catchup(context: dg.AssetExecutionContext, catchup: CatchupResource) -> Iterator[dg.Output]:
+    """Each ledger range caught up by stellar-core; one run drives every range it was given."""
+    mission = current_mission(context)
+    keys = list(context.partition_keys)
+    try:
+        for k in keys:
+            parse_key(k)
+        cfg = load_mission(Store(catchup.root()), mission, **policies(catchup))
+        # A new run over condemned ranges is an operator's retry; a step retry
+        # or an automatic run retry of a dead dispatcher is not (it would loop).
+        fresh = context.retry_number == 0 and "dagster/retry_number" not in context.run.tags
+        prepared = prepare(cfg, keys)
+    except (ValueError, RangeKeyError, ProfileRefused) as exc:
+        raise refused(f"range_catchup of mission {mission} refused", exc) from exc
+    context.log.info(f"mission {mission}: {len(keys)} ranges, parallelism {cfg.parallelism}")
+
+    def on_result(result: RangeResult, already: bool) -> None:
+        if result.status == "done":
+            context.log_event(
+                dg.AssetMaterialization(
+                    asset_key=context.asset_key,
+                    partition=result.range_key,
+                    metadata=range_metadata(mission, result, already),
+                )
+            )
+
+    result = run_mission(
+        prepared,
+        catchup.backend_for(mission),
+        on_status=lambda s: context.log.info(s.line()),
+        on_result=on_result,
+        write_plan=False,
+        reset_condemned=fresh,
+    )
+    unfinished = {k: r.reason for k, r in result.results.items() if r.status != "done"}
+    if unfinished:
+        # After draining every range it could (L9): name each one and why.
+        lines = "\n".join(f"{k}: {why}" for k, why in sorted(unfinished.items()))
+        raise dg.Failure(
+            description=f"{len(unfinished)} of {len(keys)} ranges did not complete:\n{lines}",
+            metadata={"condemned": dg.MetadataValue.json(unfinished), "mission": mission},
+            allow_retries=False,
+        )
+    yield from ()
+
+
+@dg.asset(
+    group_name="mission",
+    deps=[range_catchup],
+    kinds={"parquet"},
+    check_specs=[
+        dg.AssetCheckSpec("covers_mission", asset="range_profile", description="every completed range is profiled"),
+        dg.AssetCheckSpec("no_measurement_free_rows", asset="range_profile", description="L25: each row is measured"),
+    ],
+)
+def range_profile(context: dg.AssetExecutionContext, catchup: CatchupResource):
+    """Every range's memory, disk and time, aggregated over its resumed chain."""
+    mission = current_mission(context)
+    store = Store(catchup.root())
+    out = build_profile(catchup.root(), mission)
+    plan_keys = set(read_table(store, f"{mission}/{PLAN_FILE}").column("range_key").to_pylist())
+    rows = out.profile.to_pylist()
+    profiled = {r["range_key"] for r in rows}
+    completed_unprofiled = sorted(set(out.unmeasured) & plan_keys)
+    missing = sorted(plan_keys - profiled)
+    yield dg.MaterializeResult(metadata=profile_metadata(mission, out, plan_keys, catchup.memory_scale))
+    yield dg.AssetCheckResult(
+        check_name="covers_mission",
+        passed=not missing,
+        severity=dg.AssetCheckSeverity.WARN,
+        metadata={"planned": len(plan_keys), "profiled": len(profiled & plan_keys), "missing": dg.MetadataValue.json(missing[:50])},
+    )
+    junk = [r["range_key"] for r in rows if r["peak_anon_bytes"] is None]
+    yield dg.AssetCheckResult(
+        check_name="no_measurement_free_rows",
+        passed=not junk,
+        metadata={"measurement_free": dg.MetadataValue.json(junk), "left_out_unmeasured": dg.MetadataValue.json(completed_unprofiled[:50])},
+    )
+
+
+@dg.asset(
+    group_name="mission",
+    deps=[range_profile],
+    kinds={"parquet"},
+    check_specs=[dg.AssetCheckSpec("every_range_placed", asset="tier_map", description="each profiled range has a tier")],
+)
+def tier_map(context: dg.AssetExecutionContext, catchup: CatchupResource):
+    """The node tier and memory each range gets next mission (L15, L27)."""
+    mission = current_mission(context)
+    table, url = build_tier_map(
+        catchup.root(), mission, catchup.tier_ladder(), catchup.sizing_policy(), catchup.retry_policy()
+    )
+    rows = table.to_pylist()
+    known = {t.name for t in catchup.tier_ladder().all()}
+    unplaced = [r["range_key"] for r in rows if r["tier"] not in known or not r["memory_request_bytes"]]
+    yield dg.MaterializeResult(metadata=tier_map_metadata(mission, rows, url, catchup))
+    yield dg.AssetCheckResult(
+        check_name="every_range_placed", passed=not unplaced, metadata={"unplaced": dg.MetadataValue.json(unplaced)}
+    )

@@ -1,0 +1,150 @@
+"""Materialization metadata an operator reads at a glance in the Dagster UI.
+
+Numbers as numbers, paths as paths, a table preview in Markdown and, for the
+profile and the tier map, a plot embedded as a PNG (people would rather look
+than read).
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+from collections import Counter
+from typing import Any, Sequence
+
+import dagster as dg
+
+MiB = 1024**2
+GiB = 1024**3
+PREVIEW_ROWS = 12
+
+
+def _png_markdown(fig) -> dg.MetadataValue:
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=90, bbox_inches="tight")
+    import matplotlib.pyplot as plt
+
+    plt.close(fig)
+    return dg.MetadataValue.md(f"![plot](data:image/png;base64,{base64.b64encode(buf.getvalue()).decode()})")
+
+
+def _figure(nrows: int = 1):
+    import matplotlib
+
+    matplotlib.use("Agg")  # no display on a code server
+    import matplotlib.pyplot as plt
+
+    return plt.subplots(nrows, 1, figsize=(8, 2.6 * nrows), squeeze=False)
+
+
+def markdown_table(rows: Sequence[dict[str, Any]], columns: Sequence[str], limit: int = PREVIEW_ROWS) -> dg.MetadataValue:
+    def cell(v: Any) -> str:
+        if isinstance(v, float):
+            return f"{v:,.1f}"
+        if isinstance(v, int) and not isinstance(v, bool) and abs(v) >= 10_000:
+            return f"{v:,}"
+        return "" if v is None else str(v)
+
+    lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
+    lines += ["| " + " | ".join(cell(r.get(c)) for c in columns) + " |" for r in rows[:limit]]
+    if len(rows) > limit:
+        lines.append(f"\n{len(rows) - limit} more rows in the Parquet file")
+    return dg.MetadataValue.md("\n".join(lines))
+
+
+def plan_metadata(cfg, prepared, plan_url: str, new_keys: list[str], retired: list[str]) -> dict[str, Any]:
+    rows = prepared.plan.to_pylist()
+    tiers = Counter(r["tier"] for r in rows)
+    predicted = [r["predicted_seconds"] for r in rows if r["predicted_seconds"] is not None]
+    return {
+        "mission": cfg.mission,
+        "plan_path": dg.MetadataValue.path(plan_url),
+        "ranges": len(rows),
+        "first_ledger": cfg.span.first_ledger,
+        "last_ledger": cfg.span.last_ledger,
+        "order": cfg.order,
+        "parallelism": cfg.parallelism,
+        "profiled_ranges": sum(1 for r in rows if r["profiled"]),
+        "previous_profile": prepared.previous.source or "",
+        "ranges_per_tier": dg.MetadataValue.json(dict(sorted(tiers.items()))),
+        "predicted_work_hours": sum(predicted) / 3600,
+        "new_partitions": len(new_keys),
+        "retired_partitions": dg.MetadataValue.json(retired),
+        "preview": markdown_table(rows, ["dispatch_rank", "range_key", "catchup", "tier", "memory_request_bytes", "predicted_seconds"]),
+    }
+
+
+def range_metadata(mission: str, result, adopted: bool) -> dict[str, Any]:
+    row = result.row or {}
+    meta: dict[str, Any] = {
+        "mission": mission,
+        "attempts": result.attempts,
+        "outcomes": result.outcomes,
+        "tier": result.tier or "",
+        "memory_limit_bytes": result.memory_limit_bytes or 0,
+        "recorded_by_earlier_run": adopted,
+    }
+    for field in ("seconds", "wall_seconds", "peak_anon_bytes", "peak_working_set_bytes", "peak_ephemeral_bytes", "tx_apply_count"):
+        if row.get(field) is not None:
+            meta[field] = row[field]
+    if result.log_path:
+        meta["log_path"] = dg.MetadataValue.path(result.log_path)
+    return meta
+
+
+def profile_plot(rows: Sequence[dict[str, Any]], memory_scale: float = 1.0) -> dg.MetadataValue:
+    fig, axes = _figure(2)
+    ax1, ax2 = axes[0][0], axes[1][0]
+    xs = [r["last_ledger"] / 1e6 for r in rows]
+    ax1.bar(xs, [r["peak_anon_bytes"] / memory_scale / GiB for r in rows], width=0.8 * _step(xs), color="#4a7bb7")
+    ax1.set_ylabel("peak anon (GiB)")
+    ax2.bar(xs, [(r["seconds"] or 0) / 3600 for r in rows], width=0.8 * _step(xs), color="#d9843b")
+    ax2.set_ylabel("seconds (h)")
+    ax2.set_xlabel("range end (million ledgers)")
+    return _png_markdown(fig)
+
+
+def _step(xs: Sequence[float]) -> float:
+    s = sorted(set(xs))
+    return min((b - a for a, b in zip(s, s[1:])), default=1.0)
+
+
+def profile_metadata(mission: str, out, plan_keys: set[str], memory_scale: float) -> dict[str, Any]:
+    rows = out.profile.to_pylist()
+    meta: dict[str, Any] = {
+        "mission": mission,
+        "profile_path": dg.MetadataValue.path(out.url),
+        "profiled_ranges": len(rows),
+        "planned_ranges": len(plan_keys),
+        "unmeasured_ranges": len(out.unmeasured),
+        "ooms": sum(r["oom_count"] for r in rows),
+        "compute_hours": sum(r["seconds"] or 0 for r in rows) / 3600,
+        "preview": markdown_table(
+            sorted(rows, key=lambda r: -(r["seconds"] or 0)),
+            ["range_key", "peak_anon_bytes", "peak_working_set_bytes", "seconds", "attempts", "outcomes"],
+        ),
+    }
+    if rows:
+        meta["plot"] = profile_plot(rows, memory_scale)
+    return meta
+
+
+def tier_map_metadata(mission: str, rows: Sequence[dict[str, Any]], url: str, catchup) -> dict[str, Any]:
+    counts = Counter(r["tier"] for r in rows)
+    order = [t.name for t in catchup.tier_ladder().all()]
+    names = [n for n in order if counts.get(n)]
+    fig, ax = _figure(1)
+    ax = ax[0][0]
+    ax.bar(names, [counts[n] for n in names], color="#5a9e6f")
+    ax.set_ylabel("ranges")
+    ax.set_title("ranges per tier next mission")
+    return {
+        "mission": mission,
+        "tier_map_path": dg.MetadataValue.path(url),
+        "ranges": len(rows),
+        "ranges_per_tier": dg.MetadataValue.json({n: counts[n] for n in names}),
+        "node_hours": sum(r["node_hours"] or 0 for r in rows),
+        "unprofiled_ranges": sum(1 for r in rows if not r["profiled"]),
+        "plot": _png_markdown(fig),
+        "preview": markdown_table(rows, ["range_key", "tier", "memory_request_bytes", "seconds", "node_hours"]),
+    }
