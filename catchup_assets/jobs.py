@@ -2,13 +2,12 @@
 
 import dagster as dg
 
-from catchup_assets.assets import ledger_ranges_partitions_def, mission_plan, range_catchup, range_profile, tier_map
+from catchup_assets.assets import mission_plan, range_catchup, range_profile, tier_map
 
 mission_plan_job = dg.define_asset_job("mission_plan_job", selection=[mission_plan], description="plan a mission")
 range_catchup_job = dg.define_asset_job(
     "range_catchup_job",
     selection=[range_catchup],
-    partitions_def=ledger_ranges_partitions_def,
     description="run a contiguous span of ranges (one run, one dispatcher)",
 )
 profile_job = dg.define_asset_job(

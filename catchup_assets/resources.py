@@ -40,6 +40,9 @@ class CatchupResource(dg.ConfigurableResource):
     stellar_core: str = Field(default="", description="stellar-core binary for the local backend; empty: simulated")
     sim_speed: float = Field(default=300_000.0, gt=0)
     sim_seed: int = 0
+    sim_fail_targets: list[int] = Field(
+        default_factory=list, description="simulated: range ends whose archive is corrupt (they fail for real)"
+    )
     disruption_rate: float = Field(default=0.0, ge=0, lt=1, description="local: share of attempts reclaimed")
     # Memory figures of the model, the ladder and the sizing are multiplied by
     # this: the embedded demo runs in MiB what production runs in GiB.
@@ -119,6 +122,7 @@ class CatchupResource(dg.ConfigurableResource):
             # Scaled ranges would write their full-size disk churn: keep it measurable, not huge.
             "SIM_DISK_SCALE": repr(self.memory_scale / 100),
             "SIM_SEED": str(self.sim_seed),
+            "SIM_FAIL_TARGETS": ",".join(str(t) for t in self.sim_fail_targets),
         }
 
     def attempt_env(self) -> dict[str, str]:

@@ -1,0 +1,37 @@
+"""The project's assets with test-sized resources, importable by subprocesses.
+
+The storage root comes from $CATCHUP_STORAGE_ROOT at run time (each test sets
+its own); memory and time are scaled down so a range takes a second.
+"""
+
+import dagster as dg
+
+from catchup_assets.assets import mission_plan, range_catchup, range_profile, tier_map
+from catchup_assets.jobs import mission_plan_job, profile_job, range_catchup_job
+from catchup_assets.resources import CatchupResource
+
+LEDGERS_PER_RANGE = 1_250_048  # the simulated history in 48 ranges
+
+catchup = CatchupResource(memory_scale=1 / 200, sim_speed=300_000, poll_seconds=0.1, status_every=5)
+defs = dg.Definitions(
+    assets=[mission_plan, range_catchup, range_profile, tier_map],
+    jobs=[mission_plan_job, range_catchup_job, profile_job],
+    resources={"catchup": catchup},
+)
+
+
+def catchup_job():
+    return defs.resolve_job_def("range_catchup_job")
+
+
+def plan_config(mission: str, n_ranges: int, first_range: int = 0, **extra) -> dict:
+    cfg = {
+        "mission": mission,
+        "first_ledger": first_range * LEDGERS_PER_RANGE + 1,
+        "last_ledger": (first_range + n_ranges) * LEDGERS_PER_RANGE,
+        "ledgers_per_range": LEDGERS_PER_RANGE,
+        "overlap": 0,
+        "parallelism": 4,
+        **extra,
+    }
+    return {"ops": {"mission_plan": {"config": cfg}}}

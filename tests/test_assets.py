@@ -1,0 +1,136 @@
+"""The assets on a real temporary Dagster instance, attempts on the local backend."""
+
+import dagster as dg
+import pandas as pd
+import pytest
+from dagster._core.storage.tags import ASSET_PARTITION_RANGE_END_TAG, ASSET_PARTITION_RANGE_START_TAG
+
+from catchup_assets.assets import MISSION_TAG, ledger_ranges_partitions_def
+from catchup_assets.resources import CatchupResource, TierConfig
+
+from dagster_defs import LEDGERS_PER_RANGE, catchup, defs, plan_config
+
+RANGE = dg.AssetKey("range_catchup")
+
+
+@pytest.fixture
+def instance(tmp_path, monkeypatch):
+    monkeypatch.setenv("CATCHUP_STORAGE_ROOT", str(tmp_path / "storage"))
+    (tmp_path / "home").mkdir()
+    with dg.instance_for_test(temp_dir=str(tmp_path / "home")) as inst:
+        yield inst
+
+
+def with_resource(**changes) -> dg.Definitions:
+    res = CatchupResource(**{**catchup.model_dump(), **changes})
+    return dg.Definitions(assets=defs.assets, jobs=defs.jobs, resources={"catchup": res})
+
+
+def plan(instance, mission, n, d=defs, **extra):
+    job = d.resolve_job_def("mission_plan_job")
+    return job.execute_in_process(run_config=plan_config(mission, n, **extra), instance=instance, raise_on_error=False)
+
+
+def run_ranges(instance, keys, mission, d=defs):
+    job = d.resolve_job_def("range_catchup_job")
+    tags = {ASSET_PARTITION_RANGE_START_TAG: keys[0], ASSET_PARTITION_RANGE_END_TAG: keys[-1], MISSION_TAG: mission}
+    return job.execute_in_process(instance=instance, tags=tags, raise_on_error=False)
+
+
+def statuses(instance, keys):
+    return instance.get_status_by_partition(RANGE, keys, ledger_ranges_partitions_def)
+
+
+def failure_text(result) -> str:
+    return " ".join(str(e.event_specific_data.error) for e in result.all_events if e.is_failure)
+
+
+def test_L9_condemned_range_fails_alone_and_rematerializing_it_completes(instance):
+    assert plan(instance, "m1", 4).success
+    keys = instance.get_dynamic_partitions("ledger_ranges")
+    assert keys == sorted(keys) and len(keys) == 4  # ascending, once
+    bad = keys[1]
+    broken = with_resource(sim_fail_targets=[int(bad[-10:])])
+    result = run_ranges(instance, keys, "m1", broken)
+    assert not result.success
+    assert bad in failure_text(result) and "failed budget spent" in failure_text(result)
+    st = statuses(instance, keys)
+    assert st[bad] == dg.AssetPartitionStatus.FAILED
+    assert [st[k] for k in keys if k != bad] == [dg.AssetPartitionStatus.MATERIALIZED] * 3
+    # The archive is fixed; the operator re-materializes only the failed partition.
+    again = run_ranges(instance, [bad], "m1")
+    assert again.success
+    assert set(statuses(instance, keys).values()) == {dg.AssetPartitionStatus.MATERIALIZED}
+    mats = instance.fetch_materializations(RANGE, limit=50).records
+    assert sorted(m.partition_key for m in mats) == sorted(keys)  # one each: nothing ran twice
+
+
+def test_range_materialization_carries_the_range_measurements(instance):
+    plan(instance, "m1", 2)
+    keys = instance.get_dynamic_partitions("ledger_ranges")
+    assert run_ranges(instance, keys, "m1").success
+    meta = instance.fetch_materializations(RANGE, limit=5).records[0].asset_materialization.metadata
+    assert meta["attempts"].value >= 1 and meta["outcomes"].value.endswith("ok")
+    assert meta["tier"].value == "nebula" and meta["peak_anon_bytes"].value > 0
+    assert meta["seconds"].value > 0 and meta["log_path"].value.endswith(".log.gz")
+
+
+def test_profile_and_tier_map_assets_pass_their_checks_and_feed_the_next_plan(instance, tmp_path):
+    plan(instance, "m1", 3)
+    keys = instance.get_dynamic_partitions("ledger_ranges")
+    run_ranges(instance, keys, "m1")
+    result = defs.resolve_job_def("profile_job").execute_in_process(instance=instance, tags={MISSION_TAG: "m1"})
+    checks = {c.check_name: c.passed for c in result.get_asset_check_evaluations()}
+    assert checks == {"covers_mission": True, "no_measurement_free_rows": True, "every_range_placed": True}
+    meta = {e.asset_key.path[-1]: e.materialization.metadata for e in result.get_asset_materialization_events()}
+    assert meta["range_profile"]["profiled_ranges"].value == 3
+    assert meta["range_profile"]["plot"].value.startswith("![plot](data:image/png;base64,")
+    assert sum(meta["tier_map"]["ranges_per_tier"].value.values()) == 3
+    profile = meta["range_profile"]["profile_path"].value
+    assert len(pd.read_parquet(profile)) == 3
+    nxt = plan(instance, "m2", 3, previous_profile=profile, order="longest-first")
+    pmeta = nxt.asset_materializations_for_node("mission_plan")[0].metadata
+    assert pmeta["profiled_ranges"].value == 3 and "nebula" not in pmeta["ranges_per_tier"].value
+    assert pmeta["new_partitions"].value == 0  # same keys as m1: the grid is fixed
+
+
+@pytest.mark.parametrize(
+    "extra, field",
+    [
+        (dict(first_ledger=10, last_ledger=5), "last_ledger"),
+        (dict(parallelism=0), "parallelism"),
+        (dict(ledgers_per_range=1000), "ledgers_per_range"),
+        (dict(mission_name="Bad Name"), "mission name"),
+        (dict(deadline_seconds=-5), "deadline_seconds"),
+    ],
+)
+def test_L34_bad_mission_config_is_refused_naming_the_field(instance, extra, field):
+    result = plan(instance, extra.pop("mission_name", "m1"), 2, **extra)
+    assert not result.success and field in failure_text(result)
+    assert instance.get_dynamic_partitions("ledger_ranges") == []  # nothing planned, nothing dispatched
+
+
+def test_L34_unknown_order_is_refused_at_launch(instance):
+    with pytest.raises(dg.DagsterInvalidConfigError, match="order"):
+        plan(instance, "m1", 2, order="newest-first")
+
+
+def test_L34_bad_tier_ladder_is_refused_at_load_naming_the_tier():
+    with pytest.raises(Exception, match="tier 'tiny'"):
+        CatchupResource(tiers=[TierConfig(name="tiny", memory_cut_gib=8, node_memory_gib=4, cpu=1)])
+
+
+def test_L35_previous_profile_with_no_ranges_is_refused(instance, tmp_path):
+    empty = tmp_path / "empty.parquet"
+    pd.DataFrame(
+        {c: pd.Series(dtype="float64") for c in ("range_key", "last_ledger", "peak_anon_bytes", "peak_working_set_bytes", "seconds")}
+    ).to_parquet(empty)
+    result = plan(instance, "m1", 2, previous_profile=str(empty))
+    assert not result.success and "has no ranges" in failure_text(result)
+
+
+def test_L35_missing_previous_profile_is_a_warning_and_an_unprofiled_mission(instance, tmp_path):
+    result = plan(instance, "m1", 2, previous_profile=str(tmp_path / "nope.parquet"))
+    assert result.success
+    meta = result.asset_materializations_for_node("mission_plan")[0].metadata
+    assert meta["profiled_ranges"].value == 0 and meta["ranges_per_tier"].value == {"nebula": 2}
