@@ -17,6 +17,8 @@ defs = dg.Definitions(
     assets=[mission_plan, range_catchup, range_profile, tier_map],
     jobs=[mission_plan_job, range_catchup_job, profile_job],
     resources={"catchup": catchup},
+    # Steps run in the run's own process: killing it kills the dispatcher.
+    executor=dg.in_process_executor,
 )
 
 

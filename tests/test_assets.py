@@ -23,7 +23,7 @@ def instance(tmp_path, monkeypatch):
 
 def with_resource(**changes) -> dg.Definitions:
     res = CatchupResource(**{**catchup.model_dump(), **changes})
-    return dg.Definitions(assets=defs.assets, jobs=defs.jobs, resources={"catchup": res})
+    return dg.Definitions(assets=defs.assets, jobs=defs.jobs, resources={"catchup": res}, executor=dg.in_process_executor)
 
 
 def plan(instance, mission, n, d=defs, **extra):
