@@ -1,0 +1,192 @@
+"""The sensors, evaluated against a real temporary instance after real materializations and runs."""
+
+import dagster as dg
+import pytest
+from dagster._core.storage.tags import ASSET_PARTITION_RANGE_END_TAG as RANGE_END, ASSET_PARTITION_RANGE_START_TAG as RANGE_START
+
+from catchup_assets.assets import MISSION_TAG, PLAN_KEY, mission_plan, range_catchup, range_profile, tier_map
+from catchup_assets.jobs import mission_plan_job, profile_job, range_catchup_job
+from catchup_assets.ranges import format_key
+from catchup_assets.resources import CatchupResource
+from catchup_assets.sensors import PREVIOUS_MISSION_TAG, mission_finished_sensor, mission_plan_sensor, next_mission_sensor
+
+R = 1_250_048  # a multiple of 64, so a few ranges cover a few million quick simulated ledgers
+SENSORS = [mission_plan_sensor, mission_finished_sensor, next_mission_sensor]
+
+
+def key(i: int, last: int | None = None) -> str:
+    """The i-th range of the grid (0-based), or its partial tip ending at `last`."""
+    return format_key(i * R + 1, last or (i + 1) * R)
+
+
+@pytest.fixture
+def env(tmp_path):
+    resources = {
+        "catchup": CatchupResource(storage_root=str(tmp_path / "storage"), memory_scale=1 / 200, sim_speed=300000, poll_seconds=0.2, status_every=5)
+    }
+    defs = dg.Definitions(
+        assets=[mission_plan, range_catchup, range_profile, tier_map],
+        jobs=[mission_plan_job, range_catchup_job, profile_job],
+        sensors=SENSORS,
+        resources=resources,
+    )
+    with dg.instance_for_test() as instance:
+        yield instance, defs, resources
+
+
+def plan(env, mission: str, first: int, last: int, **config) -> int:
+    instance, _, resources = env
+    config = {"mission": mission, "first_ledger": first, "last_ledger": last, "ledgers_per_range": R, "overlap": 0, "parallelism": 4, **config}
+    assert dg.materialize([mission_plan], instance=instance, resources=resources, run_config={"ops": {"mission_plan": {"config": config}}}).success
+    return latest(instance, PLAN_KEY).storage_id
+
+
+def latest(instance, asset_key) -> dg.EventLogRecord:
+    return instance.fetch_materializations(asset_key, limit=1).records[0]
+
+
+def tick(env, sensor, cursor=None):
+    instance, defs, resources = env
+    return sensor.evaluate_tick(dg.build_sensor_context(instance=instance, cursor=cursor, definitions=defs, resources=resources))
+
+
+def spans(data) -> list[tuple[str, str]]:
+    return [(r.tags[RANGE_START], r.tags[RANGE_END]) for r in data.run_requests]
+
+
+def run_job(env, name: str, **kwargs) -> dg.ExecuteInProcessResult:
+    instance, defs, _ = env
+    return defs.resolve_job_def(name).execute_in_process(instance=instance, raise_on_error=False, **kwargs)
+
+
+def test_a_new_plan_becomes_one_run_over_its_keys_once(env):
+    assert tick(env, mission_plan_sensor).skip_message
+    plan_id = plan(env, "m1", 1, 3 * R)
+    data = tick(env, mission_plan_sensor)
+    [request] = data.run_requests
+    assert request.job_name == "range_catchup_job"
+    assert spans(data) == [(key(0), key(2))]
+    assert request.tags[MISSION_TAG] == "m1"
+    assert request.run_key == f"m1:{key(0)}...{key(2)}"
+    assert data.cursor == str(plan_id)
+    again = tick(env, mission_plan_sensor, data.cursor)
+    assert not again.run_requests and again.skip_message
+
+
+def test_a_plan_not_contiguous_in_insertion_order_becomes_one_run_per_group(env):
+    plan(env, "later", R + 1, 3 * R)  # inserts ranges 1, 2
+    plan(env, "earlier", 1, 2 * R)  # appends range 0 after them: 1, 2, 0
+    assert env[0].get_dynamic_partitions("ledger_ranges") == [key(1), key(2), key(0)]
+    data = tick(env, mission_plan_sensor)
+    assert spans(data) == [(key(1), key(2)), (key(1), key(1)), (key(0), key(0))]
+    assert [r.run_key for r in data.run_requests[1:]] == [f"earlier:{key(1)}...{key(1)}", f"earlier:{key(0)}...{key(0)}"]
+    assert len({r.run_key for r in data.run_requests}) == 3
+
+
+def test_a_superseded_tip_leaves_no_stale_key_and_the_later_plan_runs_live_keys(env):
+    tip = 2 * R + 600_000
+    first = plan(env, "short", 1, tip)
+    data = tick(env, mission_plan_sensor)
+    assert spans(data) == [(key(0), key(2, tip))]
+    second = plan(env, "long", 1, 4 * R)
+    assert env[0].get_dynamic_partitions("ledger_ranges") == [key(0), key(1), key(2), key(3)]
+    data = tick(env, mission_plan_sensor, data.cursor)
+    assert spans(data) == [(key(0), key(3))]
+    assert data.cursor == str(second)
+    # Both plans seen at once: the short one runs without its retired tip.
+    both = tick(env, mission_plan_sensor, str(first - 1))
+    assert spans(both) == [(key(0), key(1)), (key(0), key(3))]
+
+
+@pytest.mark.slow
+def test_each_finished_catchup_run_is_profiled_once(env):
+    instance = env[0]
+    plan(env, "m1", 1, 3 * R)
+    [catchup_request] = tick(env, mission_plan_sensor).run_requests
+    assert run_job(env, "range_catchup_job", tags=catchup_request.tags).success
+    # A UI backfill run carries no mission tag; a run of a mission never planned fails.
+    backfill = dg.materialize([range_catchup], instance=instance, resources=env[2], tags={RANGE_START: key(0), RANGE_END: key(0)})
+    assert backfill.success
+    doomed = run_job(env, "range_catchup_job", tags={RANGE_START: key(1), RANGE_END: key(1), MISSION_TAG: "never-planned"})
+    assert not doomed.success
+    assert run_job(env, "mission_plan_job", run_config={"ops": {"mission_plan": {"config": {"mission": "m2", "last_ledger": R, "ledgers_per_range": R, "overlap": 0}}}}).success
+
+    data = tick(env, mission_finished_sensor)
+    [m1_run] = instance.get_runs(dg.RunsFilter(job_name="range_catchup_job", tags={MISSION_TAG: "m1"}))
+    assert [(r.job_name, r.tags[MISSION_TAG], r.run_key) for r in data.run_requests] == [
+        ("profile_job", "m1", m1_run.run_id),
+        ("profile_job", "m1", backfill.run_id),  # the plan newest when it ran, not m2 planned since
+        ("profile_job", "never-planned", doomed.run_id),
+    ]
+    assert tick(env, mission_finished_sensor, data.cursor).skip_message
+
+
+@pytest.mark.slow
+def test_the_last_profile_of_a_mission_plans_the_next_mission_once(env):
+    instance, defs, _ = env
+    plan(env, "m1", 1, 3 * R)
+    planned_m1 = tick(env, mission_plan_sensor)
+    [catchup_request] = planned_m1.run_requests
+    assert run_job(env, "range_catchup_job", tags=catchup_request.tags).success
+    [profile_request] = tick(env, mission_finished_sensor).run_requests
+
+    # Another of m1's runs still queued: this profile is not the mission's last.
+    queued = instance.create_run_for_job(
+        defs.resolve_job_def("range_catchup_job"), tags={MISSION_TAG: "m1"}, status=dg.DagsterRunStatus.NOT_STARTED
+    )
+    assert run_job(env, "profile_job", tags=profile_request.tags).success
+    data = tick(env, next_mission_sensor)
+    assert not data.run_requests and data.skip_message
+    instance.report_run_canceled(queued)
+
+    # The profile's own run may still be running tier_map when the sensor sees the profile.
+    instance.create_run_for_job(defs.resolve_job_def("profile_job"), tags=profile_request.tags, status=dg.DagsterRunStatus.NOT_STARTED)
+
+    assert run_job(env, "profile_job", tags=profile_request.tags).success
+    profile = latest(instance, dg.AssetKey("range_profile"))
+    instance.delete_dynamic_partition("ledger_ranges", key(2))  # deleted in the UI: the next mission adds it back
+    data = tick(env, next_mission_sensor, data.cursor)
+    [request] = data.run_requests
+    name = f"m-next-{profile.storage_id}"
+    assert request.job_name == "mission_plan_job" and request.run_key == name
+    assert request.tags.items() >= {MISSION_TAG: name, PREVIOUS_MISSION_TAG: "m1"}.items()
+    profile_path = profile.asset_materialization.metadata["profile_path"].value
+    assert request.run_config == {
+        "ops": {
+            "mission_plan": {
+                "config": {
+                    "mission": name, "first_ledger": 1, "last_ledger": 3 * R, "ledgers_per_range": R, "overlap": 0,
+                    "order": "longest-first", "parallelism": 4, "previous_profile": profile_path, "deadline_seconds": 0,
+                }
+            }
+        }
+    }
+    [partitions] = data.dynamic_partitions_requests
+    assert (partitions.partitions_def_name, list(partitions.partition_keys)) == ("ledger_ranges", [key(2)])
+    assert data.cursor == str(profile.storage_id)
+    assert tick(env, next_mission_sensor, data.cursor).skip_message
+
+    # The request really plans the next mission from the profile, and the plan sensor runs it.
+    instance.add_dynamic_partitions("ledger_ranges", [key(2)])  # what the daemon does with the request
+    assert run_job(env, "mission_plan_job", run_config=request.run_config, tags=request.tags).success
+    planned = latest(instance, PLAN_KEY).asset_materialization.metadata
+    assert planned["mission"].value == name and planned["profiled_ranges"].value == 3
+    assert planned["order"].value == "longest-first"
+    [next_run] = tick(env, mission_plan_sensor, planned_m1.cursor).run_requests
+    assert next_run.tags[MISSION_TAG] == name
+    # A later profile of m1 (say, after a backfill of failed ranges) starts no second next mission.
+    assert run_job(env, "profile_job", tags=profile_request.tags).success
+    assert tick(env, next_mission_sensor, data.cursor).skip_message
+
+
+def test_the_code_location_loads_with_its_sensors():
+    from catchup_assets.definitions import defs
+
+    dg.Definitions.validate_loadable(defs)
+    status = {s.name: s.default_status for s in defs.sensors}
+    assert status == {
+        "mission_plan_sensor": dg.DefaultSensorStatus.RUNNING,
+        "mission_finished_sensor": dg.DefaultSensorStatus.RUNNING,
+        "next_mission_sensor": dg.DefaultSensorStatus.STOPPED,
+    }
+    assert "operator's decision" in next_mission_sensor.description
