@@ -135,7 +135,6 @@ def mission_plan(context: dg.AssetExecutionContext, config: MissionPlanConfig, c
     deps=[mission_plan],
     output_required=False,
     retry_policy=dg.RetryPolicy(max_retries=3, delay=5),
-    kinds={"kubernetes"},
 )
 def range_catchup(context: dg.AssetExecutionContext, catchup: CatchupResource) -> Iterator[dg.Output]:
     """Each ledger range caught up by stellar-core; one run drives every range it was given."""
@@ -163,14 +162,25 @@ def range_catchup(context: dg.AssetExecutionContext, catchup: CatchupResource) -
                 )
             )
 
-    result = run_mission(
-        prepared,
-        catchup.backend_for(mission),
-        on_status=lambda s: context.log.info(s.line()),
-        on_result=on_result,
-        write_plan=False,
-        reset_condemned=fresh,
-    )
+    backend = catchup.backend_for(mission)
+    try:
+        result = run_mission(
+            prepared,
+            backend,
+            on_status=lambda s: context.log.info(s.line()),
+            on_result=on_result,
+            write_plan=False,
+            reset_condemned=fresh,
+        )
+    except (KeyboardInterrupt, dg.DagsterExecutionInterruptedError):
+        # Terminated from the UI: stop the attempts first, bounded (L37); their
+        # data directories stay, so a later run resumes them.
+        # Not a retryable failure: a step retry would start them all again.
+        left = backend.shutdown(grace=15.0) if hasattr(backend, "shutdown") else []
+        raise dg.Failure(
+            description=f"run terminated: in-flight attempts stopped (still alive after the grace: {left})",
+            allow_retries=False,
+        ) from None
     unfinished = {k: r.reason for k, r in result.results.items() if r.status != "done"}
     if unfinished:
         # After draining every range it could (L9): name each one and why.

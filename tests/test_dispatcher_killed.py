@@ -103,3 +103,33 @@ def test_L10_killed_dispatcher_retried_by_dagster_finishes_without_double_runs(t
             assert before.finished_at <= after.started_at
         # No measurement lost: every attempt has its peaks and time; the last its transactions.
         assert all(r.peak_anon_bytes and r.seconds for r in chain) and chain[-1].tx_apply_count
+
+
+@pytest.mark.slow
+def test_L37_a_terminated_run_stops_its_attempts_first(tmp_path, monkeypatch):
+    home, storage = tmp_path / "home", tmp_path / "storage"
+    home.mkdir()
+    env = {"DAGSTER_HOME": str(home), "CATCHUP_STORAGE_ROOT": str(storage), "PYTHONPATH": str(TESTS)}
+    for k, v in env.items():
+        monkeypatch.setenv(k, v)
+    instance = dg.DagsterInstance.get()
+    defs.resolve_job_def("mission_plan_job").execute_in_process(
+        run_config=plan_config("mt", 4, first_range=44, parallelism=4), instance=instance
+    )
+    keys = instance.get_dynamic_partitions("ledger_ranges")
+    tags = {ASSET_PARTITION_RANGE_START_TAG: keys[0], ASSET_PARTITION_RANGE_END_TAG: keys[-1], MISSION_TAG: "mt"}
+    proc = subprocess.Popen(
+        [sys.executable, "-c", RUN_SCRIPT, *(f"{k}={v}" for k, v in tags.items())],
+        env={**os.environ, **env}, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    backend = LocalBackend(tmp_path / "work", "mt")
+    assert wait_for(lambda: len([s for s in backend.observe() if s.live]) == 4, timeout=60)
+    time.sleep(1)
+    # Dagster interrupts a run it terminates (SIGINT to the run process).
+    os.kill(proc.pid, signal.SIGINT)
+    assert proc.wait(timeout=60) is not None
+    assert [s.attempt_id for s in backend.observe() if s.live] == []  # nothing left running unowned
+    run = instance.get_runs(filters=dg.RunsFilter(tags={MISSION_TAG: "mt"}))[0]
+    assert run.status in (dg.DagsterRunStatus.FAILURE, dg.DagsterRunStatus.CANCELED)
+    steps = instance.all_logs(run.run_id, of_type=dg.DagsterEventType.STEP_RESTARTED)
+    assert steps == []  # the step was not retried into starting them all again
