@@ -48,24 +48,35 @@ def wait_for(predicate, timeout=60.0, every=0.2):
     return False
 
 
-@pytest.mark.slow
-def test_L10_killed_dispatcher_retried_by_dagster_finishes_without_double_runs(tmp_path, monkeypatch):
-    home, storage = tmp_path / "home", tmp_path / "storage"
-    home.mkdir()
-    env = {"DAGSTER_HOME": str(home), "CATCHUP_STORAGE_ROOT": str(storage), "PYTHONPATH": str(TESTS)}
+@pytest.fixture
+def home(tmp_path, monkeypatch):
+    """A persistent instance and storage, as a run worker process sees them."""
+    env = {"DAGSTER_HOME": str(tmp_path / "home"), "CATCHUP_STORAGE_ROOT": str(tmp_path / "storage"), "PYTHONPATH": str(TESTS)}
+    (tmp_path / "home").mkdir()
     for k, v in env.items():
         monkeypatch.setenv(k, v)
-    instance = dg.DagsterInstance.get()
-    # Six heavy ranges near the tip (a few seconds each), three at a time.
-    assert defs.resolve_job_def("mission_plan_job").execute_in_process(
-        run_config=plan_config("mk", 6, first_range=42, parallelism=3), instance=instance
-    ).success
+    return dg.DagsterInstance.get()
+
+
+def plan_and_start(instance, mission, n, first_range):
+    """Plan a mission in-process, then run all its ranges in a process of their own."""
+    defs.resolve_job_def("mission_plan_job").execute_in_process(
+        run_config=plan_config(mission, n, first_range=first_range, parallelism=min(n, 4)), instance=instance
+    )
     keys = instance.get_dynamic_partitions("ledger_ranges")
-    tags = {ASSET_PARTITION_RANGE_START_TAG: keys[0], ASSET_PARTITION_RANGE_END_TAG: keys[-1], MISSION_TAG: "mk"}
+    tags = {ASSET_PARTITION_RANGE_START_TAG: keys[0], ASSET_PARTITION_RANGE_END_TAG: keys[-1], MISSION_TAG: mission}
     proc = subprocess.Popen(
         [sys.executable, "-c", RUN_SCRIPT, *(f"{k}={v}" for k, v in tags.items())],
-        env={**os.environ, **env}, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )
+    return keys, tags, proc
+
+
+@pytest.mark.slow
+def test_L10_killed_dispatcher_retried_by_dagster_finishes_without_double_runs(tmp_path, home):
+    instance, storage = home, tmp_path / "storage"
+    # Six heavy ranges near the tip (a few seconds each), four at a time.
+    keys, tags, proc = plan_and_start(instance, "mk", 6, first_range=42)
     backend = LocalBackend(tmp_path / "work", "mk")
     def materialized():
         st = instance.get_status_by_partition(dg.AssetKey("range_catchup"), keys, ledger_ranges_partitions_def) or {}
@@ -106,22 +117,9 @@ def test_L10_killed_dispatcher_retried_by_dagster_finishes_without_double_runs(t
 
 
 @pytest.mark.slow
-def test_L37_a_terminated_run_stops_its_attempts_first(tmp_path, monkeypatch):
-    home, storage = tmp_path / "home", tmp_path / "storage"
-    home.mkdir()
-    env = {"DAGSTER_HOME": str(home), "CATCHUP_STORAGE_ROOT": str(storage), "PYTHONPATH": str(TESTS)}
-    for k, v in env.items():
-        monkeypatch.setenv(k, v)
-    instance = dg.DagsterInstance.get()
-    defs.resolve_job_def("mission_plan_job").execute_in_process(
-        run_config=plan_config("mt", 4, first_range=44, parallelism=4), instance=instance
-    )
-    keys = instance.get_dynamic_partitions("ledger_ranges")
-    tags = {ASSET_PARTITION_RANGE_START_TAG: keys[0], ASSET_PARTITION_RANGE_END_TAG: keys[-1], MISSION_TAG: "mt"}
-    proc = subprocess.Popen(
-        [sys.executable, "-c", RUN_SCRIPT, *(f"{k}={v}" for k, v in tags.items())],
-        env={**os.environ, **env}, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )
+def test_L37_a_terminated_run_stops_its_attempts_first(tmp_path, home):
+    instance = home
+    keys, tags, proc = plan_and_start(instance, "mt", 4, first_range=44)
     backend = LocalBackend(tmp_path / "work", "mt")
     assert wait_for(lambda: len([s for s in backend.observe() if s.live]) == 4, timeout=60)
     time.sleep(1)
