@@ -1,30 +1,56 @@
-"""The demo: two missions over a simulated history on this machine.
+"""The demo: two missions over a simulated history, run through Dagster on a persistent instance.
 
-The first runs with no profile (every range on the catch-all tier, OOMs climb
-the ladder); the second is sized from the first's profile, longest first.
+The first mission runs with no profile (every range on the catch-all tier, OOMs
+climb the ladder); the second is sized from the first's profile, longest first.
 Memory is the production model scaled down (`memory_scale`), so the same
 ladder, margins and headroom apply in MiB instead of GiB.
+
+Each mission is what an operator does in the UI, in the same order, on the same
+instance: materialize `mission_plan`, run `range_catchup_job` over the plan's
+partitions as one run, run `profile_job` (range_profile, tier_map). The demo's
+directory keeps the Dagster home (SQLite), the storage root (Parquet), the
+local backend's work directory and the code location the UI opens:
+
+    <dir>/dagster_home/          DAGSTER_HOME: dagster.yaml, runs, events
+    <dir>/storage/<mission>/     plan, attempts, logs, range_profile, tier_map
+    <dir>/work/                  attempts in flight, per-range data directories
+    <dir>/catchup_location.py    the definitions with the demo's CatchupResource
+    <dir>/workspace.yaml         what `dagster dev -w` loads
+
+Progress is read from durable state only (attempt records and the backend's
+registry), as any second observer would, never from the dispatcher's memory.
 """
 
 from __future__ import annotations
 
-import hashlib
 import math
 import sys
+import threading
 import time
-from dataclasses import dataclass
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any, TextIO
 
-from catchup_assets.backends.local import LocalBackend
+import dagster as dg
+from dagster._core.storage.tags import ASSET_PARTITION_RANGE_END_TAG, ASSET_PARTITION_RANGE_START_TAG
+from dagster._core.utils import make_new_run_id
+
+from catchup_assets.assets import MISSION_TAG, ledger_ranges_partitions_def
+from catchup_assets.backends.base import Backend
 from catchup_assets.dispatch import Status
-from catchup_assets.mission import MissionConfig, build_profile, build_tier_map, prepare, run_mission
-from catchup_assets.outcomes import RetryPolicy
+from catchup_assets.home import load_location, ui_command, write_home, write_location
+from catchup_assets.mission import PLAN_FILE, PROFILE_FILE, TIER_MAP_FILE, read_table
+from catchup_assets.outcomes import Outcome, PastAttempt, RetryPolicy, decide
 from catchup_assets.ranges import CHECKPOINT_LEDGERS, MissionSpan
 from catchup_assets.records import RecordStore
 from catchup_assets.report import MissionSummary, side_by_side, summarize
+from catchup_assets.resources import CatchupResource
 from catchup_assets.sim.model import HISTORY_LEDGERS
-from catchup_assets.sizing import SizingPolicy, Tiers, scaled_policy, scaled_tiers
 from catchup_assets.storage import Store
+
+AFTER_RUN_TAG = "catchup/after-run"  # the range_catchup run a profile_job run follows
 
 
 @dataclass(frozen=True)
@@ -36,6 +62,7 @@ class DemoSettings:
     memory_scale: float = 1 / 200
     disruption_rate: float = 0.07
     seed: int = 0
+    poll_seconds: float = 0.25
 
     def __post_init__(self) -> None:
         if self.ranges < 1:
@@ -48,75 +75,59 @@ class DemoSettings:
             raise ValueError(f"disruption_rate must be in [0, 1), got {self.disruption_rate}")
 
     @property
-    def storage_root(self) -> str:
-        return str(self.directory / "storage")
+    def home(self) -> Path:
+        return self.directory / "dagster_home"
 
     @property
-    def work_dir(self) -> Path:
-        return self.directory / "work"
+    def storage_root(self) -> str:
+        return str(self.directory / "storage")
 
     def span(self) -> MissionSpan:
         # The whole simulated history cut into `ranges` grid-aligned pieces.
         per = math.ceil(HISTORY_LEDGERS / self.ranges / CHECKPOINT_LEDGERS) * CHECKPOINT_LEDGERS
         return MissionSpan(1, per * self.ranges, ledgers_per_range=per, overlap=0)
 
-    def tiers(self) -> Tiers:
-        return scaled_tiers(Tiers(), self.memory_scale)
+    def catchup(self) -> dict[str, Any]:
+        """The `CatchupResource` fields of the demo: what its runs and its UI both use."""
+        return dict(
+            storage_root=self.storage_root,
+            memory_scale=self.memory_scale,
+            sim_speed=self.speed,
+            sim_seed=self.seed,
+            disruption_rate=self.disruption_rate,
+            poll_seconds=self.poll_seconds,
+            status_every=max(1, round(5 / self.poll_seconds)),  # a status line in the run's log every ~5 s
+        )
 
-    def sizing(self) -> SizingPolicy:
-        return scaled_policy(SizingPolicy(), self.memory_scale)
-
-    def retry(self) -> RetryPolicy:
-        return RetryPolicy(memory_cap_bytes=int(RetryPolicy().memory_cap_bytes * self.memory_scale))
-
-    def sim_env(self) -> dict[str, str]:
-        # Demo ranges are ~78x a production range, and so would be their disk
-        # writes: keep ephemeral use measurable without writing gigabytes.
+    def plan_config(self, mission: str, previous_profile: str | None, order: str) -> dict[str, Any]:
+        """`mission_plan`'s run config: the fields an operator fills in the launchpad."""
+        span = self.span()
         return {
-            "SIM_SPEED": repr(self.speed),
-            "SIM_MEMORY_SCALE": repr(self.memory_scale),
-            "SIM_DISK_SCALE": repr(self.memory_scale / 100),
-            "SIM_SEED": str(self.seed),
+            "mission": mission,
+            "first_ledger": span.first_ledger,
+            "last_ledger": span.last_ledger,
+            "ledgers_per_range": span.ledgers_per_range,
+            "overlap": span.overlap,
+            "order": order,
+            "parallelism": self.parallelism,
+            "previous_profile": previous_profile or "",
         }
 
-    def mission(self, name: str, previous_profile: str | None, order: str) -> MissionConfig:
-        return MissionConfig(
-            mission=name,
-            span=self.span(),
-            storage_root=self.storage_root,
-            parallelism=self.parallelism,
-            order=order,
-            previous_profile=previous_profile,
-            retry=self.retry(),
-            sizing=self.sizing(),
-            tiers=self.tiers(),
-            poll_seconds=0.25,
-            status_every=1,
-            env=self.sim_env(),
-        )
 
-    def backend(self, mission: str) -> LocalBackend:
-        return LocalBackend(
-            self.work_dir, mission, disruption_rate=self.disruption_rate,
-            disruption_seed=hash_seed(self.seed, mission),
-            disruption_window=(0.3, 2.0),
-        )
-
-
-def hash_seed(seed: int, mission: str) -> int:
-    """Each mission draws its own spot reclaims, the same ones on every run."""
-    return int.from_bytes(hashlib.sha256(f"{seed}:{mission}".encode()).digest()[:4], "big")
+class DemoFailed(Exception):
+    """A run failed for a reason other than condemned ranges (those are reported, not raised)."""
 
 
 class ProgressBar:
     """Ranges done / in flight / condemned on one line (a line every few seconds off a terminal)."""
 
-    def __init__(self, label: str, total: int, stream=sys.stderr):
+    def __init__(self, label: str, total: int, stream: TextIO = sys.stderr):
         self.label, self.total, self.stream = label, total, stream
         self.tty = stream.isatty()
         self.last_print = 0.0
+        self.last_text = ""
 
-    def __call__(self, s: Status) -> None:
+    def __call__(self, s: Status, final: bool = False) -> None:
         width = 30
         filled = int(width * s.completed / max(self.total, 1))
         bar = "#" * filled + "-" * (width - filled)
@@ -128,51 +139,214 @@ class ProgressBar:
         if self.tty:
             self.stream.write("\r" + text)
             self.stream.flush()
-        elif now - self.last_print >= 5 or s.completed + s.condemned == self.total:
+        elif (now - self.last_print >= 5 or final) and text != self.last_text:
             self.stream.write(text + "\n")
-            self.last_print = now
+            self.stream.flush()
+            self.last_print, self.last_text = now, text
 
     def close(self) -> None:
         if self.tty:
             self.stream.write("\n")
 
 
-def run_one(settings: DemoSettings, name: str, previous: str | None, order: str) -> tuple[MissionSummary, dict]:
-    cfg = settings.mission(name, previous, order)
-    prepared = prepare(cfg)
-    bar = ProgressBar(name, len(prepared.ordered))
-    started = time.monotonic()
-    result = run_mission(prepared, settings.backend(name), on_status=bar)
-    bar.close()
-    wall = time.monotonic() - started
-    out = build_profile(settings.storage_root, name)
-    _, tier_map_url = build_tier_map(settings.storage_root, name, cfg.tiers, cfg.sizing, cfg.retry)
-    records, done = RecordStore(Store(settings.storage_root), name).load()
-    summary = summarize(
-        name, [r for i, r in records.items() if i in done], cfg.tiers, len(prepared.ordered),
-        len(result.condemned), time_scale=settings.speed,
+@dataclass
+class RangeStates:
+    """What the durable state says about a mission's ranges."""
+
+    done: set[str]
+    condemned: dict[str, str]
+    in_flight: int
+
+    def status(self, total: int) -> Status:
+        queued = max(0, total - len(self.done) - len(self.condemned) - self.in_flight)
+        return Status(0, len(self.done), self.in_flight, queued, len(self.condemned), total, 0)
+
+
+def judge_from_records(records: RecordStore, keys: Iterable[str], retry: RetryPolicy) -> tuple[set[str], dict[str, str]]:
+    """Done and condemned ranges, decided from the attempt records as the dispatcher decides them."""
+    keys = list(keys)
+    recs, marked = records.load(keys)
+    resets = records.load_resets(keys)
+    history: dict[str, list[PastAttempt]] = defaultdict(list)
+    for key, attempt in marked:
+        rec = recs[(key, attempt)]
+        if rec.outcome is not None and attempt > resets.get(key, 0):
+            history[key].append(PastAttempt(attempt, Outcome(rec.outcome), rec.memory_limit_bytes, rec.reason or ""))
+    done, condemned = set(), {}
+    for key in keys:
+        decision = decide(history[key], retry)
+        if decision.action == "done":
+            done.add(key)
+        elif decision.action == "condemned":
+            condemned[key] = decision.reason
+    return done, condemned
+
+
+def observe(catchup: CatchupResource, mission: str, keys: list[str], backend: Backend | None = None) -> RangeStates:
+    """Done and condemned from the attempt records; in flight from the backend itself (L10)."""
+    done, condemned = judge_from_records(RecordStore(Store(catchup.root()), mission), keys, catchup.retry_policy())
+    wanted = set(keys)
+    backend = backend or catchup.backend_for(mission)  # an observer of its own, not the dispatcher's
+    live = {s.range_key for s in backend.observe() if s.live and s.range_key in wanted}
+    return RangeStates(done, condemned, len(live - done - set(condemned)))
+
+
+class Poller(threading.Thread):
+    """Draws the progress bar from durable state while the run executes in the main thread."""
+
+    def __init__(self, bar: ProgressBar, catchup: CatchupResource, mission: str, keys: list[str], every: float = 0.5):
+        super().__init__(name=f"progress-{mission}", daemon=True)
+        self.bar, self.catchup, self.mission, self.keys, self.every = bar, catchup, mission, keys, every
+        self.finished = threading.Event()
+        self.backend = catchup.backend_for(mission)
+
+    def run(self) -> None:
+        while not self.finished.wait(self.every):
+            try:
+                self.bar(observe(self.catchup, self.mission, self.keys, self.backend).status(len(self.keys)))
+            except Exception:  # noqa: BLE001 - a torn read costs one frame of the bar, never the run
+                continue
+
+    def stop(self) -> RangeStates:
+        self.finished.set()
+        self.join()
+        states = observe(self.catchup, self.mission, self.keys, self.backend)
+        self.bar(states.status(len(self.keys)), final=True)
+        self.bar.close()
+        return states
+
+
+@dataclass
+class MissionOutcome:
+    mission: str
+    summary: MissionSummary
+    condemned: dict[str, str]
+    paths: dict[str, str]
+    run_ids: dict[str, str]
+
+
+def _quiet(level: str) -> dict[str, Any]:
+    return {"loggers": {"console": {"config": {"log_level": level}}}}
+
+
+def _failure_text(result: dg.ExecuteInProcessResult) -> str:
+    errors = [e.event_specific_data.error for e in result.all_events if e.is_failure and e.event_specific_data]
+    messages = dict.fromkeys(err.message.strip() for err in errors if err is not None)  # the step's and the run's
+    return "; ".join(messages) or "run failed"
+
+
+def _contiguous(instance: dg.DagsterInstance, keys: list[str]) -> tuple[str, str]:
+    """The plan's keys as one span of the instance's key order (a run covers one span)."""
+    order = instance.get_dynamic_partitions(ledger_ranges_partitions_def.name)
+    index = {k: i for i, k in enumerate(order)}
+    missing = [k for k in keys if k not in index]
+    if missing:
+        raise DemoFailed(f"plan keys missing from partitions {ledger_ranges_partitions_def.name}: {missing[:3]}")
+    lo, hi = min(index[k] for k in keys), max(index[k] for k in keys)
+    if hi - lo + 1 != len(keys):
+        raise DemoFailed("the plan's partitions are not contiguous in the instance's key order")
+    return order[lo], order[hi]
+
+
+def run_one(
+    instance: dg.DagsterInstance,
+    defs: dg.Definitions,
+    settings: DemoSettings,
+    mission: str,
+    previous: str | None,
+    order: str,
+    log_level: str = "CRITICAL",
+) -> MissionOutcome:
+    catchup: CatchupResource = defs.resources["catchup"]
+    store = Store(catchup.root())
+    tags = {MISSION_TAG: mission}
+    run_ids: dict[str, str] = {}
+
+    plan_run = defs.resolve_job_def("mission_plan_job").execute_in_process(
+        run_config={"ops": {"mission_plan": {"config": settings.plan_config(mission, previous, order)}}, **_quiet(log_level)},
+        instance=instance, tags=tags, raise_on_error=False,
     )
-    summary = MissionSummary(**{**summary.__dict__, "wall_seconds": wall})
-    return summary, {"result": result, "profile": out.url, "tier_map": tier_map_url}
+    run_ids["mission_plan_job"] = plan_run.run_id
+    if not plan_run.success:
+        raise DemoFailed(f"mission_plan of {mission}: {_failure_text(plan_run)}")
+    keys = sorted(read_table(store, f"{mission}/{PLAN_FILE}").column("range_key").to_pylist())
+    first, last = _contiguous(instance, keys)
+
+    run_id = make_new_run_id()
+    bar = ProgressBar(mission, len(keys))
+    poller = Poller(bar, catchup, mission, keys)
+    started = time.monotonic()
+    poller.start()
+    try:
+        catchup_run = defs.resolve_job_def("range_catchup_job").execute_in_process(
+            run_config=_quiet(log_level),
+            instance=instance,
+            tags={**tags, ASSET_PARTITION_RANGE_START_TAG: first, ASSET_PARTITION_RANGE_END_TAG: last},
+            run_id=run_id,
+            raise_on_error=False,
+        )
+    finally:
+        states = poller.stop()
+    wall = time.monotonic() - started
+    run_ids["range_catchup_job"] = catchup_run.run_id
+    if not catchup_run.success and not states.condemned:
+        raise DemoFailed(f"range_catchup of {mission} (run {run_id}): {_failure_text(catchup_run)}")
+
+    # Tagged as mission_finished_sensor tags the profile it requests after a run.
+    profile_run = defs.resolve_job_def("profile_job").execute_in_process(
+        run_config=_quiet(log_level), instance=instance, tags={**tags, AFTER_RUN_TAG: run_id}, raise_on_error=False
+    )
+    run_ids["profile_job"] = profile_run.run_id
+    if not profile_run.success:
+        raise DemoFailed(f"profile_job of {mission}: {_failure_text(profile_run)}")
+
+    records, done = RecordStore(store, mission).load()
+    summary = summarize(
+        mission, [r for i, r in records.items() if i in done], catchup.tier_ladder(), len(keys),
+        len(states.condemned), time_scale=catchup.sim_speed,
+    )
+    paths = {
+        "plan": store.url(f"{mission}/{PLAN_FILE}"),
+        "attempts": store.url(f"{mission}/attempts"),
+        "profile": store.url(f"{mission}/{PROFILE_FILE}"),
+        "tier map": store.url(f"{mission}/{TIER_MAP_FILE}"),
+    }
+    return MissionOutcome(mission, replace(summary, wall_seconds=wall), states.condemned, paths, run_ids)
 
 
-def run_demo(settings: DemoSettings, out=sys.stdout) -> int:
+def run_demo(settings: DemoSettings, out: TextIO = sys.stdout, log_level: str = "CRITICAL") -> int:
     settings.directory.mkdir(parents=True, exist_ok=True)
+    home = settings.home
+    write_home(home)
+    workspace = write_location(settings.directory, settings.catchup())
+    # The very file the UI loads: the runs below use its resources, not a copy of them.
+    defs = load_location(settings.directory)
     stamp = time.strftime("%Y%m%d-%H%M%S")
     first, second = f"demo-{stamp}-a", f"demo-{stamp}-b"
-    s1, r1 = run_one(settings, first, None, "tip-first")
-    s2, r2 = run_one(settings, second, r1["profile"], "longest-first")
-    print("\n" + side_by_side([s1, s2], settings.memory_scale), file=out)
+    started = time.monotonic()
+    with dg.DagsterInstance.from_config(str(home)) as instance:
+        try:
+            a = run_one(instance, defs, settings, first, None, "tip-first", log_level)
+            b = run_one(instance, defs, settings, second, a.paths["profile"], "longest-first", log_level)
+        except DemoFailed as exc:
+            print(f"catchup-assets demo: {exc}", file=sys.stderr)
+            print(f"\nthe runs are in the Dagster UI:\n  {ui_command(home, workspace)}", file=sys.stderr)
+            return 1
+    total = time.monotonic() - started
+    memory_scale = defs.resources["catchup"].memory_scale
+    print("\n" + side_by_side([a.summary, b.summary], memory_scale), file=out)
     print(
         "\nmemory and node figures in production scale (the demo runs memory x "
-        f"{settings.memory_scale:g} and time x {settings.speed:g}); wall time is real",
+        f"{memory_scale:g} and time x {settings.speed:,.0f}); wall time is real "
+        f"(the range_catchup run; both missions with planning and profiling took {total:.0f} s)",
         file=out,
     )
-    for name, r in ((first, r1), (second, r2)):
-        print(f"\n{name}:", file=out)
-        print(f"  profile   {r['profile']}", file=out)
-        print(f"  tier map  {r['tier_map']}", file=out)
-        for key, why in r["result"].condemned.items():
+    for m in (a, b):
+        print(f"\n{m.mission}:", file=out)
+        for what, path in m.paths.items():
+            print(f"  {what:<9} {path}", file=out)
+        for key, why in sorted(m.condemned.items()):
             print(f"  condemned {key}: {why}", file=out)
-    failed = bool(r1["result"].condemned or r2["result"].condemned)
-    return 1 if failed else 0
+    print(f"\nDagster instance  {home}", file=out)
+    print(f"open it in the UI (runs, partitions, the profile's plots; launch the next mission):\n  {ui_command(home, workspace)}", file=out)
+    return 1 if a.condemned or b.condemned else 0

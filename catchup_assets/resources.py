@@ -6,6 +6,7 @@ previous profile) is the run config of `mission_plan`.
 """
 
 
+import hashlib
 import os
 from typing import Literal
 
@@ -15,6 +16,11 @@ from pydantic import Field, model_validator
 from catchup_assets.backends.base import Backend
 from catchup_assets.outcomes import RetryPolicy
 from catchup_assets.sizing import GiB, SizingPolicy, Tier, Tiers, scaled_policy, scaled_tiers
+
+
+def mission_seed(seed: int, mission: str) -> int:
+    """Each mission draws its own spot reclaims, the same ones on every run of it."""
+    return int.from_bytes(hashlib.sha256(f"{seed}:{mission}".encode()).digest()[:4], "big")
 
 
 class TierConfig(dg.Config):
@@ -134,7 +140,7 @@ class CatchupResource(dg.ConfigurableResource):
     def backend_for(self, mission: str, disruption_seed: int | None = None) -> Backend:
         from catchup_assets.backends.local import LocalBackend
 
-        seed = self.sim_seed if disruption_seed is None else disruption_seed
+        seed = disruption_seed if disruption_seed is not None else mission_seed(self.sim_seed, mission)
         return LocalBackend(
             self.work(), mission, disruption_rate=self.disruption_rate, disruption_seed=seed,
             disruption_window=(0.3, 2.0),

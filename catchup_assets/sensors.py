@@ -46,6 +46,7 @@ from catchup_assets.storage import Store
 CATCHUP_KEY = dg.AssetKey("range_catchup")
 PROFILE_KEY = dg.AssetKey("range_profile")
 PREVIOUS_MISSION_TAG = "catchup/previous-mission"
+AFTER_RUN_TAG = "catchup/after-run"  # on a profile_job run: the range_catchup run it follows
 PARTITIONS = ledger_ranges_partitions_def.name
 BATCH = 50
 FINISHED_EVENTS = (dg.DagsterEventType.RUN_SUCCESS, dg.DagsterEventType.RUN_FAILURE)
@@ -105,6 +106,10 @@ def mission_plan_sensor(context: dg.SensorEvaluationContext):
     requests = []
     for record in records:
         mission, plan_path = meta(record, "mission"), meta(record, "plan_path")
+        if has_runs(context.instance, job_name=range_catchup_job.name, tags={MISSION_TAG: mission}):
+            # Run already (by `catchup-assets demo`, by hand, or before a cursor reset): a plan is launched once.
+            context.log.info(f"mission {mission} already has range_catchup runs: none launched")
+            continue
         try:
             keys = read_plan_keys(plan_path)
         except OSError as exc:
@@ -173,12 +178,14 @@ def mission_finished_sensor(context: dg.SensorEvaluationContext):
         if run.tags.get(WILL_RETRY_TAG) == "true":
             context.log.info(f"run {run.run_id} failed and will be retried: its retry's finish is profiled")
             continue
+        if has_runs(instance, job_name=profile_job.name, tags={AFTER_RUN_TAG: run.run_id}):
+            continue  # profiled already (`catchup-assets demo` profiles its own runs)
         mission = run.tags.get(MISSION_TAG) or mission_planned_before(instance, run.run_id)
         if not mission:
             context.log.warning(f"run {run.run_id} has no mission tag and no mission is planned: not profiled")
             continue
         requests.append(
-            dg.RunRequest(run_key=run.run_id, job_name=profile_job.name, tags={MISSION_TAG: mission, "catchup/after-run": run.run_id})
+            dg.RunRequest(run_key=run.run_id, job_name=profile_job.name, tags={MISSION_TAG: mission, AFTER_RUN_TAG: run.run_id})
         )
     cursor = str(events[-1].storage_id)
     if not requests:

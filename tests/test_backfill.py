@@ -23,6 +23,7 @@ from dagster_graphql.test.utils import define_out_of_process_context, execute_da
 from catchup_assets.assets import MISSION_TAG, ledger_ranges_partitions_def
 from catchup_assets.backends.local import disruption_delay
 from catchup_assets.records import RecordStore
+from catchup_assets.resources import mission_seed
 from catchup_assets.storage import Store
 
 from test_assets import run_ranges, statuses, with_resource
@@ -32,11 +33,12 @@ DEFS_FILE = str(__import__("pathlib").Path(__file__).with_name("dagster_defs.py"
 RATE, WINDOW = 0.33, (0.3, 2.0)
 
 
-def reclaim_seed(keys, hit):
+def reclaim_seed(keys, hit, mission):
     """A seed whose simulated spot reclaims hit exactly `hit` on their first attempt, late enough to resume."""
     for seed in range(5000):
-        delays = {k: disruption_delay(seed, RATE, WINDOW, k, 1) for k in keys}
-        again = [disruption_delay(seed, RATE, WINDOW, k, 2) for k in hit]
+        drawn = mission_seed(seed, mission)
+        delays = {k: disruption_delay(drawn, RATE, WINDOW, k, 1) for k in keys}
+        again = [disruption_delay(drawn, RATE, WINDOW, k, 2) for k in hit]
         if {k for k, d in delays.items() if d is not None} == set(hit) and all(delays[k] > 1.2 for k in hit) and again == [None, None]:
             return seed
     raise AssertionError("no seed found")
@@ -54,7 +56,7 @@ def test_backfill_of_failed_ranges_runs_exactly_those_sharing_the_mission_cap(tm
         keys = instance.get_dynamic_partitions("ledger_ranges")
         hit = [keys[1], keys[4]]  # two groups that are not contiguous
         # A spot storm with no environmental budget condemns them mid-replay.
-        stormy = with_resource(disruption_rate=RATE, sim_seed=reclaim_seed(keys, hit), environmental_budget=0)
+        stormy = with_resource(disruption_rate=RATE, sim_seed=reclaim_seed(keys, hit, "mb"), environmental_budget=0)
         first = run_ranges(instance, keys, "mb", stormy)
         assert not first.success
         st = statuses(instance, keys)

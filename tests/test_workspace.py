@@ -1,0 +1,81 @@
+"""workspace.yaml and dagster.yaml as `dagster dev` reads them: the code location, then the instance."""
+
+from pathlib import Path
+
+import dagster as dg
+import pytest
+from dagster._core.workspace.context import WorkspaceProcessContext
+from dagster._core.workspace.load_target import WorkspaceFileTarget
+
+from catchup_assets.home import INSTANCE_YAML, write_home
+
+ROOT = Path(__file__).resolve().parent.parent
+ASSETS = {"mission_plan", "range_catchup", "range_profile", "tier_map"}
+CHECKS = {("range_profile", "covers_mission"), ("range_profile", "no_measurement_free_rows"), ("tier_map", "every_range_placed")}
+JOBS = {"mission_plan_job", "range_catchup_job", "profile_job"}
+SENSORS = {
+    "mission_plan_sensor": dg.DefaultSensorStatus.RUNNING,
+    "mission_finished_sensor": dg.DefaultSensorStatus.RUNNING,
+    "next_mission_sensor": dg.DefaultSensorStatus.STOPPED,
+}
+
+
+def load_repository(workspace: Path, instance: dg.DagsterInstance):
+    """Load the workspace in a code server process, as `dagster dev -w workspace` does."""
+    with WorkspaceProcessContext(instance, WorkspaceFileTarget(paths=[str(workspace)])) as ctx:
+        request = ctx.create_request_context()
+        errors = request.code_location_errors()
+        assert not errors, [e.message for e in errors]
+        (name,) = request.code_location_names
+        (repo,) = request.get_code_location(name).get_repositories().values()
+        return name, repo
+
+
+@pytest.fixture(scope="module")
+def repo(tmp_path_factory):
+    home = tmp_path_factory.mktemp("home")
+    write_home(home)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.chdir(ROOT)  # `working_directory: .` means the repository root
+        with dg.DagsterInstance.from_config(str(home)) as instance:
+            return load_repository(ROOT / "workspace.yaml", instance)
+
+
+def test_workspace_loads_every_asset_check_and_job(repo):
+    name, repo = repo
+    assert name == "catchup_assets"
+    assert {n.asset_key.to_user_string() for n in repo.get_asset_node_snaps()} == ASSETS
+    checks = {(c.asset_key.to_user_string(), c.name) for c in repo.get_asset_check_node_snaps()}
+    assert CHECKS <= checks
+    assert JOBS <= {j.name for j in repo.get_all_jobs()}
+    node = repo.get_asset_node_snap(dg.AssetKey("range_catchup"))
+    assert node.partitions is not None  # the dynamic ledger_ranges partitions
+
+
+def test_workspace_declares_the_sensors_with_their_default_status(repo):
+    _, repo = repo
+    found = {s.name: s.default_status for s in repo.get_sensors()}
+    assert SENSORS.items() <= found.items(), found
+
+
+def test_repository_dagster_yaml_is_the_one_the_demo_writes(tmp_path):
+    assert (ROOT / "dagster.yaml").read_text() == INSTANCE_YAML
+    assert write_home(tmp_path / "home").read_text() == INSTANCE_YAML
+
+
+def test_instance_queues_runs_and_retries_only_dead_run_workers(tmp_path):
+    home = tmp_path / "home"
+    write_home(home)
+    with dg.DagsterInstance.from_config(str(home)) as instance:
+        assert type(instance.run_coordinator).__name__ == "QueuedRunCoordinator"
+        queue = instance.run_coordinator.get_run_queue_config()
+        assert queue.max_concurrent_runs == 10
+        assert instance.run_retries_enabled and instance.run_retries_max_retries == 2
+        # A run failed by condemned ranges (the asset's Failure) waits for an operator (L9).
+        assert instance.get_settings("run_retries")["retry_on_asset_or_op_failure"] is False
+        assert instance.run_monitoring_enabled
+        assert instance.run_monitoring_start_timeout_seconds == 300
+        assert not instance.telemetry_enabled
+        # SQLite under the home, not a temporary directory.
+        assert str(instance.root_directory) == str(home)
+        assert type(instance.run_storage).__name__ == "SqliteRunStorage"
