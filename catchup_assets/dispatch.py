@@ -265,6 +265,7 @@ class Dispatcher:
             memory_limit_bytes=s.memory_limit_bytes,
             tier=s.tier,
             cpu_request=s.cpu_request,
+            profiled=s.profiled,
             deadline_seconds=self.cfg.deadline_seconds,
             env=dict(self.cfg.env),
         )

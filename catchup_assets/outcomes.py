@@ -65,6 +65,7 @@ ADMISSION_REASONS = frozenset(
         "NodeSelectorMismatching",
         "Rejected",
         "FailedCreate",
+        "Unschedulable",
     }
 )
 

@@ -26,6 +26,7 @@ class AttemptSpec:
     memory_limit_bytes: int
     tier: str
     cpu_request: float = 1.0
+    profiled: bool = False  # sized from a measurement: a pooled pod then has its node to itself (L15)
     deadline_seconds: int | None = None
     env: Mapping[str, str] = field(default_factory=dict)
 
