@@ -1,0 +1,452 @@
+"""Kubernetes objects for one mission: a Job per attempt, a PVC per range, one ConfigMap.
+
+Pure: plain data in, `kubernetes.client` models out, no API calls. Every rule
+here is a lesson that cost a production run; the ids say which.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+from kubernetes import client as k
+from kubernetes.utils.quantity import parse_quantity
+
+from catchup_assets.backends.base import AttemptSpec
+from catchup_assets.sizing import Tier
+
+APP = "catchup-assets"
+LABEL_APP = "app.kubernetes.io/name"
+LABEL_MISSION = "catchup.stellar.org/mission"
+LABEL_RANGE_KEY = "catchup.stellar.org/range-key"
+LABEL_RANGE_END = "catchup.stellar.org/range-end"
+LABEL_ATTEMPT = "catchup.stellar.org/attempt"
+LABEL_TIER = "catchup.stellar.org/tier"
+
+CONTAINER = "catchup"
+ENTRYPOINT_KEY = "entrypoint.sh"
+WORKER_MOUNT = "/catchup"
+DATA_MOUNT = "/data"
+COMMAND = ("/bin/sh", f"{WORKER_MOUNT}/{ENTRYPOINT_KEY}")
+RESERVED_ENV = frozenset(
+    {"RANGE_KEY", "CATCHUP_TARGET", "CATCHUP_COUNT", "DATA_DIR", "STELLAR_CORE_CONFIG",
+     "CATCHUP_MISSION", "CATCHUP_ATTEMPT"}
+)
+
+MISSION_RE = re.compile(r"^[a-z0-9]([a-z0-9-]{0,38}[a-z0-9])?$")
+RANGE_KEY_RE = re.compile(r"^(\d{10})-(\d{10})$")
+DNS_LABEL_RE = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
+DNS_SUBDOMAIN_RE = re.compile(r"^(?=.{1,253}$)[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+LABEL_VALUE_RE = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$")
+CONFIGMAP_KEY_RE = re.compile(r"^[-._a-zA-Z0-9]{1,253}$")
+ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+MAX_NAME = 63
+HASH_CHARS = 8
+MAX_ATTEMPT = 99_999
+CONFIGMAP_MAX_BYTES = 1024 * 1024
+
+
+# -- names and labels ---------------------------------------------------------
+def _check_mission(mission: str) -> str:
+    if not isinstance(mission, str) or not MISSION_RE.fullmatch(mission):
+        raise ValueError(f"mission {mission!r} must match {MISSION_RE.pattern}")
+    return mission
+
+
+def _range_end(range_key: str) -> int:
+    m = RANGE_KEY_RE.fullmatch(range_key) if isinstance(range_key, str) else None
+    if not m:
+        raise ValueError(f"range key {range_key!r} must be '{{first:010d}}-{{last:010d}}'")
+    return int(m.group(2))
+
+
+def _check_attempt(attempt: int) -> int:
+    if isinstance(attempt, bool) or not isinstance(attempt, int) or not 0 <= attempt <= MAX_ATTEMPT:
+        raise ValueError(f"attempt {attempt!r} must be an integer in 0..{MAX_ATTEMPT}")
+    return attempt
+
+
+def _bounded_name(mission: str, suffix: str) -> str:
+    """`catchup-<mission><suffix>`, the mission cut short with its hash when too long.
+
+    Only the mission is ever shortened: the suffix (range key, attempt) stays
+    whole so the name still reads as the range it runs, and the hash is of the
+    mission alone so every object of one mission shares one readable prefix.
+    """
+    name = f"catchup-{mission}{suffix}"
+    if len(name) <= MAX_NAME:
+        return name
+    digest = hashlib.sha256(mission.encode()).hexdigest()[:HASH_CHARS]
+    room = MAX_NAME - len("catchup-") - len(suffix) - 1 - HASH_CHARS
+    if room < 1:
+        raise ValueError(f"name suffix {suffix!r} leaves no room for the mission")
+    return f"catchup-{mission[:room].rstrip('-')}-{digest}{suffix}"
+
+
+def job_name(mission: str, range_key: str, attempt: int) -> str:
+    _range_end(range_key)
+    return _bounded_name(_check_mission(mission), f"-{range_key}-a{_check_attempt(attempt):03d}")
+
+
+def pvc_name(mission: str, range_key: str) -> str:
+    _range_end(range_key)
+    return _bounded_name(_check_mission(mission), f"-{range_key}-data")
+
+
+def configmap_name(mission: str) -> str:
+    return _bounded_name(_check_mission(mission), "-worker")
+
+
+def mission_labels(mission: str) -> dict[str, str]:
+    return {LABEL_APP: APP, LABEL_MISSION: _check_mission(mission)}
+
+
+def range_labels(mission: str, range_key: str) -> dict[str, str]:
+    # The end unpadded: profiles and records name a range by its last ledger.
+    end = _range_end(range_key)
+    return {**mission_labels(mission), LABEL_RANGE_KEY: range_key, LABEL_RANGE_END: str(end)}
+
+
+def labels(mission: str, range_key: str, attempt: int) -> dict[str, str]:
+    return {**range_labels(mission, range_key), LABEL_ATTEMPT: str(_check_attempt(attempt))}
+
+
+def mission_selector(mission: str) -> str:
+    """Label selector for the one LIST per kind per pass over this mission's objects."""
+    return ",".join(f"{key}={value}" for key, value in mission_labels(mission).items())
+
+
+def range_selector(mission: str, range_key: str) -> str:
+    return ",".join(f"{key}={value}" for key, value in range_labels(mission, range_key).items())
+
+
+# -- settings -----------------------------------------------------------------
+def _quantity(field: str, value: Any) -> Any:
+    try:
+        q = parse_quantity(value)
+    except (ValueError, TypeError) as exc:
+        raise ValueError(f"k8s setting {field!r}: {value!r} is not a Kubernetes quantity") from exc
+    if q <= 0:
+        raise ValueError(f"k8s setting {field!r}: {value!r} must be > 0")
+    return q
+
+
+@dataclass(frozen=True)
+class K8sSettings:
+    namespace: str
+    image: str
+    image_pull_policy: str = "IfNotPresent"
+    service_account: str | None = None
+    storage_mode: str = "pvc"  # "pvc" | "ephemeral"
+    storage_class: str | None = None  # pvc mode; None = the cluster's default class
+    pvc_size: str = "100Gi"
+    ephemeral_request: str = "35Gi"  # ephemeral mode, for pods sharing a node
+    ephemeral_limit: str = "40Gi"
+    cpu_limit: str | None = None  # L7: a throttled retry records a profile nobody can reproduce
+    ttl_seconds_after_finished: int = 3600  # L2: only a backstop, the backend deletes first
+    configmap: str | None = None  # None: configmap_name(mission)
+    core_config_key: str = "stellar-core.cfg"
+    tier_node_label: str = "catchup.stellar.org/tier"
+    tier_taint_key: str | None = "catchup.stellar.org/tier"  # taint value = tier name; None: untainted pools
+    extra_tolerations: tuple[Mapping[str, Any], ...] = ()  # e.g. spot pools' taints
+    pooled: bool = True  # tiers are dedicated node pools
+    run_as_non_root: bool = True
+    run_as_user: int | None = 10001  # None: the image's own user (must not be root if run_as_non_root)
+    cluster_version: str = "1.30"  # the schema the manifests are validated against
+
+    def __post_init__(self) -> None:
+        def bad(field: str, why: str) -> ValueError:
+            return ValueError(f"k8s setting {field!r}: {getattr(self, field)!r} {why}")
+
+        if not isinstance(self.namespace, str) or not DNS_LABEL_RE.fullmatch(self.namespace):
+            raise bad("namespace", "is not a DNS-1123 label")
+        if not isinstance(self.image, str) or not self.image or any(c.isspace() for c in self.image):
+            raise bad("image", "must be a non-empty image reference without spaces")
+        if self.image_pull_policy not in ("Always", "IfNotPresent", "Never"):
+            raise bad("image_pull_policy", "must be Always, IfNotPresent or Never")
+        for field in ("service_account", "storage_class", "configmap"):
+            value = getattr(self, field)
+            if value is not None and (not isinstance(value, str) or not DNS_SUBDOMAIN_RE.fullmatch(value)):
+                raise bad(field, "is not a DNS-1123 subdomain")
+        if self.configmap is not None and len(self.configmap) > MAX_NAME:
+            raise bad("configmap", f"is longer than {MAX_NAME}")
+        if self.storage_mode not in ("pvc", "ephemeral"):
+            raise bad("storage_mode", "must be 'pvc' or 'ephemeral'")
+        _quantity("pvc_size", self.pvc_size)
+        if _quantity("ephemeral_request", self.ephemeral_request) > _quantity("ephemeral_limit", self.ephemeral_limit):
+            raise bad("ephemeral_request", f"exceeds ephemeral_limit {self.ephemeral_limit!r}")
+        if self.cpu_limit is not None:
+            _quantity("cpu_limit", self.cpu_limit)
+        ttl = self.ttl_seconds_after_finished
+        if isinstance(ttl, bool) or not isinstance(ttl, int) or ttl < 0:
+            raise bad("ttl_seconds_after_finished", "must be an integer >= 0")
+        if not isinstance(self.core_config_key, str) or not CONFIGMAP_KEY_RE.fullmatch(self.core_config_key) \
+                or self.core_config_key == ENTRYPOINT_KEY:
+            raise bad("core_config_key", f"must be a ConfigMap key other than {ENTRYPOINT_KEY!r}")
+        if not _qualified_name(self.tier_node_label):
+            raise bad("tier_node_label", "is not a label key ([prefix/]name)")
+        if self.tier_taint_key is not None and not _qualified_name(self.tier_taint_key):
+            raise bad("tier_taint_key", "is not a taint key ([prefix/]name)")
+        if not isinstance(self.extra_tolerations, tuple):
+            raise bad("extra_tolerations", "must be a tuple of mappings")
+        for t in self.extra_tolerations:
+            _toleration(t)  # raises naming the field
+        for field in ("pooled", "run_as_non_root"):
+            if not isinstance(getattr(self, field), bool):
+                raise bad(field, "must be a bool")
+        uid = self.run_as_user
+        if uid is not None and (isinstance(uid, bool) or not isinstance(uid, int) or uid < 0):
+            raise bad("run_as_user", "must be an integer uid >= 0 or None")
+        if self.run_as_non_root and uid == 0:
+            raise bad("run_as_user", "is root while run_as_non_root is set")
+        m = re.fullmatch(r"1\.(\d+)", self.cluster_version) if isinstance(self.cluster_version, str) else None
+        if not m or int(m.group(1)) < 25:
+            raise bad("cluster_version", "must be 'MAJOR.MINOR', 1.25 or later")
+
+
+def _qualified_name(key: Any) -> bool:
+    if not isinstance(key, str) or key.count("/") > 1:
+        return False
+    prefix, _, name = key.rpartition("/")
+    if prefix and not DNS_SUBDOMAIN_RE.fullmatch(prefix):
+        return False
+    return bool(name) and len(name) <= 63 and bool(LABEL_VALUE_RE.fullmatch(name))
+
+
+_TOLERATION_FIELDS = {"key", "operator", "value", "effect", "toleration_seconds"}
+
+
+def _toleration(spec: Mapping[str, Any]) -> k.V1Toleration:
+    def bad(why: str) -> ValueError:
+        return ValueError(f"k8s setting 'extra_tolerations': {spec!r} {why}")
+
+    if not isinstance(spec, Mapping):
+        raise bad("is not a mapping")
+    unknown = set(spec) - _TOLERATION_FIELDS
+    if unknown:
+        raise bad(f"has unknown fields {sorted(unknown)}; known {sorted(_TOLERATION_FIELDS)}")
+    if spec.get("operator", "Equal") not in ("Equal", "Exists"):
+        raise bad("operator must be Equal or Exists")
+    if spec.get("effect") not in (None, "NoSchedule", "PreferNoSchedule", "NoExecute"):
+        raise bad("effect must be NoSchedule, PreferNoSchedule or NoExecute")
+    if spec.get("key") is not None and not _qualified_name(spec["key"]):
+        raise bad("key is not a qualified name")
+    return k.V1Toleration(**spec)
+
+
+
+# -- manifests ----------------------------------------------------------------
+def _meta(name: str, settings: K8sSettings, labels_: Mapping[str, str]) -> k.V1ObjectMeta:
+    return k.V1ObjectMeta(name=name, namespace=settings.namespace, labels=dict(labels_))
+
+
+def _cpu(cores: float) -> str:
+    if isinstance(cores, bool) or not isinstance(cores, (int, float)) or not cores > 0:
+        raise ValueError(f"cpu_request {cores!r} must be a number > 0")
+    return f"{max(1, round(cores * 1000))}m"
+
+
+def _env(spec: AttemptSpec, settings: K8sSettings) -> list[k.V1EnvVar]:
+    """Every value the worker needs, as environment only: nothing formats a script (L17)."""
+    fixed = {
+        "RANGE_KEY": spec.range_key,
+        "CATCHUP_TARGET": str(spec.target_ledger),
+        "CATCHUP_COUNT": str(spec.ledger_count),
+        "DATA_DIR": DATA_MOUNT,
+        "STELLAR_CORE_CONFIG": f"{WORKER_MOUNT}/{settings.core_config_key}",
+        "CATCHUP_MISSION": spec.mission,
+        "CATCHUP_ATTEMPT": str(spec.attempt),
+    }
+    for name, value in spec.env.items():
+        if not isinstance(name, str) or not ENV_NAME_RE.fullmatch(name):
+            raise ValueError(f"env name {name!r} must match {ENV_NAME_RE.pattern}")
+        if name in RESERVED_ENV:
+            raise ValueError(f"env {name!r} is set by the backend from the attempt itself")
+        if not isinstance(value, str):
+            raise ValueError(f"env {name!r}: value {value!r} must be a string")
+    return [k.V1EnvVar(name=n, value=v) for n, v in {**fixed, **spec.env}.items()]
+
+
+def _placement(tier: Tier | None, settings: K8sSettings) -> tuple[dict[str, str] | None, list[k.V1Toleration]]:
+    """L15: in pooled clusters every tier, catch-alls included, is a labelled, tainted pool."""
+    extra = [_toleration(t) for t in settings.extra_tolerations]
+    if not settings.pooled:
+        return None, extra
+    if tier is None:
+        raise ValueError("pooled k8s settings need a tier for every attempt")
+    if not LABEL_VALUE_RE.fullmatch(tier.name) or len(tier.name) > 63:
+        raise ValueError(f"tier name {tier.name!r} is not a valid label value")
+    tolerations = list(extra)
+    if settings.tier_taint_key is not None:
+        # No effect given: tolerate the pool's taint whether it is NoSchedule or NoExecute.
+        tolerations.insert(0, k.V1Toleration(key=settings.tier_taint_key, operator="Equal", value=tier.name))
+    return {settings.tier_node_label: tier.name}, tolerations
+
+
+def _owns_node(tier: Tier | None, profiled: bool, settings: K8sSettings) -> bool:
+    # A catch-all tier packs unsized pods; a ladder tier packing more than one
+    # pod per node does not give a profiled range its node either.
+    return settings.pooled and profiled and tier is not None and tier.pods_per_node == 1
+
+
+def _resources(spec: AttemptSpec, tier: Tier | None, profiled: bool, settings: K8sSettings) -> k.V1ResourceRequirements:
+    memory = spec.memory_limit_bytes
+    if isinstance(memory, bool) or not isinstance(memory, int) or memory <= 0:
+        raise ValueError(f"memory_limit_bytes {memory!r} must be an integer > 0")
+    # Request = limit: the sizing decision is the pod's whole budget, and a pod
+    # using more than it requested is the first evicted under node pressure.
+    requests: dict[str, str] = {"memory": str(memory), "cpu": _cpu(spec.cpu_request)}
+    limits: dict[str, str] = {"memory": str(memory)}
+    if settings.cpu_limit is not None:
+        if parse_quantity(settings.cpu_limit) < parse_quantity(requests["cpu"]):
+            raise ValueError(f"cpu_limit {settings.cpu_limit!r} is below the attempt's cpu request {requests['cpu']}")
+        limits["cpu"] = str(settings.cpu_limit)
+    if settings.storage_mode == "ephemeral" and not _owns_node(tier, profiled, settings):
+        requests["ephemeral-storage"] = settings.ephemeral_request
+        limits["ephemeral-storage"] = settings.ephemeral_limit
+    return k.V1ResourceRequirements(requests=requests, limits=limits)
+
+
+def _volumes(spec: AttemptSpec, settings: K8sSettings) -> list[k.V1Volume]:
+    worker = k.V1Volume(
+        name="worker",
+        config_map=k.V1ConfigMapVolumeSource(
+            name=settings.configmap or configmap_name(spec.mission),
+            default_mode=0o555,
+            # Listed keys: a ConfigMap missing one fails the pod at once, not mid-catchup.
+            items=[
+                k.V1KeyToPath(key=ENTRYPOINT_KEY, path=ENTRYPOINT_KEY),
+                k.V1KeyToPath(key=settings.core_config_key, path=settings.core_config_key, mode=0o444),
+            ],
+        ),
+    )
+    if settings.storage_mode == "pvc":
+        data = k.V1Volume(
+            name="data",
+            persistent_volume_claim=k.V1PersistentVolumeClaimVolumeSource(claim_name=pvc_name(spec.mission, spec.range_key)),
+        )
+    else:
+        data = k.V1Volume(name="data", empty_dir=k.V1EmptyDirVolumeSource())
+    return [worker, data]
+
+
+def _pod_security(settings: K8sSettings) -> k.V1PodSecurityContext:
+    uid = settings.run_as_user
+    return k.V1PodSecurityContext(
+        run_as_non_root=settings.run_as_non_root or None,
+        run_as_user=uid,
+        run_as_group=uid,
+        fs_group=uid,
+        # A resumed attempt reuses a volume of many GiB: a recursive chown on
+        # every mount would cost minutes before catchup starts.
+        fs_group_change_policy="OnRootMismatch" if uid is not None else None,
+        seccomp_profile=k.V1SeccompProfile(type="RuntimeDefault"),
+    )
+
+
+def job_manifest(spec: AttemptSpec, tier: Tier | None, profiled: bool, settings: K8sSettings) -> k.V1Job:
+    """The one Job of one attempt (L1): the orchestrator, not Kubernetes, retries."""
+    if tier is not None and tier.name != spec.tier:
+        raise ValueError(f"attempt {spec.attempt_id} was sized for tier {spec.tier!r}, given tier {tier.name!r}")
+    if spec.deadline_seconds is not None and (isinstance(spec.deadline_seconds, bool) or spec.deadline_seconds <= 0):
+        raise ValueError(f"deadline_seconds {spec.deadline_seconds!r} must be > 0")
+    attempt_labels = labels(spec.mission, spec.range_key, spec.attempt)
+    if tier is not None:
+        attempt_labels[LABEL_TIER] = tier.name
+    node_selector, tolerations = _placement(tier, settings)
+    container = k.V1Container(
+        name=CONTAINER,
+        image=settings.image,
+        image_pull_policy=settings.image_pull_policy,
+        command=list(COMMAND),
+        env=_env(spec, settings),
+        resources=_resources(spec, tier, profiled, settings),
+        volume_mounts=[
+            k.V1VolumeMount(name="worker", mount_path=WORKER_MOUNT, read_only=True),
+            k.V1VolumeMount(name="data", mount_path=DATA_MOUNT),
+        ],
+        security_context=k.V1SecurityContext(
+            allow_privilege_escalation=False, capabilities=k.V1Capabilities(drop=["ALL"])
+        ),
+    )
+    pod = k.V1PodSpec(
+        restart_policy="Never",  # L1: an in-place restart never advances the attempt
+        active_deadline_seconds=spec.deadline_seconds,  # L8: the pod's, never the Job's
+        containers=[container],
+        volumes=_volumes(spec, settings),
+        node_selector=node_selector,
+        tolerations=tolerations or None,
+        service_account_name=settings.service_account,
+        automount_service_account_token=False,  # the worker never calls the API
+        enable_service_links=False,  # no env var per Service in the namespace
+        security_context=_pod_security(settings),
+    )
+    return k.V1Job(
+        api_version="batch/v1",
+        kind="Job",
+        metadata=_meta(job_name(spec.mission, spec.range_key, spec.attempt), settings, attempt_labels),
+        spec=k.V1JobSpec(
+            backoff_limit=0,  # L1
+            # The Job's Failed condition then names the evidence (the DisruptionTarget
+            # condition, or the exit code) after a spot reclaim has taken the pod with
+            # its node: a BackoffLimitExceeded says neither (L4).
+            pod_failure_policy=k.V1PodFailurePolicy(
+                rules=[
+                    k.V1PodFailurePolicyRule(
+                        action="FailJob",
+                        on_pod_conditions=[k.V1PodFailurePolicyOnPodConditionsPattern(type="DisruptionTarget", status="True")],
+                    ),
+                    k.V1PodFailurePolicyRule(
+                        action="FailJob",
+                        on_exit_codes=k.V1PodFailurePolicyOnExitCodesRequirement(
+                            container_name=CONTAINER, operator="NotIn", values=[0]
+                        ),
+                    ),
+                ]
+            ),
+            ttl_seconds_after_finished=settings.ttl_seconds_after_finished,  # L2 backstop
+            template=k.V1PodTemplateSpec(metadata=k.V1ObjectMeta(labels=dict(attempt_labels)), spec=pod),  # L14
+        ),
+    )
+
+
+def pvc_manifest(mission: str, range_key: str, settings: K8sSettings) -> k.V1PersistentVolumeClaim:
+    """The range's `/data`, shared by its attempts so one resumes another (L10), freed at completion (L3)."""
+    if settings.storage_mode != "pvc":
+        raise ValueError(f"storage_mode {settings.storage_mode!r} keeps /data in the pod: no PVC to create")
+    return k.V1PersistentVolumeClaim(
+        api_version="v1",
+        kind="PersistentVolumeClaim",
+        metadata=_meta(pvc_name(mission, range_key), settings, range_labels(mission, range_key)),
+        spec=k.V1PersistentVolumeClaimSpec(
+            access_modes=["ReadWriteOnce"],
+            storage_class_name=settings.storage_class,
+            resources=k.V1VolumeResourceRequirements(requests={"storage": settings.pvc_size}),
+        ),
+    )
+
+
+def configmap_manifest(mission: str, settings: K8sSettings, entrypoint_text: str, core_config_text: str) -> k.V1ConfigMap:
+    data = {ENTRYPOINT_KEY: entrypoint_text, settings.core_config_key: core_config_text}
+    size = sum(len(key.encode()) + len(value.encode()) for key, value in data.items())
+    if size > CONFIGMAP_MAX_BYTES:
+        raise ValueError(f"worker ConfigMap would hold {size} bytes; the API refuses more than {CONFIGMAP_MAX_BYTES}")
+    return k.V1ConfigMap(
+        api_version="v1",
+        kind="ConfigMap",
+        metadata=_meta(settings.configmap or configmap_name(mission), settings, mission_labels(mission)),
+        data=data,
+    )
+
+
+_serializer: k.ApiClient | None = None
+
+
+def to_dict(obj: Any) -> Any:
+    """The JSON the API server receives: camelCase keys, no nulls."""
+    global _serializer
+    if _serializer is None:
+        _serializer = k.ApiClient()
+    return _serializer.sanitize_for_serialization(obj)
