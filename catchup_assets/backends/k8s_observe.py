@@ -1,0 +1,158 @@
+"""What one Job and its pod say about an attempt, as an AttemptState (L4, L23).
+
+Pure over `kubernetes.client` models: the backend LISTs the mission's Jobs and
+pods once per pass and hands each pair here. Nothing is fetched per attempt.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Iterable
+
+from catchup_assets.backends.base import AttemptState, Peaks
+from catchup_assets.backends.k8s_manifests import CONTAINER, LABEL_ATTEMPT, LABEL_RANGE_KEY, LABEL_TIER
+from catchup_assets.outcomes import Observation
+
+# A pod that waits for one of these will never start: the mission's config is wrong.
+CONFIG_ERRORS = frozenset({"ErrImagePull", "ImagePullBackOff", "InvalidImageName", "CreateContainerConfigError"})
+_EXIT_IN_MESSAGE = re.compile(r"exit code (\d+)")
+
+
+@dataclass(frozen=True)
+class Waiting:
+    """Why a pod has not started, and since when (epoch seconds)."""
+
+    reason: str
+    message: str
+    since: float | None
+    config_error: bool
+
+
+def _ts(value: datetime | None) -> float | None:
+    return value.timestamp() if value is not None else None
+
+
+def _true_conditions(conditions: Iterable | None) -> list:
+    return [c for c in conditions or () if (c.status or "") == "True"]
+
+
+def _container_status(pod):
+    statuses = (pod.status.container_statuses or []) if pod is not None and pod.status else []
+    for cs in statuses:
+        if cs.name == CONTAINER:
+            return cs
+    return statuses[0] if statuses else None
+
+
+def job_finished(job) -> tuple[bool, list]:
+    conds = [c for c in _true_conditions(job.status.conditions if job.status else None) if c.type in ("Complete", "Failed")]
+    return bool(conds), conds
+
+
+def pod_terminal(pod) -> bool:
+    return pod is not None and pod.status is not None and pod.status.phase in ("Succeeded", "Failed")
+
+
+def waiting(pod) -> Waiting | None:
+    """A pending pod's reason for not running: unschedulable, or a container that cannot start."""
+    if pod is None or pod.status is None or pod.status.phase != "Pending":
+        return None
+    for c in pod.status.conditions or ():
+        if c.type == "PodScheduled" and c.status == "False" and c.reason == "Unschedulable":
+            return Waiting("Unschedulable", c.message or "", _ts(c.last_transition_time), False)
+    cs = _container_status(pod)
+    if cs is not None and cs.state is not None and cs.state.waiting is not None:
+        w = cs.state.waiting
+        created = _ts(pod.metadata.creation_timestamp) if pod.metadata else None
+        return Waiting(w.reason or "", w.message or "", created, (w.reason or "") in CONFIG_ERRORS)
+    return None
+
+
+def observation(job, pod) -> Observation:
+    """Evidence of a finished attempt from whatever is left of its Job and pod."""
+    _, conds = job_finished(job)
+    reasons = {c.reason for c in conds if c.reason}
+    messages = [c.message for c in conds if c.message]
+    exit_code = termination = pod_reason = None
+    message = ""
+    if pod is not None and pod.status is not None:
+        reasons |= {c.type for c in _true_conditions(pod.status.conditions) if c.type == "DisruptionTarget"}
+        pod_reason = pod.status.reason
+        message = pod.status.message or ""
+        cs = _container_status(pod)
+        term = cs.state.terminated if cs is not None and cs.state is not None else None
+        if term is not None:
+            exit_code, termination = term.exit_code, term.reason
+            message = message or term.message or ""
+    if any(c.type == "Complete" for c in conds) and exit_code is None:
+        exit_code = 0
+    # A pod failure policy names the evidence of a pod already gone (spot reclaims
+    # delete the node first): the DisruptionTarget condition, or the exit code.
+    for m in messages:
+        if "DisruptionTarget" in m:
+            reasons.add("DisruptionTarget")
+        found = _EXIT_IN_MESSAGE.search(m)
+        if found and exit_code is None:
+            exit_code = int(found.group(1))
+    return Observation(
+        exit_code=exit_code,
+        termination_reason=termination,
+        pod_reason=pod_reason,
+        conditions=frozenset(reasons),
+        message=message or "; ".join(messages),
+        node_gone=pod is None and not conds,
+    )
+
+
+def attempt_state(job, pod, peaks: Peaks = Peaks()) -> AttemptState:
+    """The attempt as this pass sees it. Pending/running ones carry no observation."""
+    labels = job.metadata.labels or {}
+    finished, _ = job_finished(job)
+    cs = _container_status(pod)
+    term = cs.state.terminated if cs is not None and cs.state is not None else None
+    running = cs.state.running if cs is not None and cs.state is not None else None
+    # The attempt's own clock (L23): container start and finish; nothing if the pod is gone.
+    started = _ts(term.started_at if term else running.started_at if running else None)
+    finished_at = _ts(term.finished_at) if term else None
+    if finished or pod_terminal(pod):
+        phase, obs = "finished", observation(job, pod)
+    elif pod is not None and pod.status is not None and pod.status.phase == "Running":
+        phase, obs = "running", None
+    else:
+        phase, obs = "pending", None
+    resources = None
+    if job.spec and job.spec.template and job.spec.template.spec:
+        for c in job.spec.template.spec.containers or ():
+            if c.name == CONTAINER and c.resources and c.resources.limits:
+                resources = c.resources.limits.get("memory")
+    return AttemptState(
+        range_key=labels.get(LABEL_RANGE_KEY, ""),
+        attempt=int(labels.get(LABEL_ATTEMPT, "0") or 0),
+        phase=phase,
+        observation=obs,
+        started_at=started,
+        finished_at=finished_at,
+        node=pod.spec.node_name if pod is not None and pod.spec is not None else None,
+        peaks=peaks,
+        memory_limit_bytes=parse_quantity_bytes(resources) if resources else None,
+        tier=labels.get(LABEL_TIER) or _template_node_selector(job).get(LABEL_TIER),
+    )
+
+
+def _template_node_selector(job) -> dict:
+    spec = job.spec.template.spec if job.spec and job.spec.template else None
+    return (spec.node_selector or {}) if spec is not None else {}
+
+
+_SUFFIX = {"Ki": 1024, "Mi": 1024**2, "Gi": 1024**3, "Ti": 1024**4, "k": 1000, "M": 1000**2, "G": 1000**3, "T": 1000**4}
+
+
+def parse_quantity_bytes(q: str) -> int:
+    """A memory quantity (`123Mi`, `1Gi`, `1073741824`) in bytes."""
+    q = str(q).strip()
+    for suffix in sorted(_SUFFIX, key=len, reverse=True):
+        if q.endswith(suffix):
+            return int(float(q[: -len(suffix)]) * _SUFFIX[suffix])
+    return int(float(q))

@@ -1,0 +1,104 @@
+"""What a Job and its pod say, as the API server reports them, classified (L4, L23)."""
+
+from datetime import datetime, timedelta, timezone
+
+import pytest
+from kubernetes import client as k
+
+from catchup_assets.backends.k8s_observe import attempt_state, parse_quantity_bytes, waiting
+from catchup_assets.outcomes import classify
+
+T0 = datetime(2026, 11, 29, 8, 0, tzinfo=timezone.utc)
+KEY = "0000016001-0000032000"
+LABELS = {"catchup.stellar.org/range-key": KEY, "catchup.stellar.org/attempt": "2", "catchup.stellar.org/tier": "giant"}
+
+
+def job(*conditions):
+    conds = [k.V1JobCondition(type=t, status="True", reason=r, message=msg) for t, r, msg in conditions]
+    return k.V1Job(
+        metadata=k.V1ObjectMeta(name="catchup-m1-x-a002", labels=LABELS),
+        spec=k.V1JobSpec(template=k.V1PodTemplateSpec(spec=k.V1PodSpec(containers=[
+            k.V1Container(name="catchup", resources=k.V1ResourceRequirements(limits={"memory": "6Gi"}))]))),
+        status=k.V1JobStatus(conditions=conds or None),
+    )
+
+
+def pod(phase, *, terminated=None, running=False, reason=None, message=None, conditions=(), waiting_reason=None):
+    state = k.V1ContainerState(
+        terminated=k.V1ContainerStateTerminated(
+            exit_code=terminated[0], reason=terminated[1], started_at=T0, finished_at=T0 + timedelta(seconds=600)
+        ) if terminated else None,
+        running=k.V1ContainerStateRunning(started_at=T0) if running else None,
+        waiting=k.V1ContainerStateWaiting(reason=waiting_reason, message="back-off pulling image") if waiting_reason else None,
+    )
+    return k.V1Pod(
+        metadata=k.V1ObjectMeta(name="catchup-m1-x-a002-abcde", labels={"job-name": "catchup-m1-x-a002"}, creation_timestamp=T0),
+        spec=k.V1PodSpec(containers=[], node_name="node-1"),
+        status=k.V1PodStatus(
+            phase=phase, reason=reason, message=message,
+            conditions=[k.V1PodCondition(type=t, status=s, reason=r) for t, s, r in conditions] or None,
+            container_statuses=[k.V1ContainerStatus(name="catchup", state=state, image="i", image_id="", ready=False, restart_count=0)],
+        ),
+    )
+
+
+@pytest.mark.parametrize(
+    "j, p, outcome",
+    [
+        (job(("Complete", None, None)), pod("Succeeded", terminated=(0, "Completed")), "ok"),
+        (job(), pod("Succeeded", terminated=(0, "Completed")), "ok"),  # pod terminal before the Job says so
+        (job(("Failed", "PodFailurePolicy", "")), pod("Failed", terminated=(137, "OOMKilled")), "oom"),
+        (job(("Failed", "PodFailurePolicy", "")), pod("Failed", terminated=(3, "Error"), conditions=[("DisruptionTarget", "True", "TerminationByKubelet")]), "disrupted"),
+        (job(("Failed", "BackoffLimitExceeded", "")), pod("Failed", reason="Evicted", message="Pod ephemeral local storage usage exceeds the total limit of containers 40Gi."), "evicted"),
+        # L4: the deadline outranks the SIGTERMed pod's own verdict
+        (job(("Failed", "DeadlineExceeded", "")), pod("Failed", terminated=(3, "Error")), "deadline"),
+        (job(), pod("Failed", reason="DeadlineExceeded", terminated=(143, "Error")), "deadline"),
+        # the pod went with its node: the failure policy's message is all that is left
+        (job(("Failed", "PodFailurePolicy", "Pod default/p has condition DisruptionTarget matching FailJob rule at index 0")), None, "disrupted"),
+        (job(("Failed", "PodFailurePolicy", "Container catchup for pod default/p failed with exit code 1 matching FailJob rule at index 1")), None, "failed"),
+        (job(("Failed", "PodFailurePolicy", "Container catchup for pod default/p failed with exit code 3 matching FailJob rule at index 1")), None, "interrupted"),
+        (job(("Failed", "BackoffLimitExceeded", "Job has reached the specified backoff limit")), None, "unknown"),
+        (job(("Failed", "PodFailurePolicy", "")), pod("Failed", terminated=(1, "Error")), "failed"),
+    ],
+)
+def test_L4_finished_attempts_are_classified_from_what_the_api_reports(j, p, outcome):
+    state = attempt_state(j, p)
+    assert state.phase == "finished"
+    assert classify(state.observation).value == outcome
+    assert (state.range_key, state.attempt, state.tier) == (KEY, 2, "giant")
+    assert state.memory_limit_bytes == 6 * 1024**3
+
+
+def test_L23_duration_from_the_pods_own_timestamps_and_none_once_it_is_gone():
+    done = attempt_state(job(("Complete", None, None)), pod("Succeeded", terminated=(0, "Completed")))
+    assert done.finished_at - done.started_at == 600
+    gone = attempt_state(job(("Failed", "BackoffLimitExceeded", "")), None)
+    assert gone.started_at is None and gone.finished_at is None
+
+
+@pytest.mark.parametrize(
+    "p, phase",
+    [(pod("Running", running=True), "running"), (pod("Pending"), "pending"), (None, "pending")],
+)
+def test_live_attempts_carry_no_verdict(p, phase):
+    state = attempt_state(job(), p)
+    assert state.phase == phase and state.observation is None and state.live
+
+
+@pytest.mark.parametrize(
+    "p, reason, config_error",
+    [
+        (pod("Pending", waiting_reason="ImagePullBackOff"), "ImagePullBackOff", True),
+        (pod("Pending", waiting_reason="CreateContainerConfigError"), "CreateContainerConfigError", True),
+        (pod("Pending", waiting_reason="ContainerCreating"), "ContainerCreating", False),
+        (pod("Pending", conditions=[("PodScheduled", "False", "Unschedulable")]), "Unschedulable", False),
+    ],
+)
+def test_why_a_pending_pod_does_not_start(p, reason, config_error):
+    w = waiting(p)
+    assert (w.reason, w.config_error) == (reason, config_error)
+
+
+@pytest.mark.parametrize("q, n", [("6Gi", 6 * 1024**3), ("512Mi", 512 * 1024**2), ("1073741824", 1 << 30), ("1G", 10**9)])
+def test_memory_quantities(q, n):
+    assert parse_quantity_bytes(q) == n
