@@ -34,13 +34,59 @@ class TierConfig(dg.Config):
         return Tier(self.name, int(self.memory_cut_gib * GiB), int(self.node_memory_gib * GiB), self.cpu, self.pods_per_node)
 
 
+class KubernetesConfig(dg.Config):
+    """Where and how range Jobs run (backend: kubernetes); see README "Kubernetes backend"."""
+
+    namespace: str
+    image: str = Field(description="stellar-core image with /bin/sh (the worker script is mounted)")
+    image_pull_policy: str = "IfNotPresent"
+    service_account: str = ""
+    storage_mode: Literal["pvc", "ephemeral"] = "pvc"
+    storage_class: str = ""
+    pvc_size: str = "100Gi"
+    ephemeral_request: str = "35Gi"
+    ephemeral_limit: str = "40Gi"
+    cpu_limit: str = Field(default="", description="empty: no CPU limit (L7)")
+    ttl_seconds_after_finished: int = 3600
+    tier_node_label: str = "catchup.stellar.org/tier"
+    tier_taint_key: str = "catchup.stellar.org/tier"
+    pooled: bool = True
+    core_config_file: str = Field(default="", description="stellar-core config for the worker; empty: a minimal pubnet one")
+    kubeconfig: str = Field(default="", description="empty: in-cluster config")
+    context: str = ""
+    stats_interval_seconds: float = Field(default=10.0, gt=0)
+    log_interval_seconds: float = Field(default=300.0, gt=0)
+    unschedulable_seconds: float = Field(default=900.0, gt=0)
+
+    def settings(self):
+        from catchup_assets.backends.k8s_manifests import K8sSettings
+
+        return K8sSettings(
+            namespace=self.namespace,
+            image=self.image,
+            image_pull_policy=self.image_pull_policy,
+            service_account=self.service_account or None,
+            storage_mode=self.storage_mode,
+            storage_class=self.storage_class or None,
+            pvc_size=self.pvc_size,
+            ephemeral_request=self.ephemeral_request,
+            ephemeral_limit=self.ephemeral_limit,
+            cpu_limit=self.cpu_limit or None,
+            ttl_seconds_after_finished=self.ttl_seconds_after_finished,
+            tier_node_label=self.tier_node_label,
+            tier_taint_key=self.tier_taint_key or None,
+            pooled=self.pooled,
+        )
+
+
 class CatchupResource(dg.ConfigurableResource):
     """Where a mission keeps its records and how its attempts run."""
 
     storage_root: str = Field(
         default="", description="local path or fsspec URL (s3://...); empty: $CATCHUP_STORAGE_ROOT, else $DAGSTER_HOME/catchup/storage"
     )
-    backend: Literal["local"] = Field(default="local", description="what runs attempts")
+    backend: Literal["local", "kubernetes"] = Field(default="local", description="what runs attempts")
+    kubernetes: KubernetesConfig | None = Field(default=None, description="backend: kubernetes")
     work_dir: str = Field(default="", description="local backend: data dirs and attempt registry; empty: beside the storage")
     # The local backend runs the simulated stellar-core unless a binary is named.
     stellar_core: str = Field(default="", description="stellar-core binary for the local backend; empty: simulated")
@@ -73,6 +119,10 @@ class CatchupResource(dg.ConfigurableResource):
     @model_validator(mode="after")
     def _check(self):
         self.tier_ladder()  # an invalid ladder fails at load, naming the tier (L34)
+        if self.backend == "kubernetes":
+            if self.kubernetes is None:
+                raise ValueError("kubernetes: required when backend is 'kubernetes'")
+            self.kubernetes.settings()  # a bad namespace, image or quantity fails at load
         return self
 
     def root(self) -> str:
@@ -138,6 +188,8 @@ class CatchupResource(dg.ConfigurableResource):
         return env
 
     def backend_for(self, mission: str, disruption_seed: int | None = None) -> Backend:
+        if self.backend == "kubernetes":
+            return self._kubernetes_backend(mission)
         from catchup_assets.backends.local import LocalBackend
 
         seed = disruption_seed if disruption_seed is not None else mission_seed(self.sim_seed, mission)
@@ -145,3 +197,37 @@ class CatchupResource(dg.ConfigurableResource):
             self.work(), mission, disruption_rate=self.disruption_rate, disruption_seed=seed,
             disruption_window=(0.3, 2.0),
         )
+
+    def _kubernetes_backend(self, mission: str) -> Backend:
+        # Loaded when a run needs it, never at import: the code location must
+        # load on a laptop with no cluster configured.
+        import kubernetes
+
+        from catchup_assets.backends.kubernetes import DEFAULT_CORE_CONFIG, KubernetesBackend
+
+        cfg = self.kubernetes
+        api = kubernetes.client.ApiClient(configuration=_kube_configuration(cfg.kubeconfig, cfg.context))
+        core_config = open(cfg.core_config_file).read() if cfg.core_config_file else DEFAULT_CORE_CONFIG
+        return KubernetesBackend(
+            mission,
+            cfg.settings(),
+            self.tier_ladder(),
+            batch_api=kubernetes.client.BatchV1Api(api),
+            core_api=kubernetes.client.CoreV1Api(api),
+            spool_dir=os.path.join(self.work(), mission, "log-spool"),
+            core_config_text=core_config,
+            stats_interval=cfg.stats_interval_seconds,
+            log_interval=cfg.log_interval_seconds,
+            unschedulable_seconds=cfg.unschedulable_seconds,
+        )
+
+
+def _kube_configuration(kubeconfig: str, context: str):
+    import kubernetes
+
+    configuration = kubernetes.client.Configuration()
+    if kubeconfig:
+        kubernetes.config.load_kube_config(config_file=kubeconfig, context=context or None, client_configuration=configuration)
+    else:
+        kubernetes.config.load_incluster_config(client_configuration=configuration)
+    return configuration
