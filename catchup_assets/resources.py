@@ -51,6 +51,7 @@ class KubernetesConfig(dg.Config):
     tier_node_label: str = "catchup.stellar.org/tier"
     tier_taint_key: str = "catchup.stellar.org/tier"
     pooled: bool = True
+    configmap: str = Field(default="", description="a ConfigMap holding entrypoint.sh and the core config (the chart's); empty: the backend creates one per mission")
     core_config_file: str = Field(default="", description="stellar-core config for the worker; empty: a minimal pubnet one")
     kubeconfig: str = Field(default="", description="empty: in-cluster config")
     context: str = ""
@@ -76,6 +77,7 @@ class KubernetesConfig(dg.Config):
             tier_node_label=self.tier_node_label,
             tier_taint_key=self.tier_taint_key or None,
             pooled=self.pooled,
+            configmap=self.configmap or None,
         )
 
 
