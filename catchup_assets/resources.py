@@ -56,7 +56,7 @@ class KubernetesConfig(dg.Config):
     kubeconfig: str = Field(default="", description="empty: in-cluster config")
     context: str = ""
     stats_interval_seconds: float = Field(default=10.0, gt=0)
-    log_interval_seconds: float = Field(default=300.0, gt=0)
+    log_interval_seconds: float = Field(default=1800.0, gt=0, description="interim log reads; a pod about to go and a finished one are read at once")
     unschedulable_seconds: float = Field(default=900.0, gt=0)
 
     def settings(self):

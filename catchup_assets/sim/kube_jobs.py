@@ -27,6 +27,28 @@ def _has(job: dict, kind: str) -> dict | None:
                  if c["type"] == kind and c["status"] == "True"), None)
 
 
+def _rule_match(rule: dict, pod: dict, ref: str, index: int) -> str | None:
+    """The message the job controller writes when `rule` matches `pod`, else None."""
+    action = rule.get("action")
+    for pattern in rule.get("onPodConditions") or []:
+        for c in pod["status"].get("conditions") or []:
+            if c.get("type") == pattern.get("type") and c.get("status") == pattern.get("status", "True"):
+                return f"Pod {ref} has condition {c['type']} matching {action} rule at index {index}"
+    codes = rule.get("onExitCodes")
+    if codes:
+        for cs in pod["status"].get("containerStatuses") or []:
+            if codes.get("containerName") not in (None, cs.get("name")):
+                continue
+            term = (cs.get("state") or {}).get("terminated")
+            if term is None or term.get("exitCode") == 0:
+                continue
+            hit = term["exitCode"] in codes.get("values", [])
+            if hit == (codes.get("operator") == "In"):
+                return (f"Container {cs['name']} for pod {ref} failed with exit code {term['exitCode']} "
+                        f"matching {action} rule at index {index}")
+    return None
+
+
 def _snapshot(status: dict) -> dict:
     # Conditions are edited in place, so they are the one part to copy deeper.
     return {k: [dict(c) for c in v] if k == "conditions" else v for k, v in status.items()}
@@ -44,6 +66,7 @@ class JobController:
         self._counted: dict[str, set[str]] = defaultdict(set)  # already in succeeded/failed
         self._next_create: dict[str, float] = {}  # pod-failure backoff
         self._rejected: set[str] = set()
+        self._last: dict[str, dict] = {}  # pod uid -> last state seen
 
     def sync(self, now: float) -> None:
         store = self.k.store
@@ -73,7 +96,7 @@ class JobController:
             return
         if "startTime" not in st:
             st["startTime"] = rfc3339(now)
-        self._account(uid, st, pods, now)
+        self._account(uid, st, pods, now, job)
         live = [p for p in pods if self.k.store.live("pods", p["metadata"]["namespace"],
                                                      p["metadata"]["name"]) is p]
         running = [p for p in live if p["status"].get("phase") not in TERMINAL]
@@ -109,7 +132,7 @@ class JobController:
         if not running and uid not in self._rejected and now >= self._next_create.get(uid, 0):
             self._create_pod(job, st, now)
 
-    def _account(self, uid: str, st: dict, pods: list[dict], now: float) -> None:
+    def _account(self, uid: str, st: dict, pods: list[dict], now: float, job: dict | None = None) -> None:
         seen, counted = self._seen[uid], self._counted[uid]
         present = set()
         failed_before = st.get("failed", 0)
@@ -117,16 +140,33 @@ class JobController:
             puid, phase = pod["metadata"]["uid"], pod["status"].get("phase")
             seen.add(puid)
             present.add(puid)
+            self._last[puid] = pod  # what the controller last saw, for a pod that vanishes
             if phase in TERMINAL and puid not in counted:
                 counted.add(puid)
                 key = "succeeded" if phase == "Succeeded" else "failed"
                 st[key] = st.get(key, 0) + 1
+                if key == "failed" and job is not None:
+                    self._failure_policy(job, pod, now)
         for puid in seen - counted - present:
             # Deleted before it finished (preempted, node gone, killed): a failure.
             counted.add(puid)
             st["failed"] = st.get("failed", 0) + 1
+            if job is not None and puid in self._last:
+                self._failure_policy(job, self._last[puid], now)
         if st.get("failed", 0) > failed_before:
             self._next_create[uid] = now + min(360.0, 10.0 * 2 ** (st["failed"] - 1))
+
+    def _failure_policy(self, job: dict, pod: dict, now: float) -> None:
+        """batch/v1 podFailurePolicy: the first matching FailJob rule fails the Job, saying why."""
+        rules = (job["spec"].get("podFailurePolicy") or {}).get("rules") or []
+        ref = f'{pod["metadata"]["namespace"]}/{pod["metadata"]["name"]}'
+        for i, rule in enumerate(rules):
+            why = _rule_match(rule, pod, ref, i)
+            if why is None:
+                continue
+            if rule.get("action") == "FailJob" and not _has(job, "FailureTarget"):
+                set_condition(job, "FailureTarget", "True", now, "PodFailurePolicy", why)
+            return
 
     def _counts(self, st: dict, active: list[dict], running: list[dict]) -> None:
         if active:

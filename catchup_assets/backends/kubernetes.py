@@ -1,0 +1,287 @@
+"""Attempts as Kubernetes Jobs, through the official client (DESIGN "Backends").
+
+Per pass: one LIST of the mission's Jobs and one of its pods (label
+selectors), a kubelet summary per node at most every `stats_interval` seconds
+whatever the number of pods on it (L19), and log polls at most every
+`log_interval` per attempt with bounded concurrency (L30), at once for a pod
+about to go, and a final read when it ends (L31). Everything is
+injected (APIs, clock, sleeper), as dagster-k8s's client does, so every call
+is testable against an API server of the tests' own.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from importlib import resources
+from pathlib import Path
+from typing import Callable
+
+import fsspec
+from kubernetes.client import ApiException, BatchV1Api, CoreV1Api, V1DeleteOptions
+from urllib3.exceptions import HTTPError as Urllib3Error
+
+from catchup_assets.backends import k8s_manifests as m
+from catchup_assets.backends.base import (
+    AlreadyExists,
+    AttemptSpec,
+    AttemptState,
+    Collected,
+    DispatchBlocked,
+    Peaks,
+    TransientBackendError,
+)
+from catchup_assets.backends.k8s_logs import POLLABLE, LogSpool
+from catchup_assets.backends.k8s_observe import CONTAINER, attempt_state, pod_terminal, waiting
+from catchup_assets.outcomes import Observation
+from catchup_assets.sizing import Tiers
+from catchup_assets.worker.logparse import parse_worker_log
+
+log = logging.getLogger(__name__)
+
+TRANSIENT = frozenset({429, 500, 502, 503, 504})
+DEFAULT_CORE_CONFIG = 'NETWORK_PASSPHRASE="Public Global Stellar Network ; September 2015"\n'
+
+
+def _doomed(pod) -> bool:
+    """A pod about to go (reclaim notice, deletion): read its log now, while it is there (L31)."""
+    if pod.metadata.deletion_timestamp is not None:
+        return True
+    return any(c.type == "DisruptionTarget" and c.status == "True" for c in (pod.status.conditions or ()))
+
+
+def entrypoint_text() -> str:
+    return resources.files("catchup_assets.worker").joinpath("entrypoint.sh").read_text()
+
+
+class KubernetesBackend:
+    def __init__(
+        self,
+        mission: str,
+        settings: m.K8sSettings,
+        tiers: Tiers,
+        *,
+        batch_api: BatchV1Api,
+        core_api: CoreV1Api,
+        spool_dir: str | Path,
+        core_config_text: str = DEFAULT_CORE_CONFIG,
+        clock: Callable[[], float] = time.time,
+        sleeper: Callable[[float], None] = time.sleep,
+        stats_interval: float = 10.0,
+        log_interval: float = 1800.0,
+        log_concurrency: int = 16,
+        unschedulable_seconds: float = 900.0,
+        config_error_seconds: float = 120.0,
+        api_retries: int = 4,
+        api_backoff: float = 0.5,
+        request_timeout: float = 30.0,
+    ):
+        self.mission = mission
+        self.settings = settings
+        self.tiers = tiers
+        self.batch, self.core = batch_api, core_api
+        self.ns = settings.namespace
+        self.selector = m.mission_selector(mission)
+        self.core_config_text = core_config_text
+        self.clock, self.sleeper = clock, sleeper
+        self.stats_interval, self.log_interval = stats_interval, log_interval
+        self.unschedulable_seconds, self.config_error_seconds = unschedulable_seconds, config_error_seconds
+        self.api_retries, self.api_backoff, self.timeout = api_retries, api_backoff, request_timeout
+        self.spool = LogSpool(spool_dir, self._read_log, log_concurrency)
+        # What the last pass saw, and measurements only this process has taken.
+        # None of it decides anything a restart could change: peaks are flushed
+        # to the records by the dispatcher and merge by max (L20).
+        self._pods: dict[str, tuple[str, str]] = {}  # attempt id -> (pod name, phase)
+        self._peaks: dict[str, Peaks] = {}
+        self._last_stats = float("-inf")
+        self._last_log: dict[str, float] = {}
+        self._configmap_ready = False
+        self.blocked: str | None = None
+
+    # -- API calls ----------------------------------------------------------
+    def _call(self, fn: Callable, *args, **kwargs):
+        """Retry what the API server could not answer now (L5: never a range's failure)."""
+        delay = self.api_backoff
+        for attempt in range(self.api_retries + 1):
+            try:
+                return fn(*args, _request_timeout=self.timeout, **kwargs)
+            except ApiException as exc:
+                if exc.status not in TRANSIENT:
+                    raise
+                retry_after = (exc.headers or {}).get("Retry-After") if exc.headers else None
+                wait = float(retry_after) if retry_after and str(retry_after).isdigit() else delay
+                why = f"HTTP {exc.status}"
+            except (Urllib3Error, TimeoutError, ConnectionError) as exc:
+                wait, why = delay, f"{type(exc).__name__}: {exc}"
+            if attempt == self.api_retries:
+                raise TransientBackendError(f"{getattr(fn, '__name__', 'API call')}: {why}")
+            self.sleeper(wait)
+            delay *= 2
+        raise AssertionError("unreachable")
+
+    def _create(self, fn: Callable, body) -> bool:
+        """Create; False if it already exists (409)."""
+        try:
+            self._call(fn, self.ns, body)
+            return True
+        except ApiException as exc:
+            if exc.status == 409:
+                return False
+            raise
+
+    def _delete(self, fn: Callable, name: str, **kwargs) -> None:
+        try:
+            self._call(fn, name, self.ns, **kwargs)
+        except ApiException as exc:
+            if exc.status != 404:
+                raise
+
+    def _read_log(self, pod_name: str, since: str | None):
+        query = [("container", CONTAINER), ("timestamps", "true")]
+        if since:
+            query.append(("sinceTime", since))  # the generated client has no since_time
+        return self.core.api_client.call_api(
+            "/api/v1/namespaces/{namespace}/pods/{name}/log", "GET",
+            path_params={"namespace": self.ns, "name": pod_name}, query_params=query,
+            header_params={"Accept": "text/plain"}, auth_settings=["BearerToken"],
+            _preload_content=False, _return_http_data_only=True, _request_timeout=self.timeout,
+        )
+
+    # -- protocol -----------------------------------------------------------
+    def submit(self, spec: AttemptSpec) -> None:
+        if self.blocked:
+            raise DispatchBlocked(self.blocked)
+        if not self._configmap_ready and self.settings.configmap is None:
+            # The chart may provide the ConfigMap (settings.configmap): then it is not ours to create.
+            body = m.configmap_manifest(self.mission, self.settings, entrypoint_text(), self.core_config_text)
+            self._create(self.core.create_namespaced_config_map, body)
+        self._configmap_ready = True
+        if self.settings.storage_mode == "pvc":
+            # Created once per range and reused by every attempt (L3): a 409 is the norm.
+            self._create(self.core.create_namespaced_persistent_volume_claim, m.pvc_manifest(self.mission, spec.range_key, self.settings))
+        tier = self.tiers.by_name(spec.tier)
+        body = m.job_manifest(spec, tier, spec.profiled, self.settings)
+        if not self._create(self.batch.create_namespaced_job, body):
+            raise AlreadyExists(spec.attempt_id)  # adopted; it still holds its slot (L11)
+
+    def observe(self) -> list[AttemptState]:
+        jobs = self._call(self.batch.list_namespaced_job, self.ns, label_selector=self.selector).items
+        pods = self._call(self.core.list_namespaced_pod, self.ns, label_selector=self.selector).items
+        by_job: dict[str, object] = {}
+        for pod in pods:
+            owner = (pod.metadata.labels or {}).get("job-name")
+            newest = by_job.get(owner)
+            if newest is None or pod.metadata.creation_timestamp > newest.metadata.creation_timestamp:
+                by_job[owner] = pod
+        now = self.clock()
+        self._sample_peaks(pods, now)
+        states, to_poll, seen = [], [], {}
+        for job in jobs:
+            pod = by_job.get(job.metadata.name)
+            state = attempt_state(job, pod)
+            aid = state.attempt_id
+            if pod is not None:
+                seen[aid] = (pod.metadata.name, pod.status.phase if pod.status else "Unknown")
+                due = now - self._last_log.get(aid, float("-inf")) >= self.log_interval
+                if pod.status and pod.status.phase in POLLABLE and (due or _doomed(pod)):
+                    to_poll.append((aid, pod.metadata.name))
+            if state.live:
+                state = self._never_starting(state, pod, now) or state
+            states.append(self._with_peaks(state))
+        self._pods = seen
+        for aid, _ in to_poll:
+            self._last_log[aid] = now
+        self.spool.poll_many(to_poll)
+        return states
+
+    def _with_peaks(self, state: AttemptState) -> AttemptState:
+        from dataclasses import replace
+
+        return replace(state, peaks=self._peaks.get(state.attempt_id, Peaks()))
+
+    def _never_starting(self, state: AttemptState, pod, now: float) -> AttemptState | None:
+        """A pod that cannot start ends its attempt with the cause; a config cause blocks the mission."""
+        from dataclasses import replace
+
+        w = waiting(pod)
+        if w is None or w.since is None:
+            return None
+        limit = self.config_error_seconds if w.config_error else self.unschedulable_seconds if w.reason == "Unschedulable" else None
+        if limit is None or now - w.since < limit:
+            return None
+        cause = f"{w.reason}: {w.message}".strip(": ")
+        if w.config_error and not self.blocked:
+            self.blocked = f"attempts cannot start ({cause}); fix the mission's image or config"
+            log.error("mission %s: %s", self.mission, self.blocked)
+        obs = Observation(pod_reason=w.reason if w.reason == "Unschedulable" else "FailedCreate", message=cause)
+        return replace(state, phase="finished", observation=obs)
+
+    def _sample_peaks(self, pods: list, now: float) -> None:
+        """One kubelet summary per node with a running pod of ours, at most every stats_interval (L19)."""
+        if now - self._last_stats < self.stats_interval:
+            return
+        self._last_stats = now
+        ours = {}
+        for pod in pods:
+            if pod.status and pod.status.phase == "Running" and pod.spec.node_name:
+                labels = pod.metadata.labels or {}
+                aid = f"{labels.get(m.LABEL_RANGE_KEY)}-a{int(labels.get(m.LABEL_ATTEMPT, '0')):03d}"
+                ours.setdefault(pod.spec.node_name, {})[pod.metadata.name] = aid
+        for node, names in ours.items():
+            try:
+                # Unpreloaded: the generated client would hand back a Python repr, not JSON.
+                resp = self._call(self.core.connect_get_node_proxy_with_path, node, "stats/summary", _preload_content=False)
+                summary = json.loads(resp.data)
+            except (ApiException, TransientBackendError, ValueError) as exc:
+                log.info("stats summary of node %s unavailable: %s", node, exc)
+                continue
+            for p in summary.get("pods", []):
+                aid = names.get(p.get("podRef", {}).get("name"))
+                if aid is None:
+                    continue
+                c = next((c for c in p.get("containers", []) if c.get("name") == CONTAINER), {})
+                mem = c.get("memory", {})
+                sample = Peaks(mem.get("rssBytes"), mem.get("workingSetBytes"), (p.get("ephemeral-storage") or {}).get("usedBytes"))
+                self._peaks[aid] = self._peaks.get(aid, Peaks()).merge(sample)  # L20
+
+    def collect(self, state: AttemptState, log_dest: str) -> Collected:
+        aid = state.attempt_id
+        pod_name, phase = self._pods.get(aid, (None, None))
+        if phase in POLLABLE:
+            self.spool.final_read(aid, pod_name)  # L31: at once, bounded
+        self.spool.archive(aid, lambda: fsspec.open(log_dest, "wb"))
+        facts = parse_worker_log(self.spool.lines(aid))
+        return Collected(
+            peaks=self._peaks.get(aid, Peaks()),
+            log_path=log_dest,
+            tx_apply_count=facts.tx_apply_count,
+            tx_apply_seconds=facts.tx_apply_seconds,
+            resumed_from_ledger=facts.resumed_from_ledger,
+            fresh_start=facts.fresh_start,
+            already_complete=facts.already_complete,
+        )
+
+    def release(self, state: AttemptState) -> None:
+        name = m.job_name(self.mission, state.range_key, state.attempt)
+        self._delete(self.batch.delete_namespaced_job, name, body=V1DeleteOptions(propagation_policy="Background"))
+        self.spool.forget(state.attempt_id)
+        self._peaks.pop(state.attempt_id, None)
+        self._last_log.pop(state.attempt_id, None)
+
+    def release_range(self, range_key: str) -> None:
+        if self.settings.storage_mode == "pvc":
+            self._delete(self.core.delete_namespaced_persistent_volume_claim, m.pvc_name(self.mission, range_key))
+
+    def shutdown(self, grace: float) -> list[str]:
+        """Delete the mission's live Jobs (L37); their PVCs stay, so a later run resumes them."""
+        deadline = self.clock() + grace
+        left = []
+        for state in self.observe():
+            if not state.live:
+                continue
+            if self.clock() > deadline:
+                left.append(state.attempt_id)
+                continue
+            self.release(state)
+        return left
