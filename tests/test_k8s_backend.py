@@ -12,7 +12,9 @@ from kubernetes.client import BatchV1Api, CoreV1Api
 
 from catchup_assets.backends.k8s_manifests import K8sSettings, pvc_name
 from catchup_assets.backends.kubernetes import KubernetesBackend
+from catchup_assets.dispatch import DispatchConfig, Dispatcher
 from catchup_assets.mission import MissionConfig, build_profile, prepare, run_mission
+from catchup_assets.outcomes import RetryPolicy
 from catchup_assets.ranges import MissionSpan
 from catchup_assets.records import RecordStore
 from catchup_assets.sim.kube_api import KubeApiServer
@@ -154,8 +156,6 @@ def test_L11_a_job_created_by_someone_else_is_adopted_and_holds_its_slot(cluster
     cfg = mission(tmp_path, parallelism=2)
     prepared = prepare(cfg)
     first = backend(api, kubelet, tmp_path / "other")
-    from catchup_assets.dispatch import DispatchConfig, Dispatcher
-
     # Another dispatcher of the mission created attempt 1 of the tip range first.
     other = Dispatcher(DispatchConfig("m1", prepared.ordered[:1], parallelism=1), first,
                        RecordStore(Store(cfg.storage_root), "m1"), clock=SimClock(kubelet))
@@ -190,3 +190,38 @@ def test_a_config_fault_stops_new_dispatches_with_its_cause(cluster, tmp_path):
     assert all("ImagePullBackOff" in r.reason for r in result.results.values())
     assert sorted(r.attempts for r in result.results.values()) == [0, 0, 1, 1]
     assert api.store.list("jobs", NS) == []  # the stuck attempts were ended and released
+
+
+def test_L11_two_dispatchers_over_disjoint_ranges_share_one_cap_by_counting_live_jobs(cluster, tmp_path):
+    api, kubelet = cluster
+    kubelet.script = lambda job: Script(duration=100, memory=flat(1 * GiB, 2 * GiB))
+    cfg = mission(tmp_path, parallelism=2)
+    prepared = prepare(cfg)
+    clock = SimClock(kubelet)
+    halves = [prepared.ordered[:2], prepared.ordered[2:]]
+    dispatchers = [
+        Dispatcher(DispatchConfig("m1", half, parallelism=2), backend(api, kubelet, tmp_path / f"d{i}"),
+                   RecordStore(Store(cfg.storage_root), "m1"), clock=clock)
+        for i, half in enumerate(halves)
+    ]
+    most = 0
+    for _ in range(60):
+        for d in dispatchers:
+            d.pass_once()
+        most = max(most, sum(1 for j in api.store.list("jobs", NS) if not j["status"].get("conditions")))
+        clock.sleep(10)
+    assert most == 2  # one cap between them, counted from the Jobs themselves
+    assert api.requests.count("create", "jobs") == 4 and api.store.list("jobs", NS) == []
+
+
+def test_an_unschedulable_attempt_ends_with_its_cause_and_is_retried(cluster, tmp_path):
+    api, kubelet = cluster
+    # Nothing can hold the tip range's pod: its tier has no node.
+    for n in range(3):
+        kubelet.remove_node(f"nebula-{n}")
+    cfg = mission(tmp_path, parallelism=4, retry=RetryPolicy(environmental=1))
+    result = run_mission(prepare(cfg), backend(api, kubelet, tmp_path, unschedulable_seconds=120), clock=SimClock(kubelet))
+    assert set(result.condemned) == {A, B, C, D}
+    for r in result.results.values():
+        assert "rejected" in r.reason and "Unschedulable" in r.reason and r.attempts == 2
+    assert api.store.list("jobs", NS) == []  # each stuck attempt was deleted, not left pending

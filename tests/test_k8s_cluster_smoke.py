@@ -1,0 +1,56 @@
+"""A real cluster: one tiny mission through the Kubernetes backend (skipped by default).
+
+Run against a cluster you may create Jobs in (kind, minikube, a dev cluster):
+
+    CATCHUP_CLUSTER_TESTS=1 CATCHUP_K8S_NAMESPACE=catchup-smoke \\
+    CATCHUP_K8S_IMAGE=stellar/stellar-core:22 CATCHUP_K8S_CORE_CONFIG=pubnet-catchup.cfg \\
+    KUBECONFIG=~/.kube/config \\
+    uv run pytest -m cluster tests/test_k8s_cluster_smoke.py
+
+The namespace must exist and the kubeconfig's user needs the RBAC listed in
+the README ("Kubernetes backend"). The image must carry `/bin/sh` and
+`stellar-core` on PATH; with `CATCHUP_K8S_CORE=/path` another binary is used.
+CATCHUP_K8S_CORE_CONFIG names a stellar-core config that can catch up pubnet
+offline (history archives, `DATABASE` and `BUCKET_DIR_PATH` under /data).
+Two small ranges of early history are caught up for real (minutes).
+"""
+
+import os
+
+import pytest
+
+pytestmark = [
+    pytest.mark.cluster,
+    pytest.mark.skipif(os.environ.get("CATCHUP_CLUSTER_TESTS") != "1", reason="needs a real cluster (CATCHUP_CLUSTER_TESTS=1)"),
+]
+
+
+def test_a_small_mission_completes_on_a_real_cluster(tmp_path):
+    from catchup_assets.mission import build_profile, prepare, run_mission, MissionConfig
+    from catchup_assets.ranges import MissionSpan
+    from catchup_assets.resources import CatchupResource, KubernetesConfig
+
+    catchup = CatchupResource(
+        storage_root=str(tmp_path / "storage"),
+        work_dir=str(tmp_path / "work"),
+        backend="kubernetes",
+        kubernetes=KubernetesConfig(
+            namespace=os.environ["CATCHUP_K8S_NAMESPACE"],
+            image=os.environ["CATCHUP_K8S_IMAGE"],
+            kubeconfig=os.path.expanduser(os.environ.get("KUBECONFIG", "~/.kube/config")),
+            storage_mode="ephemeral",
+            pooled=False,
+            log_interval_seconds=60,
+            core_config_file=os.environ["CATCHUP_K8S_CORE_CONFIG"],
+        ),
+        unprofiled_memory_gib=2,
+    )
+    cfg = MissionConfig(
+        mission="smoke", span=MissionSpan(1, 2 * 16000), storage_root=catchup.root(), parallelism=2,
+        retry=catchup.retry_policy(), sizing=catchup.sizing_policy(), tiers=catchup.tier_ladder(), poll_seconds=5,
+        env={"STELLAR_CORE": os.environ.get("CATCHUP_K8S_CORE", "stellar-core")},
+    )
+    result = run_mission(prepare(cfg), catchup.backend_for("smoke"))
+    assert result.condemned == {}, result.condemned
+    rows = build_profile(cfg.storage_root, "smoke").profile.to_pylist()
+    assert len(rows) == 2 and all(r["peak_anon_bytes"] and r["seconds"] for r in rows)
