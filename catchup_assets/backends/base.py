@@ -98,6 +98,19 @@ class Collected:
     fresh_start: bool | None = None
     already_complete: bool = False
 
+    @classmethod
+    def from_log(cls, facts, peaks: "Peaks", log_path: str | None) -> "Collected":
+        """What the worker's log said (`logparse.WorkerLogFacts`), with the attempt's peaks."""
+        return cls(
+            peaks=peaks,
+            log_path=log_path,
+            tx_apply_count=facts.tx_apply_count,
+            tx_apply_seconds=facts.tx_apply_seconds,
+            resumed_from_ledger=facts.resumed_from_ledger,
+            fresh_start=facts.fresh_start,
+            already_complete=bool(facts.already_complete),
+        )
+
 
 class AlreadyExists(Exception):
     """The attempt was created by someone else first (HTTP 409): adopt it (L11)."""

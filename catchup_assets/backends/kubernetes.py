@@ -252,15 +252,7 @@ class KubernetesBackend:
             self.spool.final_read(aid, pod_name)  # L31: at once, bounded
         self.spool.archive(aid, lambda: fsspec.open(log_dest, "wb"))
         facts = parse_worker_log(self.spool.lines(aid))
-        return Collected(
-            peaks=self._peaks.get(aid, Peaks()),
-            log_path=log_dest,
-            tx_apply_count=facts.tx_apply_count,
-            tx_apply_seconds=facts.tx_apply_seconds,
-            resumed_from_ledger=facts.resumed_from_ledger,
-            fresh_start=facts.fresh_start,
-            already_complete=facts.already_complete,
-        )
+        return Collected.from_log(facts, self._peaks.get(aid, Peaks()), log_dest)
 
     def release(self, state: AttemptState) -> None:
         name = m.job_name(self.mission, state.range_key, state.attempt)

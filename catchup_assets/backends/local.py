@@ -293,12 +293,7 @@ class LocalBackend:
             log.warning("log of %s not parsed: %s", state.attempt_id, e)
         if facts is None:
             return Collected(peaks=peaks, log_path=log_dest)
-        return Collected(
-            peaks=peaks, log_path=log_dest,
-            tx_apply_count=facts.tx_apply_count, tx_apply_seconds=facts.tx_apply_seconds,
-            resumed_from_ledger=facts.resumed_from_ledger, fresh_start=facts.fresh_start,
-            already_complete=bool(facts.already_complete),
-        )
+        return Collected.from_log(facts, peaks, log_dest)
 
     # -- release ----------------------------------------------------------
     def release(self, state: AttemptState) -> None:
