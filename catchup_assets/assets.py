@@ -78,7 +78,7 @@ def refused(what: str, exc: Exception) -> dg.Failure:
     return dg.Failure(description=f"{what}: {exc}", allow_retries=False)
 
 
-def current_mission(context: dg.AssetExecutionContext) -> str:  # noqa: D401
+def current_mission(context: dg.AssetExecutionContext) -> str:
     """The run's mission tag, else the newest plan's mission."""
     tagged = context.run.tags.get(MISSION_TAG)
     if tagged:

@@ -46,8 +46,10 @@ def load_previous_profile(spec: str | None) -> PreviousProfile:
     try:
         with fsspec.open(spec, "rb") as f:
             data = f.read()
-    except FileNotFoundError:
-        return _unprofiled(spec, f"previous profile {spec} does not exist: unprofiled mission")
+    except FileNotFoundError as exc:
+        # fsspec's HTTP filesystem reports a refused connection as not found too.
+        where = "does not exist" if "://" not in spec or spec.startswith("file://") else "is missing or unreachable"
+        return _unprofiled(spec, f"previous profile {spec} {where} ({exc}): unprofiled mission")
     except Exception as exc:  # noqa: BLE001 - unreachable is a warning, never a crash (L35)
         return _unprofiled(spec, f"previous profile {spec} is unreachable ({type(exc).__name__}: {exc}): unprofiled mission")
     if not data:
