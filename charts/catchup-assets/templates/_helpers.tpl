@@ -1,0 +1,93 @@
+{{- define "catchup.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{- define "catchup.fullname" -}}
+{{- if .Values.fullnameOverride -}}
+{{- .Values.fullnameOverride | trunc 40 | trimSuffix "-" -}}
+{{- else -}}
+{{- $name := default .Chart.Name .Values.nameOverride -}}
+{{- if contains $name .Release.Name -}}
+{{- .Release.Name | trunc 40 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-%s" .Release.Name $name | trunc 40 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "catchup.labels" -}}
+app.kubernetes.io/name: {{ include "catchup.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
+{{- with .Values.commonLabels }}
+{{ toYaml . }}
+{{- end }}
+{{- end -}}
+
+{{- define "catchup.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "catchup.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/component: code-location
+{{- end -}}
+
+{{- define "catchup.serviceAccountName" -}}
+{{- default (printf "%s-mission" (include "catchup.fullname" .)) .Values.serviceAccount.name -}}
+{{- end -}}
+
+{{- define "catchup.configmapName" -}}
+{{- printf "%s-worker" (include "catchup.fullname" .) -}}
+{{- end -}}
+
+{{- define "catchup.image" -}}
+{{- printf "%s:%s" .repository .tag -}}
+{{- end -}}
+
+{{/* The `catchup` resource config (CatchupResource) this release implies, for the launchpad. */}}
+{{- define "catchup.settings" -}}
+{{- $tiers := list -}}
+{{- range .Values.tiers -}}
+{{- $t := dict "name" .name "memory_cut_gib" .memoryCutGib "node_memory_gib" .nodeMemoryGib "cpu" .cpu -}}
+{{- if .podsPerNode }}{{- $_ := set $t "pods_per_node" .podsPerNode -}}{{- end -}}
+{{- $tiers = append $tiers $t -}}
+{{- end -}}
+{{- $k8s := dict
+  "namespace" .Release.Namespace
+  "image" (include "catchup.image" .Values.workerImage)
+  "image_pull_policy" .Values.workerImage.pullPolicy
+  "service_account" (include "catchup.serviceAccountName" .)
+  "storage_mode" .Values.storageMode
+  "storage_class" (.Values.storageClass | default "")
+  "pvc_size" .Values.pvcSize
+  "ephemeral_request" .Values.ephemeralRequest
+  "ephemeral_limit" .Values.ephemeralLimit
+  "cpu_limit" (.Values.cpuLimit | default "")
+  "ttl_seconds_after_finished" .Values.ttlSecondsAfterFinished
+  "tier_node_label" .Values.tierNodeLabel
+  "tier_taint_key" .Values.tierTaintKey
+  "configmap" (include "catchup.configmapName" .)
+  "kubeconfig" ""
+-}}
+{{- $catchup := dict
+  "storage_root" .Values.storageRoot
+  "work_dir" .Values.workDir
+  "backend" "kubernetes"
+  "kubernetes" $k8s
+  "environmental_budget" .Values.budgets.environmental
+  "oom_rungs" .Values.budgets.oomRungs
+  "ordinary_budget" .Values.budgets.ordinary
+  "failed_budget" .Values.budgets.failed
+  "memory_factor" .Values.memoryFactor
+  "memory_cap_gib" .Values.memoryCapGib
+  "tiers" $tiers
+-}}
+{{- toJson $catchup -}}
+{{- end -}}
+
+{{/* The launchpad's run config: the same settings, and the mission's parallelism. */}}
+{{- define "catchup.runConfig" -}}
+{{- $catchup := include "catchup.settings" . | fromJson -}}
+{{- $cfg := dict "resources" (dict "catchup" (dict "config" $catchup)) "ops" (dict "mission_plan" (dict "config" (dict "parallelism" .Values.parallelism))) -}}
+{{- toYaml $cfg -}}
+{{- end -}}

@@ -1,0 +1,363 @@
+"""The Helm chart (charts/catchup-assets) rendered with real Helm, offline.
+
+helm-python-sdk embeds Helm's Go SDK, so no binary, cluster or network is
+involved. Each rendered document is checked against the Kubernetes 1.30
+OpenAPI schema (kubernetes-validate, strict) and decoded into
+`kubernetes.client` models; the assertions are about behaviour: least
+privilege, values reaching the objects, the schema refusing bad values.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from types import SimpleNamespace
+
+import helm_python as helm
+import jsonschema
+import kubernetes
+import kubernetes_validate
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+CHART = ROOT / "charts" / "catchup-assets"
+DAGSTER_VALUES = ROOT / "charts" / "dagster-values.yaml"
+K8S_VERSION = "1.30"
+NS = "catchup"
+BASE = {"image": {"repository": "ghcr.io/stellar/catchup-assets", "tag": "1.2.3"}}
+
+# What the mission's ServiceAccount may do in its namespace, exactly (README, issue 5).
+ROLE_GRANTS = {
+    ("batch", "jobs"): {"create", "get", "list", "delete"},
+    ("", "pods"): {"get", "list"},
+    ("", "pods/log"): {"get"},
+    ("", "persistentvolumeclaims"): {"create", "get", "list", "delete"},
+    ("", "configmaps"): {"get"},
+}
+CRD_KINDS = {("karpenter.sh/v1", "NodePool")}
+
+
+def _merge(a: dict, b: dict) -> dict:
+    out = dict(a)
+    for k, v in b.items():
+        out[k] = _merge(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
+    return out
+
+
+@pytest.fixture(scope="module")
+def chart():
+    with helm.Chart.load(CHART) as c:
+        yield c
+
+
+def render(chart, values: dict | None = None) -> list[dict]:
+    out = chart.render(values=_merge(BASE, values or {}), name="cu", namespace=NS, is_install=True)
+    docs = []
+    for path, text in sorted(out.items()):
+        if not path.endswith((".yaml", ".yml")):
+            continue
+        docs.extend(d for d in yaml.safe_load_all(text) if d)
+    return docs
+
+
+_api = kubernetes.client.ApiClient()
+
+
+def decode(doc: dict, model: str):
+    """A rendered document as a `kubernetes.client` model (what the API server would accept)."""
+    return _api.deserialize(SimpleNamespace(data=json.dumps(doc)), model)
+
+
+def one(docs: list[dict], kind: str) -> dict:
+    found = [d for d in docs if d["kind"] == kind]
+    assert len(found) == 1, f"{kind}: {len(found)} documents"
+    return found[0]
+
+
+MODELS = {
+    "ServiceAccount": "V1ServiceAccount",
+    "Role": "V1Role",
+    "RoleBinding": "V1RoleBinding",
+    "ClusterRole": "V1ClusterRole",
+    "ClusterRoleBinding": "V1ClusterRoleBinding",
+    "ConfigMap": "V1ConfigMap",
+    "Deployment": "V1Deployment",
+    "Service": "V1Service",
+}
+
+
+@pytest.mark.parametrize(
+    "values",
+    [{}, {"storageMode": "ephemeral", "karpenter": {"enabled": True}},
+     {"codeLocation": {"nodeSelector": {"pool": "system"}, "tolerations": [{"key": "a", "operator": "Exists"}]}}],
+    ids=["defaults", "ephemeral+karpenter", "placement"],
+)
+def test_every_object_validates_and_decodes(chart, values):
+    docs = render(chart, values)
+    kinds = sorted(d["kind"] for d in docs)
+    assert set(MODELS) <= set(kinds)
+    for doc in docs:
+        if (doc["apiVersion"], doc["kind"]) in CRD_KINDS:
+            continue  # not in the Kubernetes schema; shape checked in test_nodepools_*
+        assert kubernetes_validate.validate(doc, K8S_VERSION, strict=True) == K8S_VERSION
+        model = decode(doc, MODELS[doc["kind"]])
+        assert model.metadata.name
+        if doc["kind"] not in ("ClusterRole", "ClusterRoleBinding"):
+            assert model.metadata.namespace == NS
+
+
+def test_role_grants_exactly_the_listed_verbs(chart):
+    docs = render(chart)
+    role = decode(one(docs, "Role"), "V1Role")
+    grants: dict[tuple[str, str], set[str]] = {}
+    for rule in role.rules:
+        assert not rule.resource_names and not rule.non_resource_urls
+        for group in rule.api_groups:
+            for res in rule.resources:
+                assert "*" not in (group, res) and "*" not in rule.verbs
+                grants.setdefault((group, res), set()).update(rule.verbs)
+    assert grants == ROLE_GRANTS
+    assert not any(res == "secrets" or res.startswith("secrets/") for _, res in grants)
+
+
+def test_cluster_role_is_only_nodes_proxy_get(chart):
+    docs = render(chart)
+    cr = decode(one(docs, "ClusterRole"), "V1ClusterRole")
+    assert cr.aggregation_rule is None
+    assert [(r.api_groups, r.resources, r.verbs, r.resource_names, r.non_resource_urls) for r in cr.rules] == [
+        ([""], ["nodes/proxy"], ["get"], None, None)
+    ]
+
+
+def test_bindings_bind_the_mission_service_account(chart):
+    docs = render(chart)
+    sa = decode(one(docs, "ServiceAccount"), "V1ServiceAccount").metadata.name
+    role = one(docs, "Role")["metadata"]["name"]
+    cr = one(docs, "ClusterRole")["metadata"]["name"]
+    rb = decode(one(docs, "RoleBinding"), "V1RoleBinding")
+    crb = decode(one(docs, "ClusterRoleBinding"), "V1ClusterRoleBinding")
+    assert (rb.role_ref.kind, rb.role_ref.name) == ("Role", role)
+    assert (crb.role_ref.kind, crb.role_ref.name) == ("ClusterRole", cr)
+    for b in (rb, crb):
+        assert [(s.kind, s.name, s.namespace) for s in b.subjects] == [("ServiceAccount", sa, NS)]
+    # Only these two bindings exist, so nothing else reaches Secrets.
+    assert sum(d["kind"].endswith("Binding") for d in docs) == 2
+    dep = decode(one(docs, "Deployment"), "V1Deployment")
+    assert dep.spec.template.spec.service_account_name == sa
+
+
+def test_worker_entrypoint_copy_is_the_package_s():
+    packaged = (ROOT / "catchup_assets" / "worker" / "entrypoint.sh").read_bytes()
+    assert (CHART / "files" / "entrypoint.sh").read_bytes() == packaged
+
+
+def test_configmap_carries_entrypoint_core_config_and_values(chart):
+    core_cfg = 'NETWORK_PASSPHRASE="Test SDF Network ; September 2015"\nHTTP_PORT=0\n'
+    docs = render(chart, {
+        "stellarCoreConfig": core_cfg,
+        "storageMode": "ephemeral",
+        "storageRoot": "s3://bucket/run-42",
+        "parallelism": 77,
+        "budgets": {"environmental": 3, "oomRungs": 2, "ordinary": 1, "failed": 0},
+        "tiers": [{"name": "small", "memoryCutGib": 3, "nodeMemoryGib": 4, "cpu": 1}],
+        "workerImage": {"repository": "stellar/stellar-core", "tag": "23.0.1"},
+    })
+    cm = decode(one(docs, "ConfigMap"), "V1ConfigMap")
+    packaged = (ROOT / "catchup_assets" / "worker" / "entrypoint.sh").read_text()
+    assert cm.data["entrypoint.sh"] == packaged
+    assert cm.data["stellar-core.cfg"] == core_cfg
+    run_config = yaml.safe_load(cm.data["run-config.yaml"])
+    assert run_config["ops"]["mission_plan"]["config"]["parallelism"] == 77
+    cfg = run_config["resources"]["catchup"]["config"]
+    assert cfg["storage_root"] == "s3://bucket/run-42"
+    assert (cfg["environmental_budget"], cfg["oom_rungs"], cfg["ordinary_budget"], cfg["failed_budget"]) == (3, 2, 1, 0)
+    assert cfg["tiers"] == [{"name": "small", "memory_cut_gib": 3, "node_memory_gib": 4, "cpu": 1}]
+    k8s = cfg["kubernetes"]
+    assert k8s["storage_mode"] == "ephemeral"
+    assert k8s["namespace"] == NS
+    assert k8s["image"] == "stellar/stellar-core:23.0.1"
+    # The range Jobs mount the chart's ConfigMap (the Role cannot create one).
+    assert k8s["configmap"] == cm.metadata.name
+    assert k8s["service_account"] == one(docs, "ServiceAccount")["metadata"]["name"]
+
+
+def test_run_config_is_accepted_by_the_resource(chart):
+    """The rendered `catchup` resource config validates as CatchupResource / KubernetesConfig."""
+    from catchup_assets.resources import CatchupResource
+
+    cm = one(render(chart), "ConfigMap")
+    cfg = yaml.safe_load(cm["data"]["run-config.yaml"])["resources"]["catchup"]["config"]
+    res = CatchupResource(**cfg)
+    assert res.backend == "kubernetes" and res.kubernetes.namespace == NS
+    assert [t.name for t in res.tiers][:2] == ["dwarf", "subgiant"]
+
+
+def test_deployment_runs_the_code_location_as_non_root(chart):
+    docs = render(chart, {
+        "storageRoot": "s3://bucket/prod",
+        "codeLocation": {
+            "port": 4000,
+            "nodeSelector": {"catchup.stellar.org/role": "orchestration"},
+            "tolerations": [{"key": "catchup.stellar.org/role", "operator": "Equal",
+                             "value": "orchestration", "effect": "NoSchedule"}],
+        },
+    })
+    dep = decode(one(docs, "Deployment"), "V1Deployment")
+    pod = dep.spec.template.spec
+    (c,) = pod.containers
+    assert c.image == "ghcr.io/stellar/catchup-assets:1.2.3"
+    assert c.command + c.args == [
+        "dagster", "api", "grpc", "-f", "/etc/catchup/catchup_location.py", "-h", "0.0.0.0", "-p", "4000"]
+    assert [p.container_port for p in c.ports] == [4000]
+    env = {e.name: e.value for e in c.env}
+    assert env["CATCHUP_STORAGE_ROOT"] == "s3://bucket/prod"
+    ctx = json.loads(env["DAGSTER_CLI_API_GRPC_CONTAINER_CONTEXT"])["k8s"]
+    assert ctx["namespace"] == NS and ctx["service_account_name"] == pod.service_account_name
+    # Non-root, read-only root filesystem, no capabilities, no escalation.
+    assert pod.security_context.run_as_non_root is True
+    assert pod.security_context.run_as_user and pod.security_context.run_as_user > 0
+    sc = c.security_context
+    assert sc.run_as_non_root is True and sc.run_as_user > 0
+    assert sc.read_only_root_filesystem is True
+    assert sc.allow_privilege_escalation is False
+    assert sc.capabilities.drop == ["ALL"] and not sc.capabilities.add
+    assert not sc.privileged
+    # Its own placement.
+    assert pod.node_selector == {"catchup.stellar.org/role": "orchestration"}
+    assert [(t.key, t.value, t.effect) for t in pod.tolerations] == [
+        ("catchup.stellar.org/role", "orchestration", "NoSchedule")]
+    svc = decode(one(docs, "Service"), "V1Service")
+    assert [(p.port, p.target_port) for p in svc.spec.ports] == [(4000, "grpc")]
+    assert svc.spec.selector.items() <= dep.spec.template.metadata.labels.items()
+
+
+def test_nodepools_only_when_enabled(chart):
+    assert not [d for d in render(chart) if d["kind"] == "NodePool"]
+    tiers = [{"name": "small", "memoryCutGib": 3, "nodeMemoryGib": 4, "cpu": 1},
+             {"name": "big", "memoryCutGib": 28, "nodeMemoryGib": 32, "cpu": 4}]
+    docs = render(chart, {"karpenter": {"enabled": True}, "tiers": tiers})
+    pools = [d for d in docs if d["kind"] == "NodePool"]
+    assert [p["apiVersion"] for p in pools] == ["karpenter.sh/v1"] * 2
+    for pool, tier in zip(pools, tiers):
+        spec = pool["spec"]["template"]["spec"]
+        assert pool["spec"]["template"]["metadata"]["labels"] == {"catchup.stellar.org/tier": tier["name"]}
+        assert spec["taints"] == [{"key": "catchup.stellar.org/tier", "value": tier["name"], "effect": "NoSchedule"}]
+        assert spec["nodeClassRef"]["name"] and spec["nodeClassRef"]["kind"]
+        for req in spec["requirements"]:
+            assert req["operator"] in ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt")
+            assert all(isinstance(v, str) for v in req.get("values", []))
+        # The pool's label is what the range Jobs' nodeSelector uses.
+        assert pool["metadata"]["name"] == f"catchup-{tier['name']}"
+
+
+@pytest.mark.parametrize(
+    "bad, where",
+    [
+        ({"storageMode": "tape"}, "/storageMode"),
+        ({"budgets": {"environmental": -1}}, "/budgets/environmental"),
+        ({"image": {"repository": ""}}, "/image/repository"),
+        ({"parallelism": 0}, "/parallelism"),
+        ({"tiers": [{"name": "Big Tier", "memoryCutGib": 1, "nodeMemoryGib": 2, "cpu": 1}]}, "/tiers/0/name"),
+        ({"tiers": [{"name": "t", "memoryCutGib": -1, "nodeMemoryGib": 2, "cpu": 1}]}, "/tiers/0/memoryCutGib"),
+        ({"pvcSize": "lots"}, "/pvcSize"),
+        ({"karpenter": {"enabled": "yes"}}, "/karpenter/enabled"),
+    ],
+    ids=lambda x: x if isinstance(x, str) else None,
+)
+def test_schema_refuses_bad_values_at_render(chart, bad, where):
+    with pytest.raises(helm.HelmValuesError) as e:
+        render(chart, bad)
+    assert where in str(e.value)
+
+
+def test_schema_requires_the_image_repository(chart):
+    with pytest.raises(helm.HelmValuesError, match="/image/repository"):
+        chart.render(values={}, name="cu", namespace=NS, is_install=True)
+
+
+def test_schema_is_draft07_and_accepts_the_defaults():
+    schema = json.loads((CHART / "values.schema.json").read_text())
+    assert schema["$schema"] == "http://json-schema.org/draft-07/schema#"
+    jsonschema.Draft7Validator.check_schema(schema)
+    defaults = _merge(yaml.safe_load((CHART / "values.yaml").read_text()), BASE)
+    jsonschema.Draft7Validator(schema).validate(defaults)
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.Draft7Validator(schema).validate(_merge(defaults, {"storageMode": "tape"}))
+
+
+def test_chart_metadata_and_lint():
+    with helm.Chart.load(CHART) as c:
+        assert c.metadata["apiVersion"] == "v2" and c.name == "catchup-assets"
+    report = helm.lint(CHART, BASE, strict=True, namespace=NS, kube_version="v1.30.0")
+    assert not report.get("errors"), report
+
+
+def test_dagster_values_point_at_this_code_location(chart):
+    values = yaml.safe_load(DAGSTER_VALUES.read_text())
+    svc = one(render(chart), "Service")
+    (server,) = values["dagsterWebserver"]["workspace"]["servers"]
+    assert (server["host"], server["port"]) == (svc["metadata"]["name"], svc["spec"]["ports"][0]["port"])
+    assert values["dagster-user-deployments"]["enabled"] is False
+    assert values["postgresql"]["enabled"] is True
+    launcher = values["runLauncher"]
+    assert launcher["type"] == "K8sRunLauncher"
+    k8s = launcher["config"]["k8sRunLauncher"]
+    assert k8s["jobNamespace"] == NS
+    pod = k8s["runK8sConfig"]["podSpecConfig"]
+    assert pod["nodeSelector"] and pod["tolerations"]
+    # Run pods are small: a dispatcher, not a range.
+    res = k8s["runK8sConfig"]["containerConfig"]["resources"]
+    assert res["limits"]["memory"] == "1Gi" and res["requests"]["cpu"] == "250m"
+    # The tolerations decode as real Kubernetes tolerations.
+    for t in pod["tolerations"]:
+        decode(t, "V1Toleration")
+
+
+def test_dagster_values_match_the_local_instance_policy():
+    from catchup_assets.home import INSTANCE_YAML
+
+    local = yaml.safe_load(INSTANCE_YAML)
+    daemon = yaml.safe_load(DAGSTER_VALUES.read_text())["dagsterDaemon"]
+    rc = daemon["runCoordinator"]
+    assert rc["type"] == "QueuedRunCoordinator" == local["run_coordinator"]["class"]
+    assert rc["config"]["queuedRunCoordinator"]["maxConcurrentRuns"] == local["concurrency"]["runs"]["max_concurrent_runs"]
+    rr, lrr = daemon["runRetries"], local["run_retries"]
+    assert (rr["enabled"], rr["maxRetries"], rr["retryOnAssetOrOpFailure"]) == (
+        lrr["enabled"], lrr["max_retries"], lrr["retry_on_asset_or_op_failure"]) == (True, 2, False)
+    rm, lrm = daemon["runMonitoring"], local["run_monitoring"]
+    assert rm == {
+        "enabled": lrm["enabled"],
+        "startTimeoutSeconds": lrm["start_timeout_seconds"],
+        "cancelTimeoutSeconds": lrm["cancel_timeout_seconds"],
+        "pollIntervalSeconds": lrm["poll_interval_seconds"],
+        "maxResumeRunAttempts": lrm["max_resume_run_attempts"],
+    }
+
+
+def test_the_code_location_loads_this_releases_settings(chart, tmp_path):
+    """The chart's catchup_location.py is the demo's fixed text, and its catchup.json is a valid resource."""
+    import json
+
+    from catchup_assets.home import _LOCATION_SOURCE
+    from catchup_assets.resources import CatchupResource
+
+    assert (CHART / "files" / "catchup_location.py").read_text() == _LOCATION_SOURCE
+    docs = render(chart)
+    cm = one(docs, "ConfigMap")
+    assert cm["data"]["catchup_location.py"] == _LOCATION_SOURCE
+    settings = json.loads(cm["data"]["catchup.json"])
+    resource = CatchupResource(**settings)
+    assert resource.backend == "kubernetes" and resource.kubernetes.configmap == cm["metadata"]["name"]
+    deploy = one(docs, "Deployment")
+    args = deploy["spec"]["template"]["spec"]["containers"][0]["args"]
+    assert args[:2] == ["-f", "/etc/catchup/catchup_location.py"]
+    # Mounted as the Deployment mounts it, the file loads the project's definitions with these settings.
+    from catchup_assets.home import load_location
+
+    for key in ("catchup_location.py", "catchup.json"):
+        (tmp_path / key).write_text(cm["data"][key])
+    defs = load_location(tmp_path)
+    loaded = defs.resources["catchup"]
+    assert loaded.backend == "kubernetes" and loaded.kubernetes.namespace == resource.kubernetes.namespace
+    assert {a.key.path[-1] for a in defs.assets} == {"mission_plan", "range_catchup", "range_profile", "tier_map"}
