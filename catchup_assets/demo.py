@@ -39,10 +39,10 @@ from dagster._core.utils import make_new_run_id
 
 from catchup_assets.assets import MISSION_TAG, ledger_ranges_partitions_def
 from catchup_assets.backends.base import Backend
-from catchup_assets.dispatch import Status
+from catchup_assets.dispatch import Status, past_attempts
 from catchup_assets.home import load_location, ui_command, write_home, write_location
 from catchup_assets.mission import PLAN_FILE, PROFILE_FILE, TIER_MAP_FILE, read_table
-from catchup_assets.outcomes import Outcome, PastAttempt, RetryPolicy, decide
+from catchup_assets.outcomes import RetryPolicy, decide
 from catchup_assets.ranges import CHECKPOINT_LEDGERS, MissionSpan
 from catchup_assets.records import RecordStore
 from catchup_assets.report import MissionSummary, side_by_side, summarize
@@ -167,11 +167,13 @@ def judge_from_records(records: RecordStore, keys: Iterable[str], retry: RetryPo
     keys = list(keys)
     recs, marked = records.load(keys)
     resets = records.load_resets(keys)
-    history: dict[str, list[PastAttempt]] = defaultdict(list)
+    by_key: dict[str, dict[int, Any]] = defaultdict(dict)
+    done_by_key: dict[str, set[int]] = defaultdict(set)
+    for (key, attempt), rec in recs.items():
+        by_key[key][attempt] = rec
     for key, attempt in marked:
-        rec = recs[(key, attempt)]
-        if rec.outcome is not None and attempt > resets.get(key, 0):
-            history[key].append(PastAttempt(attempt, Outcome(rec.outcome), rec.memory_limit_bytes, rec.reason or ""))
+        done_by_key[key].add(attempt)
+    history = {key: past_attempts(by_key[key], done_by_key[key], resets.get(key, 0)) for key in keys}
     done, condemned = set(), {}
     for key in keys:
         decision = decide(history[key], retry)

@@ -126,6 +126,15 @@ class MissionResult:
         return [k for k, r in self.results.items() if r.status == "done"]
 
 
+def past_attempts(recs: Mapping[int, AttemptRecord], done: set[int] | frozenset[int], reset_after: int = 0) -> list[PastAttempt]:
+    """A range's finished attempts as decisions read them: done-marked, after the last reset."""
+    return [
+        PastAttempt(a, Outcome(recs[a].outcome), recs[a].memory_limit_bytes, recs[a].reason or "")
+        for a in sorted(done)
+        if a in recs and recs[a].outcome is not None and a > reset_after
+    ]
+
+
 class Dispatcher:
     def __init__(
         self,
@@ -174,13 +183,7 @@ class Dispatcher:
 
     # -- decisions from records -------------------------------------------------
     def _history(self, key: str) -> list[PastAttempt]:
-        recs = self._recs[key]
-        after = self._reset_after.get(key, 0)
-        return [
-            PastAttempt(a, Outcome(recs[a].outcome), recs[a].memory_limit_bytes, recs[a].reason or "")
-            for a in sorted(self._done[key])
-            if recs[a].outcome is not None and a > after
-        ]
+        return past_attempts(self._recs[key], self._done[key], self._reset_after.get(key, 0))
 
     def _judge(self, key: str, already: bool = False) -> None:
         decision = decide(self._history(key), self.cfg.retry)
