@@ -320,28 +320,39 @@ class LocalBackend:
     # -- shutdown ---------------------------------------------------------
     def shutdown(self, grace: float) -> list[str]:
         """SIGTERM every live supervisor (it stops its worker and still writes its
-        verdict), wait at most `grace` seconds; return the attempts still alive (L37)."""
-        live: dict[str, dict] = {}
-        for st in self.observe():
-            if st.phase != "running":
-                continue
-            sup = self._json(st.attempt_id, self.attempt_dir(st.attempt_id) / "supervisor.json")
-            if sup is None or sup["pid"] == os.getpid():
-                continue
-            try:
-                os.kill(sup["pid"], signal.SIGTERM)
-                live[st.attempt_id] = sup
-            except ProcessLookupError:
-                pass
+        verdict), wait at most `grace` seconds; return the attempts still alive (L37).
+
+        An attempt whose supervisor has not recorded itself yet (the orchestrator
+        was stopped mid-submit) is fenced so it never starts; one that starts
+        anyway is seen on the next look and stopped too.
+        """
+        signalled: set[str] = set()
         end = time.monotonic() + grace
-        while live and time.monotonic() < end:
+        while True:
             for aid, p in list(self._children.items()):
                 if p.poll() is not None:
                     del self._children[aid]
-            live = {a: s for a, s in live.items() if pid_alive(s["pid"], s.get("create_time"))}
-            if live:
-                time.sleep(0.05)
-        return sorted(live)
+            alive = []
+            for st in self.observe():
+                if not st.live:
+                    continue
+                d = self.attempt_dir(st.attempt_id)
+                sup = self._json(st.attempt_id, d / "supervisor.json")
+                if st.phase == "pending" and sup is None:
+                    write_json_atomic(d / "status.json", {"node_gone": True, "message": "shut down before its supervisor started"})
+                    continue
+                if sup is None or sup["pid"] == os.getpid():
+                    continue
+                alive.append(st.attempt_id)
+                if st.attempt_id not in signalled:
+                    signalled.add(st.attempt_id)
+                    try:
+                        os.kill(sup["pid"], signal.SIGTERM)
+                    except ProcessLookupError:
+                        pass
+            if not alive or time.monotonic() >= end:
+                return sorted(alive)
+            time.sleep(0.05)
 
 
 def _remove(path: Path) -> None:
