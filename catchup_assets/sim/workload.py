@@ -1,0 +1,184 @@
+"""A seed-shaped mission: ~4000 ranges whose costs follow the system we replace.
+
+Data, not a cluster: each range's clean runtime, memory and disk, and for one
+mission's draw which ranges a spot reclaim hits and how much the runtimes
+wander from the last mission. The shape (`WorkloadShape`) is calibrated to the
+seed's runs at 16000 ledgers per range:
+
+    runtime   p25 ~770 s, p50 ~2300 s, max ~5.9 h; longest at the tip, and a
+              band around 41-45M ledgers about as long as the tip
+    anon peak from under 1 GiB (old ledgers) to ~14 GiB (tip)
+    reclaims  ~7% of ranges once per mission; a handful of ranges peak above
+              the unprofiled 12 GiB limit and OOM once in a mission without a profile
+
+`tests/test_workload.py` holds those figures. Everything is derived from
+(seed, range) with sha256, so a benchmark, a test and a re-run see the same
+mission. Pure: no dagster, no kubernetes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import random
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Iterator
+
+import pyarrow as pa
+
+from catchup_assets.profile import PROFILE_SCHEMA
+from catchup_assets.ranges import LedgerRange, MissionSpan, plan_ranges
+
+GiB = 1024**3
+
+
+@dataclass(frozen=True)
+class WorkloadShape:
+    """The curve a range's cost follows along history; log-interpolated by heaviness."""
+
+    seconds: tuple[float, float] = (240.0, 18_300.0)  # a range at genesis .. at the tip
+    exponent: float = 0.95  # heaviness = position ** exponent, before the band
+    band: tuple[int, int] = (41_000_000, 45_000_000)  # ledgers as heavy as the tip
+    band_height: float = 0.98
+    peak_anon_bytes: tuple[int, int] = (int(0.55 * GiB), int(10.2 * GiB))
+    # A handful of heavy ranges peak well above the curve, up to ~14 GiB: above the
+    # unprofiled limit (12 GiB), so a mission without a profile OOMs on each once.
+    spikes: int = 6
+    spike_bytes: tuple[int, int] = (int(12.6 * GiB), int(14.2 * GiB))
+    replay_share: float = 0.45  # a resumed attempt skips bucket apply, where memory peaks
+    ephemeral_bytes: tuple[int, int] = (int(1.5 * GiB), 90 * GiB)
+    tx_per_ledger: tuple[float, float] = (2.0, 900.0)
+    noise: float = 0.15  # per range, on runtime; a third of it on memory
+    disruption_share: float = 0.07
+    mission_jitter: float = 0.05  # how far one mission's runtimes wander from the last's
+
+
+@dataclass(frozen=True)
+class WorkloadRange:
+    """One range's clean cost: a fresh start that runs to the end uninterrupted."""
+
+    range: LedgerRange
+    seconds: float
+    peak_anon_bytes: int
+    replay_anon_bytes: int
+    peak_working_set_bytes: int
+    peak_ephemeral_bytes: int
+    tx_apply_count: int
+
+    @property
+    def key(self) -> str:
+        return self.range.key
+
+
+@dataclass(frozen=True)
+class RangeDraw:
+    """What one mission does to a range: its runtime factor, and a reclaim (if any)."""
+
+    seconds_factor: float
+    disrupt_at: float | None  # fraction of the clean run after which a spot reclaim hits
+
+
+def _rng(*parts: object) -> random.Random:
+    digest = hashlib.sha256(":".join(["catchup-workload", *map(str, parts)]).encode()).digest()
+    return random.Random(int.from_bytes(digest[:8], "big"))
+
+
+def _lerp_log(lo: float, hi: float, h: float) -> float:
+    return lo * (hi / lo) ** h
+
+
+@dataclass(frozen=True)
+class Workload:
+    """The ranges of a seed-shaped mission and their costs."""
+
+    ranges: int = 4000
+    ledgers_per_range: int = 16_000
+    seed: int = 0
+    shape: WorkloadShape = WorkloadShape()
+
+    def __post_init__(self) -> None:
+        if self.ranges < 1:
+            raise ValueError(f"workload 'ranges' must be >= 1, got {self.ranges}")
+
+    @property
+    def span(self) -> MissionSpan:
+        return MissionSpan(1, self.ranges * self.ledgers_per_range, self.ledgers_per_range)
+
+    def heaviness(self, ledger: float) -> float:
+        """0 at genesis, 1 at the tip, ~band_height across the band."""
+        s = self.shape
+        tip = self.ranges * self.ledgers_per_range
+        base = min(max(ledger / tip, 0.0), 1.0) ** s.exponent
+        rise = 1.0 / (1.0 + math.exp(-(ledger - s.band[0]) / 250_000))
+        fall = 1.0 / (1.0 + math.exp((ledger - s.band[1]) / 250_000))
+        return base + max(s.band_height - base, 0.0) * rise * fall
+
+    def cost(self, r: LedgerRange, spike: bool = False) -> WorkloadRange:
+        s = self.shape
+        h = self.heaviness((r.first + r.last) / 2)
+        rng = _rng(self.seed, r.key)
+        scale = r.length / self.ledgers_per_range  # the tip range may be partial
+        seconds = _lerp_log(*s.seconds, h) * scale * math.exp(rng.uniform(-s.noise, s.noise))
+        peak = _lerp_log(*s.peak_anon_bytes, h) * (1 + rng.uniform(-s.noise / 3, s.noise / 3))
+        if spike:
+            peak = rng.uniform(*s.spike_bytes)
+        ws = peak * (1.3 + 0.5 * rng.random())  # page cache on top of anon (L19)
+        return WorkloadRange(
+            range=r,
+            seconds=seconds,
+            peak_anon_bytes=int(peak),
+            replay_anon_bytes=int(peak * s.replay_share),
+            peak_working_set_bytes=int(ws),
+            peak_ephemeral_bytes=int(_lerp_log(*s.ephemeral_bytes, h) * (0.9 + 0.2 * rng.random())),
+            tx_apply_count=int(_lerp_log(*s.tx_per_ledger, h) * r.length),
+        )
+
+    @cached_property
+    def costs(self) -> tuple[WorkloadRange, ...]:
+        """Every range, ascending by ledger."""
+        planned = plan_ranges(self.span)
+        heavy = [r for r in planned if self.heaviness((r.first + r.last) / 2) >= 0.8]
+        spikes = set(_rng(self.seed, "spikes").sample(heavy, min(self.shape.spikes, len(heavy))))
+        return tuple(self.cost(r, r in spikes) for r in planned)
+
+    @cached_property
+    def by_key(self) -> dict[str, WorkloadRange]:
+        return {c.key: c for c in self.costs}
+
+    def __iter__(self) -> Iterator[WorkloadRange]:
+        return iter(self.costs)
+
+    def draw(self, key: str, mission_seed: int) -> RangeDraw:
+        """What mission `mission_seed` does to range `key`: the same answer every time."""
+        s = self.shape
+        rng = _rng(self.seed, "mission", mission_seed, key)
+        factor = math.exp(rng.gauss(0.0, s.mission_jitter)) if s.mission_jitter else 1.0
+        disrupt = rng.uniform(0.05, 0.95) if rng.random() < s.disruption_share else None
+        return RangeDraw(factor, disrupt)
+
+    def profile_table(self, mission: str = "workload-model") -> pa.Table:
+        """The profile a clean mission over this workload would measure (range_profile.parquet)."""
+        rows = [
+            {
+                "range_key": c.key,
+                "first_ledger": c.range.first,
+                "last_ledger": c.range.last,
+                "peak_anon_bytes": c.peak_anon_bytes,
+                "peak_working_set_bytes": c.peak_working_set_bytes,
+                "peak_ephemeral_bytes": c.peak_ephemeral_bytes,
+                "oom_floor_bytes": 0,
+                "seconds": c.seconds,
+                "wall_seconds": c.seconds,
+                "tx_apply_count": c.tx_apply_count,
+                "tx_apply_seconds": c.seconds * 0.8,
+                "attempts": 1,
+                "oom_count": 0,
+                "chain_attempts": 1,
+                "outcomes": "ok",
+                "completed": True,
+                "mission": mission,
+            }
+            for c in self.costs
+        ]
+        return pa.Table.from_pylist(rows, schema=PROFILE_SCHEMA)

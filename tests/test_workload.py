@@ -1,0 +1,81 @@
+"""The seed-shaped workload model holds the seed's figures (issue 6), deterministically."""
+
+from __future__ import annotations
+
+import statistics
+
+import pyarrow.parquet as pq
+import pytest
+
+from catchup_assets.profile_io import load_previous_profile
+from catchup_assets.sim.workload import GiB, Workload
+from catchup_assets.sizing import SizingPolicy
+
+
+@pytest.fixture(scope="module")
+def model() -> Workload:
+    return Workload()
+
+
+def quantile(values: list[float], q: float) -> float:
+    return statistics.quantiles(values, n=100, method="inclusive")[int(q * 100) - 1]
+
+
+def test_runtimes_follow_the_seed(model):
+    secs = [c.seconds for c in model]
+    assert len(secs) == 4000 and all(c.range.length == 16_000 for c in model)
+    assert 700 <= quantile(secs, 0.25) <= 850
+    assert 2100 <= quantile(secs, 0.50) <= 2500
+    assert 5.6 * 3600 <= max(secs) <= 6.2 * 3600
+
+
+def test_longest_at_the_tip_and_the_41_45m_band_about_as_long(model):
+    costs = list(model)
+    longest = max(costs, key=lambda c: c.seconds)
+    assert longest.range.first >= 0.95 * model.span.last_ledger
+    tip = statistics.mean(c.seconds for c in costs[-100:])
+    band = statistics.mean(c.seconds for c in costs if 41_000_000 <= c.range.first < 45_000_000)
+    before = statistics.mean(c.seconds for c in costs if 36_000_000 <= c.range.first < 40_000_000)
+    assert 0.75 * tip <= band <= 1.1 * tip
+    assert before < 0.6 * band  # a band, not a plateau
+
+
+def test_memory_from_under_one_to_about_fourteen_gib(model):
+    peaks = [c.peak_anon_bytes for c in model]
+    assert min(peaks) < 1 * GiB
+    assert 13 * GiB <= max(peaks) <= 14.5 * GiB
+    # A handful exceed the unprofiled limit, so a mission without a profile OOMs on a few.
+    over = [c for c in model if c.peak_anon_bytes > SizingPolicy().unprofiled_memory_bytes]
+    assert 3 <= len(over) <= 10
+    assert all(c.replay_anon_bytes < c.peak_anon_bytes <= c.peak_working_set_bytes for c in model)
+
+
+def test_about_seven_percent_of_ranges_are_reclaimed_and_draws_repeat(model):
+    draws = [model.draw(c.key, 1) for c in model]
+    share = sum(d.disrupt_at is not None for d in draws) / len(draws)
+    assert 0.05 <= share <= 0.09
+    assert all(0 < d.disrupt_at < 1 for d in draws if d.disrupt_at is not None)
+    assert draws == [Workload().draw(c.key, 1) for c in model]  # deterministic from the seed
+    other = [model.draw(c.key, 2) for c in model]
+    assert other != draws  # each mission draws its own reclaims and runtimes
+
+
+def test_another_seed_is_another_history():
+    a, b = Workload(ranges=50, seed=0), Workload(ranges=50, seed=1)
+    assert [c.seconds for c in a] != [c.seconds for c in b]
+    assert [c.seconds for c in a] == [c.seconds for c in Workload(ranges=50, seed=0)]
+
+
+def test_its_profile_is_a_profile_the_sizer_accepts(tmp_path, model):
+    path = tmp_path / "range_profile.parquet"
+    pq.write_table(model.profile_table(), path)
+    prev = load_previous_profile(str(path))
+    assert len(prev.index) == 4000
+    tip = list(model)[-1]
+    m = prev.index.lookup(tip.range.last)
+    assert (m.peak_anon_bytes, m.seconds) == (tip.peak_anon_bytes, pytest.approx(tip.seconds))
+
+
+def test_bad_size_is_refused():
+    with pytest.raises(ValueError, match="ranges"):
+        Workload(ranges=0)
