@@ -18,6 +18,7 @@ from catchup_assets.mission import (
     MissionConfig,
     build_profile,
     build_tier_map,
+    forecast_mission,
     load_mission,
     prepare,
     read_table,
@@ -124,7 +125,7 @@ def mission_plan(context: dg.AssetExecutionContext, config: MissionPlanConfig, c
     if prepared.previous.warning:
         context.log.warning(prepared.previous.warning)
     return dg.MaterializeResult(
-        metadata=plan_metadata(cfg, prepared, plan_url, new_keys, retired),
+        metadata=plan_metadata(cfg, prepared, plan_url, new_keys, retired, forecast_mission(prepared)),
     )
 
 

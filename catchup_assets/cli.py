@@ -40,6 +40,46 @@ def _profile(args: argparse.Namespace) -> int:
     return 0
 
 
+def _plan(args: argparse.Namespace) -> int:
+    from collections import Counter
+
+    from catchup_assets.forecast import forecast_rows
+    from catchup_assets.mission import MissionConfig, forecast_mission, prepare
+    from catchup_assets.profile_io import load_previous_profile
+    from catchup_assets.ranges import MissionSpan
+
+    previous = load_previous_profile(args.profile)
+    if previous.index is None:
+        raise ValueError(f"--profile: {previous.warning}")
+    last = args.last_ledger or max(int(r["last_ledger"]) for r in previous.rows)
+    cfg = MissionConfig(
+        mission="plan",
+        span=MissionSpan(args.first_ledger, last, args.ledgers_per_range, args.overlap),
+        storage_root="memory://catchup-assets-plan",  # nothing is written
+        parallelism=args.parallelism,
+        order=args.order,
+        previous_profile=args.profile,
+    )
+    prepared = prepare(cfg)
+    forecasts = forecast_mission(prepared, args.what_if)
+    if not forecasts:
+        raise ValueError(f"--profile: {args.profile} has no seconds to time a mission with")
+    tiers = Counter(prepared.plan.column("tier").to_pylist())
+    print(f"profile   {args.profile}: {len(previous.index)} measured ranges")
+    print(f"mission   ledgers {cfg.span.first_ledger}..{last}, {len(prepared.ordered)} ranges, order {cfg.order}, "
+          f"{forecasts[0].estimated} without their own measurement")
+    print("tiers     " + ", ".join(f"{t} {n}" for t, n in sorted(tiers.items(), key=lambda kv: -kv[1])))
+    rows = forecast_rows(forecasts, cfg.parallelism)
+    cols = list(rows[0])
+    widths = [max(len(c), *(len(str(r[c])) for r in rows)) for c in cols]
+    print("\n" + "  ".join(c.rjust(w) for c, w in zip(cols, widths)))
+    for r in rows:
+        print("  ".join(str(r[c]).rjust(w) for c, w in zip(cols, widths)))
+    print("\nPredicted from the profile's seconds with the dispatcher's own order; reclaims, OOM retries "
+          "and node start-up come on top.")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="catchup-assets", description=__doc__)
     p.add_argument("-v", "--verbose", action="store_true", help="log at INFO")
@@ -61,6 +101,22 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--disruption-rate", type=float, default=0.07, help="share of attempts hit by a simulated spot reclaim")
     d.add_argument("--seed", type=int, default=0)
     d.set_defaults(func=_demo)
+    pl = sub.add_parser(
+        "plan",
+        help="predict a mission's makespan and node-hours from a profile, at several parallelisms",
+        description="Plan a mission over the profile's span (or the ledgers given) and predict its makespan, "
+        "the lower bound max(longest range, work / slots) and node-hours, at the parallelism and at each what-if factor.",
+    )
+    pl.add_argument("--profile", required=True, help="range_profile.parquet of an earlier mission (path or fsspec URL)")
+    pl.add_argument("--parallelism", type=int, default=1000, help="attempts in flight at once (default 1000)")
+    pl.add_argument("--order", default="longest-first", choices=["tip-first", "oldest-first", "longest-first"])
+    pl.add_argument("--first-ledger", type=int, default=1)
+    pl.add_argument("--last-ledger", type=int, default=0, help="the tip (default: the profile's highest ledger)")
+    pl.add_argument("--ledgers-per-range", type=int, default=16000)
+    pl.add_argument("--overlap", type=int, default=320)
+    pl.add_argument("--what-if", type=float, nargs="+", default=[0.5, 1.0, 2.0], metavar="FACTOR",
+                    help="parallelism factors to compare (default 0.5 1 2)")
+    pl.set_defaults(func=_plan)
     pr = sub.add_parser("profile", help="rebuild a mission's profile and tier map from its attempt records")
     pr.add_argument("--root", required=True, help="storage root (path or fsspec URL)")
     pr.add_argument("--mission", required=True)

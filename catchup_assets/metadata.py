@@ -52,7 +52,24 @@ def markdown_table(rows: Sequence[dict[str, Any]], columns: Sequence[str], limit
     return dg.MetadataValue.md("\n".join(lines))
 
 
-def plan_metadata(cfg, prepared, plan_url: str, new_keys: list[str], retired: list[str]) -> dict[str, Any]:
+def forecast_metadata(cfg, forecasts) -> dict[str, Any]:
+    """The planner's prediction at the configured parallelism, and the what-if table."""
+    from catchup_assets.forecast import forecast_rows
+
+    mine = next((f for f in forecasts if f.slots == cfg.parallelism), None)
+    if mine is None:
+        return {"forecast": "no previous profile: no prediction of makespan or node-hours"}
+    rows = forecast_rows(forecasts, cfg.parallelism)
+    return {
+        "predicted_makespan_hours": round(mine.makespan_seconds / 3600, 2),
+        "makespan_lower_bound_hours": round(mine.lower_bound_seconds / 3600, 2),
+        "predicted_node_hours": round(mine.node_hours, 1),
+        "estimated_ranges": dg.MetadataValue.int(mine.estimated),
+        "what_if": markdown_table(rows, list(rows[0])),
+    }
+
+
+def plan_metadata(cfg, prepared, plan_url: str, new_keys: list[str], retired: list[str], forecasts=()) -> dict[str, Any]:
     rows = prepared.plan.to_pylist()
     tiers = Counter(r["tier"] for r in rows)
     predicted = [r["predicted_seconds"] for r in rows if r["predicted_seconds"] is not None]
@@ -70,6 +87,7 @@ def plan_metadata(cfg, prepared, plan_url: str, new_keys: list[str], retired: li
         "predicted_work_hours": sum(predicted) / 3600,
         "new_partitions": len(new_keys),
         "retired_partitions": dg.MetadataValue.json(retired),
+        **forecast_metadata(cfg, forecasts),
         "preview": markdown_table(rows, ["dispatch_rank", "range_key", "catchup", "tier", "memory_request_bytes", "predicted_seconds"]),
     }
 

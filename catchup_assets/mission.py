@@ -24,6 +24,7 @@ import pyarrow.parquet as pq
 
 from catchup_assets.backends.base import Backend
 from catchup_assets.dispatch import Clock, DispatchConfig, Dispatcher, MissionResult, RangeResult, Status
+from catchup_assets.forecast import WHAT_IF_FACTORS, Forecast, estimates, what_if
 from catchup_assets.outcomes import RetryPolicy
 from catchup_assets.plan import plan_table, tier_map_table
 from catchup_assets.profile import PROFILE_SCHEMA, profile_rows
@@ -111,6 +112,13 @@ def prepare(config: MissionConfig, keys: list[str] | None = None) -> PreparedMis
     ordered = dispatch_order(planned, config.order, seconds)
     plan = plan_table(ordered, config.span.overlap, previous.index, config.tiers, config.sizing, config.retry)
     return PreparedMission(config, ordered, previous, plan)
+
+
+def forecast_mission(prepared: PreparedMission, factors=WHAT_IF_FACTORS) -> list[Forecast]:
+    """Predicted makespan and node-hours at the configured parallelism times each factor; [] unprofiled."""
+    cfg = prepared.config
+    est = estimates(prepared.ordered, prepared.previous.index, cfg.tiers, cfg.sizing, cfg.retry)
+    return [] if est is None else what_if(est, cfg.parallelism, factors)
 
 
 def run_mission(

@@ -132,6 +132,10 @@ class ProfileIndex:
             return None  # past the top of the profile: unprofiled
         return self._by_end[self._ends[i]]
 
+    def top(self) -> RangeMeasure | None:
+        """The measured range highest in history (the newest ledgers it covers)."""
+        return self._by_end[self._ends[-1]] if self._ends else None
+
 
 @dataclass(frozen=True)
 class Sizing:

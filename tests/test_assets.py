@@ -92,6 +92,10 @@ def test_profile_and_tier_map_assets_pass_their_checks_and_feed_the_next_plan(in
     pmeta = nxt.asset_materializations_for_node("mission_plan")[0].metadata
     assert pmeta["profiled_ranges"].value == 3 and "nebula" not in pmeta["ranges_per_tier"].value
     assert pmeta["new_partitions"].value == 0  # same keys as m1: the grid is fixed
+    # The planner: 3 ranges at parallelism 4 take as long as the longest measured range.
+    longest = pd.read_parquet(profile)["seconds"].max()
+    assert pmeta["predicted_makespan_hours"].value == round(longest / 3600, 2)
+    assert "| 2 |" in pmeta["what_if"].value and "configured" in pmeta["what_if"].value
 
 
 @pytest.mark.parametrize(
@@ -134,3 +138,4 @@ def test_L35_missing_previous_profile_is_a_warning_and_an_unprofiled_mission(ins
     assert result.success
     meta = result.asset_materializations_for_node("mission_plan")[0].metadata
     assert meta["profiled_ranges"].value == 0 and meta["ranges_per_tier"].value == {"nebula": 2}
+    assert "no prediction" in meta["forecast"].value and "predicted_makespan_hours" not in meta
