@@ -387,6 +387,15 @@ class Dispatcher:
         expected = f" (profiled {m.seconds:.0f}s)" if m and m.seconds else ""
         return f"{st.range_key} a{st.attempt} running {running:.0f}s{expected}"
 
+    def _snapshot(self) -> None:
+        """Leave this run's finished records in one file for the profile and the next start."""
+        recs = {(k, a): r for k, by_a in self._recs.items() for a, r in by_a.items()}
+        done = {(k, a) for k, attempts in self._done.items() for a in attempts}
+        try:
+            self.records.write_snapshot(recs, done)
+        except Exception as exc:  # noqa: BLE001 - the snapshot is an optimisation, never a failure
+            log.warning("mission %s: attempt snapshot not written: %s", self.cfg.mission, exc)
+
     # -- the loop -----------------------------------------------------------------
     def stop(self) -> None:
         self._stop = True
@@ -403,6 +412,7 @@ class Dispatcher:
             if self._blocked is not None and status.in_flight == 0:
                 break
             self.clock.sleep(self.cfg.poll_seconds)
+        self._snapshot()
         results = dict(self._results)
         why = f"not dispatched: {self._blocked}" if self._blocked else "not dispatched: dispatcher stopped"
         for key in self.by_key:

@@ -164,7 +164,10 @@ class ProfileOutput:
 def build_profile(storage_root: str, mission: str) -> ProfileOutput:
     """Every finished attempt record of the mission -> range_profile.parquet."""
     store = Store(storage_root)
-    records, done = RecordStore(store, mission).load()
+    record_store = RecordStore(store, mission)
+    records, done = record_store.load()
+    if record_store.files_read:
+        record_store.write_snapshot(records, done)  # the next read of these records is one file
     rows, unmeasured = profile_rows(r for ident, r in records.items() if ident in done)
     profile = pa.Table.from_pylist(rows, schema=PROFILE_SCHEMA)
     return ProfileOutput(profile, unmeasured, write_table(store, f"{mission}/{PROFILE_FILE}", profile))

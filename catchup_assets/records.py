@@ -5,6 +5,13 @@ Layout under the root (see README "Storage layout"):
     <mission>/attempts/<range_key>/_a<NNN>.done     written after the record (L32); the
                                                     underscore keeps Parquet readers off it
     <mission>/logs/<range_key>/a<NNN>.log.gz        the attempt's log
+    <mission>/attempt_records.parquet               every done attempt in one table: a
+                                                    snapshot, never the source of truth
+
+A done-marked record never changes again (L32), so `load()` takes it from the
+snapshot instead of opening its file: one read instead of thousands. The
+listing still decides what exists; a record missing from the snapshot, or a
+snapshot that is stale or unreadable, falls back to the record's own file.
 
 A torn, foreign or old-schema file costs the one attempt it describes, with a
 warning (L12, L33); peaks merge by max (L20) and a late field fills a hole (L28).
@@ -12,12 +19,11 @@ warning (L12, L33); peaks merge by max (L20) and a late field fills a hole (L28)
 
 from __future__ import annotations
 
-import dataclasses
 import io
 import logging
 import re
 from dataclasses import dataclass, fields
-from typing import Iterable
+from typing import Iterable, Mapping
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -27,6 +33,7 @@ from catchup_assets.storage import Store, validate_mission
 log = logging.getLogger(__name__)
 
 SCHEMA_VERSION = 1
+SNAPSHOT_FILE = "attempt_records.parquet"
 PEAK_FIELDS = ("peak_anon_bytes", "peak_working_set_bytes", "peak_ephemeral_bytes")
 _RESET_FILE = re.compile(r"^attempts/(\d{10}-\d{10})/_reset-a(\d{3,})$")
 _ATTEMPT_FILE = re.compile(r"^attempts/(\d{10}-\d{10})/(?:a(\d{3,})\.(parquet)|_a(\d{3,})\.(done))$")
@@ -104,7 +111,7 @@ def merge(old: AttemptRecord | None, new: AttemptRecord) -> AttemptRecord:
 
 
 def encode(rec: AttemptRecord) -> bytes:
-    table = pa.Table.from_pylist([dataclasses.asdict(rec)], schema=SCHEMA)
+    table = pa.Table.from_pylist([vars(rec)], schema=SCHEMA)  # flat fields: no deep-copying asdict
     buf = io.BytesIO()
     pq.write_table(table, buf, compression="zstd")
     return buf.getvalue()
@@ -127,6 +134,7 @@ class RecordStore:
     def __init__(self, store: Store, mission: str):
         self.store = store
         self.mission = validate_mission(mission)
+        self.files_read = 0  # record files the last load() had to open (not in the snapshot)
 
     def _rel(self, range_key: str, attempt: int, ext: str) -> str:
         mark = "_" if ext == "done" else ""
@@ -161,6 +169,7 @@ class RecordStore:
         wanted = set(keys) if keys is not None else None
         records: dict[tuple[str, int], AttemptRecord] = {}
         done: set[tuple[str, int]] = set()
+        files: list[tuple[str, int, str]] = []
         prefix = f"{self.mission}/"
         for rel in self.store.find(f"{self.mission}/attempts"):
             m = _ATTEMPT_FILE.match(rel[len(prefix) :]) if rel.startswith(prefix) else None
@@ -174,16 +183,55 @@ class RecordStore:
                 continue
             if ext == "done":
                 done.add((key, attempt))
+            else:
+                files.append((key, attempt, rel))
+        snapshot = self.read_snapshot() if files else {}
+        self.files_read = 0
+        for key, attempt, rel in files:
+            ident = (key, attempt)
+            if ident in done and ident in snapshot:
+                records[ident] = snapshot[ident]
                 continue
+            self.files_read += 1
             try:
-                rec = self._checked(decode(self.store.read_bytes(rel)), key, attempt, rel)
+                records[ident] = self._checked(decode(self.store.read_bytes(rel)), key, attempt, rel)
             except Exception as exc:  # noqa: BLE001 - a bad file costs one attempt (L12)
                 log.warning("skipping unreadable attempt record %s: %s", rel, exc)
-                continue
-            records[(key, attempt)] = rec
         # A done mark without its record means the record was lost: not done.
         done &= set(records)
         return records, done
+
+    def _snapshot_rel(self) -> str:
+        return f"{self.mission}/{SNAPSHOT_FILE}"
+
+    def read_snapshot(self) -> dict[tuple[str, int], AttemptRecord]:
+        """The snapshot's records by (range, attempt); empty if there is none or it is unreadable."""
+        rel = self._snapshot_rel()
+        try:
+            table = pq.ParquetFile(pa.BufferReader(self.store.read_bytes(rel))).read()
+            if table.schema.names != SCHEMA.names:
+                raise ValueError(f"columns {table.schema.names}")
+            recs = [AttemptRecord(**row) for row in table.to_pylist()]
+        except FileNotFoundError:
+            return {}
+        except Exception as exc:  # noqa: BLE001 - a bad snapshot costs only speed
+            log.warning("ignoring unreadable snapshot %s (reading each record instead): %s", rel, exc)
+            return {}
+        return {
+            (r.range_key, r.attempt): r
+            for r in recs
+            if r.mission == self.mission and r.schema_version == SCHEMA_VERSION and r.outcome is not None
+        }
+
+    def write_snapshot(self, records: Mapping[tuple[str, int], AttemptRecord], done: Iterable[tuple[str, int]]) -> str:
+        """Add the done records to the snapshot (a concurrent writer may win: that costs only speed)."""
+        rows = self.read_snapshot()
+        rows.update({i: records[i] for i in done if i in records and records[i].outcome is not None})
+        table = pa.Table.from_pylist([vars(rows[i]) for i in sorted(rows)], schema=SCHEMA)
+        buf = io.BytesIO()
+        pq.write_table(table, buf, compression="zstd")
+        self.store.write_bytes(self._snapshot_rel(), buf.getvalue())
+        return self.store.url(self._snapshot_rel())
 
     def mark_reset(self, range_key: str, after_attempt: int) -> None:
         """An operator's new run over a condemned range: budgets count attempts after this one."""

@@ -92,3 +92,36 @@ def test_a_notebook_reads_every_attempt_record_with_plain_pandas(tmp_path):
         ("0000016001-0000032000", 1, "oom"), ("0000016001-0000032000", 2, "ok"),
         ("0000032001-0000048000", 1, "oom"), ("0000032001-0000048000", 2, "ok"),
     ]
+
+
+def test_the_snapshot_serves_done_records_and_the_listing_still_decides(store, caplog):
+    rs = RecordStore(store, "m1")
+    keys = [f"{i * 16000 + 1:010d}-{(i + 1) * 16000:010d}" for i in range(3)]
+    for k in keys:
+        rs.write(AttemptRecord("m1", k, 1, "ok", peak_anon_bytes=7))
+        rs.mark_done(k, 1)
+    recs, done = rs.load()
+    rs.write_snapshot(recs, done)
+    # Torn after the snapshot: the snapshot still knows the finished record (L12 costs nothing).
+    store.write_bytes(f"m1/attempts/{keys[0]}/a001.parquet", b"PAR1torn")
+    # Deleted by an operator: gone, whatever the snapshot says.
+    store.remove(f"m1/attempts/{keys[1]}/a001.parquet")
+    # Newer than the snapshot and not done: read from its own file.
+    rs.write(AttemptRecord("m1", keys[2], 2, peak_anon_bytes=9))
+    recs, done = rs.load()
+    assert sorted(recs) == [(keys[0], 1), (keys[2], 1), (keys[2], 2)]
+    assert recs[(keys[0], 1)].peak_anon_bytes == 7 and recs[(keys[2], 2)].peak_anon_bytes == 9
+    # An unreadable snapshot costs only speed: every record is read from its file again.
+    store.write_bytes("m1/attempt_records.parquet", b"not parquet")
+    with caplog.at_level(logging.WARNING):
+        recs, _ = rs.load()
+    assert sorted(recs) == [(keys[2], 1), (keys[2], 2)]  # keys[0]'s own file is torn: L12 again
+    assert any("snapshot" in m for m in caplog.messages)
+
+
+def test_write_snapshot_keeps_what_another_run_snapshotted(store):
+    rs = RecordStore(store, "m1")
+    a, b = (AttemptRecord("m1", k, 1, "ok", peak_anon_bytes=1) for k in (KEY, "0000032001-0000048000"))
+    rs.write_snapshot({(a.range_key, 1): a}, {(a.range_key, 1)})
+    rs.write_snapshot({(b.range_key, 1): b, (KEY, 2): AttemptRecord("m1", KEY, 2)}, {(b.range_key, 1), (KEY, 2)})
+    assert sorted(rs.read_snapshot()) == [(KEY, 1), (b.range_key, 1)]  # an unfinished record stays out
