@@ -1,0 +1,2 @@
+"""Benchmarks of catchup-assets: one module per question, each runnable as
+`uv run python -m benchmarks.<name>`; `benchmarks/README.md` holds the latest figures."""

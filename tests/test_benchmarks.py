@@ -1,0 +1,39 @@
+"""Each benchmark's smoke version, so the benchmarks cannot rot (issue 6). No timing is asserted."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+
+from benchmarks import makespan, profile_build
+
+
+@pytest.fixture(autouse=True)
+def restore_logging():
+    yield
+    logging.getLogger("catchup_assets").setLevel(logging.NOTSET)
+
+
+def table_rows(text: str) -> list[list[str]]:
+    lines = [ln for ln in text.splitlines() if ln.startswith("| ") and not ln.startswith("|---")]
+    return [[c.strip() for c in ln.strip("|").split("|")] for ln in lines[1:]]
+
+
+def test_makespan_smoke(tmp_path):
+    assert makespan.main(["--smoke", "--out", str(tmp_path)]) == 0
+    text = (tmp_path / "makespan.md").read_text()
+    assert "command: `uv run python -m benchmarks.makespan" in text and "machine:" in text
+    rows = table_rows(text)
+    assert [(r[0], r[1]) for r in rows[:6]] == [
+        (o, s) for s in ("6", "12") for o in ("tip-first", "oldest-first", "longest-first")
+    ]
+    assert all(float(r[4]) >= 1.0 for r in rows)  # never below the lower bound
+    assert rows[-1][0] == "tip-first (no profile)" and "oom" in rows[-1][6]
+
+
+def test_profile_build_smoke(tmp_path):
+    assert profile_build.main(["--smoke", "--out", str(tmp_path)]) == 0
+    rows = table_rows((tmp_path / "profile_build.md").read_text())
+    assert len(rows) == 6 and all(float(r[1]) >= 0 for r in rows)
+    assert rows[-1][0].startswith("profile + tier map with the snapshot")
