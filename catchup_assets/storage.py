@@ -69,12 +69,16 @@ class Store:
     def find(self, rel: str) -> list[str]:
         """Every file under `rel`, as paths relative to the root, in one listing."""
         base = self.path(rel)
-        if not self.fs.exists(base):
+        if self.local:
+            # os.walk lists names only; fsspec's find stats every file (5x slower at 24000 files).
+            paths = (os.path.join(d, f) for d, _, files in os.walk(base) for f in files)
+        elif self.fs.exists(base):
+            paths = self.fs.find(base)
+        else:
             return []
         prefix = self.base.rstrip("/") + "/"
         out = []
-        for p in self.fs.find(base):
-            p = p if self.local else p
+        for p in paths:
             if p.endswith(".tmp"):
                 continue  # a writer died mid-write: never read half a file
             out.append(p[len(prefix) :] if p.startswith(prefix) else p)
