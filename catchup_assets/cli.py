@@ -80,6 +80,19 @@ def _plan(args: argparse.Namespace) -> int:
     return 0
 
 
+def _workload(args: argparse.Namespace) -> int:
+    import pyarrow.parquet as pq
+
+    from catchup_assets.sim.workload import Workload
+
+    model = Workload(ranges=args.ranges, seed=args.seed)
+    pq.write_table(model.profile_table(), args.out)
+    secs = sorted(c.seconds for c in model)
+    print(f"{len(secs)} ranges, {sum(secs) / 3600:,.0f} h of work, median {secs[len(secs) // 2]:.0f} s, "
+          f"longest {secs[-1] / 3600:.2f} h -> {args.out}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="catchup-assets", description=__doc__)
     p.add_argument("-v", "--verbose", action="store_true", help="log at INFO")
@@ -117,6 +130,14 @@ def build_parser() -> argparse.ArgumentParser:
     pl.add_argument("--what-if", type=float, nargs="+", default=[0.5, 1.0, 2.0], metavar="FACTOR",
                     help="parallelism factors to compare (default 0.5 1 2)")
     pl.set_defaults(func=_plan)
+    wl = sub.add_parser(
+        "workload",
+        help="write the profile of the seed-shaped workload model (for trying `plan` and the benchmarks)",
+    )
+    wl.add_argument("--out", required=True, help="where to write the range_profile.parquet")
+    wl.add_argument("--ranges", type=int, default=4000)
+    wl.add_argument("--seed", type=int, default=0)
+    wl.set_defaults(func=_workload)
     pr = sub.add_parser("profile", help="rebuild a mission's profile and tier map from its attempt records")
     pr.add_argument("--root", required=True, help="storage root (path or fsspec URL)")
     pr.add_argument("--mission", required=True)

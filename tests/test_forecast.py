@@ -106,3 +106,13 @@ def test_plan_command_refuses_a_missing_profile(tmp_path, capsys):
 
     assert run(["plan", "--profile", str(tmp_path / "nope.parquet")]) == 2
     assert "--profile" in capsys.readouterr().err
+
+
+def test_workload_command_writes_a_profile_plan_accepts(tmp_path, capsys):
+    from catchup_assets.cli import run
+
+    out = tmp_path / "model.parquet"
+    assert run(["workload", "--out", str(out), "--ranges", "50"]) == 0
+    assert "50 ranges" in capsys.readouterr().out
+    assert run(["plan", "--profile", str(out), "--parallelism", "5"]) == 0
+    assert "50 ranges, order longest-first, 0 without their own measurement" in capsys.readouterr().out
