@@ -87,7 +87,8 @@ def write_table(store: Store, rel: str, table: pa.Table) -> str:
 
 
 def read_table(store: Store, rel: str) -> pa.Table:
-    return pq.read_table(io.BytesIO(store.read_bytes(rel)))
+    # ParquetFile, not pq.read_table: one file needs none of the dataset machinery.
+    return pq.ParquetFile(pa.BufferReader(store.read_bytes(rel))).read()
 
 
 def prepare(config: MissionConfig, keys: list[str] | None = None) -> PreparedMission:

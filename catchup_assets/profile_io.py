@@ -8,12 +8,12 @@ reads, no measured range) is refused before anything is dispatched.
 
 from __future__ import annotations
 
-import io
 import logging
 from dataclasses import dataclass, field
 from typing import Any
 
 import fsspec
+import pyarrow as pa
 import pyarrow.parquet as pq
 
 from catchup_assets.plan import measures_from_rows
@@ -55,7 +55,7 @@ def load_previous_profile(spec: str | None) -> PreviousProfile:
     if not data:
         return _unprofiled(spec, f"previous profile {spec} is empty: unprofiled mission")
     try:
-        table = pq.read_table(io.BytesIO(data))
+        table = pq.ParquetFile(pa.BufferReader(data)).read()  # not read_table: no dataset machinery
     except Exception as exc:  # noqa: BLE001
         raise ProfileRefused(f"previous profile {spec} is not a Parquet table: {exc}") from exc
     check_profile_columns(table, spec)
