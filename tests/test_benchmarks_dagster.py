@@ -1,0 +1,55 @@
+"""The Dagster backfill benchmark's smoke version: the UI's backfill path end to end, no timing asserted."""
+
+from __future__ import annotations
+
+import logging
+
+import psutil
+import pytest
+
+from benchmarks import dagster_backfill
+
+
+@pytest.fixture(autouse=True)
+def restore_logging():
+    yield
+    logging.getLogger("catchup_assets").setLevel(logging.NOTSET)
+
+
+def table_rows(text: str) -> list[list[str]]:
+    lines = [ln for ln in text.splitlines() if ln.startswith("| ") and not ln.startswith("|---")]
+    return [[c.strip() for c in ln.strip("|").split("|")] for ln in lines]
+
+
+@pytest.mark.slow
+def test_dagster_backfill_smoke(tmp_path):
+    children = {p.pid for p in psutil.Process().children(recursive=True)}
+    out = dagster_backfill.bench(["--smoke", "--out", str(tmp_path)])
+    d, direct = out["dagster"], out["direct"]
+
+    # One backfill, one run, launched by the queue daemon into its own process, drove every range.
+    assert d["run_status"] == "SUCCESS" and d["backfill_status"] == "COMPLETED_SUCCESS"
+    assert d["materialized"] == 40
+    live = [n for n in d["notes"] if n["event"] == "live"]
+    assert len(live) == 1 and live[0]["held"] >= 20
+    run_pid = d["events"]["times"]["RUN_START"][1]
+    step_pid = d["events"]["times"]["STEP_START"][1]
+    loaded = {n["pid"] for n in d["notes"] if n["event"] == "location_loaded"}
+    assert {run_pid, step_pid} <= loaded and run_pid != step_pid  # run worker and step worker, each its own process
+    assert live[0]["pid"] == step_pid  # the attempts were submitted by the step's dispatcher
+    by_type = d["events"]["by_type"]
+    assert by_type["ASSET_MATERIALIZATION"] == 40 and by_type["ASSET_MATERIALIZATION_PLANNED"] >= 1
+    assert d["events"]["count"] > 80 and d["events"]["serialized_bytes"] > 0 and d["history_bytes"] > 0
+    assert direct["done"] == 40 and direct["submits"] >= 40
+
+    text = out["path"].read_text()
+    assert out["path"] == tmp_path / "dagster_backfill.md"
+    assert "command: `uv run python -m benchmarks.dagster_backfill" in text and "machine:" in text
+    rows = {r[0]: r[1:] for r in table_rows(text)}
+    for label in ("backfill requested: GraphQL launchPartitionBackfill returned", "RUN_START event",
+                  "STEP_START event", "first attempt submitted", "20 attempts live"):
+        assert rows[label][0] != "n/a", label
+    assert rows["event-log entries of the run"][0] == str(d["events"]["count"])
+    assert "run_mission without Dagster (same workload, backend, poll)" in rows
+    # Nothing the benchmark started is left running.
+    assert {p.pid for p in psutil.Process().children(recursive=True)} <= children
