@@ -307,9 +307,28 @@ class LocalBackend:
         for cache in (self._specs, self._finished, self._children):
             cache.pop(aid, None)
 
+    def _observe_range(self, range_key: str) -> list[AttemptState]:
+        """The range's own attempts only: a full observe per finished range costs O(in flight)."""
+        prefix = f"{_safe(range_key, 'range key')}-a"
+        try:
+            names = [e.name for e in os.scandir(self.attempts_dir)
+                     if e.name.startswith(prefix) and e.is_dir(follow_symlinks=False)]
+        except FileNotFoundError:
+            return []
+        states = []
+        for name in names:
+            try:
+                st = self._observe_one(name, self.attempts_dir / name)
+            except Exception as exc:  # one bad attempt costs itself, not the pass (L12)
+                self._warn(name, f"attempt {name} unreadable, skipped: {exc}")
+                continue
+            if st is not None and st.range_key == range_key:
+                states.append(st)
+        return states
+
     def release_range(self, range_key: str) -> None:
         """Delete the range's data directory (L3); refuses while an attempt runs on it."""
-        live = [s.attempt_id for s in self.observe() if s.range_key == range_key and s.live]
+        live = [s.attempt_id for s in self._observe_range(range_key) if s.live]
         if live:
             raise RuntimeError(f"range {range_key} has live attempts {live}; data kept")
         _remove(self.data_dir(range_key))

@@ -1,0 +1,120 @@
+"""One mission through the real Dispatcher and KubernetesBackend against the simulated cluster.
+
+Shared by the API-request and the dispatcher-cost benchmarks: the wiring of
+tests/test_k8s_backend.py (official client, in-process simulated API server,
+simulated kubelet, virtual time), with the cluster in a child process
+(`sim_cluster`) and a `DispatcherMeter` on the dispatcher.
+"""
+
+from __future__ import annotations
+
+import math
+import tempfile
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from kubernetes.client import BatchV1Api, CoreV1Api
+
+from benchmarks.meter import DispatcherMeter, MachineLoad
+from benchmarks.sim_cluster import ClusterProcess, ClusterSpec, VariedAttempts, mission_ranges
+from catchup_assets.backends.k8s_manifests import K8sSettings
+from catchup_assets.backends.kubernetes import KubernetesBackend
+from catchup_assets.dispatch import DispatchConfig, Dispatcher, MissionResult
+from catchup_assets.records import RecordStore
+from catchup_assets.sizing import Tiers
+from catchup_assets.storage import Store
+
+NAMESPACE = "catchup"
+SETTINGS = K8sSettings(namespace=NAMESPACE, image="stellar/stellar-core:22")
+
+
+@dataclass(frozen=True)
+class K8sMission:
+    parallelism: int
+    ranges_per_slot: float = 1.5  # ranges = this x parallelism: the cap is held until a wave has half finished
+    poll_seconds: float = 1800.0  # virtual seconds between passes
+    attempts: VariedAttempts = VariedAttempts()
+    pods_per_node: int = 50
+    log_interval: float = 1800.0  # KubernetesBackend's default
+    stats_interval: float = 10.0  # KubernetesBackend's default
+    peak_flush_seconds: float = 60.0  # DispatchConfig's default
+    profile_steady_pass: bool = False
+    trace_steady_pass: bool = False
+
+    @property
+    def ranges(self) -> int:
+        return round(self.ranges_per_slot * self.parallelism)
+
+
+@dataclass
+class K8sMissionRun:
+    mission: K8sMission
+    result: MissionResult
+    requests: dict[tuple[str, str], int]
+    after_pass: list[dict[tuple[str, str], int]]  # cumulative request counts after each pass
+    meter: DispatcherMeter
+    log_reads: Counter = field(default_factory=Counter)  # first / interim / final
+    wall: float = 0.0
+    nodes: int = 0
+    jobs_left: int = 0
+    setup_rss: int = 0  # bytes, before the first pass
+    run_cpu: float = 0.0  # process CPU seconds of the whole run (every pass, and the closing snapshot)
+    other_cores: float = math.nan  # what the rest of the machine used meanwhile
+
+    @property
+    def attempts(self) -> int:
+        return sum(r.attempts for r in self.result.results.values())
+
+    @property
+    def passes(self) -> int:
+        return self.result.passes
+
+
+def _count_log_reads(backend: KubernetesBackend, reads: Counter) -> None:
+    """Tell a pod's first log read from the interim ones; whatever else is read is a final read."""
+    poll_many = backend.spool.poll_many
+    seen: set[str] = set()
+
+    def counted(targets):
+        for aid, _ in targets:
+            reads["interim" if aid in seen else "first"] += 1
+            seen.add(aid)
+        return poll_many(targets)
+
+    backend.spool.poll_many = counted
+
+
+def run_k8s_mission(m: K8sMission, work_dir: str | Path | None = None) -> K8sMissionRun:
+    spec = ClusterSpec.for_parallelism(m.parallelism, m.pods_per_node, attempts=m.attempts)
+    with tempfile.TemporaryDirectory(prefix="k8s-mission-", dir=work_dir) as tmp, ClusterProcess(spec) as cluster:
+        api = cluster.api_client()
+        backend = KubernetesBackend(
+            "m1", SETTINGS, Tiers(), batch_api=BatchV1Api(api), core_api=CoreV1Api(api),
+            spool_dir=Path(tmp) / "spool", clock=cluster.clock.time, sleeper=lambda s: None,
+            stats_interval=m.stats_interval, log_interval=m.log_interval,
+        )
+        config = DispatchConfig("m1", mission_ranges(m.ranges), parallelism=m.parallelism,
+                                poll_seconds=m.poll_seconds, peak_flush_seconds=m.peak_flush_seconds,
+                                status_every=10**9)
+        dispatcher = Dispatcher(config, backend, RecordStore(Store(Path(tmp) / "storage"), "m1"),
+                                clock=cluster.clock)
+        meter = DispatcherMeter(dispatcher, backend, parts=(
+            (backend, "_sample_peaks", "kubelet summaries"), (backend.spool, "poll_many", "log polls"),
+        ), profile_steady_pass=m.profile_steady_pass, trace_steady_pass=m.trace_steady_pass)
+        reads: Counter = Counter()
+        _count_log_reads(backend, reads)
+        setup_rss = meter.rss()
+        t0, c0 = time.perf_counter(), time.process_time()
+        with MachineLoad(helpers=(cluster.pid,)) as load:
+            result = dispatcher.run()
+        wall, run_cpu = time.perf_counter() - t0, time.process_time() - c0
+        requests = cluster.requests()
+        reads["final"] = requests.get(("get", "pods/log"), 0) - reads["first"] - reads["interim"]
+        jobs_left = cluster.count("jobs", NAMESPACE)
+        api.close()
+        backend.spool._pool.shutdown(wait=True)
+        # The last pass's requests are not followed by a sleep: close the series with them.
+        return K8sMissionRun(m, result, requests, [*cluster.after_pass, requests], meter, reads, wall,
+                             spec.nodes, jobs_left, setup_rss, run_cpu, load.other_cores)

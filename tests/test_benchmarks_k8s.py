@@ -1,0 +1,66 @@
+"""Smoke versions of the Kubernetes API and dispatcher-cost benchmarks, so they cannot rot. No timing is asserted."""
+
+from __future__ import annotations
+
+import logging
+import math
+
+import pytest
+
+from benchmarks import dispatcher_cost, k8s_api
+
+
+@pytest.fixture(autouse=True)
+def restore_logging():
+    yield
+    logging.getLogger("catchup_assets").setLevel(logging.NOTSET)
+
+
+def table_rows(text: str, caption: str) -> list[list[str]]:
+    """The body rows of the table under `**caption**`."""
+    block = text.split(f"**{caption}**", 1)[1].split("\n\n", 2)[1]
+    lines = [ln for ln in block.splitlines() if ln.startswith("| ") and not ln.startswith("|---")]
+    return [[c.strip() for c in ln.strip("|").split("|")] for ln in lines[1:]]
+
+
+def test_k8s_api_smoke(tmp_path):
+    [run] = k8s_api.main(["--smoke", "--out", str(tmp_path)])
+    text = (tmp_path / "k8s_api.md").read_text()
+    assert "machine:" in text and "command: `uv run python -m benchmarks.k8s_api" in text
+    # Every range ran once and ended done; nothing is left on the server.
+    assert {r.status for r in run.result.results.values()} == {"done"}
+    assert run.attempts == run.mission.ranges and run.jobs_left == 0
+    counts = run.requests
+    for kind in ("jobs", "persistentvolumeclaims"):
+        assert counts[("create", kind)] == counts[("delete", kind)] == run.attempts
+    assert counts[("list", "jobs")] == counts[("list", "pods")] == run.passes
+    assert counts[("get", "nodes/proxy")] > 0
+    assert run.log_reads["first"] == run.log_reads["final"] == run.attempts
+    assert sum(run.log_reads.values()) == counts[("get", "pods/log")]
+    assert math.isfinite(k8s_api.per_attempt(run)) and k8s_api.per_attempt(run) >= 4
+    assert run.meter.steady_indices() and run.meter.profile
+    [row] = table_rows(text, "Requests per attempt (every attempt of the mission)")
+    assert row[:3] == ["5", str(run.mission.ranges), str(run.attempts)]
+
+
+def test_dispatcher_cost_smoke(tmp_path):
+    results = dispatcher_cost.main(["--smoke", "--out", str(tmp_path)])
+    assert [(m.case.path, m.case.supervisor) for m in results] == [
+        ("kubernetes", ""), ("local", "real"), ("local", "standin")]
+    for m in results:
+        assert m.all_done and m.leftovers == 0  # no Job left, no supervisor left alive
+        assert m.attempts == m.events["submit"] == m.events["finish"] > 0
+        assert m.passes and m.run_cpu > 0 and all(p.cpu >= 0 and p.rss > 0 for p in m.passes)
+        assert m.high_water >= m.setup_rss > 0
+    k8s = results[0]
+    assert k8s.extra["polled reads"] > 0 and k8s.extra["final reads"] == k8s.attempts and k8s.extra["summaries"] > 0
+    assert k8s.trace is not None and k8s.trace.peak > 0 and k8s.trace.sites and k8s.profile
+    text = (tmp_path / "dispatcher_cost.md").read_text()
+    assert len(table_rows(text, "CPU of the dispatcher's process")) == 3
+    assert len(table_rows(text, "Memory of the dispatcher's process")) == 3
+
+
+def test_a_case_runs_in_a_fresh_interpreter():
+    m = dispatcher_cost.measure_in_fresh_process(
+        dispatcher_cost.Case("local", 2, 1.0, "standin", shortest=1, longest=1, poll_seconds=0.2))
+    assert m.all_done and m.attempts == 2 and m.leftovers == 0 and m.setup_rss > 0
