@@ -6,6 +6,7 @@ reproduces it, so a figure copied into the README can always be traced back.
 
 from __future__ import annotations
 
+import itertools
 import os
 import platform
 import sys
@@ -34,6 +35,16 @@ def markdown_table(header: Sequence[str], rows: Sequence[Sequence[object]]) -> s
     lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
     lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in rows]
     return "\n".join(lines)
+
+
+def table_rows(text: str, caption: str | None = None) -> list[list[str]]:
+    """The body rows of a result's first table, or of the one under `**caption**` (for the smoke tests)."""
+    if caption is not None:
+        text = text.split(f"**{caption}**", 1)[1]
+    lines = text.splitlines()
+    first = next(i for i, ln in enumerate(lines) if ln.startswith("|"))
+    table = list(itertools.takewhile(lambda ln: ln.startswith("|"), lines[first:]))
+    return [[c.strip() for c in ln.strip("|").split("|")] for ln in table[2:]]
 
 
 def write_result(name: str, title: str, tables: Sequence[tuple[str, Sequence[str], Sequence[Sequence[object]]]],

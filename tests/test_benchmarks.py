@@ -2,22 +2,8 @@
 
 from __future__ import annotations
 
-import logging
-
-import pytest
-
 from benchmarks import makespan, profile_build
-
-
-@pytest.fixture(autouse=True)
-def restore_logging():
-    yield
-    logging.getLogger("catchup_assets").setLevel(logging.NOTSET)
-
-
-def table_rows(text: str) -> list[list[str]]:
-    lines = [ln for ln in text.splitlines() if ln.startswith("| ") and not ln.startswith("|---")]
-    return [[c.strip() for c in ln.strip("|").split("|")] for ln in lines[1:]]
+from benchmarks.report import table_rows
 
 
 def test_makespan_smoke(tmp_path):

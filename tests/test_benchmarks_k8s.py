@@ -2,25 +2,10 @@
 
 from __future__ import annotations
 
-import logging
 import math
 
-import pytest
-
 from benchmarks import dispatcher_cost, k8s_api
-
-
-@pytest.fixture(autouse=True)
-def restore_logging():
-    yield
-    logging.getLogger("catchup_assets").setLevel(logging.NOTSET)
-
-
-def table_rows(text: str, caption: str) -> list[list[str]]:
-    """The body rows of the table under `**caption**`."""
-    block = text.split(f"**{caption}**", 1)[1].split("\n\n", 2)[1]
-    lines = [ln for ln in block.splitlines() if ln.startswith("| ") and not ln.startswith("|---")]
-    return [[c.strip() for c in ln.strip("|").split("|")] for ln in lines[1:]]
+from benchmarks.report import table_rows
 
 
 def test_k8s_api_smoke(tmp_path):
