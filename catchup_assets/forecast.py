@@ -114,8 +114,9 @@ def what_if(est: Sequence[RangeEstimate], slots: int, factors: Sequence[float] =
     return out
 
 
-def hours(seconds: float) -> str:
-    return f"{seconds / 3600:.2f} h"
+def significant(x: float, digits: int = 4) -> float:
+    """Rounded to significant digits: 5.86 h and 0.0087 h (a demo's scaled-down mission) both stay readable."""
+    return float(f"{x:.{digits}g}")
 
 
 def forecast_rows(forecasts: Sequence[Forecast], configured: int) -> list[dict]:
@@ -124,10 +125,10 @@ def forecast_rows(forecasts: Sequence[Forecast], configured: int) -> list[dict]:
         {
             "slots": f.slots,
             "note": "configured" if f.slots == configured else "",
-            "makespan_h": round(f.makespan_seconds / 3600, 2),
-            "lower_bound_h": round(f.lower_bound_seconds / 3600, 2),
+            "makespan_h": significant(f.makespan_seconds / 3600),
+            "lower_bound_h": significant(f.lower_bound_seconds / 3600),
             "makespan/bound": round(f.ratio, 3),
-            "node_hours": round(f.node_hours, 1),
+            "node_hours": significant(f.node_hours),
         }
         for f in forecasts
     ]

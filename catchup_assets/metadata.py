@@ -54,16 +54,16 @@ def markdown_table(rows: Sequence[dict[str, Any]], columns: Sequence[str], limit
 
 def forecast_metadata(cfg, forecasts) -> dict[str, Any]:
     """The planner's prediction at the configured parallelism, and the what-if table."""
-    from catchup_assets.forecast import forecast_rows
+    from catchup_assets.forecast import forecast_rows, significant
 
     mine = next((f for f in forecasts if f.slots == cfg.parallelism), None)
     if mine is None:
         return {"forecast": "no previous profile: no prediction of makespan or node-hours"}
     rows = forecast_rows(forecasts, cfg.parallelism)
     return {
-        "predicted_makespan_hours": round(mine.makespan_seconds / 3600, 2),
-        "makespan_lower_bound_hours": round(mine.lower_bound_seconds / 3600, 2),
-        "predicted_node_hours": round(mine.node_hours, 1),
+        "predicted_makespan_hours": significant(mine.makespan_seconds / 3600),
+        "makespan_lower_bound_hours": significant(mine.lower_bound_seconds / 3600),
+        "predicted_node_hours": significant(mine.node_hours),
         "estimated_ranges": dg.MetadataValue.int(mine.estimated),
         "what_if": markdown_table(rows, list(rows[0])),
     }
