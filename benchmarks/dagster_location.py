@@ -34,6 +34,7 @@ import psutil
 from pydantic import Field, model_validator
 
 from catchup_assets.backends.base import AttemptSpec, AttemptState
+from catchup_assets.home import definitions_for
 from catchup_assets.resources import CatchupResource, mission_seed
 from catchup_assets.sim.virtual import VirtualBackend
 from catchup_assets.sim.workload import Workload
@@ -170,17 +171,7 @@ def settings_from_env(environ=os.environ) -> dict:
 
 def build_defs(**settings) -> dg.Definitions:
     """The project's definitions (as catchup_assets.definitions) with a VirtualCatchupResource."""
-    from catchup_assets.definitions import defs as base
-
-    return dg.Definitions(
-        assets=base.assets,
-        asset_checks=base.asset_checks,
-        jobs=base.jobs,
-        sensors=base.sensors,
-        schedules=base.schedules,
-        executor=base.executor,
-        resources={**(base.resources or {}), "catchup": VirtualCatchupResource(**settings)},
-    )
+    return definitions_for(VirtualCatchupResource(**settings))
 
 
 _settings = settings_from_env()

@@ -109,6 +109,11 @@ def write_home(home: Path) -> Path:
 
 def definitions_with(**catchup: Any) -> dg.Definitions:
     """The project's definitions (assets, checks, jobs, sensors) with this `catchup` resource."""
+    return definitions_for(CatchupResource(**catchup))
+
+
+def definitions_for(catchup: CatchupResource) -> dg.Definitions:
+    """The project's definitions with `catchup` (a CatchupResource or a subclass) as the resource."""
     from catchup_assets.definitions import defs as base
 
     return dg.Definitions(
@@ -120,7 +125,7 @@ def definitions_with(**catchup: Any) -> dg.Definitions:
         loggers=base.loggers,
         executor=base.executor,
         metadata=base.metadata,
-        resources={**(base.resources or {}), "catchup": CatchupResource(**catchup)},
+        resources={**(base.resources or {}), "catchup": catchup},
     )
 
 
