@@ -34,7 +34,7 @@ from catchup_assets.backends.base import (
 )
 from catchup_assets.backends.k8s_json import list_items
 from catchup_assets.backends.k8s_logs import POLLABLE, LogSpool
-from catchup_assets.backends.k8s_observe import CONTAINER, attempt_state, pod_terminal, waiting
+from catchup_assets.backends.k8s_observe import CONTAINER, attempt_state, waiting
 from catchup_assets.outcomes import Observation
 from catchup_assets.sizing import Tiers
 from catchup_assets.worker.logparse import parse_worker_log

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import heapq
 import math
-from collections import Counter
 from dataclasses import dataclass, field
 
 from catchup_assets.backends.base import AlreadyExists, AttemptSpec, AttemptState, Collected, Peaks
@@ -177,7 +176,3 @@ class VirtualClock:
         if nxt > target and nxt != math.inf and seconds > 0:
             target += math.ceil((nxt - target) / seconds) * seconds  # the first tick that sees it
         self.now = target
-
-
-def outcome_counts(intervals: list[Interval]) -> Counter:
-    return Counter(i.outcome for i in intervals)
