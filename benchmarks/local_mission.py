@@ -26,6 +26,7 @@ from benchmarks.sim_cluster import mission_ranges
 from catchup_assets.backends.local import LocalBackend
 from catchup_assets.dispatch import DispatchConfig, Dispatcher, MissionResult
 from catchup_assets.records import RecordStore
+from catchup_assets.sim.core_log import tx_apply_report
 from catchup_assets.storage import Store
 
 # Invoked as `<script> -m catchup_assets.backends.local_supervisor ATTEMPT_DIR`, in the attempt
@@ -48,10 +49,7 @@ atomic peaks.json "$peaks"
 {
   echo "WORKER: range ${dir##*/} (stand-in, $secs s)"
   echo "RESUME DECLINED: no range marker in the data dir (never started here)"
-  echo "2024-01-01T00:00:00.000 GABCD [Perf INFO] ledger.transaction.apply:"
-  echo "2024-01-01T00:00:00.000 GABCD [Perf INFO]   type: timer"
-  echo "2024-01-01T00:00:00.000 GABCD [Perf INFO]   count = 1000"
-  echo "2024-01-01T00:00:00.000 GABCD [Perf INFO]   sum = 1.47073e+06ms"
+  cat "TX_REPORT_FILE"
 } > worker.log
 wait "$child"
 wait "$child" 2>/dev/null
@@ -105,7 +103,10 @@ class LocalMissionRun:
 def _backend(m: LocalMission, work: Path) -> LocalBackend:
     if m.supervisor == "standin":
         script = work / "standin-supervisor.sh"
-        script.write_text(STANDIN.replace("SHORTEST", str(m.shortest)).replace("LONGEST", str(m.longest)))
+        report = work / "tx-apply-report.log"  # stellar-core's exit report, as the sim core prints it
+        report.write_text("\n".join(tx_apply_report(1000, 1.47073e06, when="2024-01-01T00:00:00.000")) + "\n")
+        script.write_text(STANDIN.replace("SHORTEST", str(m.shortest)).replace("LONGEST", str(m.longest))
+                          .replace("TX_REPORT_FILE", str(report)))
         script.chmod(0o755)
         return LocalBackend(work / "work", "m1", python=str(script), sample_interval=m.sample_interval)
     if m.supervisor != "real":

@@ -78,7 +78,7 @@ class DispatcherMeter:
             return write(*a, **kw)
 
         dispatcher.records.write = counted_write
-        flush = dispatcher._flush_peaks
+        flush = dispatcher._flush_live
 
         def timed_flush(st):
             before, t0 = self._writes, time.process_time()
@@ -86,7 +86,7 @@ class DispatcherMeter:
             self.cpu["flush"] += time.process_time() - t0
             self.events["flush"] += self._writes - before
 
-        dispatcher._flush_peaks = timed_flush
+        dispatcher._flush_live = timed_flush
         pass_once = dispatcher.pass_once
         dispatcher.pass_once = lambda: self._pass(pass_once)
 

@@ -16,6 +16,7 @@ import multiprocessing
 from dataclasses import dataclass
 from typing import Sequence
 
+from catchup_assets.sim.core_log import tx_apply_report
 from catchup_assets.sim.kube_meta import ManualClock
 from catchup_assets.sim.kube_script import GiB, Script, Usage
 
@@ -41,10 +42,8 @@ class VariedAttempts:
     def __call__(self, job: dict) -> Script:
         labels = job["metadata"]["labels"]
         key, attempt = labels["catchup.stellar.org/range-key"], int(labels["catchup.stellar.org/attempt"])
-        # Five lines: a fresh start and the tx-apply block the profile reads.
-        lines = ["{now} GABCD [History INFO] RESUME DECLINED: no range marker in the data dir",
-                 "{now} GABCD [Perf INFO] ledger.transaction.apply:", "{now} GABCD [Perf INFO]   type: timer",
-                 "{now} GABCD [Perf INFO]   count = 1000", "{now} GABCD [Perf INFO]   sum = 1.47073e+06ms"]
+        # A fresh start and the tx-apply report the profile reads, as stellar-core prints it.
+        lines = ["RESUME DECLINED: no range marker in the data dir", *tx_apply_report(1000, 1.47073e06)]
         flat = [(0.0, Usage(2 * GiB, 3 * GiB, 2 * GiB)), (1e9, Usage(2 * GiB, 3 * GiB, 2 * GiB))]
         return Script(duration=self.duration(key, attempt), memory=flat, lines=lines)
 

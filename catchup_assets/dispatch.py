@@ -174,6 +174,9 @@ class Dispatcher:
         self._results: dict[str, RangeResult] = {}
         self._collect_failures: dict[tuple[str, int], int] = {}
         self._flushed_at: dict[tuple[str, int], float] = {}
+        # When each attempt was last seen running: the end of a leg that vanishes with its node.
+        # Flushed with the peaks, so a restart loses at most peak_flush_seconds of it.
+        self._last_seen: dict[tuple[str, int], float] = {}
         self._last_completion = self.clock.time()
         self._stall_warned = False
         for key in self.by_key:
@@ -223,7 +226,9 @@ class Dispatcher:
             max_attempt[st.range_key] = max(max_attempt.get(st.range_key, 0), st.attempt)
             if st.live:
                 live_keys.add(st.range_key)
-                self._flush_peaks(st)
+                if st.phase == "running":
+                    self._last_seen[(st.range_key, st.attempt)] = self.clock.time()
+                self._flush_live(st)
             elif st.attempt in self._done[st.range_key]:
                 self.backend.release(st)  # died between done mark and release last time
             elif not self._finish(st):
@@ -291,22 +296,28 @@ class Dispatcher:
         except AlreadyExists:
             log.info("attempt %s exists already: adopted (still holds its slot)", spec.attempt_id)
 
-    def _flush_peaks(self, st: AttemptState) -> None:
+    def _flush_live(self, st: AttemptState) -> None:
+        """Make a live attempt's peaks, start and last sighting durable, at most every peak_flush_seconds."""
         ident = (st.range_key, st.attempt)
         now = self.clock.time()
-        if st.peaks.anon_bytes is None or now - self._flushed_at.get(ident, -1e18) < self.cfg.peak_flush_seconds:
+        prior = self._recs[st.range_key].get(st.attempt)
+        start_owed = st.started_at is not None and (prior is None or prior.started_at is None)
+        due = now - self._flushed_at.get(ident, -1e18) >= self.cfg.peak_flush_seconds
+        if not start_owed and not (due and st.peaks.anon_bytes is not None):
             return
         self._flushed_at[ident] = now
         rec = AttemptRecord(
             mission=self.cfg.mission,
             range_key=st.range_key,
             attempt=st.attempt,
+            started_at=st.started_at,
+            last_seen_at=self._last_seen.get(ident),
             peak_anon_bytes=st.peaks.anon_bytes,
             peak_working_set_bytes=st.peaks.working_set_bytes,
             peak_ephemeral_bytes=st.peaks.ephemeral_bytes,
             node=st.node,
         )
-        self._recs[st.range_key][st.attempt] = self.records.write(rec, self._recs[st.range_key].get(st.attempt))
+        self._recs[st.range_key][st.attempt] = self.records.write(rec, prior)
 
     def _finish(self, st: AttemptState) -> bool:
         """Record a finished attempt and release it. False if its final read must wait."""
@@ -325,9 +336,9 @@ class Dispatcher:
         outcome = classify(obs) if obs is not None else Outcome.UNKNOWN
         if collected.already_complete and outcome is Outcome.OK:
             log.info("range %s found already complete by attempt %d", *ident)
-        seconds = st.finished_at - st.started_at if st.started_at and st.finished_at else None
-        peaks = st.peaks.merge(collected.peaks)
         prior = self._recs[st.range_key].get(st.attempt)
+        seconds, estimated = self._seconds(st, prior)
+        peaks = st.peaks.merge(collected.peaks)
         rec = AttemptRecord(
             mission=self.cfg.mission,
             range_key=st.range_key,
@@ -337,7 +348,9 @@ class Dispatcher:
             reason=obs.summary() if obs else "no observation",
             started_at=st.started_at,
             finished_at=st.finished_at,
+            last_seen_at=self._last_seen.pop(ident, None),
             seconds=seconds,
+            seconds_estimated=estimated,
             peak_anon_bytes=peaks.anon_bytes,
             peak_working_set_bytes=peaks.working_set_bytes,
             peak_ephemeral_bytes=peaks.ephemeral_bytes,
@@ -360,6 +373,17 @@ class Dispatcher:
         if st.range_key in self._results and self._results[st.range_key].status == "done":
             self.backend.release_range(st.range_key)  # free the PVC at once (L3)
         return True
+
+    def _seconds(self, st: AttemptState, prior: AttemptRecord | None) -> tuple[float | None, bool | None]:
+        """The attempt's compute seconds from its own clock (L23), or, for a leg whose pod
+        vanished with its node, from its start to when it was last seen running (L22)."""
+        if st.started_at and st.finished_at:
+            return st.finished_at - st.started_at, False
+        started = st.started_at or (prior.started_at if prior else None)
+        seen = [t for t in (self._last_seen.get((st.range_key, st.attempt)), prior.last_seen_at if prior else None) if t]
+        if started and seen and max(seen) > started:
+            return max(seen) - started, True
+        return None, None  # never seen running: no duration rather than a guess (L23)
 
     def _status(self, in_flight: int, queued: int, live_total: int, mine: list[AttemptState]) -> Status:
         now = self.clock.time()

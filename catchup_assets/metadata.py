@@ -102,7 +102,8 @@ def range_metadata(mission: str, result, adopted: bool) -> dict[str, Any]:
         "memory_limit_bytes": result.memory_limit_bytes or 0,
         "recorded_by_earlier_run": adopted,
     }
-    for field in ("seconds", "wall_seconds", "peak_anon_bytes", "peak_working_set_bytes", "peak_ephemeral_bytes", "tx_apply_count"):
+    for field in ("seconds", "seconds_estimated", "wall_seconds", "peak_anon_bytes", "peak_working_set_bytes",
+                  "peak_ephemeral_bytes", "tx_apply_count", "tx_apply_seconds"):
         if row.get(field) is not None:
             meta[field] = row[field]
     if result.log_path:

@@ -12,6 +12,9 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Iterable, Sequence
 
+from catchup_assets.evictions import REASON as EVICTED_REASON
+from catchup_assets.evictions import node_pressure, own_disk_eviction
+
 GiB = 1024**3
 
 
@@ -121,9 +124,15 @@ def classify(obs: Observation) -> Outcome:
         return Outcome.OK
     if obs.termination_reason in OOM_REASONS:
         return Outcome.OOM
+    # Before the disruption check: the kubelet marks a node-pressure eviction
+    # `DisruptionTarget` even when our pod filled the node's disk (evictions.py).
+    if own_disk_eviction(obs.pod_reason, obs.message):
+        return Outcome.EVICTED
     if obs.conditions & DISRUPTION_CONDITIONS or obs.node_gone:
         return Outcome.DISRUPTED
-    if obs.pod_reason == "Evicted":
+    if node_pressure(obs.pod_reason, obs.message):
+        return Outcome.DISRUPTED  # the node ran short, with or without the condition (pre-1.26)
+    if obs.pod_reason == EVICTED_REASON:
         return Outcome.EVICTED
     if obs.pod_reason in ADMISSION_REASONS or obs.conditions & ADMISSION_REASONS:
         return Outcome.REJECTED

@@ -15,6 +15,8 @@ Profile columns (one row per range; sizes in bytes, times in seconds):
     peak_ephemeral_bytes     max bytes under the data directory
     oom_floor_bytes          largest memory limit the range OOMed at (0 if none)
     seconds                  compute seconds summed over the chain
+    seconds_estimated        a leg's seconds were estimated (its pod vanished with its node:
+                             start to last seen running) or unknown, so `seconds` is a lower bound
     wall_seconds             first chain attempt's start to the final attempt's end
     tx_apply_count           transactions applied, summed over the chain
     tx_apply_seconds         seconds in ledger.transaction.apply, summed over the chain
@@ -47,6 +49,7 @@ PROFILE_SCHEMA = pa.schema(
         ("peak_ephemeral_bytes", pa.int64()),
         ("oom_floor_bytes", pa.int64()),
         ("seconds", pa.float64()),
+        ("seconds_estimated", pa.bool_()),
         ("wall_seconds", pa.float64()),
         ("tx_apply_count", pa.int64()),
         ("tx_apply_seconds", pa.float64()),
@@ -106,6 +109,7 @@ def range_row(attempts: Sequence[Any]) -> dict[str, Any] | None:
         "peak_ephemeral_bytes": _max(a.peak_ephemeral_bytes for a in chain),
         "oom_floor_bytes": oom_floor,
         "seconds": _sum(a.seconds for a in chain),
+        "seconds_estimated": any(a.seconds is None or a.seconds_estimated for a in chain),
         "wall_seconds": wall,
         "tx_apply_count": _sum(a.tx_apply_count for a in chain),
         "tx_apply_seconds": _sum(a.tx_apply_seconds for a in chain),

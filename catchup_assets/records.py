@@ -32,7 +32,7 @@ from catchup_assets.storage import Store, validate_mission
 
 log = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2 added last_seen_at and seconds_estimated; version 1 files still read
 SNAPSHOT_FILE = "attempt_records.parquet"
 PEAK_FIELDS = ("peak_anon_bytes", "peak_working_set_bytes", "peak_ephemeral_bytes")
 _RESET_FILE = re.compile(r"^attempts/(\d{10}-\d{10})/_reset-a(\d{3,})$")
@@ -51,7 +51,11 @@ class AttemptRecord:
     reason: str | None = None
     started_at: float | None = None
     finished_at: float | None = None
+    # When the dispatcher last saw the attempt running: a vanished leg's time ends there (L22).
+    last_seen_at: float | None = None
     seconds: float | None = None
+    # True when `seconds` is last_seen_at - started_at because the pod went with its node.
+    seconds_estimated: bool | None = None
     peak_anon_bytes: int | None = None
     peak_working_set_bytes: int | None = None
     peak_ephemeral_bytes: int | None = None
@@ -77,7 +81,9 @@ SCHEMA = pa.schema(
         ("reason", pa.string()),
         ("started_at", pa.float64()),
         ("finished_at", pa.float64()),
+        ("last_seen_at", pa.float64()),
         ("seconds", pa.float64()),
+        ("seconds_estimated", pa.bool_()),
         ("peak_anon_bytes", pa.int64()),
         ("peak_working_set_bytes", pa.int64()),
         ("peak_ephemeral_bytes", pa.int64()),
@@ -94,6 +100,10 @@ SCHEMA = pa.schema(
     ]
 )
 assert [f.name for f in fields(AttemptRecord)] == SCHEMA.names
+# Version 1 lacked these; its files decode with them empty.
+ADDED_IN_2 = ("last_seen_at", "seconds_estimated")
+SCHEMA_V1_NAMES = [n for n in SCHEMA.names if n not in ADDED_IN_2]
+MAX_FIELDS = (*PEAK_FIELDS, "last_seen_at")  # merged by max: a restart never moves them back (L20)
 
 
 def merge(old: AttemptRecord | None, new: AttemptRecord) -> AttemptRecord:
@@ -103,7 +113,7 @@ def merge(old: AttemptRecord | None, new: AttemptRecord) -> AttemptRecord:
     values = {}
     for f in fields(AttemptRecord):
         a, b = getattr(old, f.name), getattr(new, f.name)
-        if f.name in PEAK_FIELDS:
+        if f.name in MAX_FIELDS:
             values[f.name] = b if a is None else a if b is None else max(a, b)
         else:
             values[f.name] = a if b is None else b
@@ -120,12 +130,19 @@ def encode(rec: AttemptRecord) -> bytes:
 def decode(data: bytes) -> AttemptRecord:
     # ParquetFile, not read_table: the dataset machinery behind read_table costs 2.5x per small file.
     table = pq.ParquetFile(pa.BufferReader(data)).read(use_threads=False)
-    if table.schema.names != SCHEMA.names or table.num_rows != 1:
-        raise ValueError(f"unexpected columns or rows ({table.num_rows} rows)")
-    row = table.to_pylist()[0]
-    if row["schema_version"] != SCHEMA_VERSION:
-        raise ValueError(f"schema_version {row['schema_version']} != {SCHEMA_VERSION}")
-    return AttemptRecord(**row)
+    if table.num_rows != 1:
+        raise ValueError(f"unexpected rows ({table.num_rows} rows)")
+    return _record(table.to_pylist()[0], table.schema.names)
+
+
+def _record(row: dict, names: list[str]) -> AttemptRecord:
+    """A record from a row of either schema version; anything else is refused."""
+    version = row.get("schema_version")
+    if names == SCHEMA.names and version == SCHEMA_VERSION:
+        return AttemptRecord(**row)
+    if names == SCHEMA_V1_NAMES and version == 1:
+        return AttemptRecord(**{**row, "schema_version": SCHEMA_VERSION})
+    raise ValueError(f"unexpected columns or schema_version {version!r} ({len(names)} columns)")
 
 
 class RecordStore:
@@ -209,9 +226,7 @@ class RecordStore:
         rel = self._snapshot_rel()
         try:
             table = pq.ParquetFile(pa.BufferReader(self.store.read_bytes(rel))).read()
-            if table.schema.names != SCHEMA.names:
-                raise ValueError(f"columns {table.schema.names}")
-            recs = [AttemptRecord(**row) for row in table.to_pylist()]
+            recs = [_record(row, table.schema.names) for row in table.to_pylist()]
         except FileNotFoundError:
             return {}
         except Exception as exc:  # noqa: BLE001 - a bad snapshot costs only speed

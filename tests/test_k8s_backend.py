@@ -13,11 +13,12 @@ from kubernetes.client import BatchV1Api, CoreV1Api
 from catchup_assets.backends.k8s_manifests import K8sSettings, pvc_name
 from catchup_assets.backends.kubernetes import KubernetesBackend
 from catchup_assets.dispatch import DispatchConfig, Dispatcher
-from catchup_assets.mission import MissionConfig, build_profile, prepare, run_mission
+from catchup_assets.mission import MissionConfig, build_profile, build_tier_map, prepare, run_mission
 from catchup_assets.outcomes import RetryPolicy
 from catchup_assets.ranges import MissionSpan
 from catchup_assets.records import RecordStore
 from catchup_assets.sim.kube_api import KubeApiServer
+from catchup_assets.sim.core_log import tx_apply_report
 from catchup_assets.sim.kube_script import Script, Usage
 from catchup_assets.sim.kubelet import Kubelet
 from catchup_assets.sizing import GiB, Tiers
@@ -30,8 +31,8 @@ SETTINGS = K8sSettings(namespace=NS, image="stellar/stellar-core:22")
 
 
 def medida(count: int) -> list[str]:
-    return ["{now} GABCD [Perf INFO] ledger.transaction.apply:", "{now} GABCD [Perf INFO]   type: timer",
-            f"{{now}} GABCD [Perf INFO]   count = {count}", "{now} GABCD [Perf INFO]   sum = 1.47073e+06ms"]
+    """The exit report of `--metric ledger.transaction.apply`, in stellar-core's format."""
+    return tx_apply_report(count, 1.47073e06)
 
 
 def flat(rss: int, ws: int) -> list:
@@ -51,8 +52,9 @@ def script(job: dict) -> Script:
         return Script(duration=300, memory=flat(3 * GiB, 4 * GiB),
                       lines=[f"RESUME: range {B} from LCL 59870000 toward target 59904000", *medida(700)])
     if key == C:  # a corrupt archive: fails for real
-        return Script(duration=50, exit_code=1, lines=["{now} GABCD [History ERROR] Corrupt history archive"])
-    return Script(duration=250, memory=flat(2 * GiB, 3 * GiB), lines=fresh)
+        return Script(duration=50, exit_code=1, lines=['{now} [default FATAL] Got an exception: Invariant "ConservationOfLumens" does not hold'])
+    # D's page cache is big for its anon: its working set moves it a tier up next time (L27).
+    return Script(duration=250, memory=flat(2 * GiB, 8 * GiB), lines=fresh)
 
 
 class SimClock:
@@ -112,12 +114,21 @@ def test_twin_of_the_local_e2e_oom_resume_and_a_condemned_range(cluster, tmp_pat
     assert [r.tier for r in a] == ["nebula", "giant"]  # L15 placement follows the request
     b = chain(records, B)
     assert [r.outcome for r in b] == ["disrupted", "ok"]
-    assert b[0].started_at is None and b[0].seconds is None  # L23: its pod went with the node
+    # L22: its pod went with the node; the leg ran from its start to when it was last seen
+    # running, one 10 s poll at most before the reclaim at 200 s: summed, marked estimated.
+    assert b[0].finished_at is None and b[0].seconds_estimated is True and 190 <= b[0].seconds <= 200
+    assert b[1].seconds_estimated is False and b[1].seconds == 300
     assert b[1].fresh_start is False and b[1].resumed_from_ledger == 59_870_000  # same PVC, resumed
-    assert b[0].peak_anon_bytes == 9 * GiB and b[1].peak_anon_bytes == 3 * GiB  # L19 from the kubelet
+    # L19: anon, working set and disk, each as the kubelet's summary reported it
+    assert [(r.peak_anon_bytes, r.peak_working_set_bytes, r.peak_ephemeral_bytes) for r in b] == [
+        (9 * GiB, 10 * GiB, 2 * GiB), (3 * GiB, 4 * GiB, 2 * GiB)]
     assert [r.outcome for r in chain(records, C)] == ["failed"]
     profile = {r["range_key"]: r for r in build_profile(cfg.storage_root, "m1").profile.to_pylist()}
     assert profile[B]["peak_anon_bytes"] == 9 * GiB and profile[B]["tx_apply_count"] == 1700  # L21, L22
+    assert profile[B]["seconds"] == b[0].seconds + 300 and profile[B]["seconds_estimated"] is True
+    assert profile[D]["seconds_estimated"] is False and profile[D]["peak_ephemeral_bytes"] == 2 * GiB
+    tiers = {r["range_key"]: r["tier"] for r in build_tier_map(cfg.storage_root, "m1")[0].to_pylist()}
+    assert tiers[D] == "subgiant"  # anon 2 GiB alone fits dwarf (6.5 GiB); its 8 GiB working set does not
     assert profile[A]["peak_anon_bytes"] == 14 * GiB and profile[A]["oom_floor_bytes"] == 12 * GiB
     # What the server holds afterwards: no Job left (L2), only the condemned range's PVC (L3).
     assert api.store.list("jobs", NS) == []
@@ -225,3 +236,46 @@ def test_an_unschedulable_attempt_ends_with_its_cause_and_is_retried(cluster, tm
     for r in result.results.values():
         assert "rejected" in r.reason and "Unschedulable" in r.reason and r.attempts == 2
     assert api.store.list("jobs", NS) == []  # each stuck attempt was deleted, not left pending
+
+
+def test_L31_a_pod_about_to_go_is_read_at_once_while_it_is_still_there(cluster, tmp_path):
+    """Interim reads are rare (log_interval); a pod marked for deletion is read on every pass
+    until it goes, or whatever it printed since the last read goes with it."""
+    api, kubelet = cluster
+
+    def evicted_then_ok(job):
+        attempt = int(job["metadata"]["labels"]["catchup.stellar.org/attempt"])
+        if attempt == 1:  # an Eviction API call: DisruptionTarget, then deleted after its grace
+            return Script(duration=200, disrupt="EvictionByEvictionAPI", disrupt_mode="delete", grace=30,
+                          memory=flat(1 * GiB, 2 * GiB),
+                          lines=[(0.0, "RESUME DECLINED: no range marker in the data dir"),
+                                 *[(150.0, line) for line in medida(4242)]])
+        return Script(duration=100, memory=flat(1 * GiB, 2 * GiB), lines=["RESUME: range x from LCL 59940000 toward target 59968000"])
+
+    kubelet.script = evicted_then_ok
+    cfg = mission(tmp_path, span=MissionSpan(59_904_001, 59_968_000, ledgers_per_range=64_000, overlap=320))
+    run_mission(prepare(cfg), backend(api, kubelet, tmp_path, log_interval=10**9), clock=SimClock(kubelet))
+    records, _ = RecordStore(Store(cfg.storage_root), "m1").load()
+    first = records[(A, 1)]
+    assert first.outcome == "disrupted"
+    assert first.tx_apply_count == 4242 and first.fresh_start is True  # read before the pod went
+
+
+def test_L4_a_pod_that_fills_its_node_s_disk_is_evicted_not_disrupted(cluster, tmp_path):
+    """The kubelet marks the node-pressure eviction DisruptionTarget/TerminationByKubelet,
+    but its message names our container as the disk hog: the range needs more disk."""
+    api, kubelet = cluster
+
+    def disk_hog_then_ok(job):
+        if job["metadata"]["labels"]["catchup.stellar.org/attempt"] == "1":
+            return Script(duration=120, evict_ephemeral=True, memory=[(0.0, Usage(GiB, 2 * GiB, 95 * GiB))])
+        return Script(duration=100, memory=flat(1 * GiB, 2 * GiB))
+
+    kubelet.script = disk_hog_then_ok
+    cfg = mission(tmp_path, span=MissionSpan(59_904_001, 59_968_000, ledgers_per_range=64_000, overlap=320))
+    run_mission(prepare(cfg), backend(api, kubelet, tmp_path), clock=SimClock(kubelet))
+    records, _ = RecordStore(Store(cfg.storage_root), "m1").load()
+    first = records[(A, 1)]
+    assert [records[(A, a)].outcome for a in (1, 2)] == ["evicted", "ok"]
+    assert "TerminationByKubelet" in first.reason and "larger consumption of ephemeral-storage" in first.reason
+    assert first.peak_ephemeral_bytes == 95 * GiB

@@ -36,7 +36,8 @@ def pod(phase, *, terminated=None, running=False, reason=None, message=None, con
         spec=k.V1PodSpec(containers=[], node_name="node-1"),
         status=k.V1PodStatus(
             phase=phase, reason=reason, message=message,
-            conditions=[k.V1PodCondition(type=t, status=s, reason=r) for t, s, r in conditions] or None,
+            conditions=[k.V1PodCondition(type=c[0], status=c[1], reason=c[2], message=(c[3:] or (None,))[0])
+                        for c in conditions] or None,
             container_statuses=[k.V1ContainerStatus(name="catchup", state=state, image="i", image_id="", ready=False, restart_count=0)],
         ),
     )
@@ -67,6 +68,62 @@ def test_L4_finished_attempts_are_classified_from_what_the_api_reports(j, p, out
     assert classify(state.observation).value == outcome
     assert (state.range_key, state.attempt, state.tier) == (KEY, 2, "giant")
     assert state.memory_limit_bytes == 6 * 1024**3
+
+
+# How the kubelet leaves an evicted pod (kubernetes pkg/kubelet/eviction/eviction_manager.go,
+# evictPod): phase Failed, reason "Evicted", its message; a node-pressure eviction also gets
+# DisruptionTarget/TerminationByKubelet with the same message, a pod over its own limit does not
+# ("Pod disruption conditions", kubernetes.io/docs/concepts/workloads/pods/disruptions/). Messages:
+# pkg/kubelet/eviction/helpers.go. Other DisruptionTarget reasons from the same docs page.
+POD_LIMIT = "Pod ephemeral local storage usage exceeds the total limit of containers 40Gi. "
+CONTAINER_LIMIT = 'Container catchup exceeded its local ephemeral storage limit "40Gi". '
+EMPTYDIR = 'Usage of EmptyDir volume "data" exceeds the limit "100Gi". '
+NODE_DISK = ("The node was low on resource: ephemeral-storage. Threshold quantity: 10Gi, available: 9Gi. "
+             "Container catchup was using 91Gi, request is 0, has larger consumption of ephemeral-storage. ")
+NODE_DISK_OTHERS = "The node was low on resource: ephemeral-storage. Threshold quantity: 10Gi, available: 9Gi. "
+NODE_MEMORY = ("The node was low on resource: memory. Threshold quantity: 100Mi, available: 91Mi. "
+               "Container catchup was using 2Gi, request is 1Gi, has larger consumption of memory. ")
+KUBELET = ("DisruptionTarget", "True", "TerminationByKubelet")
+
+
+def evicted(message, *conds):
+    return pod("Failed", reason="Evicted", message=message, terminated=(137, "Error"),
+               conditions=[c + (message,) for c in conds])
+
+
+@pytest.mark.parametrize(
+    "p, outcome",
+    [
+        # the pod's own disk: evicted, with or without the condition
+        (evicted(POD_LIMIT), "evicted"),
+        (evicted(POD_LIMIT, KUBELET), "evicted"),
+        (evicted(CONTAINER_LIMIT), "evicted"),
+        (evicted(EMPTYDIR, KUBELET), "evicted"),
+        # a node short of disk, our container the one over its request: the range needs more disk
+        (evicted(NODE_DISK, KUBELET), "evicted"),
+        # the node's fault: environmental, a disruption
+        (evicted(NODE_DISK_OTHERS, KUBELET), "disrupted"),
+        (evicted(NODE_MEMORY, KUBELET), "disrupted"),
+        (evicted(NODE_MEMORY), "disrupted"),  # a kubelet before 1.26 adds no condition
+        (pod("Failed", terminated=(3, "Error"), conditions=[
+            ("DisruptionTarget", "True", "EvictionByEvictionAPI", "Eviction API: evicting")]), "disrupted"),
+        (pod("Failed", reason="Terminated", message="Pod was terminated in response to imminent node shutdown.",
+             terminated=(3, "Error"), conditions=[KUBELET]), "disrupted"),
+        (pod("Failed", terminated=(143, "Error"), conditions=[
+            ("DisruptionTarget", "True", "PreemptionByScheduler",
+             "default-scheduler: preempting to accommodate a higher priority pod")]), "disrupted"),
+    ],
+)
+def test_L4_evictions_by_whose_fault_not_by_the_condition(p, outcome):
+    state = attempt_state(job(("Failed", "PodFailurePolicy", "")), p)
+    assert classify(state.observation).value == outcome
+
+
+def test_L4_the_disruption_s_reason_and_message_reach_the_evidence():
+    p = pod("Failed", terminated=(3, "Error"), conditions=[
+        ("DisruptionTarget", "True", "EvictionByEvictionAPI", "Eviction API: evicting")])
+    summary = attempt_state(job(("Failed", "PodFailurePolicy", "")), p).observation.summary()
+    assert "EvictionByEvictionAPI" in summary and "Eviction API: evicting" in summary
 
 
 def test_L23_duration_from_the_pods_own_timestamps_and_none_once_it_is_gone():

@@ -50,6 +50,74 @@ TX_APPLY_CASES = [
 ]
 
 
+# stellar-core's exit report for `--metric ledger.transaction.apply`, verbatim in
+# shape: reportCfgMetrics (src/main/ApplicationImpl.cpp) logs an empty line,
+# `metric 'NAME':`, each line of medida's ConsoleReporter::Process(Timer&)
+# (stellar/medida console_reporter.cc) and an empty line, all on DEFAULT_LOG.
+D = "2026-11-29T07:52:44.123 GDKXE [default INFO] "
+REAL = [
+    D,
+    D + "metric 'ledger.transaction.apply':",
+    D + "           count = 1532",
+    D + "       mean rate = 25.3321 calls/ms",
+    D + "   1-minute rate = 21.7042 calls/ms",
+    D + "   5-minute rate = 5.10937 calls/ms",
+    D + "  15-minute rate = 1.7316 calls/ms",
+    D + "             min = 0.012345ms",
+    D + "             max = 4.56789ms",
+    D + "            mean = 0.187654ms",
+    D + "          stddev = 0.234567ms",
+    D + "             sum = 1.47073e+06ms",
+    D + "          median = 0.123456ms",
+    D + "             75% = 0.2ms",
+    D + "             95% = 0.5ms",
+    D + "             98% = 0.9ms",
+    D + "             99% = 1.2ms",
+    D + "           99.9% = 4.1ms",
+    D,
+]
+CLOSE = [D, D + "metric 'ledger.ledger.close':", D + "           count = 640",
+         D + "             sum = 9.1e+06ms", D]
+TX_COUNT = [D, D + "metric 'ledger.transaction.count':", D + "             min = 0",
+            D + "             sum = 777", D]
+OTHER_THREAD = "2026-11-29T07:52:44.124 GDKXE [Bucket INFO] Background eviction scan: idle"
+# What the Kubernetes log API prepends with timestamps=true.
+K8S = "2026-11-29T07:52:44.123456789Z "
+
+REAL_CASES = [
+    ("L24 stellar-core's quoted header and logger prefix", REAL, (1532, 1470.73)),
+    ("L24 the report between other metrics' blocks", CLOSE + REAL + TX_COUNT, (1532, 1470.73)),
+    ("L24 other threads between count and sum",
+     REAL[:3] + [OTHER_THREAD] * 91 + REAL[3:], (1532, 1470.73)),
+    ("L24 another thread's line shaped like a field is not ours",
+     REAL[:3] + ["2026-11-29T07:52:44.124 GDKXE [Bucket INFO]              sum = 5ms"] + REAL[3:],
+     (1532, 1470.73)),
+    ("L24 Kubernetes timestamps before each line", [K8S + ln for ln in REAL], (1532, 1470.73)),
+    ("L24 metric not registered: a warning, no block",
+     [D, "2026-11-29T07:52:44.123 GDKXE [default WARNING] Metric not found: ledger.transaction.apply",
+      D + "Update REPORT_METRICS value in configuration file to only include available metrics:",
+      D + "    ledger.transaction.apply", D], (None, None)),
+    ("L24 catchup's multi-line configuration is no block",
+     ["2026-11-29T07:52:44.123 GDKXE [History INFO] Starting catchup with configuration:",
+      "  lastClosedLedger: 1", "  toLedger: 640", "  count: 320"], (None, None)),
+]
+
+
+@pytest.mark.parametrize("lines,expected", [c[1:] for c in REAL_CASES], ids=[c[0] for c in REAL_CASES])
+def test_L24_parse_stellar_core_s_report(lines: list[str], expected: tuple) -> None:
+    count, seconds = parse_tx_apply(lines)
+    assert count == expected[0]
+    assert seconds == (None if expected[1] is None else pytest.approx(expected[1]))
+
+
+@pytest.mark.parametrize("size", [1, 7, 64, 333, 4096])
+def test_L24_L29_report_split_across_reads_after_progress_meters(size: int) -> None:
+    """Meters before the report, then the report cut into reads at any byte."""
+    meters = b"".join(b"Downloading bucket %d%%\r" % i for i in range(0, 100, 3))
+    data = meters + ("\n".join(CLOSE + REAL + TX_COUNT) + "\n").encode()
+    assert parse_tx_apply(iter_lines(chunked(data, size))) == (1532, pytest.approx(1470.73))
+
+
 @pytest.mark.parametrize("lines,expected", [c[1:] for c in TX_APPLY_CASES],
                          ids=[c[0] for c in TX_APPLY_CASES])
 def test_L24_parse_tx_apply(lines: list[str], expected: tuple) -> None:

@@ -40,8 +40,10 @@ def mission(tmp_path_factory):
             "SIM_FAIL_TARGETS": "59840000",
         },
     )
+    # B's first attempt is reclaimed once its core has applied a checkpoint past bucket
+    # apply (an event, not a timer: a loaded machine cannot move it before new-db).
     backend = LocalBackend(
-        root / "work", "e2e", sample_interval=0.05, disruptions={f"{B}-a001": 1.0}
+        root / "work", "e2e", sample_interval=0.05, disruption_triggers={f"{B}-a001": "applying ledger"}
     )
     prepared = prepare(cfg)
     result = run_mission(prepared, backend)
@@ -79,7 +81,9 @@ def test_L16_L21_L22_disrupted_attempt_resumes_and_the_chain_is_summed(mission):
     assert [r.outcome for r in b] == ["disrupted", "ok"]
     assert b[0].fresh_start is True and b[1].fresh_start is False
     first, last = 59_840_001, 59_904_000
-    assert first - 320 <= b[1].resumed_from_ledger < last
+    # The worker resumes from any LCL in [TARGET - COUNT, TARGET): COUNT covers the overlap.
+    assert last - (last - first + 1 + 320) <= b[1].resumed_from_ledger < last
+    assert "imminent node shutdown" in b[0].reason and "TerminationByKubelet" in b[0].reason
     row = {r["range_key"]: r for r in out.profile.to_pylist()}[B]
     assert row["chain_attempts"] == 2 and row["outcomes"] == "disrupted ok"
     assert row["seconds"] == pytest.approx(b[0].seconds + b[1].seconds)
@@ -123,4 +127,40 @@ def test_logs_archived_compressed_per_attempt(mission):
         with fsspec.open(rec.log_path, "rb") as f:
             text = gzip.decompress(f.read()).decode()
         assert f"WORKER: range {rec.range_key}" in text
-    assert "Corrupt history archive" in gzip.decompress(open(chain(records, C)[0].log_path, "rb").read()).decode()
+    assert "Got an exception: Invariant" in gzip.decompress(open(chain(records, C)[0].log_path, "rb").read()).decode()
+
+
+def test_L24_tx_apply_comes_from_stellar_core_s_exit_report_end_to_end(mission):
+    """The real worker asks the simulated core for the metric (--metric); the core prints
+    it in stellar-core's format; the real log reader finds it; the profile carries it."""
+    _, _, _, out, records = mission
+    row = {r["range_key"]: r for r in out.profile.to_pylist()}[D]
+    assert row["tx_apply_count"] > 0 and row["tx_apply_seconds"] > 0
+    (rec,) = chain(records, D)
+    with fsspec.open(rec.log_path, "rb") as f:
+        text = gzip.decompress(f.read()).decode()
+    assert "[default INFO] metric 'ledger.transaction.apply':" in text
+    assert (row["tx_apply_count"], row["tx_apply_seconds"]) == (rec.tx_apply_count, rec.tx_apply_seconds)
+
+
+@pytest.mark.parametrize("disk, message, disruption", [
+    ({"ephemeral_limit_bytes": 4 * MiB}, "Pod ephemeral local storage usage exceeds the total limit of containers 4Mi.", False),
+    ({"node_disk_bytes": 8 * MiB}, "The node was low on resource: ephemeral-storage.", True),
+])
+def test_L4_an_attempt_that_outgrows_its_disk_is_evicted_not_disrupted(tmp_path, disk, message, disruption):
+    """The local kubelet evicts as the real one does: over the pod's own limit without a
+    DisruptionTarget, as the disk hog of its own node with one; both are the range's disk."""
+    cfg = MissionConfig(
+        mission="disk", span=MissionSpan(59_904_001, 59_968_000, ledgers_per_range=64_000, overlap=320),
+        storage_root=str(tmp_path / "storage"), parallelism=1, poll_seconds=0.1,
+        tiers=scaled_tiers(Tiers(), 1 / 200), sizing=SizingPolicy(unprofiled_memory_bytes=BASE),
+        retry=RetryPolicy(environmental=0, memory_cap_bytes=512 * MiB),
+        env={"SIM_SPEED": "10000", "SIM_MEMORY_SCALE": "0.001"},
+    )
+    backend = LocalBackend(tmp_path / "work", "disk", sample_interval=0.05, **disk)
+    result = run_mission(prepare(cfg), backend)
+    (rec,) = RecordStore(Store(cfg.storage_root), "disk").load()[0].values()
+    assert rec.outcome == "evicted" and message in rec.reason
+    assert ("DisruptionTarget" in rec.reason) is disruption
+    assert rec.peak_ephemeral_bytes > 4 * MiB
+    assert A in result.condemned and "environmental budget spent" in result.condemned[A]

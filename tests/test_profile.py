@@ -52,6 +52,25 @@ def test_L22_wall_seconds_cover_the_gaps_between_attempts():
     assert row["seconds"] == 200 and row["wall_seconds"] == 600
 
 
+@pytest.mark.parametrize(
+    "legs, seconds, estimated",
+    [
+        # the seed's bug: a leg whose pod vanished with its node dropped out of the sum (200 + 300 -> 300)
+        ([(1, "disrupted", 200.0, True, True), (2, "ok", 300.0, False, False)], 500.0, True),
+        ([(1, "disrupted", 200.0, False, True), (2, "ok", 300.0, False, False)], 500.0, False),
+        # never seen running: nothing to estimate from; the sum is a lower bound and says so
+        ([(1, "disrupted", None, None, True), (2, "ok", 300.0, False, False)], 300.0, True),
+        # an estimated leg before a fresh start is not in the chain
+        ([(1, "disrupted", 200.0, True, True), (2, "ok", 300.0, False, True)], 300.0, False),
+    ],
+)
+def test_L22_a_vanished_leg_s_estimated_seconds_are_summed_and_marked(legs, seconds, estimated):
+    attempts = [AttemptRecord("m1", KEY, a, outcome, peak_anon_bytes=GiB, seconds=secs, seconds_estimated=est,
+                              fresh_start=fresh) for a, outcome, secs, est, fresh in legs]
+    row = range_row(attempts)
+    assert (row["seconds"], row["seconds_estimated"]) == (seconds, estimated)
+
+
 def test_condemned_oom_range_keeps_its_floor():
     row = range_row([rec(a, "oom", None, None, 10, True, limit=(a + 3) * GiB) for a in range(1, 6)])
     assert row["peak_anon_bytes"] == 8 * GiB and row["oom_count"] == 5 and row["completed"] is False

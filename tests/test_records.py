@@ -29,6 +29,33 @@ def test_round_trip_on_local_and_object_storage(store):
     assert decode(encode(r)) == r
 
 
+def test_L12_a_version_1_record_still_reads_with_the_new_fields_empty(store):
+    import io
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from catchup_assets.records import SCHEMA, SCHEMA_V1_NAMES
+
+    rs = RecordStore(store, "m1")
+    row = {n: None for n in SCHEMA_V1_NAMES} | {"mission": "m1", "range_key": KEY, "attempt": 1, "outcome": "ok",
+                                                "seconds": 12.5, "schema_version": 1}
+    v1 = pa.schema([SCHEMA.field(n) for n in SCHEMA_V1_NAMES])
+    buf = io.BytesIO()
+    pq.write_table(pa.Table.from_pylist([row], schema=v1), buf)
+    store.write_bytes(f"m1/attempts/{KEY}/a001.parquet", buf.getvalue())
+    rec = rs.read_one(KEY, 1)
+    assert (rec.outcome, rec.seconds, rec.seconds_estimated, rec.last_seen_at) == ("ok", 12.5, None, None)
+
+
+def test_L22_last_seen_only_moves_forward(store):
+    rs = RecordStore(store, "m1")
+    first = rs.write(AttemptRecord("m1", KEY, 1, started_at=100.0, last_seen_at=500.0))
+    # a restarted dispatcher saw it once, earlier than the flushed sighting: it is not moved back
+    merged = rs.write(AttemptRecord("m1", KEY, 1, last_seen_at=300.0), first)
+    assert (merged.started_at, merged.last_seen_at) == (100.0, 500.0)
+
+
 def test_L20_peaks_merge_by_max_and_are_never_lowered(store):
     rs = RecordStore(store, "m1")
     first = rs.write(AttemptRecord("m1", KEY, 1, peak_anon_bytes=900, peak_working_set_bytes=10))

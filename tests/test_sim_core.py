@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -66,14 +67,16 @@ def test_model_tip_heavier_than_genesis_at_real_world_scale(seed: int) -> None:
         assert cost.replay_anon_bytes < cost.peak_anon_bytes
 
 
+METRIC = ("--metric", "ledger.transaction.apply")
+
+
 def test_L16_offline_info_num_is_far_from_the_ledger_key(tmp_path: Path) -> None:
     missing = core(tmp_path, "offline-info")
-    assert missing.returncode == 1 and "No database" in missing.stderr
+    assert missing.returncode == 1 and "Got an exception" in missing.stderr
     assert core(tmp_path, "new-db").returncode == 0
-    out = core(tmp_path, "offline-info").stdout
-    doc = out[out.index("{"):]
-    assert json.loads(doc)["info"]["ledger"]["num"] == 1
-    lines = doc.splitlines()
+    out = core(tmp_path, "offline-info").stdout  # the JSON alone: logs go to stderr
+    assert json.loads(out)["info"]["ledger"]["num"] == 1
+    lines = out.splitlines()
     at = {key: i for i, line in enumerate(lines) for key in ('"ledger"', '"num"') if key in line}
     assert at['"num"'] - at['"ledger"'] >= 40
     assert sum('"num"' in line for line in lines) == 1
@@ -81,39 +84,76 @@ def test_L16_offline_info_num_is_far_from_the_ledger_key(tmp_path: Path) -> None
 
 def test_L16_catchup_exits_2_when_nothing_is_left_to_apply(tmp_path: Path) -> None:
     core(tmp_path, "new-db")
-    assert core(tmp_path, "catchup", "640/320").returncode == 0
-    again = core(tmp_path, "catchup", "640/320")
-    assert again.returncode == 2 and "nothing to apply" in again.stderr
-    assert parse_tx_apply(again.stdout.splitlines()) == (0, 0.0)
+    assert core(tmp_path, "catchup", "640/320", *METRIC).returncode == 0
+    again = core(tmp_path, "catchup", "640/320", *METRIC)
+    assert again.returncode == 2 and "is not newer than last closed ledger 640 - nothing to do" in again.stderr
+    assert parse_tx_apply(again.stderr.splitlines()) == (0, 0.0)
     assert lcl(tmp_path) == 640
 
 
-def test_L24_catchup_prints_medida_block_for_this_process_only(tmp_path: Path) -> None:
+# One line of stellar-core's log: Logging::setFmt's pattern (src/util/Logging.cpp).
+LINE = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3} GABCD \[(\w+) (INFO|WARNING|ERROR|FATAL)\] (.*)$")
+TIMER_FIELDS = ["count", "mean rate", "1-minute rate", "5-minute rate", "15-minute rate", "min", "max",
+                "mean", "stddev", "sum", "median", "75%", "95%", "98%", "99%", "99.9%"]
+
+
+def report_of(stderr: str) -> list[str]:
+    """The messages of reportCfgMetrics' block for the tx-apply timer, header to closing blank."""
+    msgs = [m.group(3) for m in map(LINE.match, stderr.splitlines()) if m and m.group(1) == "default"]
+    at = msgs.index("metric 'ledger.transaction.apply':")
+    end = msgs.index("", at)
+    assert msgs[at - 1] == ""  # reportCfgMetrics logs an empty line before and after
+    return msgs[at + 1:end]
+
+
+def test_L24_the_metric_report_is_stellar_core_s_and_only_on_request(tmp_path: Path) -> None:
     core(tmp_path, "new-db")
-    first = core(tmp_path, "catchup", "1000/1000")
+    silent = core(tmp_path, "catchup", "640/320")
+    assert silent.returncode == 0 and "metric '" not in silent.stderr
+    assert parse_tx_apply(silent.stderr.splitlines()) == (None, None)  # no --metric, no measurement
+    core(tmp_path, "new-db")
+    # --conf and --metric before or after the subcommand, as CommandLine.cpp accepts them.
+    run = core(tmp_path, "--conf", "core.cfg", "catchup", "640/320", *METRIC)
+    assert run.returncode == 0 and run.stderr.splitlines()[0].endswith("[default INFO] Config from core.cfg")
+    fields = [ln for ln in report_of(run.stderr) if " = " in ln]
+    # ConsoleReporter::Impl::Process(Timer&): every label right-aligned to 16, then " = ".
+    assert [f[:16].strip() for f in fields] == TIMER_FIELDS
+    assert all(f[16:19] == " = " for f in fields)
+    assert fields[1].endswith(" calls/ms") and fields[9].endswith("ms")
+    assert parse_tx_apply(run.stderr.splitlines())[0] == int(fields[0].split("=")[1])
+
+
+def test_a_bad_command_line_exits_1_like_run_with_help(tmp_path: Path) -> None:
+    for args in (("catchup", "640/320", "--bogus"), ("catchup",), ("catchup", "640/320", "--metric")):
+        assert core(tmp_path, *args).returncode == 1, args
+
+
+def test_L24_catchup_reports_the_work_of_this_process_only(tmp_path: Path) -> None:
+    core(tmp_path, "new-db")
+    first = core(tmp_path, "catchup", "1000/1000", *METRIC)
     assert first.returncode == 0 and lcl(tmp_path) == 1000
-    assert "Closed ledger 1000" in first.stdout and "Bucket apply" not in first.stdout
-    count, seconds = parse_tx_apply(iter_lines([first.stdout.encode()]))
+    assert "applying ledger 1000 " in first.stderr and "buckets" not in first.stderr
+    count, seconds = parse_tx_apply(iter_lines([first.stderr.encode()]))
     cost = range_cost(2, 1000)
     assert count and count == pytest.approx(cost.tx_per_ledger * 999, abs=20)
     assert seconds == pytest.approx(0.7 * cost.seconds_per_ledger * 999)
     # A heavy range: its sum only fits in scientific notation.
     core(tmp_path, "new-db")
-    heavy = core(tmp_path, "catchup", "59999999/2000", SIM_SPEED="1e6")
+    heavy = core(tmp_path, "catchup", "59999999/2000", *METRIC, SIM_SPEED="1e6")
     assert heavy.returncode == 0
-    assert any("  sum = " in ln and "e+" in ln for ln in heavy.stdout.splitlines())
-    assert parse_tx_apply(heavy.stdout.splitlines())[1] > 100
+    assert any("  sum = " in ln and "e+" in ln for ln in heavy.stderr.splitlines())
+    assert parse_tx_apply(heavy.stderr.splitlines())[1] > 100
 
 
 def test_L24_some_runs_interleave_foreign_lines_deterministically(tmp_path: Path) -> None:
     def block_shape(seed: int) -> list[str]:
         core(tmp_path, "new-db")
-        out = core(tmp_path, "catchup", "200/200", SIM_SEED=str(seed)).stdout.splitlines()
-        start = next(i for i, ln in enumerate(out) if ln.endswith("ledger.transaction.apply:"))
-        return [ln.split(" ", 2)[2] for ln in out[start:start + 8]]
+        out = core(tmp_path, "catchup", "200/200", *METRIC, SIM_SEED=str(seed)).stderr.splitlines()
+        start = next(i for i, ln in enumerate(out) if ln.endswith("metric 'ledger.transaction.apply':"))
+        return [ln.split(" ", 3)[2] for ln in out[start:start + 8]]  # whose line: "[Bucket", "[default"
 
     shapes = {seed: block_shape(seed) for seed in range(6)}
-    mixed = [s for s, shape in shapes.items() if any("[Overlay" in ln for ln in shape)]
+    mixed = [s for s, shape in shapes.items() if any("[Bucket" in ln for ln in shape)]
     assert mixed and len(mixed) < len(shapes)
     assert block_shape(mixed[0]) == shapes[mixed[0]]
 
@@ -122,18 +162,18 @@ def test_resume_replays_from_lcl_and_fresh_start_applies_buckets(tmp_path: Path)
     assert core(tmp_path, "catchup", "640/320").returncode == 1  # no database yet
     core(tmp_path, "new-db")
     (tmp_path / "sim-core-state.json").write_text(json.dumps({"lcl": 447}))
-    out = core(tmp_path, "catchup", "640/320").stdout
-    assert "Replaying ledgers 448..640 from LCL 447" in out and "Applying buckets" not in out
+    out = core(tmp_path, "catchup", "640/320").stderr
+    assert "lastClosedLedger: 447" in out and "buckets" not in out
     core(tmp_path, "new-db")
-    out = core(tmp_path, "catchup", "640/320").stdout
-    assert "Applying buckets for ledger 320" in out and "Replaying ledgers 321..640" in out
+    out = core(tmp_path, "catchup", "640/320").stderr
+    assert "Applying buckets: LCL 320" in out and "applying ledger 640 " in out
     assert (tmp_path / "sim-buckets.bin").stat().st_size > 0
 
 
 def test_fail_targets_fail_for_real(tmp_path: Path) -> None:
     core(tmp_path, "new-db")
     bad = core(tmp_path, "catchup", "640/320", SIM_FAIL_TARGETS="5, 640")
-    assert bad.returncode == 1 and "Corrupt history archive" in bad.stderr
+    assert bad.returncode == 1 and "[default FATAL] Got an exception: Invariant" in bad.stderr
     assert lcl(tmp_path) == 1
 
 
@@ -160,16 +200,16 @@ def test_peak_override_touches_real_memory(tmp_path: Path) -> None:
 
 def test_sigterm_drains_saves_lcl_and_exits_3(tmp_path: Path) -> None:
     core(tmp_path, "new-db")
-    proc = subprocess.Popen([str(CORE), "catchup", "1280/1280"], cwd=tmp_path,
-                            env=env(SIM_SPEED="20"), stdout=subprocess.PIPE, text=True)
-    assert proc.stdout is not None
-    for line in proc.stdout:
-        if "Closed ledger" in line:
+    proc = subprocess.Popen([str(CORE), "catchup", "1280/1280", *METRIC], cwd=tmp_path,
+                            env=env(SIM_SPEED="20"), stderr=subprocess.PIPE, text=True)
+    assert proc.stderr is not None
+    for line in proc.stderr:
+        if "applying ledger" in line:
             break
     proc.send_signal(signal.SIGTERM)
-    rest = proc.stdout.read()
+    rest = proc.stderr.read()
     assert proc.wait(timeout=10) == 3
-    assert "shutting down at LCL" in rest
+    assert "* Catchup failed." in rest
     saved = lcl(tmp_path)
     assert 63 <= saved < 1280 and (saved + 1) % 64 == 0
     assert parse_tx_apply(rest.splitlines())[0] is not None

@@ -151,17 +151,42 @@ def test_node_gone_takes_the_pod_and_its_logs(sim):
 
 
 def test_ephemeral_eviction_shape(sim):
+    """Over its own limit: Evicted with the pod-level message and no DisruptionTarget
+    (kubelet podEphemeralStorageLimitEviction passes no condition to evictPod)."""
     _, kubelet, batch, core, scripts = sim
     scripts["r1"] = Script(duration=20, evict_ephemeral=True)
-    batch.create_namespaced_job("ns", job_manifest("r1"))
+    limits = {"memory": "4Gi", "ephemeral-storage": "40Gi"}
+    batch.create_namespaced_job("ns", job_manifest("r1", container={"resources": {"limits": limits}}))
     kubelet.step()
     kubelet.advance(20)
     pod = only_pod(core, "r1")
     assert (pod.status.phase, pod.status.reason) == ("Failed", "Evicted")
     assert pod.status.message == ("Pod ephemeral local storage usage exceeds the total limit "
-                                  "of containers 40Gi.")
+                                  "of containers 40Gi. ")
+    assert not [c for c in pod.status.conditions if c.type == "DisruptionTarget"]
     term = pod.status.container_statuses[0].state.terminated
     assert (term.exit_code, term.reason) == (137, "Error")  # 137 but not an OOM
+
+
+@pytest.mark.parametrize("script, resource, names_us", [
+    (Script(duration=20, evict_ephemeral=True, memory=[(0, Usage(GiB, GiB, 91 * GiB))]), "ephemeral-storage", True),
+    (Script(duration=20, evict_memory_pressure=True, memory=[(0, Usage(GiB, GiB, GiB))]), "memory", False),
+])
+def test_node_pressure_eviction_shape(sim, script, resource, names_us):
+    """The node ran short: Evicted, and DisruptionTarget/TerminationByKubelet with the same
+    message (eviction_manager.go synchronize); a container over its request is named."""
+    _, kubelet, batch, core, scripts = sim
+    scripts["r1"] = script
+    batch.create_namespaced_job("ns", job_manifest("r1"))
+    kubelet.step()
+    kubelet.advance(20)
+    pod = only_pod(core, "r1")
+    assert (pod.status.phase, pod.status.reason) == ("Failed", "Evicted")
+    assert pod.status.message.startswith(f"The node was low on resource: {resource}. Threshold quantity: ")
+    assert ("Container catchup was using 91Gi, request is 0, has larger consumption of "
+            "ephemeral-storage. " in pod.status.message) is names_us
+    cond = next(c for c in pod.status.conditions if c.type == "DisruptionTarget")
+    assert (cond.status, cond.reason, cond.message) == ("True", "TerminationByKubelet", pod.status.message)
 
 
 def test_pod_deadline_is_deadline_exceeded_on_the_pod(sim):

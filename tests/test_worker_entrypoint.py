@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 import catchup_assets.worker
+from catchup_assets.worker.logparse import parse_tx_apply
 
 ENTRYPOINT = Path(catchup_assets.worker.__file__).parent / "entrypoint.sh"
 CORE = Path(sys.executable).parent / "catchup-sim-core"
@@ -70,10 +71,19 @@ def test_L16_never_started_declines_runs_new_db_writes_marker(shell: str, tmp_pa
     lines = result.stdout.splitlines()
     assert lines[0] == f"WORKER: range {KEY} target 640 count 320"
     assert lines[1].startswith("RESUME DECLINED: no range marker")
-    assert "New database initialized" in lines[2]
-    assert "Applying buckets for ledger 320" in result.stdout
+    assert "* The next launch will catchup from the network afresh." in result.stderr  # new-db ran
+    assert "Applying buckets: LCL 320" in result.stderr
     assert (data / ".catchup-range").read_text() == KEY + "\n"
     assert lcl_of(data) == 640
+
+
+def test_L24_the_worker_asks_stellar_core_for_the_tx_apply_metric(shell: str, tmp_path: Path) -> None:
+    """stellar-core reports a metric at exit only when named with --metric."""
+    data = prepare(tmp_path / "data", None, None)
+    result = run(shell, worker_env(data))
+    assert result.returncode == 0, result.stderr
+    count, seconds = parse_tx_apply(result.stderr.splitlines())
+    assert count and count > 0 and seconds and seconds > 0
 
 
 # (LCL left by an earlier attempt, its marker, COUNT) -> decision line, new-db ran?
@@ -103,10 +113,10 @@ def test_L16_resume_decision(shell: str, tmp_path: Path, lcl: int | None, marker
     result = run(shell, worker_env(data, count=count))
     assert result.returncode == 0, result.stderr
     assert decision(result.stdout) == expected
-    assert ("New database initialized" in result.stdout) is fresh
+    assert ("catchup from the network afresh" in result.stderr) is fresh
     if not fresh:
-        assert f"Replaying ledgers {lcl + 1}..640 from LCL {lcl}" in result.stdout
-        assert "Applying buckets" not in result.stdout
+        assert f"lastClosedLedger: {lcl}\n" in result.stderr
+        assert "buckets" not in result.stderr
     assert (data / ".catchup-range").read_text() == KEY + "\n"
     assert lcl_of(data) == 640
 
@@ -119,7 +129,7 @@ def test_L16_already_complete_exits_zero_without_catchup(shell: str, tmp_path: P
     assert result.returncode == 0, result.stderr
     assert decision(result.stdout) == \
         f"RESUME: range {KEY} already complete: LCL {lcl} >= target 640"
-    assert "Catching up" not in result.stdout and "New database" not in result.stdout
+    assert "Starting catchup" not in result.stderr and "afresh" not in result.stderr
     assert lcl_of(data) == lcl
 
 
@@ -127,7 +137,7 @@ def test_L16_catchup_exit_code_passes_through(shell: str, tmp_path: Path) -> Non
     data = prepare(tmp_path / "data", None, None)
     result = run(shell, worker_env(data, SIM_FAIL_TARGETS="640"))
     assert result.returncode == 1
-    assert "Corrupt history archive" in result.stderr
+    assert "[default FATAL] Got an exception: Invariant" in result.stderr
     assert (data / ".catchup-range").read_text() == KEY + "\n"
 
 
@@ -148,23 +158,24 @@ def test_L16_sigterm_reaches_core_exit_3_then_next_attempt_resumes(shell: str,
                                                                     tmp_path: Path) -> None:
     data = prepare(tmp_path / "data", None, None)
     env = worker_env(data, target="1280", count="1280", SIM_SPEED="20")
-    proc = subprocess.Popen([shell, str(ENTRYPOINT)], env=env, stdout=subprocess.PIPE, text=True)
-    assert proc.stdout is not None
-    for line in proc.stdout:
-        if "Closed ledger" in line:
+    proc = subprocess.Popen([shell, str(ENTRYPOINT)], env=env, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True)
+    assert proc.stderr is not None
+    for line in proc.stderr:
+        if "applying ledger" in line:
             break
     proc.send_signal(signal.SIGTERM)  # the shell exec'd: this pid is the core now
-    rest = proc.stdout.read()
+    rest = proc.stderr.read()
     assert proc.wait(timeout=10) == 3
-    assert "shutting down at LCL" in rest and "ledger.transaction.apply:" in rest
+    assert "* Catchup failed." in rest and "metric 'ledger.transaction.apply':" in rest
     saved = lcl_of(data)
     assert 1 < saved < 1280
 
     again = run(shell, worker_env(data, target="1280", count="1280"))
     assert again.returncode == 0, again.stderr
     assert decision(again.stdout) == f"RESUME: range {KEY} from LCL {saved} toward target 1280"
-    assert f"Replaying ledgers {saved + 1}..1280" in again.stdout
-    assert "New database" not in again.stdout
+    assert f"lastClosedLedger: {saved}\n" in again.stderr
+    assert "afresh" not in again.stderr
     assert lcl_of(data) == 1280
 
 
@@ -183,7 +194,7 @@ def test_L17_hostile_values_pass_verbatim_and_never_execute(shell: str, tmp_path
         assert result.returncode == 0, result.stderr
         assert result.stdout.splitlines()[0] == f"WORKER: range {HOSTILE} target 640 count 320"
         assert decision(result.stdout).startswith(expected)
-        outputs.append(result.stdout)
+        outputs.append(result.stderr)
     assert f"Config from {conf}" in outputs[0]  # --conf reached new-db and catchup intact
     assert (data / ".catchup-range").read_text() == HOSTILE + "\n"
     assert lcl_of(data) == 640

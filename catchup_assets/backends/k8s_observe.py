@@ -78,7 +78,12 @@ def observation(job, pod) -> Observation:
     exit_code = termination = pod_reason = None
     message = ""
     if pod is not None and pod.status is not None:
-        reasons |= {c.type for c in _true_conditions(pod.status.conditions) if c.type == "DisruptionTarget"}
+        disruption = ""
+        for c in _true_conditions(pod.status.conditions):
+            if c.type == "DisruptionTarget":
+                # Its reason says who: TerminationByKubelet, EvictionByEvictionAPI, ...
+                reasons |= {c.type, c.reason} - {None}
+                disruption = c.message or ""
         pod_reason = pod.status.reason
         message = pod.status.message or ""
         cs = _container_status(pod)
@@ -86,6 +91,7 @@ def observation(job, pod) -> Observation:
         if term is not None:
             exit_code, termination = term.exit_code, term.reason
             message = message or term.message or ""
+        message = message or disruption
     if any(c.type == "Complete" for c in conds) and exit_code is None:
         exit_code = 0
     # A pod failure policy names the evidence of a pod already gone (spot reclaims

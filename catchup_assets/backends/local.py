@@ -95,6 +95,9 @@ class LocalBackend:
         terminate_grace: float = 10.0,
         python: str = sys.executable,
         disruptions: Mapping[str, float] | None = None,
+        disruption_triggers: Mapping[str, str] | None = None,
+        ephemeral_limit_bytes: int | None = None,
+        node_disk_bytes: int | None = None,
     ) -> None:
         self.mission = _safe(mission, "mission")
         self.root = Path(work_dir) / mission
@@ -109,6 +112,12 @@ class LocalBackend:
         self.disruption_window = disruption_window
         # attempt id -> seconds: a spot reclaim aimed at one attempt (demos, tests)
         self.disruptions = dict(disruptions or {})
+        # attempt id -> a line of its log: reclaimed the moment the worker prints it
+        self.disruption_triggers = dict(disruption_triggers or {})
+        # The kubelet's disk evictions: over the attempt's own limit, or filling a
+        # node it has to itself (local_supervisor.disk_eviction).
+        self.ephemeral_limit_bytes = ephemeral_limit_bytes
+        self.node_disk_bytes = node_disk_bytes
         self.terminate_grace = terminate_grace
         self.python = python
         # Only caches of immutable files and children to reap: never a source
@@ -145,6 +154,9 @@ class LocalBackend:
             "disrupt_after_seconds": self.disruptions.get(spec.attempt_id, disruption_delay(
                 self.disruption_seed, self.disruption_rate, self.disruption_window,
                 spec.range_key, spec.attempt)),
+            "disrupt_on_line": self.disruption_triggers.get(spec.attempt_id),
+            "ephemeral_limit_bytes": self.ephemeral_limit_bytes,
+            "node_disk_bytes": self.node_disk_bytes,
         }
         write_json_atomic(d / "launch.json", launch)
         spec_json = dataclasses.asdict(spec)

@@ -24,6 +24,8 @@ from typing import Any
 
 import psutil
 
+from catchup_assets import evictions
+
 log = logging.getLogger("catchup_assets.local_supervisor")
 
 PEAK_KEYS = ("anon_bytes", "working_set_bytes", "ephemeral_bytes")
@@ -74,6 +76,50 @@ def flush_peaks(path: Path, peaks: dict) -> dict:
     merged = merge_peaks(on_disk, peaks)
     write_json_atomic(path, merged)
     return merged
+
+
+NODE_SHUTDOWN_MESSAGE = "Pod was terminated in response to imminent node shutdown."
+EVICTION_GRACE_SECONDS = 1.0  # the kubelet's immediateEvictionGracePeriodSeconds
+HARD_EVICTION_SHARE = 0.10  # the kubelet's default hard threshold: nodefs.available<10%
+
+
+def disk_eviction(used: int, launch: dict) -> str | None:
+    """The kubelet's message if `used` bytes of the attempt's data get it evicted, else None.
+
+    `ephemeral_limit_bytes` is the pod's own limit; `node_disk_bytes` the disk of a
+    node the pod has to itself (a pooled pod, L15), evicted as its disk hog.
+    """
+    limit = launch.get("ephemeral_limit_bytes")
+    if limit and used > limit:
+        return evictions.POD_EPHEMERAL_FMT.format(limit=evictions.quantity(limit))
+    disk = launch.get("node_disk_bytes")
+    if disk and disk - used < disk * HARD_EVICTION_SHARE:
+        return evictions.node_pressure_message(evictions.DISK, int(disk * HARD_EVICTION_SHARE),
+                                               max(0, disk - used), "catchup", used, 0)
+    return None
+
+
+class LogTrigger:
+    """Fires once the worker's log holds `line` (a substring); never if `line` is None."""
+
+    def __init__(self, path: Path, line: str | None) -> None:
+        self.path, self.line = path, line
+        self._offset, self._tail, self._fired = 0, b"", False
+
+    def fired(self) -> bool:
+        if self.line is None or self._fired:
+            return self._fired
+        try:
+            with open(self.path, "rb") as f:
+                f.seek(self._offset)
+                data = f.read()
+        except OSError:
+            return False
+        self._offset += len(data)
+        needle = self.line.encode()
+        self._fired = needle in self._tail + data
+        self._tail = (self._tail + data)[-len(needle):]
+        return self._fired
 
 
 def exit_code_of(returncode: int) -> int:
@@ -272,15 +318,20 @@ class Supervisor:
         deadline = spec.get("deadline_seconds")
         disrupt = (spec.get("env") or {}).get(DISRUPT_ENV, launch.get("disrupt_after_seconds"))
         disrupt = float(disrupt) if disrupt not in (None, "") else None
+        # A reclaim aimed at a moment of the attempt's own, not at a time: "once the worker printed X".
+        trigger = LogTrigger(self.dir / "worker.log", launch.get("disrupt_on_line"))
         kill_at: float | None = None
         oom = False
+        evicted: str | None = None
         next_flush = next_walk = 0.0
         while True:
             now = time.monotonic()
             anon, ws = sample_tree(proc.pid)
             if now >= next_walk:
                 w0 = time.monotonic()
-                self._peak("ephemeral_bytes", disk_usage(launch["data_dir"]))
+                used = disk_usage(launch["data_dir"])
+                self._peak("ephemeral_bytes", used)
+                evicted = evicted or disk_eviction(used, launch)
                 # Rarely for a huge directory: the walk must not dominate the node.
                 next_walk = now + max(1.0, 20 * (time.monotonic() - w0))
             self._peak("anon_bytes", anon)
@@ -290,19 +341,30 @@ class Supervisor:
                 _killpg(proc.pid, signal.SIGKILL)
                 self.messages.append(f"memory limit {limit} exceeded: anon {anon} bytes")
             elif kill_at is None:
-                why = None
+                why, wait = None, grace
                 if self.stop_signal is not None:
                     why = f"supervisor received signal {self.stop_signal}: worker terminated"
                 elif deadline and now - t0 >= deadline:
                     why = f"deadline {deadline} s exceeded"
                     self.status["pod_reason"] = "DeadlineExceeded"
-                elif disrupt is not None and now - t0 >= disrupt:
-                    why = f"disruption injected after {disrupt:.2f} s"
-                    self.status["conditions"].append("DisruptionTarget")
+                elif evicted is not None:
+                    # As the kubelet evicts: Failed/Evicted, its message, a 1 s grace;
+                    # DisruptionTarget only when the node ran short (evictions.py).
+                    why, wait = evicted, EVICTION_GRACE_SECONDS
+                    self.status["pod_reason"] = evictions.REASON
+                    if evictions.node_pressure(evictions.REASON, evicted):
+                        self.status["conditions"] += ["DisruptionTarget", "TerminationByKubelet"]
+                elif (disrupt is not None and now - t0 >= disrupt) or trigger.fired():
+                    # A spot reclaim as the node's graceful shutdown reports it (nodeshutdown manager).
+                    self.status["pod_reason"] = "Terminated"
+                    self.status["conditions"] += ["DisruptionTarget", "TerminationByKubelet"]
+                    self.messages.append(NODE_SHUTDOWN_MESSAGE)
+                    why = (f"disruption injected after {now - t0:.2f} s" if trigger.line is None
+                           else f"disruption injected once the worker printed {trigger.line!r}")
                 if why:
                     self.messages.append(why)
                     _killpg(proc.pid, signal.SIGTERM)
-                    kill_at = now + grace
+                    kill_at = now + wait
             elif now >= kill_at and not exited.is_set():
                 _killpg(proc.pid, signal.SIGKILL)
                 self.messages.append(f"SIGKILL after {grace} s grace")

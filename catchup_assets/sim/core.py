@@ -1,11 +1,18 @@
-"""A simulated stellar-core: `new-db`, `catchup END/COUNT`, `offline-info`.
+"""A simulated stellar-core: `new-db`, `catchup DEST/COUNT`, `offline-info`.
 
 It behaves where the mission can tell the difference: exit codes (2 when
-nothing is left to apply, 3 after draining on SIGTERM), state kept in the
-working directory so an interrupted attempt can resume, real memory touched so
-a supervisor's RSS sampler and memory limit see it, real bytes on disk, log
-lines and a medida block shaped like the real ones. Costs come from
-`model.range_cost`; env knobs shrink time and memory for demos and tests.
+nothing is left to apply, 3 when catchup did not finish, e.g. drained on
+SIGTERM; 1 on an exception), state kept in the working directory so an
+interrupted attempt can resume, real memory touched so a supervisor's RSS
+sampler and memory limit see it, real bytes on disk. What it prints is
+stellar-core's own format (see `core_log.py` for the sources): log lines on
+stderr, `offline-info`'s JSON on stdout, and the exit metric report only for
+the names given with `--metric`. Costs come from `model.range_cost`; env knobs
+shrink time and memory for demos and tests.
+
+Command line as `src/main/CommandLine.cpp` parses it: `--conf`, `--metric`
+(repeatable), `--ll` and `--console` before or after the subcommand; a bad
+command line exits 1, as `runWithHelp` does.
 """
 
 from __future__ import annotations
@@ -17,15 +24,14 @@ import signal
 import sys
 import time
 from dataclasses import dataclass, field
-from datetime import datetime
 
+from catchup_assets.sim import core_log
 from catchup_assets.sim.model import RangeCost, range_cost
 
 STATE_FILE = "sim-core-state.json"
 BUCKETS_FILE = "sim-buckets.bin"
 GENESIS = 1
 CHECKPOINT = 64
-NODE = "GABCD"
 MAX_SLEEP = 0.05  # so SIGTERM is noticed within this, whatever SIM_SPEED is
 MIN_PEAK_HOLD = 0.3  # long enough for a sampling supervisor to see the peak
 EX_USAGE = 64
@@ -90,11 +96,9 @@ def read_knobs(env: dict[str, str]) -> Knobs:
     return Knobs(speed, seed, scale, fails, peaks, disk_scale)
 
 
-def log(channel: str, level: str, message: str, err: bool = False) -> None:
-    now = datetime.now()
-    stamp = now.strftime("%Y-%m-%dT%H:%M:%S.") + f"{now.microsecond // 1000:03d}"
-    print(f"{stamp} {NODE} [{channel} {level}] {message}",
-          file=sys.stderr if err else sys.stdout, flush=True)
+def log(partition: str, level: str, message: str, node: str | None = core_log.NODE) -> None:
+    # stellar-core's console sink is stderr, for every level.
+    print(core_log.log_line(partition, level, message, node=node), file=sys.stderr, flush=True)
 
 
 class StateError(Exception):
@@ -168,39 +172,42 @@ class Applied:
         self.apply_ms += 0.7 * cost.seconds_per_ledger * ledgers * 1000.0
 
 
-def print_metrics(applied: Applied, tag: str) -> None:
-    """Medida-style blocks for the work of THIS process only (L24 shapes)."""
-    def perf(text: str) -> None:
-        log("Perf", "INFO", text)
+def _metrics(applied: Applied, elapsed_s: float) -> dict[str, list[str]]:
+    """The registry's metrics this process would report, as ConsoleReporter lines."""
+    tx = core_log.TimerValues.spread(applied.txs, applied.apply_ms, elapsed_s)
+    close = core_log.TimerValues.spread(applied.ledgers, applied.apply_ms / 0.7, elapsed_s)
+    return {
+        "ledger.ledger.close": core_log.timer_lines(close),
+        core_log.TIMER_METRIC: core_log.timer_lines(tx),
+        "ledger.transaction.count": core_log.histogram_lines(applied.ledgers, applied.txs),
+    }
 
-    n, ms = applied.txs, applied.apply_ms
-    mean = ms / n if n else 0.0
-    perf("ledger.ledger.close:")
-    perf("  type: timer")
-    perf(f"  count = {applied.ledgers}")
-    perf(f"  sum = {ms / 0.7:g}ms")
-    perf("ledger.transaction.apply:")
-    perf("  type: timer")
-    perf(f"  count = {n}")
+
+def destroy_application(applied: Applied, report: list[str], started: float, foreign: int = 0) -> None:
+    """`~ApplicationImpl`: the `--metric` report of THIS process's work, then goodbye.
+
+    Threads are joined only after the report, so `foreign` lines of another
+    thread land inside the block, after its `count` (L24).
+    """
+    log("default", "INFO", "Application destructing")
+    for level, text in core_log.metric_report(_metrics(applied, time.monotonic() - started), report):
+        log("default", level, text)
+        if foreign and text.lstrip().startswith("count = "):
+            for i in range(foreign):
+                log("Bucket", "INFO", f"Background eviction scan: idle ({i})")
+            foreign = 0
+    log("default", "INFO", "Application destroyed")
+
+
+def interleaved(tag: str) -> int:
+    """How many foreign lines land in this run's metric block: some runs get none."""
     digest = hashlib.sha256(tag.encode()).digest()
-    if digest[0] % 3 == 0:
-        # Other threads log whenever they like, also mid-block.
-        for i in range(1 + digest[1] % 3):
-            log("Overlay", "INFO", f"Dropping peer 10.0.{digest[2]}.{i}:11625: idle")
-    perf("  event type: calls")
-    perf(f"  mean rate = {n / max(ms / 1000.0, 1e-9):g} calls/s")
-    perf(f"  min = {mean * 0.05:g}ms")
-    perf(f"  max = {mean * 40:g}ms")
-    perf(f"  mean = {mean:g}ms")
-    perf(f"  stddev = {mean * 1.7:g}ms")
-    perf(f"  sum = {ms:g}ms")
-    perf(f"  median = {mean * 0.6:g}ms")
-    for q, k in (("75%", 1.2), ("95%", 3.1), ("99%", 9.0), ("99.9%", 25.0)):
-        perf(f"  {q} = {mean * k:g}ms")
-    perf("ledger.transaction.count:")
-    perf("  type: histogram")
-    perf(f"  count = {applied.ledgers}")
-    perf(f"  sum = {n}")
+    return 1 + digest[1] % 3 if digest[0] % 3 == 0 else 0
+
+
+def _banner(*lines: str) -> None:
+    for text in ("*", *lines, "*"):
+        log("default", "INFO", text)
 
 
 def offline_info(lcl: int) -> dict:
@@ -234,54 +241,75 @@ def offline_info(lcl: int) -> dict:
 MIN_STEP_SECONDS = 0.05
 
 
-def catchup(spec: str, knobs: Knobs) -> int:
+def catchup(spec: str, knobs: Knobs, report: list[str], started: float) -> int:
     end_text, _, count_text = spec.partition("/")
     try:
         end = int(end_text)
         count = end if count_text == "max" else int(count_text)
     except ValueError:
-        raise UsageError(f"catchup: {spec!r} is not END/COUNT") from None
+        raise UsageError("catchup value should be passed as <DESTINATION-LEDGER/LEDGER-COUNT>, where "
+                         "destination ledger is any valid number or 'current' and ledger count is any "
+                         "valid number or 'max'") from None
     if end < GENESIS or count < 0:
         raise UsageError(f"catchup: {spec!r} is out of range")
     start = max(GENESIS, end - count)
     cost = range_cost(start + 1 if start < end else end, end, knobs.seed)
     applied = Applied()
-    tag = f"{knobs.seed}:{end}:{count}"
 
-    def finish(code: int) -> int:
-        print_metrics(applied, tag)
+    def finish(code: int, *, synced: bool | None = None) -> int:
+        if synced is not None:  # ApplicationUtils.cpp catchup(): the closing banner
+            if synced:
+                log("History", "INFO", "Catchup finished")
+            _banner("* Catchup finished." if synced else "* Catchup failed.")
+            # writeCatchupInfo without --output-file: the styled JSON on stdout.
+            log("default", "INFO", "*")
+            log("default", "INFO", "* Catchup info:")
+            print(json.dumps(offline_info(lcl), indent=3, separators=(",", " : ")), flush=True)
+            log("default", "INFO", "*")
+        destroy_application(applied, report, started, interleaved(f"{knobs.seed}:{end}:{count}"))
         return code
 
     lcl = load_lcl()
     if lcl is None:
-        log("Database", "ERROR", f"No database in {os.getcwd()}: run new-db first", err=True)
+        log("Database", "ERROR", f"No database in {os.getcwd()}: run new-db first")
+        log("default", "FATAL", "Got an exception: no such table: storestate")
         return 1
-    log("History", "INFO", f"Catching up to ledger {end} (count {count}) from LCL {lcl}")
+    log("History", "WARNING", core_log.UNTRUSTED)
     if lcl >= end:
-        log("History", "ERROR", f"Target ledger {end} is not newer than last closed "
-            f"ledger {lcl}: nothing to apply", err=True)
+        _banner(f"* Target ledger {end} is not newer than last closed ledger {lcl} - nothing to do",
+                f"* If you really want to catchup to {end} run stellar-core new-db")
         return finish(2)
+    # One log call with embedded newlines: the continuation lines carry no prefix.
+    log("History", "INFO", f"Starting catchup with configuration:\n  lastClosedLedger: {lcl}\n"
+        f"  toLedger: {end}\n  count: {count}")
+    checkpoints = max(1, (end - max(lcl, start)) // CHECKPOINT + 1)
+
+    def status(what: str) -> None:
+        log("History", "INFO", f"Catching up to ledger {end}: {what}")
+
     if end in knobs.fail_targets:
-        log("History", "INFO", f"Downloading history archive state for checkpoint {end | 63}")
-        log("History", "ERROR", f"Corrupt history archive: invalid bucket hash in "
-            f"checkpoint {end | 63}; catchup of {end}/{count} failed", err=True)
-        return finish(1)
+        # A real failure of the range, e.g. a strict invariant: InvariantDoesNotHold is thrown,
+        # the Application is destroyed while unwinding, handleCommandLine logs it and returns 1.
+        status("Download & apply checkpoints: num checkpoints left to apply:"
+               f"{checkpoints} (0% done)")
+        destroy_application(applied, report, started)
+        log("default", "FATAL", f'Got an exception: Invariant "ConservationOfLumens" does not hold '
+            f"on ledger {start + 1}: lumens {end} != {end + 1}")
+        return 1
 
     if lcl < start:
         peak = knobs.peak_bytes.get(end, int(cost.peak_anon_bytes * knobs.memory_scale))
-        log("History", "INFO", f"Downloading buckets for checkpoint {start | 63} (ledger {start})")
-        log("Bucket", "INFO", f"Applying buckets for ledger {start}")
+        status(f"Downloading and verifying buckets: {start | 63}")
         held = _touch(peak)
         bucket_seconds = cost.seconds_per_ledger * CHECKPOINT * 10 / knobs.speed
         _sleep(max(MIN_PEAK_HOLD, bucket_seconds))
         del held
         if _stop:
-            return finish(_shutdown(lcl))
+            return finish(3, synced=False)
         lcl = start
         save_lcl(lcl)
-        log("Bucket", "INFO", f"Bucket apply complete: LCL {lcl}")
+        status(f"Applying buckets: LCL {lcl}")
 
-    log("History", "INFO", f"Replaying ledgers {lcl + 1}..{end} from LCL {lcl}")
     held = _touch(int(cost.replay_anon_bytes * knobs.memory_scale))
     span = max(1, end - start)
     # Long ranges at high speed replay many checkpoints per step, so a demo
@@ -291,61 +319,97 @@ def catchup(spec: str, knobs: Knobs) -> int:
     while lcl < end:
         last = min(end, (lcl + step) | (CHECKPOINT - 1))
         n = last - lcl
-        log("History", "INFO", f"Applying checkpoint {last | 63}: ledgers {lcl + 1}..{last}")
+        left = max(1, (end - lcl) // CHECKPOINT + 1)
+        status(f"Download & apply checkpoints: num checkpoints left to apply:{left} "
+               f"({100 * (lcl - start) // span}% done)")
         done = _sleep(cost.seconds_per_ledger * n / knobs.speed)
         if _stop and done < 1.0:
             # The ledgers closed so far were applied, but LCL on disk stays at
             # the checkpoint boundary: a resume re-applies them (L22).
             applied.add(cost, int(n * done))
-            return finish(_shutdown(lcl))
+            return finish(3, synced=False)
         applied.add(cost, n)
         _append_disk(int(cost.disk_bytes * knobs.disk * n / span))
         lcl = last
         save_lcl(lcl)
-        log("Ledger", "INFO", f"Closed ledger {lcl}")
+        txs = round(cost.tx_per_ledger)
+        log("Tx", "INFO", f"applying ledger {lcl} (txs:{txs}, ops:{2 * txs})")
         if _stop:
-            return finish(_shutdown(lcl))
+            return finish(3, synced=False)
     del held
-    log("History", "INFO", f"Catchup finished: LCL {lcl}")
-    return finish(0)
+    return finish(0, synced=True)
 
 
-def _shutdown(lcl: int) -> int:
-    log("default", "INFO", f"Received SIGTERM: shutting down at LCL {lcl}")
-    return 3
+OPTIONS_WITH_VALUE = ("--conf", "--metric", "--ll")
+
+
+def parse_args(args: list[str]) -> tuple[str, list[str], dict[str, list[str]]]:
+    """(subcommand, positionals, options): options may come before or after the subcommand."""
+    command, positional, options = None, [], {"--metric": [], "--conf": [], "--ll": []}
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        if arg in OPTIONS_WITH_VALUE:
+            if i + 1 >= len(args):
+                raise UsageError(f"option {arg} requires a value")
+            options[arg].append(args[i + 1])
+            i += 2
+            continue
+        if arg == "--console":
+            i += 1
+            continue
+        if arg.startswith("-"):
+            raise UsageError(f"Unrecognised token: {arg}")
+        if command is None:
+            command = arg
+        else:
+            positional.append(arg)
+        i += 1
+    if command is None:
+        raise UsageError("no command given: new-db | offline-info | catchup DESTINATION-LEDGER/LEDGER-COUNT")
+    return command, positional, options
 
 
 def main(argv: list[str] | None = None) -> int:
+    started = time.monotonic()
     args = list(sys.argv[1:] if argv is None else argv)
     signal.signal(signal.SIGTERM, _on_term)
     signal.signal(signal.SIGINT, _on_term)
     try:
         knobs = read_knobs(dict(os.environ))
-        if len(args) >= 2 and args[0] == "--conf":
-            conf, args = args[1], args[2:]
-            log("default", "INFO", f"Config from {conf}")
-        if args == ["new-db"]:
+    except UsageError as exc:
+        print(f"ERROR: {exc}", file=sys.stderr, flush=True)
+        return EX_USAGE  # the simulator's own knobs, not stellar-core's command line
+    try:
+        command, positional, options = parse_args(args)
+        if command not in ("new-db", "offline-info", "catchup") or (
+                len(positional) != (1 if command == "catchup" else 0)):
+            raise UsageError(f"usage: new-db | offline-info | catchup DESTINATION-LEDGER/LEDGER-COUNT; got {args!r}")
+        conf = (options["--conf"] or ["stellar-core.cfg"])[-1]
+        log("default", "INFO", f"Config from {conf}", node=None)
+        report = options["--metric"]
+        if command == "new-db":
             if os.path.exists(BUCKETS_FILE):
                 os.remove(BUCKETS_FILE)
             save_lcl(GENESIS)
-            log("Database", "INFO", f"New database initialized: LCL {GENESIS} (genesis)")
+            _banner("* The next launch will catchup from the network afresh.")
+            destroy_application(Applied(), report, started)
             return 0
-        if args == ["offline-info"]:
+        if command == "offline-info":
             lcl = load_lcl()
             if lcl is None:
-                log("Database", "ERROR", f"No database in {os.getcwd()}", err=True)
+                log("default", "FATAL", f"Got an exception: no database in {os.getcwd()}")
                 return 1
-            log("default", "INFO", "Starting stellar-core-sim 27.1.1")
+            log("default", "INFO", "Reporting application info")
             print(json.dumps(offline_info(lcl), indent=3, separators=(",", " : ")), flush=True)
+            print(flush=True)
             return 0
-        if len(args) == 2 and args[0] == "catchup":
-            return catchup(args[1], knobs)
-        raise UsageError(f"usage: [--conf FILE] new-db | offline-info | catchup END/COUNT; got {args!r}")
+        return catchup(positional[0], knobs, report, started)
     except UsageError as exc:
         print(f"ERROR: {exc}", file=sys.stderr, flush=True)
-        return EX_USAGE
+        return 1
     except StateError as exc:
-        log("Database", "ERROR", str(exc), err=True)
+        log("default", "FATAL", f"Got an exception: {exc}")
         return 1
 
 

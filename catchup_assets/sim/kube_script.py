@@ -16,6 +16,8 @@ import math
 from dataclasses import dataclass
 from typing import Callable, Sequence, Union
 
+from catchup_assets.sim.core_log import UNTRUSTED, log_line, tx_apply_report
+
 GiB = 1024**3
 MiB = 1024**2
 
@@ -56,8 +58,10 @@ class Script:
     disrupt: str | None = None  # DisruptionTarget reason at `duration`, see DISRUPTION_MESSAGES
     disrupt_mode: str = "exit"  # "exit" | "delete" | "node_gone"
     disrupt_exit_code: int = 3  # stellar-core drains after SIGTERM and exits 3
-    evict_ephemeral: bool = False  # evicted at `duration` for ephemeral storage
-    evict_limit: str = "40Gi"  # quoted in the eviction message when the pod has no limit
+    # Evicted at `duration` for its disk: over its own ephemeral-storage limit if it has
+    # one, else as the disk hog of a node short of disk (node pressure).
+    evict_ephemeral: bool = False
+    evict_memory_pressure: bool = False  # evicted at `duration`: the node ran short of memory
     image_pull_error: bool = False  # ErrImagePull / ImagePullBackOff, forever
     missing_configmap: str | None = None  # CreateContainerConfigError naming this configmap
     sigterm_exit_code: int = 143  # exit on a deadline's or controller's SIGTERM (3 if it drains)
@@ -131,16 +135,27 @@ def first_crossing(curve: Curve, field: str, limit: float, horizon: float) -> fl
     return None
 
 
+def _core(partition: str, message: str, level: str = "INFO") -> str:
+    return log_line(partition, level, message, when="{now}")
+
+
+# A fresh start of one range as stellar-core logs it (formats: core_log.py).
 DEFAULT_LINES: tuple[str, ...] = (
-    "{now} GABCD [default INFO] Starting stellar-core-sim 27.1.1 (catchup_assets.sim)",
-    "{now} GABCD [History INFO] Catching up to ledger 1000063 (count 16320) from LCL 1",
-    "{now} GABCD [History INFO] Downloading buckets for checkpoint 983743 (ledger 983743)",
-    "{now} GABCD [Bucket INFO] Applying buckets for ledger 983743",
-    "{now} GABCD [History INFO] Replaying ledgers 983744..1000063 from LCL 983743",
-    "{now} GABCD [Ledger INFO] Closed ledger 1000063",
-    "{now} GABCD [Perf INFO] ledger.transaction.apply:",
-    "{now} GABCD [Perf INFO]   type: timer",
-    "{now} GABCD [Perf INFO]   count = 1234567",
-    "{now} GABCD [Perf INFO]   sum = 1.47073e+06ms",
-    "{now} GABCD [History INFO] Catchup finished: LCL 1000063",
+    "{now} [default INFO] Config from /etc/catchup/stellar-core.cfg",
+    _core("History", UNTRUSTED, "WARNING"),
+    _core("History", "Starting catchup with configuration:"),
+    "  lastClosedLedger: 1",
+    "  toLedger: 1000063",
+    "  count: 16320",
+    _core("History", "Catching up to ledger 1000063: Downloading and verifying buckets: 983743"),
+    _core("History", "Catching up to ledger 1000063: Download & apply checkpoints: "
+          "num checkpoints left to apply:255 (0% done)"),
+    _core("Tx", "applying ledger 1000063 (txs:412, ops:830)"),
+    _core("History", "Catchup finished"),
+    _core("default", "*"),
+    _core("default", "* Catchup finished."),
+    _core("default", "*"),
+    _core("default", "Application destructing"),
+    *tx_apply_report(1234567, 1.47073e06),
+    _core("default", "Application destroyed"),
 )

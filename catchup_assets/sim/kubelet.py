@@ -11,8 +11,9 @@ What each attempt does comes from `script(obj) -> Script` (kube_script.py),
 called once per pod with the owning Job (or the bare Pod). Job bookkeeping
 lives in kube_jobs.py. Statuses follow Kubernetes 1.31: OOMKilled with exit
 137, `DisruptionTarget` conditions, eviction as phase Failed with reason
-Evicted (and, since 1.26, a DisruptionTarget too), pod deadline as reason
-DeadlineExceeded.
+Evicted and the kubelet's message (a node-pressure eviction also gets
+`DisruptionTarget`/`TerminationByKubelet`, one over the pod's own
+ephemeral-storage limit does not), pod deadline as reason DeadlineExceeded.
 """
 
 from __future__ import annotations
@@ -23,15 +24,15 @@ from typing import Callable
 
 from kubernetes.utils import parse_quantity
 
+from catchup_assets import evictions
 from catchup_assets.sim.kube_jobs import JobController
 from catchup_assets.sim.kube_meta import ManualClock, rfc3339
 from catchup_assets.sim.kube_meta import set_condition as _condition
 from catchup_assets.sim.kube_pod import blocker, core_stamp, ephemeral_limit, pod_stats
 from catchup_assets.sim.kube_sched import bind_claims, node_manifest, schedule_pending
-from catchup_assets.sim.kube_script import DISRUPTION_MESSAGES, Script, first_crossing, usage_at
+from catchup_assets.sim.kube_script import DISRUPTION_MESSAGES, GiB, MiB, Script, first_crossing, usage_at
 from catchup_assets.sim.kube_store import Store
 
-EVICTED_FMT = "Pod ephemeral local storage usage exceeds the total limit of containers {}."
 DEADLINE_MESSAGE = "Pod was active on the node longer than the specified deadline"
 TERMINAL = ("Succeeded", "Failed")
 
@@ -214,12 +215,14 @@ class Kubelet:
         elif run.end_kind == "oom":
             self._exit(pod, run, t, 137, "OOMKilled")
         elif run.end_kind == "evict":
-            limit = ephemeral_limit(pod) or s.evict_limit
-            message = EVICTED_FMT.format(limit)
-            _condition(pod, "DisruptionTarget", "True", t, "TerminationByKubelet", message)
-            pod["status"].update(reason="Evicted", message=message)
+            message = self._eviction_message(pod, run, t)
+            if not message.startswith("Pod ephemeral"):
+                # Node pressure: the kubelet marks it a disruption (eviction_manager.go
+                # synchronize); over its own limit it does not (podEphemeralStorageLimitEviction).
+                _condition(pod, "DisruptionTarget", "True", t, "TerminationByKubelet", message)
+            pod["status"].update(reason=evictions.REASON, message=message)
             self._exit(pod, run, t, 137, "Error", force_phase="Failed")
-            self.store.event(pod, "Evicted", message, "kubelet")
+            self.store.event(pod, evictions.REASON, message, "kubelet")
         elif run.end_kind == "disrupt":
             _condition(pod, "DisruptionTarget", "True", t, s.disrupt,
                        DISRUPTION_MESSAGES[s.disrupt])
@@ -234,6 +237,25 @@ class Kubelet:
         else:
             self._exit(pod, run, t, s.exit_code, "Completed" if s.exit_code == 0 else "Error")
         return True
+
+    def _eviction_message(self, pod: dict, run: Run, t: float) -> str:
+        """The kubelet's words (pkg/kubelet/eviction/helpers.go) for why this pod goes."""
+        s = run.script
+        container = pod["spec"]["containers"][0]
+        requests = (container.get("resources") or {}).get("requests") or {}
+        use = usage_at(s.curve(), t - run.t_start)
+        if s.evict_memory_pressure:
+            request = int(parse_quantity(requests.get("memory", "0")))
+            over = container["name"] if use.working_set > request else None
+            return evictions.node_pressure_message("memory", 100 * MiB, 91 * MiB, over, use.working_set, request)
+        limit = ephemeral_limit(pod)
+        if limit is not None:
+            return evictions.POD_EPHEMERAL_FMT.format(limit=evictions.quantity(int(parse_quantity(limit))))
+        # No limit of its own (a pooled pod has its node to itself, L15): it fills the
+        # node's disk, and the node, short of disk, evicts the pod using the most over its request.
+        request = int(parse_quantity(requests.get(evictions.DISK, "0")))
+        return evictions.node_pressure_message(evictions.DISK, 10 * GiB, 9 * GiB, container["name"],
+                                               use.ephemeral, request)
 
     def kill(self, pod: dict, now: float) -> None:
         """Graceful deletion by a controller: SIGTERM, then the pod goes after the grace."""
@@ -269,8 +291,8 @@ class Kubelet:
         run.stage, run.t_start, run.next_line = "running", t, 0
         run.lines = s.timed_lines()
         run.t_end, run.end_kind = t + s.duration, ("oom" if s.oom else "evict" if
-                                                     s.evict_ephemeral else "disrupt" if
-                                                     s.disrupt else "exit")
+                                                     s.evict_ephemeral or s.evict_memory_pressure
+                                                     else "disrupt" if s.disrupt else "exit")
         container = pod["spec"]["containers"][0]
         limit = ((container.get("resources") or {}).get("limits") or {}).get("memory")
         if limit is not None:

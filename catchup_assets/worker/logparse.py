@@ -60,9 +60,14 @@ def iter_lines(chunks: Iterable[bytes], max_line: int = 65536) -> Iterator[str]:
 
 TX_APPLY_METRIC = "ledger.transaction.apply"
 
-# "<anything> ledger.transaction.apply:" -- a metric name has at least one dot.
-_HEADER = re.compile(r"(?:^|\s)([A-Za-z_][\w\-]*(?:\.[\w\-]+)+):\s*$")
-# A field line is the field alone, after an optional "[Channel LEVEL]" prefix.
+# stellar-core's exit report names a metric as `metric 'NAME':` (reportCfgMetrics,
+# src/main/ApplicationImpl.cpp); older logs and medida's own ConsoleReporter::Run
+# print the bare `NAME:`. A metric name has at least one dot.
+_NAME = r"[A-Za-z_][\w\-]*(?:\.[\w\-]+)+"
+_HEADER = re.compile(rf"(?:^|\s)(?:metric\s+'({_NAME})'|({_NAME})):\s*$")
+# stellar-core's log prefix ends in "[Partition LEVEL]" (src/util/Logging.cpp).
+_PARTITION = re.compile(r"\[([A-Za-z]+) [A-Za-z]+\]")
+# A field line is the field alone, after an optional "[Partition LEVEL]" prefix.
 _PREFIX = r"^(?:.*\[[A-Za-z]+ [A-Za-z]+\])?\s*"
 _COUNT = re.compile(_PREFIX + r"count\s*=\s*(\d+)\s*$")
 _SUM = re.compile(
@@ -71,28 +76,39 @@ _SUM = re.compile(
 _UNIT_SECONDS = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6, "ns": 1e-9}
 
 
+def _partition(line: str) -> str | None:
+    m = _PARTITION.search(line)
+    return m.group(1) if m else None
+
+
 class _TxApplyScanner:
     """Line-at-a-time reader of the LAST `ledger.transaction.apply` block.
 
     Other threads' lines may land between the header and `sum` (91 once): they
-    are skipped, not a reason to give up. A later metric header ends the block
-    so another metric's `count`/`sum` is never taken for ours (L24).
+    are skipped, not a reason to give up, and a line from another log
+    partition than the header's is never taken for a field of the block. A
+    later metric header ends the block, so another metric's `count`/`sum` is
+    never taken for ours (L24).
     """
 
     def __init__(self) -> None:
         self.count: int | None = None
         self.seconds: float | None = None
         self._open = False
+        self._partition: str | None = None
 
     def feed(self, line: str) -> None:
         header = _HEADER.search(line) if line.rstrip().endswith(":") else None
         if header:
-            self._open = header.group(1) == TX_APPLY_METRIC
+            self._open = (header.group(1) or header.group(2)) == TX_APPLY_METRIC
             if self._open:
                 self.count, self.seconds = None, None
+                self._partition = _partition(line)
             return
         if not self._open:
             return
+        if self._partition is not None and _partition(line) not in (None, self._partition):
+            return  # another thread's line, whatever it says
         if self.count is None and "count" in line:
             m = _COUNT.match(line)
             if m:
