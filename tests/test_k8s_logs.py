@@ -56,3 +56,20 @@ def test_L31_final_read_is_bounded_and_the_archive_is_gzip(tmp_path):
     assert gzip.decompress(dest.read_bytes()) == b"last words\n"
     never = LogSpool(tmp_path / "s2", lambda pod, since: (_ for _ in ()).throw(OSError("gone")))
     never.final_read("a2", "pod", tries=2)  # gives up without raising
+
+
+def test_L24_L30_a_metric_report_split_across_two_polls_is_read_whole(tmp_path):
+    """The first poll ends after `count`; the second, from the same second (sinceTime),
+    repeats the overlap and brings `sum`: the spool holds the report once, in order."""
+    from catchup_assets.sim.core_log import tx_apply_report
+    from catchup_assets.worker.logparse import parse_worker_log
+
+    report = tx_apply_report(1532, 1.47073e06, when="2026-11-29T08:00:02.000")
+    stamped = [f"2026-11-29T08:00:02.{i:09d}Z {line}" for i, line in enumerate(report, start=1)]
+    cut = next(i for i, line in enumerate(stamped) if "count = " in line) + 1
+    reads = iter([stamped[:cut], stamped])  # the kubelet answers from the start of the second again
+    spool = LogSpool(tmp_path, lambda pod, since: Body(("\n".join(next(reads)) + "\n").encode()))
+    assert spool.poll("a1", "pod") and spool.poll("a1", "pod")
+    assert list(spool.lines("a1")) == report
+    facts = parse_worker_log(spool.lines("a1"))
+    assert (facts.tx_apply_count, facts.tx_apply_seconds) == (1532, 1470.73)
