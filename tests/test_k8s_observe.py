@@ -8,7 +8,7 @@ from kubernetes import client as k
 from catchup_assets.backends.k8s_observe import attempt_state, parse_quantity_bytes, waiting
 from catchup_assets.outcomes import classify
 
-T0 = datetime(2026, 11, 29, 8, 0, tzinfo=timezone.utc)
+START = datetime(2026, 11, 29, 8, 0, tzinfo=timezone.utc)
 KEY = "0000016001-0000032000"
 LABELS = {"catchup.stellar.org/range-key": KEY, "catchup.stellar.org/attempt": "2", "catchup.stellar.org/tier": "giant"}
 
@@ -26,13 +26,13 @@ def job(*conditions):
 def pod(phase, *, terminated=None, running=False, reason=None, message=None, conditions=(), waiting_reason=None):
     state = k.V1ContainerState(
         terminated=k.V1ContainerStateTerminated(
-            exit_code=terminated[0], reason=terminated[1], started_at=T0, finished_at=T0 + timedelta(seconds=600)
+            exit_code=terminated[0], reason=terminated[1], started_at=START, finished_at=START + timedelta(seconds=600)
         ) if terminated else None,
-        running=k.V1ContainerStateRunning(started_at=T0) if running else None,
+        running=k.V1ContainerStateRunning(started_at=START) if running else None,
         waiting=k.V1ContainerStateWaiting(reason=waiting_reason, message="back-off pulling image") if waiting_reason else None,
     )
     return k.V1Pod(
-        metadata=k.V1ObjectMeta(name="catchup-m1-x-a002-abcde", labels={"job-name": "catchup-m1-x-a002"}, creation_timestamp=T0),
+        metadata=k.V1ObjectMeta(name="catchup-m1-x-a002-abcde", labels={"job-name": "catchup-m1-x-a002"}, creation_timestamp=START),
         spec=k.V1PodSpec(containers=[], node_name="node-1"),
         status=k.V1PodStatus(
             phase=phase, reason=reason, message=message,
