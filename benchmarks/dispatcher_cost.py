@@ -121,7 +121,7 @@ def _warm_up(path: str) -> None:
     if path == "kubernetes":
         from benchmarks.k8s_mission import SETTINGS
         from catchup_assets.backends.base import AttemptSpec
-        from catchup_assets.backends.k8s_manifests import job_manifest
+        from catchup_assets.backends.kubernetes.manifests import job_manifest
         from catchup_assets.sizing import Tiers
 
         spec = AttemptSpec("m1", "0000000001-0000016000", 1, 16000, 16320, 1 << 30, 1 << 30, "nebula")

@@ -1,6 +1,6 @@
 """One mission through the real Dispatcher and LocalBackend, with real or stand-in supervisors.
 
-Real: every attempt is a `local_supervisor` process running the real worker
+Real: every attempt is a `local.supervisor` process running the real worker
 entrypoint and the simulated stellar-core, as tests/test_mission_local.py
 runs them: two Python processes, ~19 MiB unique memory per attempt, so a
 2-core, 24 GiB machine holds a few hundred, not 2000.
@@ -23,13 +23,13 @@ from pathlib import Path
 
 from benchmarks.meter import DispatcherMeter, MachineLoad
 from benchmarks.sim_cluster import mission_ranges
-from catchup_assets.backends.local import LocalBackend
+from catchup_assets.backends.local.backend import LocalBackend
 from catchup_assets.dispatch import DispatchConfig, Dispatcher, MissionResult
 from catchup_assets.records import RecordStore
 from catchup_assets.sim.core_log import tx_apply_report
 from catchup_assets.storage import Store
 
-# Invoked as `<script> -m catchup_assets.backends.local_supervisor ATTEMPT_DIR`, in the attempt
+# Invoked as `<script> -m catchup_assets.backends.local.supervisor ATTEMPT_DIR`, in the attempt
 # directory. The duration comes from the attempt's name, so a rerun runs the same mission.
 STANDIN = r"""#!/bin/sh
 dir=$3

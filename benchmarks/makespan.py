@@ -1,7 +1,7 @@
 """Makespan against the lower bound, by dispatch order and slot count, on the seed-shaped model.
 
 Each cell is one whole mission of the workload model (4000 ranges) replayed by
-the real dispatcher in simulated time (catchup_assets/sim/replay.py), sized
+the real dispatcher in simulated time (catchup_sim/replay.py), sized
 from the model's own profile. Target: makespan <= 1.03 x lower bound with
 `longest-first` at 1092 slots.
 """
@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 from benchmarks.report import write_result
-from catchup_assets.sim.replay import ReplayReport, replay
+from catchup_sim.replay import ReplayReport, replay
 from catchup_assets.sim.workload import Workload
 
 ORDERS = ("tip-first", "oldest-first", "longest-first")

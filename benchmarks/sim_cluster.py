@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from catchup_assets.sim.core_log import tx_apply_report
-from catchup_assets.sim.kube_meta import ManualClock
-from catchup_assets.sim.kube_script import GiB, Script, Usage
+from catchup_sim.kube_meta import ManualClock
+from catchup_sim.kube_script import GiB, Script, Usage
 
 TIER = "nebula"  # where every range of a mission without a profile is placed
 TIER_LABEL = TIER_TAINT = "catchup.stellar.org/tier"  # K8sSettings' defaults
@@ -63,8 +63,8 @@ class ClusterSpec:
 
 def _serve(conn, parent_end, spec: ClusterSpec) -> None:
     """The child: an API server and a kubelet, stepped on request until told to stop or orphaned."""
-    from catchup_assets.sim.kube_api import KubeApiServer
-    from catchup_assets.sim.kubelet import Kubelet
+    from catchup_sim.kube_api import KubeApiServer
+    from catchup_sim.kubelet import Kubelet
 
     parent_end.close()  # forked with both ends: only then does a dead parent read as EOF here
 

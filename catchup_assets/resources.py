@@ -60,7 +60,7 @@ class KubernetesConfig(dg.Config):
     unschedulable_seconds: float = Field(default=900.0, gt=0)
 
     def settings(self):
-        from catchup_assets.backends.k8s_manifests import K8sSettings
+        from catchup_assets.backends.kubernetes.manifests import K8sSettings
 
         return K8sSettings(
             namespace=self.namespace,
@@ -192,7 +192,7 @@ class CatchupResource(dg.ConfigurableResource):
     def backend_for(self, mission: str, disruption_seed: int | None = None) -> Backend:
         if self.backend == "kubernetes":
             return self._kubernetes_backend(mission)
-        from catchup_assets.backends.local import LocalBackend
+        from catchup_assets.backends.local.backend import LocalBackend
 
         seed = disruption_seed if disruption_seed is not None else mission_seed(self.sim_seed, mission)
         return LocalBackend(
@@ -205,7 +205,7 @@ class CatchupResource(dg.ConfigurableResource):
         # load on a laptop with no cluster configured.
         import kubernetes
 
-        from catchup_assets.backends.kubernetes import DEFAULT_CORE_CONFIG, KubernetesBackend
+        from catchup_assets.backends.kubernetes.backend import DEFAULT_CORE_CONFIG, KubernetesBackend
 
         cfg = self.kubernetes
         api = kubernetes.client.ApiClient(configuration=_kube_configuration(cfg.kubeconfig, cfg.context))

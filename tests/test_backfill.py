@@ -21,7 +21,7 @@ from dagster_graphql.client.query import LAUNCH_PARTITION_BACKFILL_MUTATION
 from dagster_graphql.test.utils import define_out_of_process_context, execute_dagster_graphql
 
 from catchup_assets.assets import MISSION_TAG, ledger_ranges_partitions_def
-from catchup_assets.backends.local import disruption_delay
+from catchup_assets.backends.local.backend import disruption_delay
 from catchup_assets.records import RecordStore
 from catchup_assets.resources import mission_seed
 from catchup_assets.storage import Store

@@ -20,7 +20,7 @@ import pytest
 from dagster._core.storage.tags import ASSET_PARTITION_RANGE_END_TAG, ASSET_PARTITION_RANGE_START_TAG
 
 from catchup_assets.assets import MISSION_TAG, ledger_ranges_partitions_def
-from catchup_assets.backends.local import LocalBackend
+from catchup_assets.backends.local.backend import LocalBackend
 from catchup_assets.records import RecordStore
 from catchup_assets.storage import Store
 

@@ -10,17 +10,17 @@ from __future__ import annotations
 import pytest
 from kubernetes.client import BatchV1Api, CoreV1Api
 
-from catchup_assets.backends.k8s_manifests import K8sSettings, pvc_name
-from catchup_assets.backends.kubernetes import KubernetesBackend
+from catchup_assets.backends.kubernetes.manifests import K8sSettings, pvc_name
+from catchup_assets.backends.kubernetes.backend import KubernetesBackend
 from catchup_assets.dispatch import DispatchConfig, Dispatcher
 from catchup_assets.mission import MissionConfig, build_profile, build_tier_map, prepare, run_mission
 from catchup_assets.outcomes import RetryPolicy
 from catchup_assets.ranges import MissionSpan
 from catchup_assets.records import RecordStore
-from catchup_assets.sim.kube_api import KubeApiServer
+from catchup_sim.kube_api import KubeApiServer
 from catchup_assets.sim.core_log import tx_apply_report
-from catchup_assets.sim.kube_script import Script, Usage
-from catchup_assets.sim.kubelet import Kubelet
+from catchup_sim.kube_script import Script, Usage
+from catchup_sim.kubelet import Kubelet
 from catchup_assets.sizing import GiB, Tiers
 from catchup_assets.storage import Store
 

@@ -8,7 +8,7 @@ from datetime import timezone
 import pytest
 from kubernetes.client import ApiClient, V1Job, V1Pod
 
-from catchup_assets.backends.k8s_json import ModelView, list_items
+from catchup_assets.backends.kubernetes.json_views import ModelView, list_items
 
 POD = {
     "apiVersion": "v1",

@@ -2,7 +2,7 @@
 
 import gzip
 
-from catchup_assets.backends.k8s_logs import Cursor, LogSpool, new_lines, since_param
+from catchup_assets.backends.kubernetes.logs import Cursor, LogSpool, new_lines, since_param
 
 
 class Body:

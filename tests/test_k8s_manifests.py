@@ -11,7 +11,7 @@ import kubernetes_validate
 import pytest
 
 from catchup_assets.backends.base import AttemptSpec
-from catchup_assets.backends.k8s_manifests import (
+from catchup_assets.backends.kubernetes.manifests import (
     COMMAND,
     K8sSettings,
     configmap_manifest,
@@ -306,7 +306,7 @@ def test_bad_setting_refused_naming_the_field(field, value):
 
 def test_L4_pod_failure_policy_names_the_evidence_a_lost_pod_cannot():
     from catchup_assets.backends.base import AttemptSpec
-    from catchup_assets.backends.k8s_manifests import K8sSettings, job_manifest, to_dict
+    from catchup_assets.backends.kubernetes.manifests import K8sSettings, job_manifest, to_dict
     from catchup_assets.sizing import Tiers
 
     tier = Tiers().by_name("giant")

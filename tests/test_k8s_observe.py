@@ -5,7 +5,7 @@ from datetime import datetime, timedelta, timezone
 import pytest
 from kubernetes import client as k
 
-from catchup_assets.backends.k8s_observe import attempt_state, parse_quantity_bytes, waiting
+from catchup_assets.backends.kubernetes.observe import attempt_state, parse_quantity_bytes, waiting
 from catchup_assets.outcomes import classify
 
 START = datetime(2026, 11, 29, 8, 0, tzinfo=timezone.utc)

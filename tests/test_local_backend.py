@@ -20,8 +20,8 @@ import psutil
 import pytest
 
 from catchup_assets.backends.base import AlreadyExists, AttemptSpec, AttemptState
-from catchup_assets.backends.local import LocalBackend, disruption_delay
-from catchup_assets.backends.local_supervisor import flush_peaks, pid_alive, read_json
+from catchup_assets.backends.local.backend import LocalBackend, disruption_delay
+from catchup_assets.backends.local.supervisor import flush_peaks, pid_alive, read_json
 from catchup_assets.outcomes import Outcome, classify
 
 MiB = 1 << 20

@@ -6,7 +6,7 @@ import gzip
 import fsspec
 import pytest
 
-from catchup_assets.backends.local import LocalBackend
+from catchup_assets.backends.local.backend import LocalBackend
 from catchup_assets.mission import MissionConfig, build_profile, build_tier_map, prepare, read_table, run_mission
 from catchup_assets.outcomes import RetryPolicy
 from catchup_assets.ranges import MissionSpan

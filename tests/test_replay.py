@@ -17,7 +17,7 @@ from catchup_assets.outcomes import RetryPolicy
 from catchup_assets.profile_io import PreviousProfile
 from catchup_assets.ranges import dispatch_order, plan_ranges
 from catchup_assets.records import RecordStore
-from catchup_assets.sim.replay import replay
+from catchup_sim.replay import replay
 from catchup_assets.sim.workload import Workload, WorkloadShape
 from catchup_assets.plan import measures_from_rows
 from catchup_assets.sizing import ProfileIndex, SizingPolicy, Tiers

@@ -15,7 +15,7 @@ from __future__ import annotations
 import copy
 from collections import defaultdict
 
-from catchup_assets.sim.kube_meta import parse_rfc3339, rfc3339, set_condition
+from catchup_sim.kube_meta import parse_rfc3339, rfc3339, set_condition
 
 TERMINAL = ("Succeeded", "Failed")
 BACKOFF_MESSAGE = "Job has reached the specified backoff limit"

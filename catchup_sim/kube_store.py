@@ -21,8 +21,8 @@ import uuid
 from dataclasses import dataclass
 from typing import Callable
 
-from catchup_assets.sim.kube_logs import PodLogs
-from catchup_assets.sim.kube_meta import (
+from catchup_sim.kube_logs import PodLogs
+from catchup_sim.kube_meta import (
     ApiError, ManualClock, already_exists, field_matcher, invalid, label_matcher,
     label_problems, name_problems, not_found, rfc3339,
 )

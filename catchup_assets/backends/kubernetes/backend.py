@@ -22,7 +22,7 @@ import fsspec
 from kubernetes.client import ApiException, BatchV1Api, CoreV1Api, V1DeleteOptions, V1Job, V1Pod
 from urllib3.exceptions import HTTPError as Urllib3Error
 
-from catchup_assets.backends import k8s_manifests as m
+from catchup_assets.backends.kubernetes import manifests as m
 from catchup_assets.backends.base import (
     AlreadyExists,
     AttemptSpec,
@@ -32,9 +32,9 @@ from catchup_assets.backends.base import (
     Peaks,
     TransientBackendError,
 )
-from catchup_assets.backends.k8s_json import list_items
-from catchup_assets.backends.k8s_logs import POLLABLE, LogSpool
-from catchup_assets.backends.k8s_observe import CONTAINER, attempt_state, waiting
+from catchup_assets.backends.kubernetes.json_views import list_items
+from catchup_assets.backends.kubernetes.logs import POLLABLE, LogSpool
+from catchup_assets.backends.kubernetes.observe import CONTAINER, attempt_state, waiting
 from catchup_assets.outcomes import Observation
 from catchup_assets.sizing import Tiers
 from catchup_assets.worker.logparse import parse_worker_log

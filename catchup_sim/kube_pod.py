@@ -11,7 +11,7 @@ from datetime import datetime, timezone
 
 from kubernetes.utils import parse_quantity
 
-from catchup_assets.sim.kube_script import Script, Usage
+from catchup_sim.kube_script import Script, Usage
 
 PULL_BACKOFF = 10.0  # seconds of ErrImagePull before the kubelet reports ImagePullBackOff
 

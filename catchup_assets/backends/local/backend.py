@@ -1,6 +1,6 @@
 """Attempts as detached local subprocess trees, with the disk as the registry.
 
-Each attempt is a `local_supervisor` process in its own session: it survives
+Each attempt is a `supervisor` process in its own session: it survives
 the dispatcher, and a new `LocalBackend` over the same `work_dir` finds it
 again from the files it keeps (L10). Layout, per mission:
 
@@ -38,7 +38,7 @@ from catchup_assets.backends.base import (
     Collected,
     Peaks,
 )
-from catchup_assets.backends.local_supervisor import (
+from catchup_assets.backends.local.supervisor import (
     merge_peaks,
     pid_alive,
     read_json,
@@ -48,7 +48,7 @@ from catchup_assets.outcomes import Observation
 
 log = logging.getLogger(__name__)
 
-ENTRYPOINT = Path(__file__).resolve().parent.parent / "worker" / "entrypoint.sh"
+ENTRYPOINT = Path(__file__).resolve().parents[2] / "worker" / "entrypoint.sh"
 # A dispatcher that died between creating an attempt and starting its
 # supervisor leaves a directory nobody runs; after this long it is judged lost.
 START_TIMEOUT = 60.0
@@ -115,7 +115,7 @@ class LocalBackend:
         # attempt id -> a line of its log: reclaimed the moment the worker prints it
         self.disruption_triggers = dict(disruption_triggers or {})
         # The kubelet's disk evictions: over the attempt's own limit, or filling a
-        # node it has to itself (local_supervisor.disk_eviction).
+        # node it has to itself (supervisor.disk_eviction).
         self.ephemeral_limit_bytes = ephemeral_limit_bytes
         self.node_disk_bytes = node_disk_bytes
         self.terminate_grace = terminate_grace
@@ -164,7 +164,7 @@ class LocalBackend:
         write_json_atomic(d / "spec.json", spec_json)  # last before start: "submitted"
         with open(d / "supervisor.log", "ab") as out:
             proc = subprocess.Popen(
-                [self.python, "-m", "catchup_assets.backends.local_supervisor", str(d.resolve())],
+                [self.python, "-m", "catchup_assets.backends.local.supervisor", str(d.resolve())],
                 stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
                 start_new_session=True, cwd=str(d),
             )

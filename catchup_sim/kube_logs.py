@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Mapping
 
-from catchup_assets.sim.kube_meta import TRUE, ApiError, not_found, parse_rfc3339, rfc3339_nano
+from catchup_sim.kube_meta import TRUE, ApiError, not_found, parse_rfc3339, rfc3339_nano
 
 MAX_ENTRY = 16 * 1024
 

@@ -12,7 +12,7 @@ from datetime import datetime
 from typing import Iterable
 
 from catchup_assets.backends.base import AttemptState, Peaks
-from catchup_assets.backends.k8s_manifests import CONTAINER, LABEL_ATTEMPT, LABEL_RANGE_KEY, LABEL_TIER
+from catchup_assets.backends.kubernetes.manifests import CONTAINER, LABEL_ATTEMPT, LABEL_RANGE_KEY, LABEL_TIER
 from catchup_assets.outcomes import Observation
 
 # A pod that waits for one of these will never start: the mission's config is wrong.

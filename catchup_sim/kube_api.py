@@ -17,7 +17,7 @@ Start it as a context manager; the official client talks to it unmodified:
         api.requests.count("list", "pods")                # what it received
         api.faults.add(status=429, verb="list", resource="jobs", count=2)
 
-Pods only move when a `catchup_assets.sim.kubelet.Kubelet` steps the store.
+Pods only move when a `catchup_sim.kubelet.Kubelet` steps the store.
 Not modeled: watches, dry runs, namespaces as objects (every namespace
 exists), authn/authz, server-side apply, graceful pod deletion (a DELETE
 removes a pod at once; Jobs keep batch/v1's orphaning default).
@@ -34,10 +34,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Callable
 from urllib.parse import parse_qsl, unquote, urlsplit
 
-from catchup_assets.sim.kube_faults import FaultInjector, RequestLog, apply_patch
-from catchup_assets.sim.kube_logs import serve_log
-from catchup_assets.sim.kube_meta import TRUE, ApiError, ManualClock, not_found
-from catchup_assets.sim.kube_store import RESOURCES, Store
+from catchup_sim.kube_faults import FaultInjector, RequestLog, apply_patch
+from catchup_sim.kube_logs import serve_log
+from catchup_sim.kube_meta import TRUE, ApiError, ManualClock, not_found
+from catchup_sim.kube_store import RESOURCES, Store
 
 _NO_ROUTE = ApiError(404, "NotFound", "the server could not find the requested resource")
 _PATH = re.compile(r"^/(api/v1|apis/batch/v1)(?:/namespaces/([^/]+))?/([^/]+)"

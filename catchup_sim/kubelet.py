@@ -25,13 +25,13 @@ from typing import Callable
 from kubernetes.utils import parse_quantity
 
 from catchup_assets import evictions
-from catchup_assets.sim.kube_jobs import JobController
-from catchup_assets.sim.kube_meta import ManualClock, rfc3339
-from catchup_assets.sim.kube_meta import set_condition as _condition
-from catchup_assets.sim.kube_pod import blocker, core_stamp, ephemeral_limit, pod_stats
-from catchup_assets.sim.kube_sched import bind_claims, node_manifest, schedule_pending
-from catchup_assets.sim.kube_script import DISRUPTION_MESSAGES, GiB, MiB, Script, first_crossing, usage_at
-from catchup_assets.sim.kube_store import Store
+from catchup_sim.kube_jobs import JobController
+from catchup_sim.kube_meta import ManualClock, rfc3339
+from catchup_sim.kube_meta import set_condition as _condition
+from catchup_sim.kube_pod import blocker, core_stamp, ephemeral_limit, pod_stats
+from catchup_sim.kube_sched import bind_claims, node_manifest, schedule_pending
+from catchup_sim.kube_script import DISRUPTION_MESSAGES, GiB, MiB, Script, first_crossing, usage_at
+from catchup_sim.kube_store import Store
 
 DEADLINE_MESSAGE = "Pod was active on the node longer than the specified deadline"
 TERMINAL = ("Succeeded", "Failed")

@@ -16,7 +16,7 @@ import threading
 from collections import Counter, deque
 from dataclasses import dataclass
 
-from catchup_assets.sim.kube_meta import ApiError
+from catchup_sim.kube_meta import ApiError
 
 _TEMPLATES = {
     429: ("TooManyRequests", "Too many requests, please try again later."),

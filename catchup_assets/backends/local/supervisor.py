@@ -1,6 +1,6 @@
 """The local kubelet: runs one attempt's worker and writes its verdict.
 
-Run as `python -m catchup_assets.backends.local_supervisor ATTEMPT_DIR`, in its
+Run as `python -m catchup_assets.backends.local.supervisor ATTEMPT_DIR`, in its
 own session, so it outlives the dispatcher that started it. Everything it
 knows goes to files in ATTEMPT_DIR (the registry, L10); `status.json` is
 written last, atomically, and its presence is what "finished" means (L32, L33).
@@ -26,7 +26,7 @@ import psutil
 
 from catchup_assets import evictions
 
-log = logging.getLogger("catchup_assets.local_supervisor")
+log = logging.getLogger("catchup_assets.backends.local.supervisor")
 
 PEAK_KEYS = ("anon_bytes", "working_set_bytes", "ephemeral_bytes")
 PEAKS_FLUSH_SECONDS = 2.0
@@ -407,7 +407,7 @@ def _killpg(pgid: int, sig: int) -> None:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if len(argv) != 1:
-        print("usage: python -m catchup_assets.backends.local_supervisor ATTEMPT_DIR", file=sys.stderr)
+        print("usage: python -m catchup_assets.backends.local.supervisor ATTEMPT_DIR", file=sys.stderr)
         return 2
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
     return Supervisor(Path(argv[0])).run()

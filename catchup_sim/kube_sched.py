@@ -18,7 +18,7 @@ from functools import lru_cache
 
 from kubernetes.utils import parse_quantity
 
-from catchup_assets.sim.kube_meta import set_condition
+from catchup_sim.kube_meta import set_condition
 
 RESOURCES = ("cpu", "memory", "ephemeral-storage")
 DEFAULT_ALLOCATABLE = {"cpu": "16", "memory": "64Gi", "ephemeral-storage": "200Gi",
