@@ -22,6 +22,7 @@ from pathlib import Path
 from benchmarks.meter import PassRow, Trace
 from benchmarks.report import write_result
 from benchmarks.sim_cluster import VariedAttempts
+from catchup_assets.dispatch import RangeStatus
 
 MiB, KiB = 1024**2, 1024
 FIXED_ALLOWANCE, PER_ATTEMPT_ALLOWANCE = 150 * MiB, 50 * KiB
@@ -106,7 +107,7 @@ def measure(case: Case) -> Measured:
             shortest=case.shortest, longest=case.longest, sim_speed=case.sim_speed, poll_seconds=case.poll_seconds,
             profile_steady_pass=case.profile, trace_steady_pass=case.trace))
         extra, leftovers = {}, len(run.left_alive)
-    done = all(r.status == "done" for r in run.result.results.values())
+    done = all(r.status is RangeStatus.DONE for r in run.result.results.values())
     meter = run.meter
     return Measured(case, run.attempts, meter.passes, meter.steady_indices(), dict(meter.cpu), dict(meter.events),
                     run.wall, run.run_cpu, run.setup_rss, done, leftovers, run.other_cores, meter.profile, meter.trace,

@@ -1,7 +1,7 @@
 """The mission as Dagster assets: thin wrappers around mission.py.
 
-mission_plan -> range_catchup[range] -> range_profile -> tier_map. See DESIGN.md
-"Dagster facts" for why range_catchup is a generator that yields nothing and
+mission_plan -> range_catchup[range] -> range_profile -> tier_map. See docs/design.md,
+"Dagster facts the design rests on", for why range_catchup is a generator that yields nothing and
 logs one AssetMaterialization per range instead.
 """
 
@@ -12,7 +12,7 @@ from typing import Iterator, Literal
 import dagster as dg
 from pydantic import Field
 
-from catchup_assets.dispatch import RangeResult
+from catchup_assets.dispatch import RangeResult, RangeStatus
 from catchup_assets.metadata import plan_metadata, profile_metadata, range_metadata, tier_map_metadata
 from catchup_assets.mission import (
     MissionConfig,
@@ -34,6 +34,12 @@ from catchup_assets.storage import Store
 
 ledger_ranges_partitions_def = dg.DynamicPartitionsDefinition(name="ledger_ranges")
 MISSION_TAG = "catchup/mission"
+# The run tags by which Dagster runs one partition range in one run (its documented
+# "dagster/asset_partition_range_*" tags; the constants themselves are not public API).
+RANGE_START_TAG = "dagster/asset_partition_range_start"
+RANGE_END_TAG = "dagster/asset_partition_range_end"
+# Set by Dagster on a failed run it will retry (run_retries).
+WILL_RETRY_TAG = "dagster/will_retry"
 PLAN_KEY = dg.AssetKey("mission_plan")
 
 
@@ -154,7 +160,7 @@ def range_catchup(context: dg.AssetExecutionContext, catchup: CatchupResource) -
     context.log.info(f"mission {mission}: {len(keys)} ranges, parallelism {cfg.parallelism}")
 
     def on_result(result: RangeResult, already: bool) -> None:
-        if result.status == "done":
+        if result.status is RangeStatus.DONE:
             context.log_event(
                 dg.AssetMaterialization(
                     asset_key=context.asset_key,
@@ -182,7 +188,7 @@ def range_catchup(context: dg.AssetExecutionContext, catchup: CatchupResource) -
             description=f"run terminated: in-flight attempts stopped (still alive after the grace: {left})",
             allow_retries=False,
         ) from None
-    unfinished = {k: r.reason for k, r in result.results.items() if r.status != "done"}
+    unfinished = {k: r.reason for k, r in result.results.items() if r.status is not RangeStatus.DONE}
     if unfinished:
         # After draining every range it could (L9): name each one and why.
         lines = "\n".join(f"{k}: {why}" for k, why in sorted(unfinished.items()))

@@ -27,6 +27,7 @@ import math
 import sys
 import threading
 import time
+import uuid
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
@@ -34,15 +35,13 @@ from pathlib import Path
 from typing import Any, TextIO
 
 import dagster as dg
-from dagster._core.storage.tags import ASSET_PARTITION_RANGE_END_TAG, ASSET_PARTITION_RANGE_START_TAG
-from dagster._core.utils import make_new_run_id
 
-from catchup_assets.assets import MISSION_TAG, ledger_ranges_partitions_def
+from catchup_assets.assets import MISSION_TAG, RANGE_END_TAG, RANGE_START_TAG, ledger_ranges_partitions_def
 from catchup_assets.backends.base import Backend
 from catchup_assets.dispatch import Status, past_attempts
 from catchup_assets.home import load_location, ui_command, write_home, write_location
 from catchup_assets.mission import PLAN_FILE, PROFILE_FILE, TIER_MAP_FILE, read_table
-from catchup_assets.outcomes import RetryPolicy, decide
+from catchup_assets.outcomes import Action, RetryPolicy, decide
 from catchup_assets.ranges import CHECKPOINT_LEDGERS, MissionSpan
 from catchup_assets.records import RecordStore
 from catchup_assets.report import MissionSummary, side_by_side, summarize
@@ -177,9 +176,9 @@ def judge_from_records(records: RecordStore, keys: Iterable[str], retry: RetryPo
     done, condemned = set(), {}
     for key in keys:
         decision = decide(history[key], retry)
-        if decision.action == "done":
+        if decision.action is Action.DONE:
             done.add(key)
-        elif decision.action == "condemned":
+        elif decision.action is Action.CONDEMNED:
             condemned[key] = decision.reason
     return done, condemned
 
@@ -274,7 +273,7 @@ def run_one(
     keys = sorted(read_table(store, f"{mission}/{PLAN_FILE}").column("range_key").to_pylist())
     first, last = _contiguous(instance, keys)
 
-    run_id = make_new_run_id()
+    run_id = str(uuid.uuid4())  # what Dagster makes a run id of
     bar = ProgressBar(mission, len(keys))
     poller = Poller(bar, catchup, mission, keys)
     started = time.monotonic()
@@ -283,7 +282,7 @@ def run_one(
         catchup_run = defs.resolve_job_def("range_catchup_job").execute_in_process(
             run_config=_quiet(log_level),
             instance=instance,
-            tags={**tags, ASSET_PARTITION_RANGE_START_TAG: first, ASSET_PARTITION_RANGE_END_TAG: last},
+            tags={**tags, RANGE_START_TAG: first, RANGE_END_TAG: last},
             run_id=run_id,
             raise_on_error=False,
         )

@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Callable, Mapping, Protocol, Sequence
 
 from catchup_assets.backends.base import (
@@ -22,9 +23,10 @@ from catchup_assets.backends.base import (
     Backend,
     Collected,
     DispatchBlocked,
+    Phase,
     TransientBackendError,
 )
-from catchup_assets.outcomes import Outcome, PastAttempt, RetryPolicy, classify, decide
+from catchup_assets.outcomes import Action, Outcome, PastAttempt, RetryPolicy, classify, decide
 from catchup_assets.profile import range_row
 from catchup_assets.ranges import LedgerRange
 from catchup_assets.records import AttemptRecord, RecordStore
@@ -63,6 +65,7 @@ class DispatchConfig:
     stall_seconds: float = 3600.0  # no completion for this long raises an alert (Z4)
     peak_flush_seconds: float = 60.0  # in-flight peaks made durable at most this often
     collect_tries: int = 3  # final reads of a finished attempt before recording without (L31)
+    transient_alert_passes: int = 10  # consecutive passes without an answer from the backend: alert
     # An operator's new run over a condemned range grants it fresh budgets; a
     # retry of a dead dispatcher must not, or a mission would loop on it.
     reset_condemned: bool = False
@@ -75,10 +78,16 @@ class DispatchConfig:
             raise ValueError("ranges: duplicate range keys in the plan")
 
 
+class RangeStatus(StrEnum):
+    DONE = "done"
+    CONDEMNED = "condemned"
+    NOT_RUN = "not_run"  # a stopped or blocked run left it for later
+
+
 @dataclass(frozen=True)
 class RangeResult:
     range_key: str
-    status: str  # "done" | "condemned"
+    status: RangeStatus
     reason: str
     row: dict | None  # the profile row of the range (chain-aggregated measurements)
     attempts: int
@@ -119,11 +128,11 @@ class MissionResult:
 
     @property
     def condemned(self) -> dict[str, str]:
-        return {k: r.reason for k, r in self.results.items() if r.status == "condemned"}
+        return {k: r.reason for k, r in self.results.items() if r.status is RangeStatus.CONDEMNED}
 
     @property
     def done(self) -> list[str]:
-        return [k for k, r in self.results.items() if r.status == "done"]
+        return [k for k, r in self.results.items() if r.status is RangeStatus.DONE]
 
 
 def past_attempts(recs: Mapping[int, AttemptRecord], done: set[int] | frozenset[int], reset_after: int = 0) -> list[PastAttempt]:
@@ -155,34 +164,62 @@ class Dispatcher:
         self.passes = 0
         self._stop = False
         self._blocked: str | None = None
-        # Derived from durable records; rebuilt on every start.
+        # Derived from durable records by recover(); rebuilt on every start.
         self._recs: dict[str, dict[int, AttemptRecord]] = {k: {} for k in self.by_key}
         self._done: dict[str, set[int]] = {k: set() for k in self.by_key}
-        recs, done = records.load(self.by_key)
-        for (k, a), rec in recs.items():
-            self._recs[k][a] = rec
-        for k, a in done:
-            self._done[k].add(a)
-        self._reset_after = records.load_resets(self.by_key) if self.by_key else {}
-        if config.reset_condemned:
-            for key in self.by_key:
-                if decide(self._history(key), config.retry).action == "condemned":
-                    last = max(self._done[key])
-                    records.mark_reset(key, last)
-                    self._reset_after[key] = last
-                    log.warning("range %s was condemned; this run grants it fresh budgets", key)
+        self._reset_after: dict[str, int] = {}
+        self._recovered = False
         self._results: dict[str, RangeResult] = {}
         self._collect_failures: dict[tuple[str, int], int] = {}
         self._flushed_at: dict[tuple[str, int], float] = {}
         # When each attempt was last seen running: the end of a leg that vanishes with its node.
         # Flushed with the peaks, so a restart loses at most peak_flush_seconds of it.
         self._last_seen: dict[tuple[str, int], float] = {}
+        self._release_owed: set[str] = set()  # completed ranges whose data a transient error kept
+        self._transient_passes = 0  # consecutive passes the backend could not answer
+        self._last_status: Status | None = None
         self._last_completion = self.clock.time()
         self._stall_warned = False
+
+    def recover(self) -> None:
+        """Rebuild what this dispatcher knows from the records (L10); the first pass calls it.
+
+        Kept out of the constructor, which does no I/O: reading every record,
+        granting an operator's run fresh budgets, and freeing the data of ranges
+        a crash left completed but unreleased (L3).
+        """
+        if self._recovered:
+            return
+        recs, done = self.records.load(self.by_key)
+        for (k, a), rec in recs.items():
+            self._recs[k][a] = rec
+        for k, a in done:
+            self._done[k].add(a)
+        self._reset_after = self.records.load_resets(self.by_key) if self.by_key else {}
+        if self.cfg.reset_condemned:
+            for key in self.by_key:
+                if decide(self._history(key), self.cfg.retry).action is Action.CONDEMNED:
+                    last = max(self._done[key])
+                    self.records.mark_reset(key, last)
+                    self._reset_after[key] = last
+                    log.warning("range %s was condemned; this run grants it fresh budgets", key)
+        self._recovered = True
         for key in self.by_key:
             self._judge(key, already=True)
-            if key in self._results and self._results[key].status == "done":
-                self.backend.release_range(key)  # a crash may have come between done and release (L3)
+            if key in self._results and self._results[key].status is RangeStatus.DONE:
+                self._release_range(key)  # a crash may have come between done and release (L3)
+
+    def _transient(self, call: str, exc: Exception) -> None:
+        """A call the backend could not answer now: no range is charged; a later pass retries it."""
+        log.warning("mission %s: %s deferred to a later pass: %s", self.cfg.mission, call, exc)
+
+    def _release_range(self, key: str) -> None:
+        try:
+            self.backend.release_range(key)
+            self._release_owed.discard(key)
+        except TransientBackendError as exc:
+            self._release_owed.add(key)
+            self._transient(f"release_range {key}", exc)
 
     # -- decisions from records -------------------------------------------------
     def _history(self, key: str) -> list[PastAttempt]:
@@ -197,7 +234,7 @@ class Dispatcher:
         row = range_row(recs)
         result = RangeResult(
             key,
-            decision.action,
+            RangeStatus(decision.action.value),
             decision.reason,
             row,
             len([r for r in recs if r.outcome is not None]),
@@ -207,7 +244,7 @@ class Dispatcher:
             last.log_path,
         )
         self._results[key] = result
-        if decision.action == "condemned":
+        if decision.action is Action.CONDEMNED:
             # Loudly, on its own line, the moment it is seen (L36); dispatch goes on (L9).
             log.error("range %s condemned: %s", key, decision.reason)
         else:
@@ -216,8 +253,21 @@ class Dispatcher:
 
     # -- one reconcile pass -----------------------------------------------------
     def pass_once(self) -> Status:
+        self.recover()
         self.passes += 1
-        states = self.backend.observe()
+        try:
+            states = self.backend.observe()
+        except TransientBackendError as exc:
+            # Nothing is known this pass: decide nothing, submit nothing, charge nothing.
+            self._transient_passes += 1
+            self._transient("observe", exc)
+            if self._transient_passes == self.cfg.transient_alert_passes:
+                log.error("mission %s: the backend has not answered for %d consecutive passes: %s",
+                          self.cfg.mission, self._transient_passes, exc)
+            return self._last_status or self._status(0, 0, 0, [])
+        self._transient_passes = 0
+        for key in sorted(self._release_owed):
+            self._release_range(key)
         mine = [s for s in states if s.range_key in self.by_key]
         live_total = sum(1 for s in states if s.live)
         live_keys: set[str] = set()
@@ -226,11 +276,11 @@ class Dispatcher:
             max_attempt[st.range_key] = max(max_attempt.get(st.range_key, 0), st.attempt)
             if st.live:
                 live_keys.add(st.range_key)
-                if st.phase == "running":
+                if st.phase is Phase.RUNNING:
                     self._last_seen[(st.range_key, st.attempt)] = self.clock.time()
                 self._flush_live(st)
             elif st.attempt in self._done[st.range_key]:
-                self.backend.release(st)  # died between done mark and release last time
+                self._release(st)  # died (or was refused) between done mark and release last time
             elif not self._finish(st):
                 live_keys.add(st.range_key)  # its final read is still owed (L31)
         queue = []
@@ -256,6 +306,7 @@ class Dispatcher:
                     break
                 submitted += 1
         status = self._status(len(live_keys) + submitted, len(queue) - submitted, live_total, mine)
+        self._last_status = status
         if self.passes % self.cfg.status_every == 0:
             self.on_status(status)
         return status
@@ -324,6 +375,9 @@ class Dispatcher:
         ident = (st.range_key, st.attempt)
         try:
             collected = self.backend.collect(st, self.records.log_url(*ident))
+        except TransientBackendError as exc:
+            self._transient(f"final read of {ident[0]} a{ident[1]}", exc)
+            return False  # not a try: the backend could not answer at all
         except Exception as exc:  # noqa: BLE001 - any failed read is retried, bounded (L31)
             n = self._collect_failures.get(ident, 0) + 1
             self._collect_failures[ident] = n
@@ -366,13 +420,20 @@ class Dispatcher:
         self._recs[st.range_key][st.attempt] = self.records.write(rec, prior)
         self.records.mark_done(*ident)  # last, after the metrics (L32)
         self._done[st.range_key].add(st.attempt)
-        self.backend.release(st)  # only now: releasing deletes the last copy of logs and peaks
+        self._release(st)  # only now: releasing deletes the last copy of logs and peaks
         if outcome is not Outcome.OK:
             log.warning("range %s attempt %d: %s (%s)", st.range_key, st.attempt, outcome.value, rec.reason)
         self._judge(st.range_key)
-        if st.range_key in self._results and self._results[st.range_key].status == "done":
-            self.backend.release_range(st.range_key)  # free the PVC at once (L3)
+        if st.range_key in self._results and self._results[st.range_key].status is RangeStatus.DONE:
+            self._release_range(st.range_key)  # free the PVC at once (L3)
         return True
+
+    def _release(self, st: AttemptState) -> None:
+        try:
+            self.backend.release(st)
+        except TransientBackendError as exc:
+            # The record and its done mark are durable: a later pass sees it and releases again.
+            self._transient(f"release of {st.attempt_id}", exc)
 
     def _seconds(self, st: AttemptState, prior: AttemptRecord | None) -> tuple[float | None, bool | None]:
         """The attempt's compute seconds from its own clock (L23), or, for a leg whose pod
@@ -387,8 +448,8 @@ class Dispatcher:
 
     def _status(self, in_flight: int, queued: int, live_total: int, mine: list[AttemptState]) -> Status:
         now = self.clock.time()
-        completed = sum(1 for r in self._results.values() if r.status == "done")
-        condemned = sum(1 for r in self._results.values() if r.status == "condemned")
+        completed = sum(1 for r in self._results.values() if r.status is RangeStatus.DONE)
+        condemned = sum(1 for r in self._results.values() if r.status is RangeStatus.CONDEMNED)
         stragglers: tuple[str, ...] = ()
         if in_flight and queued == 0 and in_flight <= self.cfg.parallelism // 2:
             # Work in flight, nothing queued, most slots idle: name the slow ones (Z1).
@@ -429,10 +490,17 @@ class Dispatcher:
         return self._blocked
 
     def run(self) -> MissionResult:
+        owed_passes = 0
         while not self._stop:
             status = self.pass_once()
             if len(self._results) == len(self.by_key):
-                break
+                owed_passes = owed_passes + 1 if self._release_owed else 0
+                if not self._release_owed:
+                    break
+                if owed_passes > self.cfg.transient_alert_passes:
+                    log.warning("mission %s: data of %s kept: the backend refused to free it; the next run frees it",
+                                self.cfg.mission, sorted(self._release_owed))
+                    break
             if self._blocked is not None and status.in_flight == 0:
                 break
             self.clock.sleep(self.cfg.poll_seconds)
@@ -441,5 +509,5 @@ class Dispatcher:
         why = f"not dispatched: {self._blocked}" if self._blocked else "not dispatched: dispatcher stopped"
         for key in self.by_key:
             if key not in results:
-                results[key] = RangeResult(key, "not_run", why, None, len(self._done[key]), "", None, None, None)
+                results[key] = RangeResult(key, RangeStatus.NOT_RUN, why, None, len(self._done[key]), "", None, None, None)
         return MissionResult(results, self.passes)

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
-from enum import Enum
-from typing import Iterable, Sequence
+from enum import Enum, StrEnum
+from typing import Sequence
 
 from catchup_assets.evictions import REASON as EVICTED_REASON
 from catchup_assets.evictions import node_pressure, own_disk_eviction
@@ -195,16 +195,22 @@ class PastAttempt:
     evidence: str = ""
 
 
+class Action(StrEnum):
+    DONE = "done"
+    RETRY = "retry"
+    CONDEMNED = "condemned"
+
+
 @dataclass(frozen=True)
 class Decision:
-    action: str  # "done" | "retry" | "condemned"
+    action: Action
     reason: str = ""
     n_oom: int = 0
     counts: dict[str, int] = field(default_factory=dict)
 
     @property
     def final(self) -> bool:
-        return self.action in ("done", "condemned")
+        return self.action is not Action.RETRY
 
 
 def decide(history: Sequence[PastAttempt], policy: RetryPolicy) -> Decision:
@@ -214,10 +220,10 @@ def decide(history: Sequence[PastAttempt], policy: RetryPolicy) -> Decision:
     n_oom = counts[BudgetGroup.OOM]
     by_name = {g.value: counts[g] for g in BudgetGroup}
     if not ordered:
-        return Decision("retry", "never attempted", 0, by_name)
+        return Decision(Action.RETRY, "never attempted", 0, by_name)
     last = ordered[-1]
     if last.outcome is Outcome.OK:
-        return Decision("done", f"ok at attempt {last.attempt}", n_oom, by_name)
+        return Decision(Action.DONE, f"ok at attempt {last.attempt}", n_oom, by_name)
     group = GROUP_OF[last.outcome]
     chain = " ".join(f"a{a.attempt}:{a.outcome.value}" for a in ordered)
     if counts[group] > policy.allowed(group):
@@ -227,7 +233,7 @@ def decide(history: Sequence[PastAttempt], policy: RetryPolicy) -> Decision:
             + (f" ({last.evidence})" if last.evidence else "")
             + f"; chain {chain}"
         )
-        return Decision("condemned", reason, n_oom, by_name)
+        return Decision(Action.CONDEMNED, reason, n_oom, by_name)
     if (
         last.outcome is Outcome.OOM
         and last.memory_limit_bytes is not None
@@ -235,9 +241,5 @@ def decide(history: Sequence[PastAttempt], policy: RetryPolicy) -> Decision:
     ):
         # Retrying at the cap would OOM at the identical limit again.
         reason = f"OOM at the memory cap ({last.memory_limit_bytes} bytes); chain {chain}"
-        return Decision("condemned", reason, n_oom, by_name)
-    return Decision("retry", f"{last.outcome.value} at attempt {last.attempt}", n_oom, by_name)
-
-
-def outcome_chain(history: Iterable[PastAttempt]) -> str:
-    return " ".join(a.outcome.value for a in sorted(history, key=lambda a: a.attempt))
+        return Decision(Action.CONDEMNED, reason, n_oom, by_name)
+    return Decision(Action.RETRY, f"{last.outcome.value} at attempt {last.attempt}", n_oom, by_name)

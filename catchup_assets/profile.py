@@ -35,6 +35,7 @@ from typing import Any, Iterable, Sequence
 
 import pyarrow as pa
 
+from catchup_assets.outcomes import Outcome
 from catchup_assets.ranges import parse_key
 
 log = logging.getLogger(__name__)
@@ -77,7 +78,7 @@ def _sum(values: Iterable[Any]) -> Any:
 
 def chain_of(finished: Sequence[Any]) -> list[Any]:
     """The final attempt and the resumed attempts before it, back to the fresh start."""
-    final_idx = max((i for i, a in enumerate(finished) if a.outcome == "ok"), default=len(finished) - 1)
+    final_idx = max((i for i, a in enumerate(finished) if a.outcome == Outcome.OK), default=len(finished) - 1)
     start = final_idx
     # An attempt that did not run new-db continued the data directory before it.
     while start > 0 and finished[start].fresh_start is not True:
@@ -92,7 +93,7 @@ def range_row(attempts: Sequence[Any]) -> dict[str, Any] | None:
         return None
     chain = chain_of(finished)
     final = chain[-1]
-    ooms = [a for a in finished if a.outcome == "oom"]
+    ooms = [a for a in finished if a.outcome == Outcome.OOM]
     oom_floor = _max(a.memory_limit_bytes for a in ooms) or 0
     anon = _max(a.peak_anon_bytes for a in chain)
     if anon is None and not oom_floor:
@@ -117,7 +118,7 @@ def range_row(attempts: Sequence[Any]) -> dict[str, Any] | None:
         "oom_count": len(ooms),
         "chain_attempts": len(chain),
         "outcomes": " ".join(a.outcome for a in finished),
-        "completed": final.outcome == "ok",
+        "completed": final.outcome == Outcome.OK,
         "mission": final.mission,
     }
 

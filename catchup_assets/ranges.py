@@ -130,7 +130,3 @@ def dispatch_order(
         return (0, 0.0) if s is None else (1, -float(s))
 
     return sorted(tip_first, key=rank)  # stable: ties stay tip-first
-
-
-def keys_of(ranges: Iterable[LedgerRange]) -> list[str]:
-    return [r.key for r in ranges]

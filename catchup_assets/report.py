@@ -6,6 +6,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Iterable, Sequence
 
+from catchup_assets.outcomes import Outcome
 from catchup_assets.records import AttemptRecord
 from catchup_assets.sizing import Tiers
 
@@ -26,7 +27,7 @@ class MissionSummary:
 
     @property
     def oom_retries(self) -> int:
-        return self.outcomes.get("oom", 0)
+        return self.outcomes.get(Outcome.OOM.value, 0)
 
 
 def summarize(
@@ -48,7 +49,7 @@ def summarize(
     return MissionSummary(
         mission=mission,
         ranges=n_ranges,
-        completed=len({r.range_key for r in recs if r.outcome == "ok"}),
+        completed=len({r.range_key for r in recs if r.outcome == Outcome.OK}),
         condemned=condemned,
         attempts=len(recs),
         outcomes=dict(outcomes),

@@ -34,9 +34,8 @@ import json
 import dagster as dg
 import fsspec
 import pyarrow.parquet as pq
-from dagster._core.storage.tags import ASSET_PARTITION_RANGE_END_TAG, ASSET_PARTITION_RANGE_START_TAG, WILL_RETRY_TAG
 
-from catchup_assets.assets import MISSION_TAG, PLAN_KEY, ledger_ranges_partitions_def, policies
+from catchup_assets.assets import MISSION_TAG, PLAN_KEY, RANGE_END_TAG, RANGE_START_TAG, WILL_RETRY_TAG, ledger_ranges_partitions_def, policies
 from catchup_assets.jobs import mission_plan_job, profile_job, range_catchup_job
 from catchup_assets.mission import MissionConfig, load_mission
 from catchup_assets.ranges import plan_ranges
@@ -125,7 +124,7 @@ def mission_plan_sensor(context: dg.SensorEvaluationContext):
                 dg.RunRequest(
                     run_key=f"{mission}:{start}...{end}",
                     job_name=range_catchup_job.name,
-                    tags={ASSET_PARTITION_RANGE_START_TAG: start, ASSET_PARTITION_RANGE_END_TAG: end, MISSION_TAG: mission},
+                    tags={RANGE_START_TAG: start, RANGE_END_TAG: end, MISSION_TAG: mission},
                 )
             )
         context.log.info(f"mission {mission}: {len(groups)} run(s) over {sum(map(len, groups))} ranges")

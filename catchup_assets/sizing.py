@@ -184,14 +184,6 @@ def _sizing(tier: Tier, memory: int, policy: SizingPolicy, profiled: bool, base:
     return Sizing(tier.name, memory, memory, cpu, profiled, base, seconds)
 
 
-def tier_counts(sizings: Mapping[str, Sizing] | Sequence[Sizing]) -> dict[str, int]:
-    values = sizings.values() if isinstance(sizings, Mapping) else sizings
-    out: dict[str, int] = {}
-    for s in values:
-        out[s.tier] = out.get(s.tier, 0) + 1
-    return out
-
-
 def scaled_tiers(tiers: Tiers, factor: float) -> Tiers:
     """The same ladder with every memory figure times `factor` (demo missions run in MiB)."""
 

@@ -98,13 +98,6 @@ def invalid(kind: str, group: str, name: str, causes: list[tuple[str, str]]) -> 
         "causes": [{"reason": "FieldValueInvalid", "message": m, "field": f} for f, m in causes]})
 
 
-def success_status(name: str, group: str, kind: str, uid: str) -> dict:
-    return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
-            "details": {"name": name, "group": group, "kind": kind, "uid": uid}}
-
-
-# --- names and labels -------------------------------------------------------
-
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 _LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")

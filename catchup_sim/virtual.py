@@ -16,7 +16,7 @@ import heapq
 import math
 from dataclasses import dataclass, field
 
-from catchup_assets.backends.base import AlreadyExists, AttemptSpec, AttemptState, Collected, Peaks
+from catchup_assets.backends.base import AlreadyExists, AttemptSpec, AttemptState, Collected, Peaks, Phase
 from catchup_assets.outcomes import Observation
 from catchup_assets.sim.workload import Workload
 from catchup_assets.sizing import Tiers
@@ -106,18 +106,18 @@ class VirtualBackend:
     def _state(self, a: VirtualAttempt, now: float) -> AttemptState:
         spec = a.spec
         if now >= a.end:
-            return AttemptState(spec.range_key, spec.attempt, "finished", a.observation, a.start, a.end,
+            return AttemptState(spec.range_key, spec.attempt, Phase.FINISHED, a.observation, a.start, a.end,
                                 "virtual", a.peaks, spec.memory_limit_bytes, spec.tier)
         # Live peaks are not reported: the dispatcher records them at the end only.
-        phase = "running" if now >= a.start else "pending"
-        return AttemptState(spec.range_key, spec.attempt, phase, None, a.start if phase == "running" else None,
+        phase = Phase.RUNNING if now >= a.start else Phase.PENDING
+        return AttemptState(spec.range_key, spec.attempt, phase, None, a.start if phase is Phase.RUNNING else None,
                             None, "virtual", Peaks(), spec.memory_limit_bytes, spec.tier)
 
     def observe(self) -> list[AttemptState]:
         now = self.clock.time()
         out = []
         for a in self.attempts.values():
-            phase = "finished" if now >= a.end else "running" if now >= a.start else "pending"
+            phase = Phase.FINISHED if now >= a.end else Phase.RUNNING if now >= a.start else Phase.PENDING
             if a.seen is None or a.seen.phase != phase:
                 a.seen = self._state(a, now)
             out.append(a.seen)

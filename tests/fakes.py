@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable
 
-from catchup_assets.backends.base import AlreadyExists, AttemptSpec, AttemptState, Collected, Peaks
+from catchup_assets.backends.base import AlreadyExists, AttemptSpec, AttemptState, Collected, Peaks, TransientBackendError
 from catchup_assets.outcomes import Observation
 
 OK = Observation(exit_code=0, termination_reason="Completed")
@@ -60,8 +60,19 @@ class FakeBackend:
     released_ranges: list[str] = field(default_factory=list)
     max_live: int = 0
     collect_errors: int = 0  # the next N collects raise
+    # call name -> how many of its next calls answer as an API server that could not
+    # (TransientBackendError, what the real backends raise for 429/5xx/resets)
+    faults: dict[str, int] = field(default_factory=dict)
+    faults_raised: int = 0
+
+    def _fault(self, call: str) -> None:
+        if self.faults.get(call, 0) > 0:
+            self.faults[call] -= 1
+            self.faults_raised += 1
+            raise TransientBackendError(f"{call}: HTTP 503")
 
     def submit(self, spec: AttemptSpec) -> None:
+        self._fault("submit")
         if spec.attempt_id in self.attempts:
             raise AlreadyExists(spec.attempt_id)
         self.attempts[spec.attempt_id] = FakeAttempt(spec, self.script(spec), self.clock.time())
@@ -85,9 +96,11 @@ class FakeBackend:
         )
 
     def observe(self) -> list[AttemptState]:
+        self._fault("observe")
         return [self._state(a) for a in self.attempts.values()]
 
     def collect(self, state: AttemptState, log_dest: str) -> Collected:
+        self._fault("collect")
         if self.collect_errors:
             self.collect_errors -= 1
             raise OSError("log endpoint unavailable")
@@ -103,11 +116,16 @@ class FakeBackend:
 
     def release(self, state: AttemptState) -> None:
         assert not state.live, "released a live attempt"
+        self._fault("release")
         self.attempts.pop(state.attempt_id, None)
         self.released.append(state.attempt_id)
 
     def release_range(self, range_key: str) -> None:
+        self._fault("release_range")
         self.released_ranges.append(range_key)
+
+    def shutdown(self, grace: float) -> list[str]:
+        return [s.attempt_id for s in self.observe() if s.live]
 
     def live_keys(self) -> list[str]:
         return [s.range_key for s in self.observe() if s.live]

@@ -139,3 +139,13 @@ def test_L35_missing_previous_profile_is_a_warning_and_an_unprofiled_mission(ins
     meta = result.asset_materializations_for_node("mission_plan")[0].metadata
     assert meta["profiled_ranges"].value == 0 and meta["ranges_per_tier"].value == {"nebula": 2}
     assert "no prediction" in meta["forecast"].value and "predicted_makespan_hours" not in meta
+
+
+def test_our_range_tags_are_dagster_s():
+    """The tag names are Dagster's documented ones; its constants are private, so compared here."""
+    from dagster._core.storage.tags import WILL_RETRY_TAG as DAGSTER_WILL_RETRY
+
+    from catchup_assets.assets import RANGE_END_TAG, RANGE_START_TAG, WILL_RETRY_TAG
+
+    assert (RANGE_START_TAG, RANGE_END_TAG, WILL_RETRY_TAG) == (
+        ASSET_PARTITION_RANGE_START_TAG, ASSET_PARTITION_RANGE_END_TAG, DAGSTER_WILL_RETRY)

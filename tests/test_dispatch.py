@@ -278,3 +278,42 @@ def test_L9_a_new_operator_run_grants_a_condemned_range_fresh_budgets_once(tmp_p
     result = fresh.run()
     assert result.condemned == {} and key in result.done
     assert [s.attempt for s in backend.submitted if s.range_key == key] == [1, 2]
+
+
+@pytest.mark.parametrize("call", ["observe", "collect", "release", "release_range", "submit"])
+def test_L5_a_transient_error_from_any_call_is_retried_and_never_charged(tmp_path, call):
+    """The error contract (backends/base.py): any call may answer TransientBackendError;
+    the dispatcher retries it on a later pass and no range spends a budget on it."""
+    clock = FakeClock()
+    backend = FakeBackend(clock, faults={call: 4})
+    d, _, records = make(tmp_path, backend=backend, clock=clock)
+    result = d.run()
+    assert backend.faults_raised == 4
+    assert sorted(result.done) == sorted(KEYS) and not result.condemned
+    recs, done = records.load()
+    assert {r.outcome for r in recs.values()} == {"ok"} and len(recs) == len(KEYS)  # one attempt each
+    assert all(r.tx_apply_count == 1000 for r in recs.values())  # a deferred final read lost nothing
+    assert sorted(backend.released_ranges) == sorted(KEYS) and backend.attempts == {}  # L2, L3 caught up
+
+
+def test_a_backend_that_stops_answering_raises_an_alert_and_dispatches_nothing_meanwhile(tmp_path, caplog):
+    clock = FakeClock()
+    backend = FakeBackend(clock, faults={"observe": 12})
+    d, _, _ = make(tmp_path, backend=backend, clock=clock, transient_alert_passes=10)
+    with caplog.at_level(logging.ERROR, logger="catchup_assets.dispatch"):
+        for _ in range(12):
+            d.pass_once()
+    assert backend.submitted == []  # blind passes decide nothing
+    assert "has not answered for 10 consecutive passes" in caplog.text
+    assert sorted(d.run().done) == sorted(KEYS)
+
+
+def test_constructing_a_dispatcher_does_no_io(tmp_path):
+    """recover() reads the records and frees completed ranges; the constructor touches nothing."""
+    clock = FakeClock()
+    backend = FakeBackend(clock)
+    d, _, _ = make(tmp_path, backend=backend, clock=clock)
+    d.run()
+    backend.released_ranges.clear()
+    make(tmp_path, backend=backend, clock=clock)  # a second dispatcher, constructed only
+    assert backend.released_ranges == [] and not (tmp_path / "root" / "m1" / "attempts" / KEYS[0] / "_reset-a001").exists()

@@ -19,7 +19,7 @@ import fsspec
 import psutil
 import pytest
 
-from catchup_assets.backends.base import AlreadyExists, AttemptSpec, AttemptState
+from catchup_assets.backends.base import AlreadyExists, AttemptSpec, AttemptState, TransientBackendError
 from catchup_assets.backends.local.backend import LocalBackend, disruption_delay
 from catchup_assets.backends.local.supervisor import flush_peaks, pid_alive, read_json
 from catchup_assets.outcomes import Outcome, classify
@@ -279,9 +279,9 @@ def test_release_and_release_range_delete_what_they_should_L2_L3(tmp_path):
     s = spec()
     b.submit(s)
     live = wait_phase(b, s.attempt_id, "running")
-    with pytest.raises(RuntimeError):
+    with pytest.raises(TransientBackendError):  # Busy: a later pass tries again
         b.release(live)
-    with pytest.raises(RuntimeError):
+    with pytest.raises(TransientBackendError):
         b.release_range(RANGE)
     assert b.attempt_dir(s.attempt_id).exists() and b.data_dir(RANGE).exists()
     st = wait_phase(b, s.attempt_id)

@@ -8,6 +8,7 @@ subprocesses and Kubernetes Jobs both sit behind these five calls.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Mapping, Protocol
 
 from catchup_assets.outcomes import Observation
@@ -62,13 +63,19 @@ class Peaks:
         )
 
 
+class Phase(StrEnum):
+    PENDING = "pending"
+    RUNNING = "running"
+    FINISHED = "finished"
+
+
 @dataclass(frozen=True)
 class AttemptState:
     """One attempt as the backend sees it now."""
 
     range_key: str
     attempt: int
-    phase: str  # "pending" | "running" | "finished"
+    phase: Phase
     observation: Observation | None = None  # set when finished
     started_at: float | None = None  # epoch seconds, from the attempt's own clock (L23)
     finished_at: float | None = None
@@ -77,13 +84,16 @@ class AttemptState:
     memory_limit_bytes: int | None = None
     tier: str | None = None
 
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "phase", Phase(self.phase))  # a plain string is checked and kept as the enum
+
     @property
     def attempt_id(self) -> str:
         return attempt_id(self.range_key, self.attempt)
 
     @property
     def live(self) -> bool:
-        return self.phase != "finished"
+        return self.phase is not Phase.FINISHED
 
 
 @dataclass(frozen=True)
@@ -112,11 +122,38 @@ class Collected:
         )
 
 
-class AlreadyExists(Exception):
+class BackendError(Exception):
+    """Anything a backend raises through the protocol is one of these kinds."""
+
+
+class AlreadyExists(BackendError):
     """The attempt was created by someone else first (HTTP 409): adopt it (L11)."""
 
 
+class TransientBackendError(BackendError):
+    """The backend could not answer now (429, 5xx, a reset, a timeout, an attempt
+    still running): the caller tries again on a later pass and charges no range."""
+
+
+class Busy(TransientBackendError):
+    """Refused for now: an attempt still runs where the call would free something."""
+
+
+class DispatchBlocked(BackendError):
+    """A configuration fault every attempt would hit (bad image, missing config):
+    stop new dispatches with this error instead of burning every range's budget."""
+
+
 class Backend(Protocol):
+    """Five calls for the dispatcher and one for a stopping run.
+
+    Errors: every call may raise `TransientBackendError` (the dispatcher retries
+    it on a later pass, never charging a range); `submit` also raises
+    `AlreadyExists` (adopt it) and `DispatchBlocked` (stop new dispatches).
+    Anything else is a bug or a permanent fault and ends the run with its
+    cause. Constructing a backend does no I/O.
+    """
+
     def submit(self, spec: AttemptSpec) -> None:
         """Start the attempt. Raises AlreadyExists if it is already there."""
 
@@ -132,11 +169,6 @@ class Backend(Protocol):
     def release_range(self, range_key: str) -> None:
         """Free the range's kept data (PVC, data directory) once it is complete (L3)."""
 
-
-class TransientBackendError(Exception):
-    """The backend could not answer now (429, 5xx, timeout): try again, charge no range."""
-
-
-class DispatchBlocked(Exception):
-    """A configuration fault every attempt would hit (bad image, missing config):
-    stop new dispatches with this error instead of burning every range's budget."""
+    def shutdown(self, grace: float) -> list[str]:
+        """Stop this mission's live attempts within `grace` seconds, their kept data left
+        for a later run to resume (L37); the ids of those still alive afterwards."""

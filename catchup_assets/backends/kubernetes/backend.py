@@ -1,4 +1,4 @@
-"""Attempts as Kubernetes Jobs, through the official client (DESIGN "Backends").
+"""Attempts as Kubernetes Jobs, through the official client (docs/design.md, "Backends").
 
 Per pass: one LIST of the mission's Jobs and one of its pods (label
 selectors), a kubelet summary per node at most every `stats_interval` seconds
@@ -30,6 +30,7 @@ from catchup_assets.backends.base import (
     Collected,
     DispatchBlocked,
     Peaks,
+    Phase,
     TransientBackendError,
 )
 from catchup_assets.backends.kubernetes.json_views import list_items
@@ -219,7 +220,7 @@ class KubernetesBackend:
             self.blocked = f"attempts cannot start ({cause}); fix the mission's image or config"
             log.error("mission %s: %s", self.mission, self.blocked)
         obs = Observation(pod_reason=w.reason if w.reason == "Unschedulable" else "FailedCreate", message=cause)
-        return replace(state, phase="finished", observation=obs)
+        return replace(state, phase=Phase.FINISHED, observation=obs)
 
     def _sample_peaks(self, pods: list, now: float) -> None:
         """One kubelet summary per node with a running pod of ours, at most every stats_interval (L19)."""

@@ -81,8 +81,7 @@ class LogSpool:
     """Per-attempt spool files under a local directory; gzip to the storage root at the end."""
 
     def __init__(self, directory: str | os.PathLike, read: Callable[..., object], concurrency: int = 16):
-        self.dir = Path(directory)
-        self.dir.mkdir(parents=True, exist_ok=True)
+        self.dir = Path(directory)  # made by the first poll: constructing does no I/O
         self._read = read  # (pod_name, since_time) -> urllib3 response with .stream()
         self._cursors: dict[str, Cursor] = {}
         self._lock = threading.Lock()
@@ -97,6 +96,7 @@ class LogSpool:
             cur = self._cursors.setdefault(attempt_id, Cursor())
         try:
             resp = self._read(pod_name, since_param(cur))
+            self.dir.mkdir(parents=True, exist_ok=True)
             chunks = resp.stream(CHUNK, decode_content=True) if hasattr(resp, "stream") else [resp]
             with open(self.path(attempt_id), "a", encoding="utf-8") as out:
                 for text in new_lines(iter_lines(chunks), cur):

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Iterable
 
-from catchup_assets.backends.base import AttemptState, Peaks
+from catchup_assets.backends.base import AttemptState, Peaks, Phase
 from catchup_assets.backends.kubernetes.manifests import CONTAINER, LABEL_ATTEMPT, LABEL_RANGE_KEY, LABEL_TIER
 from catchup_assets.outcomes import Observation
 
@@ -123,11 +123,11 @@ def attempt_state(job, pod, peaks: Peaks = Peaks()) -> AttemptState:
     started = _ts(term.started_at if term else running.started_at if running else None)
     finished_at = _ts(term.finished_at) if term else None
     if finished or pod_terminal(pod):
-        phase, obs = "finished", observation(job, pod)
+        phase, obs = Phase.FINISHED, observation(job, pod)
     elif pod is not None and pod.status is not None and pod.status.phase == "Running":
-        phase, obs = "running", None
+        phase, obs = Phase.RUNNING, None
     else:
-        phase, obs = "pending", None
+        phase, obs = Phase.PENDING, None
     resources = None
     if job.spec and job.spec.template and job.spec.template.spec:
         for c in job.spec.template.spec.containers or ():

@@ -35,8 +35,10 @@ from catchup_assets.backends.base import (
     AlreadyExists,
     AttemptSpec,
     AttemptState,
+    Busy,
     Collected,
     Peaks,
+    Phase,
 )
 from catchup_assets.backends.local.supervisor import (
     merge_peaks,
@@ -240,7 +242,7 @@ class LocalBackend:
             status = self._json(aid, status_path)
             if status is not None:
                 state = AttemptState(
-                    phase="finished",
+                    phase=Phase.FINISHED,
                     observation=Observation(
                         exit_code=status.get("exit_code"),
                         termination_reason=status.get("termination_reason"),
@@ -258,9 +260,9 @@ class LocalBackend:
         worker = self._json(aid, d / "worker.json") or {}
         running = dict(started_at=worker.get("started_at"), peaks=_peaks(peaks), **base)
         if sup is not None and pid_alive(sup["pid"], sup.get("create_time")):
-            return AttemptState(phase="running", node=sup.get("node"), **running)
+            return AttemptState(phase=Phase.RUNNING, node=sup.get("node"), **running)
         if mtime is not None:  # torn verdict, nobody left to rewrite it
-            return AttemptState(phase="finished", observation=Observation(
+            return AttemptState(phase=Phase.FINISHED, observation=Observation(
                 message="status.json unreadable"), **running)
         if sup is None:
             try:
@@ -268,10 +270,10 @@ class LocalBackend:
             except FileNotFoundError:
                 return None
             if age < START_TIMEOUT:
-                return AttemptState(phase="pending", **running)
+                return AttemptState(phase=Phase.PENDING, **running)
             # Fence: a supervisor that starts after this verdict sees it and stops.
             write_json_atomic(status_path, {"node_gone": True, "message": "supervisor never started"})
-            return AttemptState(phase="finished", observation=Observation(
+            return AttemptState(phase=Phase.FINISHED, observation=Observation(
                 node_gone=True, message="supervisor never started"), **running)
         # The supervisor died without a verdict: a lost node (Z3). Its worker
         # must not keep writing into the range's data under the next attempt.
@@ -280,7 +282,7 @@ class LocalBackend:
                 os.killpg(worker["pid"], signal.SIGKILL)
             except OSError:
                 pass
-        return AttemptState(phase="finished", observation=Observation(
+        return AttemptState(phase=Phase.FINISHED, observation=Observation(
             node_gone=True, message="supervisor vanished"), **running)
 
     # -- collect ----------------------------------------------------------
@@ -314,7 +316,7 @@ class LocalBackend:
         d = self.attempt_dir(aid)
         now = self._observe_one(aid, d) if d.exists() else None
         if now is not None and now.live:
-            raise RuntimeError(f"attempt {aid} is {now.phase}; not released")
+            raise Busy(f"attempt {aid} is {now.phase}; not released")
         _remove(d)
         for cache in (self._specs, self._finished, self._children):
             cache.pop(aid, None)
@@ -342,7 +344,7 @@ class LocalBackend:
         """Delete the range's data directory (L3); refuses while an attempt runs on it."""
         live = [s.attempt_id for s in self._observe_range(range_key) if s.live]
         if live:
-            raise RuntimeError(f"range {range_key} has live attempts {live}; data kept")
+            raise Busy(f"range {range_key} has live attempts {live}; data kept")
         _remove(self.data_dir(range_key))
         for e in os.scandir(self.data_root) if self.data_root.exists() else ():
             if e.name.startswith(".trash-"):
@@ -369,7 +371,7 @@ class LocalBackend:
                     continue
                 d = self.attempt_dir(st.attempt_id)
                 sup = self._json(st.attempt_id, d / "supervisor.json")
-                if st.phase == "pending" and sup is None:
+                if st.phase is Phase.PENDING and sup is None:
                     write_json_atomic(d / "status.json", {"node_gone": True, "message": "shut down before its supervisor started"})
                     continue
                 if sup is None or sup["pid"] == os.getpid():
