@@ -183,7 +183,7 @@ def range_catchup(context: dg.AssetExecutionContext, catchup: CatchupResource) -
         # Terminated from the UI: stop the attempts first, bounded (L37); their
         # data directories stay, so a later run resumes them.
         # Not a retryable failure: a step retry would start them all again.
-        left = backend.shutdown(grace=15.0) if hasattr(backend, "shutdown") else []
+        left = backend.shutdown(grace=15.0)
         raise dg.Failure(
             description=f"run terminated: in-flight attempts stopped (still alive after the grace: {left})",
             allow_retries=False,

@@ -144,6 +144,10 @@ class VirtualBackend:
     def release_range(self, range_key: str) -> None:
         self.progress.pop(range_key, None)
 
+    def shutdown(self, grace: float) -> list[str]:
+        """Nothing runs outside the simulation: what is live stays live."""
+        return sorted(aid for aid, a in self.attempts.items() if self.clock.time() < a.end)
+
     def next_event(self) -> float:
         """When the next attempt starts or ends (inf if nothing is held)."""
         now = self.clock.time()
