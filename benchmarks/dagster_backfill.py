@@ -130,8 +130,13 @@ def warm_bytecode(args) -> float:
     if args.bytecode != "as-is":
         env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
         env["PYTHONPYCACHEPREFIX"] = str(PYCACHE)
-        subprocess.run([sys.executable, "-W", "ignore", "-c", WARM, LOCATION_FILE], env=env, check=True,
-                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        subprocess.run(
+            [sys.executable, "-W", "ignore", "-c", WARM, LOCATION_FILE],
+            env=env,
+            check=True,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
     return time.perf_counter() - t
 
 
@@ -186,12 +191,17 @@ def measure_dagster(args, tmp: Path, previous: str) -> dict:
     quiet = logging.getLogger("catchup_bench.daemons")
     quiet.setLevel(logging.WARNING)
     out: dict = {}
-    with environment(bench_env(args, storage, report, profile)), \
-            dg.instance_for_test(temp_dir=str(home), overrides=yaml.safe_load(INSTANCE_YAML)) as instance:
+    with (
+        environment(bench_env(args, storage, report, profile)),
+        dg.instance_for_test(temp_dir=str(home), overrides=yaml.safe_load(INSTANCE_YAML)) as instance,
+    ):
         t = time.perf_counter()
         settings = {"ranges": args.ranges, "live": args.live, "speed": args.speed, "poll_seconds": args.poll}
-        plan = build_defs(**settings).resolve_job_def("mission_plan_job").execute_in_process(
-            run_config=plan_config(args, previous), instance=instance)
+        plan = (
+            build_defs(**settings)
+            .resolve_job_def("mission_plan_job")
+            .execute_in_process(run_config=plan_config(args, previous), instance=instance)
+        )
         assert plan.success, "mission_plan failed"
         out["plan_s"] = time.perf_counter() - t
         keys = instance.get_dynamic_partitions("ledger_ranges")
@@ -228,8 +238,10 @@ def measure_dagster(args, tmp: Path, previous: str) -> dict:
                     return True
                 run = instance.get_run_by_id(run_id)
                 if run.is_finished:
-                    raise RuntimeError(f"run {run_id} ended {run.status.value} before {args.live} live: "
-                                       + failure_text(instance, run_id))
+                    raise RuntimeError(
+                        f"run {run_id} ended {run.status.value} before {args.live} live: "
+                        + failure_text(instance, run_id)
+                    )
                 return False
 
             out["terminated"] = False
@@ -294,11 +306,22 @@ def profile_top(source: Path | cProfile.Profile, lines: int) -> list[list[object
 def measure_direct(args, tmp: Path, previous: str) -> dict:
     """The same mission, backend and poll through `run_mission` in this process, without Dagster."""
     root, report = tmp / "direct-storage", tmp / "direct.jsonl"
-    res = VirtualCatchupResource(storage_root=str(root), ranges=args.ranges, live=args.live, speed=args.speed,
-                                 poll_seconds=args.poll, report=str(report))
+    res = VirtualCatchupResource(
+        storage_root=str(root),
+        ranges=args.ranges,
+        live=args.live,
+        speed=args.speed,
+        poll_seconds=args.poll,
+        report=str(report),
+    )
     cfg = MissionConfig(
-        mission=MISSION, span=MissionSpan(1, args.ranges * LEDGERS, LEDGERS, OVERLAP), storage_root=res.root(),
-        parallelism=args.parallelism, order=args.order, previous_profile=previous, **policies(res),
+        mission=MISSION,
+        span=MissionSpan(1, args.ranges * LEDGERS, LEDGERS, OVERLAP),
+        storage_root=res.root(),
+        parallelism=args.parallelism,
+        order=args.order,
+        previous_profile=previous,
+        **policies(res),
     )
     catchup_log = logging.getLogger("catchup_assets")
     level = catchup_log.level
@@ -417,8 +440,11 @@ def main(argv: list[str] | None = None) -> int:
 
 def bench(argv: list[str] | None = None) -> dict:
     """Run the benchmark, write its result file; returns what was measured (for the smoke test)."""
-    p = argparse.ArgumentParser(prog="python -m benchmarks.dagster_backfill", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        prog="python -m benchmarks.dagster_backfill",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     p.add_argument("--ranges", type=int, default=4000, help="partitions in the backfill (the workload's ranges)")
     p.add_argument("--parallelism", type=int, default=2000, help="the mission's parallelism")
     p.add_argument("--live", type=int, default=None, help="attempts live to time to (default: the parallelism)")
@@ -426,18 +452,29 @@ def bench(argv: list[str] | None = None) -> dict:
     p.add_argument("--poll", type=float, default=0.5, help="the dispatcher's poll, real seconds")
     p.add_argument("--order", default="longest-first", choices=["longest-first", "tip-first"])
     p.add_argument("--timeout", type=float, default=900.0, help="for each wait on the run")
-    p.add_argument("--profile", action="store_true",
-                   help="cProfile the backfill daemon iteration, and the step process from resource setup to `live`")
+    p.add_argument(
+        "--profile",
+        action="store_true",
+        help="cProfile the backfill daemon iteration, and the step process from resource setup to `live`",
+    )
     p.add_argument("--profile-lines", type=int, default=25)
     p.add_argument("--skip-direct", action="store_true", help="skip the run_mission baseline")
-    p.add_argument("--bytecode", choices=["cached", "as-is"], default="cached",
-                   help="cached: the Dagster processes keep compiled bytecode under $TMPDIR/catchup-bench-pycache "
-                        "(warmed before the timing), as an image with compiled packages does; as-is: this "
-                        "environment's setting (PYTHONDONTWRITEBYTECODE compiles every import of every process)")
-    p.add_argument("--planned-events", choices=["per-partition", "subset"], default="per-partition",
-                   help="per-partition: Dagster's default on SQLite, one ASSET_MATERIALIZATION_PLANNED event per "
-                        f"partition; subset: what-if with {PLANNED_SUBSET_ENV}=true (one per run, but a failed "
-                        "run's partitions are not marked failed)")
+    p.add_argument(
+        "--bytecode",
+        choices=["cached", "as-is"],
+        default="cached",
+        help="cached: the Dagster processes keep compiled bytecode under $TMPDIR/catchup-bench-pycache "
+        "(warmed before the timing), as an image with compiled packages does; as-is: this "
+        "environment's setting (PYTHONDONTWRITEBYTECODE compiles every import of every process)",
+    )
+    p.add_argument(
+        "--planned-events",
+        choices=["per-partition", "subset"],
+        default="per-partition",
+        help="per-partition: Dagster's default on SQLite, one ASSET_MATERIALIZATION_PLANNED event per "
+        f"partition; subset: what-if with {PLANNED_SUBSET_ENV}=true (one per run, but a failed "
+        "run's partitions are not marked failed)",
+    )
     p.add_argument("--smoke", action="store_true", help="tiny sizes (40 partitions, 20 live, 20000x), for the tests")
     p.add_argument("--out", type=Path, default=None, help="directory for the result file")
     p.add_argument("--keep", type=Path, default=None, help="keep the instance and storage under this directory")
@@ -477,13 +514,19 @@ def bench(argv: list[str] | None = None) -> dict:
     total = time.perf_counter() - started
     others = other_cpu.stop()
     result = report(args, d, direct, leftovers, (load_before, load_mid, load_after), total, warm_s, others)
-    path = write_result("dagster_backfill", "Through Dagster: one backfill of a mission, launch to attempts live",
-                        result["tables"], result["notes"], out_dir=args.out)
+    path = write_result(
+        "dagster_backfill",
+        "Through Dagster: one backfill of a mission, launch to attempts live",
+        result["tables"],
+        result["notes"],
+        out_dir=args.out,
+    )
     return {"dagster": d, "direct": direct, "leftovers": leftovers, "live_s": result["live_s"], "path": path}
 
 
-def report(args, d: dict, direct: dict | None, leftovers: int, loads, total: float, warm_s: float,
-           others_cpu: float) -> dict:
+def report(
+    args, d: dict, direct: dict | None, leftovers: int, loads, total: float, warm_s: float, others_cpu: float
+) -> dict:
     n = args.ranges
     rows, live_s = launch_rows(d, args.live)
     ev = d["events"]
@@ -503,38 +546,69 @@ def report(args, d: dict, direct: dict | None, leftovers: int, loads, total: flo
         ["event-log entries of the run", ev["count"], f"{ev['count'] / n:.2f}"],
         *[[f"  {k}", v, f"{v / n:.3f}"] for k, v in sorted(ev["by_type"].items(), key=lambda kv: -kv[1])],
         ["serialized entries, bytes", f"{ev['serialized_bytes']:,}", f"{ev['serialized_bytes'] / n:,.0f}"],
-        ["SQLite growth (history/: runs.db, run shard, index.db), bytes", f"{d['history_bytes']:,}",
-         f"{d['history_bytes'] / n:,.0f}"],
+        [
+            "SQLite growth (history/: runs.db, run shard, index.db), bytes",
+            f"{d['history_bytes']:,}",
+            f"{d['history_bytes'] / n:,.0f}",
+        ],
         ["compute logs (storage/), bytes", f"{d['compute_log_bytes']:,}", f"{d['compute_log_bytes'] / n:,.0f}"],
     ]
     wall_rows = [
         ["Dagster: RUN_START to " + (run_end or "?"), f"{run_s:.1f}", f"{run_s / n * 1000:.1f}"],
-        ["Dagster: STEP_START to " + end_kind, f"{span('STEP_START', end_kind):.1f}",
-         f"{span('STEP_START', end_kind) / n * 1000:.1f}"],
-        ["Dagster: step's dispatch (backend_for to " + end_kind + ")", f"{dispatch_s:.1f}",
-         f"{dispatch_s / n * 1000:.1f}"],
+        [
+            "Dagster: STEP_START to " + end_kind,
+            f"{span('STEP_START', end_kind):.1f}",
+            f"{span('STEP_START', end_kind) / n * 1000:.1f}",
+        ],
+        [
+            "Dagster: step's dispatch (backend_for to " + end_kind + ")",
+            f"{dispatch_s:.1f}",
+            f"{dispatch_s / n * 1000:.1f}",
+        ],
     ]
     if direct:
         wall_rows += [
-            ["run_mission without Dagster (same workload, backend, poll)", f"{direct['wall_s']:.1f}",
-             f"{direct['wall_s'] / n * 1000:.1f}"],
-            ["overhead: step's dispatch - run_mission", f"{dispatch_s - direct['wall_s']:.1f}",
-             f"{(dispatch_s - direct['wall_s']) / n * 1000:.1f}"],
-            ["overhead: whole run - run_mission", f"{run_s - direct['wall_s']:.1f}",
-             f"{(run_s - direct['wall_s']) / n * 1000:.1f}"],
+            [
+                "run_mission without Dagster (same workload, backend, poll)",
+                f"{direct['wall_s']:.1f}",
+                f"{direct['wall_s'] / n * 1000:.1f}",
+            ],
+            [
+                "overhead: step's dispatch - run_mission",
+                f"{dispatch_s - direct['wall_s']:.1f}",
+                f"{(dispatch_s - direct['wall_s']) / n * 1000:.1f}",
+            ],
+            [
+                "overhead: whole run - run_mission",
+                f"{run_s - direct['wall_s']:.1f}",
+                f"{(run_s - direct['wall_s']) / n * 1000:.1f}",
+            ],
         ]
     tables = [
-        (f"Launch to {args.live} attempts live ({n} partitions, one run; seconds since the mutation was sent)",
-         ["milestone", "at s", "since previous s"], rows),
+        (
+            f"Launch to {args.live} attempts live ({n} partitions, one run; seconds since the mutation was sent)",
+            ["milestone", "at s", "since previous s"],
+            rows,
+        ),
         (f"Event log of the run that drove all {n} ranges", ["what", "total", "per range"], event_rows),
         ("Wall time of the run against the same mission without Dagster", ["what", "s", "ms per range"], wall_rows),
     ]
     if d.get("backfill_profile"):
-        tables.append(("cProfile of the backfill daemon iteration that created the run (top by cumulative)",
-                       ["function", "calls", "own s", "cumulative s"], d["backfill_profile"]))
+        tables.append(
+            (
+                "cProfile of the backfill daemon iteration that created the run (top by cumulative)",
+                ["function", "calls", "own s", "cumulative s"],
+                d["backfill_profile"],
+            )
+        )
     if d.get("profile"):
-        tables.append((f"cProfile of the step process, resource setup to {args.live} live (top by cumulative)",
-                       ["function", "calls", "own s", "cumulative s"], d["profile"]))
+        tables.append(
+            (
+                f"cProfile of the step process, resource setup to {args.live} live (top by cumulative)",
+                ["function", "calls", "own s", "cumulative s"],
+                d["profile"],
+            )
+        )
     met = live_s <= 60.0
     planned = ev["by_type"].get("ASSET_MATERIALIZATION_PLANNED", 0)
     iteration = d["t_backfill_iteration"] - d["t_mutation"]
@@ -546,18 +620,26 @@ def report(args, d: dict, direct: dict | None, leftovers: int, loads, total: flo
     created_to_live = live_s - (d["t_backfill_iteration"] - d["t0"])
     lines = [
         f"**{args.live} attempts live {live_s:.1f} s after the backfill's launch** (target: within 60 s): "
-        + ("met" if met else f"missed by {live_s - 60:.1f} s") + ". "
+        + ("met" if met else f"missed by {live_s - 60:.1f} s")
+        + ". "
         f"The backfill daemon iteration that creates the run took {iteration:.1f} s"
-        + (f": it writes the run's {planned} ASSET_MATERIALIZATION_PLANNED events one by one, each opening SQLite "
-           f"connections and committing to the run's shard and to the index ({iteration / planned * 1000:.1f} ms "
-           "of the iteration per planned event; " if planned > 1 else
-           f" with {planned} ASSET_MATERIALIZATION_PLANNED event for the whole partition range (")
+        + (
+            f": it writes the run's {planned} ASSET_MATERIALIZATION_PLANNED events one by one, each opening SQLite "
+            f"connections and committing to the run's shard and to the index ({iteration / planned * 1000:.1f} ms "
+            "of the iteration per planned event; "
+            if planned > 1
+            else f" with {planned} ASSET_MATERIALIZATION_PLANNED event for the whole partition range ("
+        )
         + f"`--planned-events {args.planned_events}`). From the run's creation to "
         f"{args.live} live: {created_to_live:.1f} s, of which the dispatcher's first pass "
         f"{per_submit:.1f} ms per attempt submitted (attempt record as Parquet, fsync'd, then submit).",
         "",
-        (f"The run did not finish within --timeout {args.timeout:g} s and was terminated: the per-range figures "
-         f"below divide by all {n} partitions though only {d['materialized']} completed.\n\n" if d["terminated"] else "")
+        (
+            f"The run did not finish within --timeout {args.timeout:g} s and was terminated: the per-range figures "
+            f"below divide by all {n} partitions though only {d['materialized']} completed.\n\n"
+            if d["terminated"]
+            else ""
+        )
         + f"Run `{d['run_id'][:8]}` {d['run_status']}; the backfill {d['backfill_status']} "
         f"(its next daemon iteration took {d['backfill_final_iteration_s']:.1f} s); "
         f"{d['materialized']} of {n} partitions materialized; run tags {d['run_tags']}. "
@@ -580,13 +662,17 @@ def report(args, d: dict, direct: dict | None, leftovers: int, loads, total: flo
         "~17 s on average. The code server was already running (as under `dagster dev`); the run worker and the "
         "step worker (the default multiprocess executor) are new processes that import Dagster and the code location.",
         "",
-        ("Bytecode: this environment sets PYTHONDONTWRITEBYTECODE, so every new process compiles every module it "
-         "imports (~5 s more per process here). The Dagster processes ran with it unset and a bytecode cache of "
-         f"their own (PYTHONPYCACHEPREFIX, " + (f"warmed before the timing in {warm_s:.1f} s" if not args.smoke else
-         "not warmed in --smoke") + "), as a deployment image with "
-         "compiled packages runs; `--bytecode as-is` measures without." if args.bytecode == "cached" else
-         "Bytecode: as this environment has it (`--bytecode as-is`): with PYTHONDONTWRITEBYTECODE set, the run "
-         "worker and the step worker compile every module they import."),
+        (
+            "Bytecode: this environment sets PYTHONDONTWRITEBYTECODE, so every new process compiles every module it "
+            "imports (~5 s more per process here). The Dagster processes ran with it unset and a bytecode cache of "
+            f"their own (PYTHONPYCACHEPREFIX, "
+            + (f"warmed before the timing in {warm_s:.1f} s" if not args.smoke else "not warmed in --smoke")
+            + "), as a deployment image with "
+            "compiled packages runs; `--bytecode as-is` measures without."
+            if args.bytecode == "cached"
+            else "Bytecode: as this environment has it (`--bytecode as-is`): with PYTHONDONTWRITEBYTECODE set, the run "
+            "worker and the step worker compile every module they import."
+        ),
         "",
         "Event log: every entry of the run (`instance.all_logs`), including the materialization-planned events the "
         "backfill daemon writes; bytes as Dagster serializes them, and the growth of the instance's SQLite files "
@@ -595,10 +681,14 @@ def report(args, d: dict, direct: dict | None, leftovers: int, loads, total: flo
         "here. Wall: the run's own event timestamps; the baseline is `run_mission` "
         "in the benchmark process, after the Dagster run, over a fresh storage root, with the same resource's "
         "policies and backend"
-        + (f" (its prepare {direct['prepare_s']:.2f} s is outside its wall; it reached {args.live} live "
-           f"{direct['live_s']:.1f} s after backend_for, the Dagster step "
-           f"{(live_note.get('t', float('nan')) - (backend_for or float('nan'))):.1f} s; "
-           f"{direct['submits']} submits, {direct['passes']} passes, {direct['done']} done)." if direct else "."),
+        + (
+            f" (its prepare {direct['prepare_s']:.2f} s is outside its wall; it reached {args.live} live "
+            f"{direct['live_s']:.1f} s after backend_for, the Dagster step "
+            f"{(live_note.get('t', float('nan')) - (backend_for or float('nan'))):.1f} s; "
+            f"{direct['submits']} submits, {direct['passes']} passes, {direct['done']} done)."
+            if direct
+            else "."
+        ),
         "",
         f"Other work on the machine: {others_cpu:.0f} CPU-seconds during the benchmark "
         f"({others_cpu / total:.2f} of the {os.cpu_count()} cores on average; processes outside this benchmark's "

@@ -148,8 +148,12 @@ class VirtualCatchupResource(CatchupResource):
         note(self.report, "backend_for", mission=mission)
         seed = disruption_seed if disruption_seed is not None else mission_seed(self.sim_seed, mission)
         return ReportingBackend(
-            Workload(ranges=self.ranges), PhasedClock(self.speed), tiers=self.tier_ladder(), mission_seed=seed,
-            live=self.live, report=self.report,
+            Workload(ranges=self.ranges),
+            PhasedClock(self.speed),
+            tiers=self.tier_ladder(),
+            mission_seed=seed,
+            live=self.live,
+            report=self.report,
         )
 
 

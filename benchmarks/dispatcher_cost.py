@@ -93,25 +93,58 @@ def measure(case: Case) -> Measured:
     if case.path == "kubernetes":
         from benchmarks.k8s_mission import K8sMission, run_k8s_mission
 
-        run = run_k8s_mission(K8sMission(
-            case.in_flight, ranges_per_slot=case.ranges_per_slot, attempts=case.attempts,
-            profile_steady_pass=case.profile, trace_steady_pass=case.trace))
-        extra = {"nodes": run.nodes, "summaries": run.requests.get(("get", "nodes/proxy"), 0),
-                 "polled reads": run.log_reads["first"] + run.log_reads["interim"], "final reads": run.log_reads["final"]}
+        run = run_k8s_mission(
+            K8sMission(
+                case.in_flight,
+                ranges_per_slot=case.ranges_per_slot,
+                attempts=case.attempts,
+                profile_steady_pass=case.profile,
+                trace_steady_pass=case.trace,
+            )
+        )
+        extra = {
+            "nodes": run.nodes,
+            "summaries": run.requests.get(("get", "nodes/proxy"), 0),
+            "polled reads": run.log_reads["first"] + run.log_reads["interim"],
+            "final reads": run.log_reads["final"],
+        }
         leftovers = run.jobs_left
     else:
         from benchmarks.local_mission import LocalMission, run_local_mission
 
-        run = run_local_mission(LocalMission(
-            case.in_flight, ranges_per_slot=case.ranges_per_slot, supervisor=case.supervisor,
-            shortest=case.shortest, longest=case.longest, sim_speed=case.sim_speed, poll_seconds=case.poll_seconds,
-            profile_steady_pass=case.profile, trace_steady_pass=case.trace))
+        run = run_local_mission(
+            LocalMission(
+                case.in_flight,
+                ranges_per_slot=case.ranges_per_slot,
+                supervisor=case.supervisor,
+                shortest=case.shortest,
+                longest=case.longest,
+                sim_speed=case.sim_speed,
+                poll_seconds=case.poll_seconds,
+                profile_steady_pass=case.profile,
+                trace_steady_pass=case.trace,
+            )
+        )
         extra, leftovers = {}, len(run.left_alive)
     done = all(r.status is RangeStatus.DONE for r in run.result.results.values())
     meter = run.meter
-    return Measured(case, run.attempts, meter.passes, meter.steady_indices(), dict(meter.cpu), dict(meter.events),
-                    run.wall, run.run_cpu, run.setup_rss, done, leftovers, run.other_cores, meter.profile, meter.trace,
-                    extra)
+    return Measured(
+        case,
+        run.attempts,
+        meter.passes,
+        meter.steady_indices(),
+        dict(meter.cpu),
+        dict(meter.events),
+        run.wall,
+        run.run_cpu,
+        run.setup_rss,
+        done,
+        leftovers,
+        run.other_cores,
+        meter.profile,
+        meter.trace,
+        extra,
+    )
 
 
 def _warm_up(path: str) -> None:
@@ -173,8 +206,11 @@ def read_per_attempt(m: Measured) -> tuple[float, int]:
     the read is linear in what is in flight, whatever the pass does besides.
     """
     cap = m.case.in_flight
-    samples = sorted(p.reconcile_read / m.passes[i - 1].in_flight for i, p in enumerate(m.passes)
-                     if i >= 2 and not p.instrumented and m.passes[i - 1].in_flight >= cap / 4)
+    samples = sorted(
+        p.reconcile_read / m.passes[i - 1].in_flight
+        for i, p in enumerate(m.passes)
+        if i >= 2 and not p.instrumented and m.passes[i - 1].in_flight >= cap / 4
+    )
     return (samples[len(samples) // 2] if samples else math.nan), len(samples)
 
 
@@ -188,11 +224,21 @@ def cpu_table(results: list[Measured]) -> list[list[object]]:
     for m in results:
         per, n = read_per_attempt(m)
         steady = m.steady_rows()
-        rows.append([
-            m.case.label, m.case.in_flight, m.attempts, len(m.passes), f"{1000 * per:.2f} ({n})",
-            per * m.case.in_flight, f"{_mean(p.cpu for p in steady):.3g} ({len(steady)})",
-            1000 * event_cpu(m) / m.attempts, 1000 * m.run_cpu / m.attempts, m.wall, m.other_cores,
-        ])
+        rows.append(
+            [
+                m.case.label,
+                m.case.in_flight,
+                m.attempts,
+                len(m.passes),
+                f"{1000 * per:.2f} ({n})",
+                per * m.case.in_flight,
+                f"{_mean(p.cpu for p in steady):.3g} ({len(steady)})",
+                1000 * event_cpu(m) / m.attempts,
+                1000 * m.run_cpu / m.attempts,
+                m.wall,
+                m.other_cores,
+            ]
+        )
     return rows
 
 
@@ -201,13 +247,18 @@ def activity_table(results: list[Measured]) -> list[list[object]]:
     for m in results:
         c, e, x = m.cpu, m.events, m.extra
         k8s = m.case.path == "kubernetes"
-        rows.append([
-            m.case.label, m.case.in_flight,
-            1000 * _per(c.get("submit", 0), e.get("submit", 0)), 1000 * _per(c.get("finish", 0), e.get("finish", 0)),
-            1000 * _per(c.get("flush", 0), e.get("flush", 0)), _per(e.get("flush", 0), m.attempts),
-            1000 * _per(c.get("log polls", 0), x["polled reads"]) if k8s else "-",
-            1000 * _per(c.get("kubelet summaries", 0), x["summaries"]) if k8s else "-",
-        ])
+        rows.append(
+            [
+                m.case.label,
+                m.case.in_flight,
+                1000 * _per(c.get("submit", 0), e.get("submit", 0)),
+                1000 * _per(c.get("finish", 0), e.get("finish", 0)),
+                1000 * _per(c.get("flush", 0), e.get("flush", 0)),
+                _per(e.get("flush", 0), m.attempts),
+                1000 * _per(c.get("log polls", 0), x["polled reads"]) if k8s else "-",
+                1000 * _per(c.get("kubelet summaries", 0), x["summaries"]) if k8s else "-",
+            ]
+        )
     return rows
 
 
@@ -219,12 +270,20 @@ def memory_table(results: list[Measured]) -> list[list[object]]:
     rows = []
     for m in results:
         n = m.case.in_flight
-        rows.append([
-            m.case.label, n, m.setup_rss / MiB, m.cap_rss / MiB, m.high_water / MiB,
-            (m.cap_rss - m.setup_rss) / n / KiB, allowance(n) / MiB,
-            "yes" if m.high_water <= allowance(n) else f"no, +{(m.high_water - allowance(n)) / MiB:.0f} MiB",
-            m.trace.peak / MiB if m.trace else "-", m.trace.kept / MiB if m.trace else "-",
-        ])
+        rows.append(
+            [
+                m.case.label,
+                n,
+                m.setup_rss / MiB,
+                m.cap_rss / MiB,
+                m.high_water / MiB,
+                (m.cap_rss - m.setup_rss) / n / KiB,
+                allowance(n) / MiB,
+                "yes" if m.high_water <= allowance(n) else f"no, +{(m.high_water - allowance(n)) / MiB:.0f} MiB",
+                m.trace.peak / MiB if m.trace else "-",
+                m.trace.kept / MiB if m.trace else "-",
+            ]
+        )
     return rows
 
 
@@ -248,15 +307,18 @@ def at_production_cadence(m: Measured, poll: float = 1.0) -> str:
     }
     if m.case.path == "kubernetes":
         per_second["interim log reads"] = n / 1800 * _per(c.get("log polls", 0), m.extra["polled reads"])
-        per_second[f"kubelet summaries ({m.extra['nodes']} nodes)"] = \
+        per_second[f"kubelet summaries ({m.extra['nodes']} nodes)"] = (
             m.extra["nodes"] / 10 * _per(c.get("kubelet summaries", 0), m.extra["summaries"])
+        )
     busy = sum(per_second.values())
     # A pass of length T every C seconds: T = read + busy * C and C = T + poll.
     cycle = (read + poll) / (1 - busy) if busy < 1 else math.inf
-    return (f"{m.case.label} at {n} in flight, at a production cadence (poll_seconds {poll:g} s, attempts of "
-            f"{mean_seconds:.0f} s on average): the read takes {read:.2f} s per pass; per second of running besides, "
-            + ", ".join(f"{k} {v:.3f} s" for k, v in per_second.items())
-            + f". So a pass every ~{cycle:.1f} s, the dispatcher busy {(cycle - poll) / cycle:.0%} of one core.")
+    return (
+        f"{m.case.label} at {n} in flight, at a production cadence (poll_seconds {poll:g} s, attempts of "
+        f"{mean_seconds:.0f} s on average): the read takes {read:.2f} s per pass; per second of running besides, "
+        + ", ".join(f"{k} {v:.3f} s" for k, v in per_second.items())
+        + f". So a pass every ~{cycle:.1f} s, the dispatcher busy {(cycle - poll) / cycle:.0%} of one core."
+    )
 
 
 def notes(results: list[Measured], wall: float) -> str:
@@ -264,10 +326,12 @@ def notes(results: list[Measured], wall: float) -> str:
     for m in results:
         if m.case.in_flight >= 2000:
             verdict = "met" if m.high_water <= allowance(m.case.in_flight) else "NOT met"
-            lines.append(f"Target at {m.case.in_flight} in flight, {m.case.label}: high-water RSS "
-                         f"{m.high_water / MiB:.0f} MiB against {allowance(m.case.in_flight) / MiB:.0f} MiB: {verdict} "
-                         f"(baseline {m.setup_rss / MiB:.0f} MiB against 150; "
-                         f"{(m.cap_rss - m.setup_rss) / m.case.in_flight / KiB:.0f} KiB per in-flight attempt against 50).")
+            lines.append(
+                f"Target at {m.case.in_flight} in flight, {m.case.label}: high-water RSS "
+                f"{m.high_water / MiB:.0f} MiB against {allowance(m.case.in_flight) / MiB:.0f} MiB: {verdict} "
+                f"(baseline {m.setup_rss / MiB:.0f} MiB against 150; "
+                f"{(m.cap_rss - m.setup_rss) / m.case.in_flight / KiB:.0f} KiB per in-flight attempt against 50)."
+            )
     for label in sorted({m.case.label for m in results}):
         s = slope(results, label)
         if s is not None:
@@ -279,25 +343,33 @@ def notes(results: list[Measured], wall: float) -> str:
     standin = {m.case.in_flight: m for m in results if m.case.supervisor == "standin"}
     for m in real:
         per = read_per_attempt(m)[0]
-        text = (f"Local with real supervisors at {m.case.in_flight} in flight, about the most this machine holds: each "
-                "attempt is two Python processes (supervisor, simulated core), ~19 MiB unique (~35 MiB RSS) "
-                "measured apart, and its supervisor samples at 0.2 s for ~0.3% of a core, so 2000 would need "
-                f"~37 GiB and ~6 cores. The read costs {1000 * per:.2f} ms per in-flight attempt per pass")
+        text = (
+            f"Local with real supervisors at {m.case.in_flight} in flight, about the most this machine holds: each "
+            "attempt is two Python processes (supervisor, simulated core), ~19 MiB unique (~35 MiB RSS) "
+            "measured apart, and its supervisor samples at 0.2 s for ~0.3% of a core, so 2000 would need "
+            f"~37 GiB and ~6 cores. The read costs {1000 * per:.2f} ms per in-flight attempt per pass"
+        )
         twin = standin.get(m.case.in_flight)
         if twin is not None:
-            text += (f", {1000 * read_per_attempt(twin)[0]:.2f} ms with stand-ins at the same count; events "
-                     f"{1000 * event_cpu(m) / m.attempts:.1f} ms per attempt real, "
-                     f"{1000 * event_cpu(twin) / twin.attempts:.1f} ms stand-in")
+            text += (
+                f", {1000 * read_per_attempt(twin)[0]:.2f} ms with stand-ins at the same count; events "
+                f"{1000 * event_cpu(m) / m.attempts:.1f} ms per attempt real, "
+                f"{1000 * event_cpu(twin) / twin.attempts:.1f} ms stand-in"
+            )
         text += f". Linear in what is in flight, a pass over 2000 real ones would read for ~{per * 2000:.2f} s"
         big = standin.get(max(standin)) if standin else None
         if big is not None and big.case.in_flight >= 2000:
-            text += f" (stand-ins measured at {big.case.in_flight}: {read_per_attempt(big)[0] * big.case.in_flight:.2f} s)"
+            text += (
+                f" (stand-ins measured at {big.case.in_flight}: {read_per_attempt(big)[0] * big.case.in_flight:.2f} s)"
+            )
         lines.append(text + ".")
-    lines.append(f"Wall time of the whole benchmark: {wall:.0f} s; per case: "
-                 + ", ".join(f"{m.case.label} at {m.case.in_flight}: {m.wall:.0f} s" for m in results)
-                 + f". {os.cpu_count()} cores; \"other load\" is what the rest of the machine used during a case "
-                 "(everything busy minus the dispatcher, the cluster and the supervisors): on this 2-core VM "
-                 "other work inflates CPU times too, not only wall times.")
+    lines.append(
+        f"Wall time of the whole benchmark: {wall:.0f} s; per case: "
+        + ", ".join(f"{m.case.label} at {m.case.in_flight}: {m.wall:.0f} s" for m in results)
+        + f'. {os.cpu_count()} cores; "other load" is what the rest of the machine used during a case '
+        "(everything busy minus the dispatcher, the cluster and the supervisors): on this 2-core VM "
+        "other work inflates CPU times too, not only wall times."
+    )
     lines += ["", EXPLAIN]
     for m in results:
         if m.profile:
@@ -343,19 +415,27 @@ so they start and end far more often per pass than hours-long ranges would."""
 def cases(smoke: bool) -> list[Case]:
     if smoke:
         short = VariedAttempts(600.0, 6000.0)
-        return [Case("kubernetes", 5, 3.0, attempts=short, profile=True, trace=True),
-                Case("local", 2, 1.5, "real", sim_speed=2000.0, poll_seconds=0.2),
-                Case("local", 3, 2.0, "standin", shortest=1, longest=1, poll_seconds=0.2, profile=True)]
+        return [
+            Case("kubernetes", 5, 3.0, attempts=short, profile=True, trace=True),
+            Case("local", 2, 1.5, "real", sim_speed=2000.0, poll_seconds=0.2),
+            Case("local", 3, 2.0, "standin", shortest=1, longest=1, poll_seconds=0.2, profile=True),
+        ]
     # Local memory is a few KiB per attempt: no tracemalloc pass there (too few steady passes to spare one).
-    return [Case("kubernetes", 100), Case("kubernetes", 2000, profile=True, trace=True),
-            Case("local", 200, 1.5, "real"), Case("local", 200, 1.5, "standin"),
-            Case("local", 2000, 2.0, "standin", profile=True)]  # 2x: its first pass alone outlasts short attempts
+    return [
+        Case("kubernetes", 100),
+        Case("kubernetes", 2000, profile=True, trace=True),
+        Case("local", 200, 1.5, "real"),
+        Case("local", 200, 1.5, "standin"),
+        Case("local", 2000, 2.0, "standin", profile=True),
+    ]  # 2x: its first pass alone outlasts short attempts
 
 
 def main(argv: list[str] | None = None) -> list[Measured]:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.dispatcher_cost", description=__doc__.splitlines()[0])
     parser.add_argument("--paths", nargs="+", choices=["kubernetes", "local"], default=["kubernetes", "local"])
-    parser.add_argument("--smoke", action="store_true", help="tiny sizes, in this process, to check the benchmark still runs")
+    parser.add_argument(
+        "--smoke", action="store_true", help="tiny sizes, in this process, to check the benchmark still runs"
+    )
     parser.add_argument("--out", type=Path, default=None, help="results directory (default benchmarks/results)")
     args = parser.parse_args(argv)
     t0 = time.perf_counter()
@@ -366,31 +446,76 @@ def main(argv: list[str] | None = None) -> list[Measured]:
         # Smoke runs stay in this process: seconds of imports per fresh interpreter would dominate them.
         results.append(measure(case) if args.smoke else measure_in_fresh_process(case))
         m = results[-1]
-        print(f"{m.case.label} at {m.case.in_flight}: {m.attempts} attempts, {len(m.passes)} passes, {m.wall:.0f} s",
-              flush=True)
+        print(
+            f"{m.case.label} at {m.case.in_flight}: {m.attempts} attempts, {len(m.passes)} passes, {m.wall:.0f} s",
+            flush=True,
+        )
     wall = time.perf_counter() - t0
     tables = [
-        ("CPU of the dispatcher's process", [
-            "path", "in flight", "attempts", "passes", "read ms per in-flight attempt (passes)",
-            "read s per pass at the cap", "CPU s per steady pass as run (passes)", "event CPU ms per attempt",
-            "CPU ms per attempt, whole run", "wall s", "other load, cores",
-        ], cpu_table(results)),
-        ("CPU per event (whole run)", [
-            "path", "in flight", "submit ms", "finish ms", "peak flush ms per write", "peak flushes per attempt",
-            "log poll ms per read", "kubelet summary ms per node",
-        ], activity_table(results)),
-        ("Memory of the dispatcher's process", [
-            "path", "in flight", "baseline RSS MiB", "RSS at the cap MiB", "high-water RSS MiB",
-            "KiB per in-flight attempt", "allowance MiB (150 + 50 KiB each)", "within", "one pass: tracemalloc peak MiB",
-            "one pass: kept MiB",
-        ], memory_table(results)),
+        (
+            "CPU of the dispatcher's process",
+            [
+                "path",
+                "in flight",
+                "attempts",
+                "passes",
+                "read ms per in-flight attempt (passes)",
+                "read s per pass at the cap",
+                "CPU s per steady pass as run (passes)",
+                "event CPU ms per attempt",
+                "CPU ms per attempt, whole run",
+                "wall s",
+                "other load, cores",
+            ],
+            cpu_table(results),
+        ),
+        (
+            "CPU per event (whole run)",
+            [
+                "path",
+                "in flight",
+                "submit ms",
+                "finish ms",
+                "peak flush ms per write",
+                "peak flushes per attempt",
+                "log poll ms per read",
+                "kubelet summary ms per node",
+            ],
+            activity_table(results),
+        ),
+        (
+            "Memory of the dispatcher's process",
+            [
+                "path",
+                "in flight",
+                "baseline RSS MiB",
+                "RSS at the cap MiB",
+                "high-water RSS MiB",
+                "KiB per in-flight attempt",
+                "allowance MiB (150 + 50 KiB each)",
+                "within",
+                "one pass: tracemalloc peak MiB",
+                "one pass: kept MiB",
+            ],
+            memory_table(results),
+        ),
     ]
     for m in results:
         if m.trace:
-            tables.append((f"What one steady pass kept, by file ({m.case.label}, {m.trace.in_flight} in flight, tracemalloc)",
-                           ["file", "KiB"], [[f, b / KiB] for f, b in m.trace.sites]))
-    write_result("dispatcher_cost", "Dispatcher cost: CPU and memory per pass and per attempt", tables,
-                 notes(results, wall), args.out)
+            tables.append(
+                (
+                    f"What one steady pass kept, by file ({m.case.label}, {m.trace.in_flight} in flight, tracemalloc)",
+                    ["file", "KiB"],
+                    [[f, b / KiB] for f, b in m.trace.sites],
+                )
+            )
+    write_result(
+        "dispatcher_cost",
+        "Dispatcher cost: CPU and memory per pass and per attempt",
+        tables,
+        notes(results, wall),
+        args.out,
+    )
     return results
 
 

@@ -45,11 +45,21 @@ def tables(runs: list[K8sMissionRun]) -> list[tuple[str, list[str], list[list[ob
     attempts_rows = []
     for r in runs:
         lists, stats, rest = split_requests(r.requests)
-        attempts_rows.append([
-            r.mission.parallelism, r.mission.ranges, r.attempts, r.passes, sum(r.requests.values()),
-            per_attempt(r), without_interim_logs(r), sum(r.log_reads.values()) / r.attempts,
-            sum(r.requests.values()) / r.attempts, lists / r.passes, stats / r.passes,
-        ])
+        attempts_rows.append(
+            [
+                r.mission.parallelism,
+                r.mission.ranges,
+                r.attempts,
+                r.passes,
+                sum(r.requests.values()),
+                per_attempt(r),
+                without_interim_logs(r),
+                sum(r.log_reads.values()) / r.attempts,
+                sum(r.requests.values()) / r.attempts,
+                lists / r.passes,
+                stats / r.passes,
+            ]
+        )
     keys = sorted({k for r in runs for k in r.requests})
     by_kind = [[f"{verb} {res}", *[r.requests.get((verb, res), 0) / r.attempts for r in runs]] for verb, res in keys]
     by_kind.append(["log reads: first (pod running)", *[r.log_reads["first"] / r.attempts for r in runs]])
@@ -61,20 +71,59 @@ def tables(runs: list[K8sMissionRun]) -> list[tuple[str, list[str], list[list[ob
         split = [split_requests(d) for d in steady]
         logs = [d.get(("get", "pods/log"), 0) for d in steady]
         rows = [r.meter.passes[i] for i in r.meter.steady_indices()]
-        pass_rows.append([
-            r.mission.parallelism, len(steady), _mean(s[0] for s in split), _mean(s[1] for s in split), r.nodes,
-            _mean(logs), _mean(s[2] - n for s, n in zip(split, logs)), _mean(sum(d.values()) for d in steady),
-            _mean(p.finished for p in rows), _mean(p.wall for p in rows),
-        ])
+        pass_rows.append(
+            [
+                r.mission.parallelism,
+                len(steady),
+                _mean(s[0] for s in split),
+                _mean(s[1] for s in split),
+                r.nodes,
+                _mean(logs),
+                _mean(s[2] - n for s, n in zip(split, logs)),
+                _mean(sum(d.values()) for d in steady),
+                _mean(p.finished for p in rows),
+                _mean(p.wall for p in rows),
+            ]
+        )
     return [
-        ("Requests per attempt (every attempt of the mission)",
-         ["in flight", "ranges", "attempts", "passes", "requests", "per attempt (no LISTs, no summaries)",
-          "... without interim log reads", "log reads per attempt", "per attempt, everything",
-          "LISTs per pass", "kubelet summaries per pass"], attempts_rows),
-        ("Per attempt, by verb and resource", ["request", *[f"{r.mission.parallelism} in flight" for r in runs]], by_kind),
-        ("Per steady pass (began with every slot taken and ranges queued)",
-         ["in flight", "steady passes", "LISTs", "kubelet summaries", "nodes", "log reads",
-          "creates + deletes", "all requests", "attempts finished", "dispatcher wall s"], pass_rows),
+        (
+            "Requests per attempt (every attempt of the mission)",
+            [
+                "in flight",
+                "ranges",
+                "attempts",
+                "passes",
+                "requests",
+                "per attempt (no LISTs, no summaries)",
+                "... without interim log reads",
+                "log reads per attempt",
+                "per attempt, everything",
+                "LISTs per pass",
+                "kubelet summaries per pass",
+            ],
+            attempts_rows,
+        ),
+        (
+            "Per attempt, by verb and resource",
+            ["request", *[f"{r.mission.parallelism} in flight" for r in runs]],
+            by_kind,
+        ),
+        (
+            "Per steady pass (began with every slot taken and ranges queued)",
+            [
+                "in flight",
+                "steady passes",
+                "LISTs",
+                "kubelet summaries",
+                "nodes",
+                "log reads",
+                "creates + deletes",
+                "all requests",
+                "attempts finished",
+                "dispatcher wall s",
+            ],
+            pass_rows,
+        ),
     ]
 
 
@@ -83,15 +132,19 @@ def verdict(runs: list[K8sMissionRun]) -> str:
     fixed = [without_interim_logs(r) for r in runs]
     spread = (max(figures) - min(figures)) / min(figures)
     flat = spread <= FLAT_WITHIN
-    lines = [f"Target (requests per attempt flat and <= {TARGET_PER_ATTEMPT:g}): per attempt "
-             + ", ".join(f"{f:.2f} at {r.mission.parallelism}" for f, r in zip(figures, runs))
-             + f"; spread {spread:.1%} ({'flat' if flat else 'NOT flat'}, tolerance {FLAT_WITHIN:.0%})."]
+    lines = [
+        f"Target (requests per attempt flat and <= {TARGET_PER_ATTEMPT:g}): per attempt "
+        + ", ".join(f"{f:.2f} at {r.mission.parallelism}" for f, r in zip(figures, runs))
+        + f"; spread {spread:.1%} ({'flat' if flat else 'NOT flat'}, tolerance {FLAT_WITHIN:.0%})."
+    ]
     over = max(figures) - TARGET_PER_ATTEMPT
     if over > 0:
-        lines.append(f"Not met: {over:.2f} requests per attempt over the target ({max(figures) / TARGET_PER_ATTEMPT:.2f}x). "
-                     "Without the interim log reads the figure is "
-                     + ", ".join(f"{f:.2f}" for f in fixed)
-                     + (" (within the target)." if max(fixed) <= TARGET_PER_ATTEMPT else "."))
+        lines.append(
+            f"Not met: {over:.2f} requests per attempt over the target ({max(figures) / TARGET_PER_ATTEMPT:.2f}x). "
+            "Without the interim log reads the figure is "
+            + ", ".join(f"{f:.2f}" for f in fixed)
+            + (" (within the target)." if max(fixed) <= TARGET_PER_ATTEMPT else ".")
+        )
     else:
         lines.append("Met.")
     return " ".join(lines)
@@ -122,15 +175,19 @@ def notes(runs: list[K8sMissionRun], wall: float) -> str:
         f"{m.poll_seconds:.0f} virtual seconds, are per pass, not per attempt.",
         "",
         f"Wall time of the whole benchmark: {wall:.0f} s; per run: "
-        + ", ".join(f"{r.wall:.0f} s at {r.mission.parallelism}" for r in runs) + ". "
+        + ", ".join(f"{r.wall:.0f} s at {r.mission.parallelism}" for r in runs)
+        + ". "
         "Leftover Jobs after each run: " + ", ".join(str(r.jobs_left) for r in runs) + ". "
         "Other load on the machine meanwhile (everything busy minus the dispatcher and the cluster): "
-        + ", ".join(f"{r.other_cores:.2f} cores at {r.mission.parallelism}" for r in runs) + ".",
+        + ", ".join(f"{r.other_cores:.2f} cores at {r.mission.parallelism}" for r in runs)
+        + ".",
     ]
     profiled = [r for r in runs if r.meter.profile]
     if profiled:
-        lines += ["", "What a pass costs (dispatcher process, the cluster is in another one): "
-                  + profiled[-1].meter.profile]
+        lines += [
+            "",
+            "What a pass costs (dispatcher process, the cluster is in another one): " + profiled[-1].meter.profile,
+        ]
     return "\n".join(lines)
 
 
@@ -148,12 +205,22 @@ def main(argv: list[str] | None = None) -> list[K8sMissionRun]:
     t0 = time.perf_counter()
     runs = []
     for n in in_flight:
-        mission = K8sMission(n, ranges_per_slot=per_slot, poll_seconds=args.poll_seconds, attempts=attempts,
-                             peak_flush_seconds=float("inf"), profile_steady_pass=n == max(in_flight))
+        mission = K8sMission(
+            n,
+            ranges_per_slot=per_slot,
+            poll_seconds=args.poll_seconds,
+            attempts=attempts,
+            peak_flush_seconds=float("inf"),
+            profile_steady_pass=n == max(in_flight),
+        )
         runs.append(run_k8s_mission(mission))
-        print(f"{n} in flight: {runs[-1].attempts} attempts, {runs[-1].passes} passes, {runs[-1].wall:.0f} s", flush=True)
+        print(
+            f"{n} in flight: {runs[-1].attempts} attempts, {runs[-1].passes} passes, {runs[-1].wall:.0f} s", flush=True
+        )
     wall = time.perf_counter() - t0
-    write_result("k8s_api", "Kubernetes API requests per attempt and per pass", tables(runs), notes(runs, wall), args.out)
+    write_result(
+        "k8s_api", "Kubernetes API requests per attempt and per pass", tables(runs), notes(runs, wall), args.out
+    )
     return runs
 
 

@@ -91,18 +91,36 @@ def run_k8s_mission(m: K8sMission, work_dir: str | Path | None = None) -> K8sMis
     with tempfile.TemporaryDirectory(prefix="k8s-mission-", dir=work_dir) as tmp, ClusterProcess(spec) as cluster:
         api = cluster.api_client()
         backend = KubernetesBackend(
-            "m1", SETTINGS, Tiers(), batch_api=BatchV1Api(api), core_api=CoreV1Api(api),
-            spool_dir=Path(tmp) / "spool", clock=cluster.clock.time, sleeper=lambda s: None,
-            stats_interval=m.stats_interval, log_interval=m.log_interval,
+            "m1",
+            SETTINGS,
+            Tiers(),
+            batch_api=BatchV1Api(api),
+            core_api=CoreV1Api(api),
+            spool_dir=Path(tmp) / "spool",
+            clock=cluster.clock.time,
+            sleeper=lambda s: None,
+            stats_interval=m.stats_interval,
+            log_interval=m.log_interval,
         )
-        config = DispatchConfig("m1", mission_ranges(m.ranges), parallelism=m.parallelism,
-                                poll_seconds=m.poll_seconds, peak_flush_seconds=m.peak_flush_seconds,
-                                status_every=10**9)
-        dispatcher = Dispatcher(config, backend, RecordStore(Store(Path(tmp) / "storage"), "m1"),
-                                clock=cluster.clock)
-        meter = DispatcherMeter(dispatcher, backend, parts=(
-            (backend, "_sample_peaks", "kubelet summaries"), (backend.spool, "poll_many", "log polls"),
-        ), profile_steady_pass=m.profile_steady_pass, trace_steady_pass=m.trace_steady_pass)
+        config = DispatchConfig(
+            "m1",
+            mission_ranges(m.ranges),
+            parallelism=m.parallelism,
+            poll_seconds=m.poll_seconds,
+            peak_flush_seconds=m.peak_flush_seconds,
+            status_every=10**9,
+        )
+        dispatcher = Dispatcher(config, backend, RecordStore(Store(Path(tmp) / "storage"), "m1"), clock=cluster.clock)
+        meter = DispatcherMeter(
+            dispatcher,
+            backend,
+            parts=(
+                (backend, "_sample_peaks", "kubelet summaries"),
+                (backend.spool, "poll_many", "log polls"),
+            ),
+            profile_steady_pass=m.profile_steady_pass,
+            trace_steady_pass=m.trace_steady_pass,
+        )
         reads: Counter = Counter()
         _count_log_reads(backend, reads)
         setup_rss = meter.rss()
@@ -116,5 +134,17 @@ def run_k8s_mission(m: K8sMission, work_dir: str | Path | None = None) -> K8sMis
         api.close()
         backend.spool._pool.shutdown(wait=True)
         # The last pass's requests are not followed by a sleep: close the series with them.
-        return K8sMissionRun(m, result, requests, [*cluster.after_pass, requests], meter, reads, wall,
-                             spec.nodes, jobs_left, setup_rss, run_cpu, load.other_cores)
+        return K8sMissionRun(
+            m,
+            result,
+            requests,
+            [*cluster.after_pass, requests],
+            meter,
+            reads,
+            wall,
+            spec.nodes,
+            jobs_left,
+            setup_rss,
+            run_cpu,
+            load.other_cores,
+        )

@@ -105,8 +105,11 @@ def _backend(m: LocalMission, work: Path) -> LocalBackend:
         script = work / "standin-supervisor.sh"
         report = work / "tx-apply-report.log"  # stellar-core's exit report, as the sim core prints it
         report.write_text("\n".join(tx_apply_report(1000, 1.47073e06, when="2024-01-01T00:00:00.000")) + "\n")
-        script.write_text(STANDIN.replace("SHORTEST", str(m.shortest)).replace("LONGEST", str(m.longest))
-                          .replace("TX_REPORT_FILE", str(report)))
+        script.write_text(
+            STANDIN.replace("SHORTEST", str(m.shortest))
+            .replace("LONGEST", str(m.longest))
+            .replace("TX_REPORT_FILE", str(report))
+        )
         script.chmod(0o755)
         return LocalBackend(work / "work", "m1", python=str(script), sample_interval=m.sample_interval)
     if m.supervisor != "real":
@@ -119,11 +122,13 @@ def run_local_mission(m: LocalMission, work_dir: str | Path | None = None) -> Lo
     with tempfile.TemporaryDirectory(prefix="local-mission-", dir=work_dir) as tmp:
         work = Path(tmp)
         backend = _backend(m, work)
-        config = DispatchConfig("m1", mission_ranges(m.ranges), parallelism=m.parallelism,
-                                poll_seconds=m.poll_seconds, status_every=10**9)
+        config = DispatchConfig(
+            "m1", mission_ranges(m.ranges), parallelism=m.parallelism, poll_seconds=m.poll_seconds, status_every=10**9
+        )
         dispatcher = Dispatcher(config, backend, RecordStore(Store(work / "storage"), "m1"))
-        meter = DispatcherMeter(dispatcher, backend, profile_steady_pass=m.profile_steady_pass,
-                                trace_steady_pass=m.trace_steady_pass)
+        meter = DispatcherMeter(
+            dispatcher, backend, profile_steady_pass=m.profile_steady_pass, trace_steady_pass=m.trace_steady_pass
+        )
         setup_rss = meter.rss()
         t0, c0 = time.perf_counter(), time.process_time()
         try:

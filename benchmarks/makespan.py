@@ -25,9 +25,18 @@ SLOTS = (400, 800, 1092, 2096)
 def row(r: ReplayReport, profiled: bool = True) -> list[object]:
     util = "n/a" if r.utilisation_while_queued is None else f"{r.utilisation_while_queued:.4f}"
     retries = ", ".join(f"{k} {v}" for k, v in r.retries.items()) or "none"
-    return [r.order + ("" if profiled else " (no profile)"), r.slots, f"{r.makespan_seconds / 3600:.2f}",
-            f"{r.lower_bound_seconds / 3600:.2f}", f"{r.ratio:.4f}", util, retries, f"{r.node_hours:,.0f}",
-            r.passes, f"{r.wall_seconds:.1f}"]
+    return [
+        r.order + ("" if profiled else " (no profile)"),
+        r.slots,
+        f"{r.makespan_seconds / 3600:.2f}",
+        f"{r.lower_bound_seconds / 3600:.2f}",
+        f"{r.ratio:.4f}",
+        util,
+        retries,
+        f"{r.node_hours:,.0f}",
+        r.passes,
+        f"{r.wall_seconds:.1f}",
+    ]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -48,14 +57,36 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
     for slots in args.slots:
         for order in ORDERS:
-            rows.append(row(replay(w, order=order, slots=slots, mission_seed=args.mission_seed,
-                                   poll_seconds=args.poll_seconds)))
+            rows.append(
+                row(replay(w, order=order, slots=slots, mission_seed=args.mission_seed, poll_seconds=args.poll_seconds))
+            )
             print(f"  {order} at {slots} slots done", file=sys.stderr)
     cold_slots = 1092 if 1092 in args.slots else args.slots[0]
-    rows.append(row(replay(w, order="tip-first", slots=cold_slots, profiled=False, mission_seed=args.mission_seed,
-                           poll_seconds=args.poll_seconds), profiled=False))
-    header = ["order", "slots", "makespan h", "lower bound h", "makespan / bound", "slot use while queued",
-              "retries", "node-hours", "passes", "wall s"]
+    rows.append(
+        row(
+            replay(
+                w,
+                order="tip-first",
+                slots=cold_slots,
+                profiled=False,
+                mission_seed=args.mission_seed,
+                poll_seconds=args.poll_seconds,
+            ),
+            profiled=False,
+        )
+    )
+    header = [
+        "order",
+        "slots",
+        "makespan h",
+        "lower bound h",
+        "makespan / bound",
+        "slot use while queued",
+        "retries",
+        "node-hours",
+        "passes",
+        "wall s",
+    ]
     costs = list(w)
     notes = (
         f"Workload: {len(costs)} ranges of {w.ledgers_per_range} ledgers (seed {args.seed}), "
@@ -67,8 +98,13 @@ def main(argv: list[str] | None = None) -> int:
         "attempts from launch until the last range started. Node-hours count run time over pods per node; "
         "node start-up is not modelled."
     )
-    write_result("makespan", "Makespan / lower bound by dispatch order", [("Replayed missions", header, rows)],
-                 notes, out_dir=args.out)
+    write_result(
+        "makespan",
+        "Makespan / lower bound by dispatch order",
+        [("Replayed missions", header, rows)],
+        notes,
+        out_dir=args.out,
+    )
     return 0
 
 

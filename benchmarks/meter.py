@@ -47,8 +47,14 @@ class PassRow:
 
 
 class DispatcherMeter:
-    def __init__(self, dispatcher, backend, parts: tuple[tuple[object, str, str], ...] = (),
-                 profile_steady_pass: bool = False, trace_steady_pass: bool = False):
+    def __init__(
+        self,
+        dispatcher,
+        backend,
+        parts: tuple[tuple[object, str, str], ...] = (),
+        profile_steady_pass: bool = False,
+        trace_steady_pass: bool = False,
+    ):
         """`parts`: (object, method, activity) to time as well, e.g. work nested in observe.
 
         The first steady pass may be profiled and the third traced with tracemalloc
@@ -133,13 +139,21 @@ class DispatcherMeter:
         if tracing:
             self.trace = Trace.take(status.in_flight, *tracemalloc.get_traced_memory())
             tracemalloc.stop()
-        self.passes.append(PassRow(
-            cpu, wall, {k: v - spent[k] for k, v in self.cpu.items() if v != spent[k]},
-            status.in_flight, status.queued,
-            self.events["submit"] - before["submit"], self.events["finish"] - before["finish"],
-            self.events["flush"] - before["flush"], self._process.memory_info().rss,
-            resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024, instrumented,
-        ))
+        self.passes.append(
+            PassRow(
+                cpu,
+                wall,
+                {k: v - spent[k] for k, v in self.cpu.items() if v != spent[k]},
+                status.in_flight,
+                status.queued,
+                self.events["submit"] - before["submit"],
+                self.events["finish"] - before["finish"],
+                self.events["flush"] - before["flush"],
+                self._process.memory_info().rss,
+                resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
+                instrumented,
+            )
+        )
         return status
 
     def rss(self) -> int:
@@ -148,12 +162,14 @@ class DispatcherMeter:
     def steady_indices(self) -> list[int]:
         """Passes that began with every slot taken and work still queued, after the ramp."""
         cap = self.dispatcher.cfg.parallelism
-        return [i for i in range(2, len(self.passes))
-                if self.passes[i - 1].in_flight == cap and self.passes[i - 1].queued > 0]
+        return [
+            i
+            for i in range(2, len(self.passes))
+            if self.passes[i - 1].in_flight == cap and self.passes[i - 1].queued > 0
+        ]
 
     def steady_passes(self) -> list[PassRow]:
         return [self.passes[i] for i in self.steady_indices()]
-
 
 
 class MachineLoad:
@@ -170,8 +186,9 @@ class MachineLoad:
 
     def _mine(self) -> float:
         t = psutil.Process().cpu_times()
-        return t.user + t.system + t.children_user + t.children_system + sum(
-            sum(p.cpu_times()[:2]) for p in self.helpers)
+        return (
+            t.user + t.system + t.children_user + t.children_system + sum(sum(p.cpu_times()[:2]) for p in self.helpers)
+        )
 
     def __enter__(self) -> "MachineLoad":
         self._t0, self._busy0, self._mine0 = time.perf_counter(), _busy(), self._mine()
@@ -207,21 +224,24 @@ class Trace:
 def _short(path: str) -> str:
     for marker in ("site-packages/", "/catchup_assets/", "/benchmarks/", "/lib/python3"):
         if marker in path:
-            return path[path.index(marker):].lstrip("/").removeprefix("site-packages/")
+            return path[path.index(marker) :].lstrip("/").removeprefix("site-packages/")
     return path
 
 
 def _top(profiler: cProfile.Profile, wall: float, in_flight: int, lines: int = 12) -> str:
     """The pass's profile by cumulative and by own time, the meter's wrappers and long paths left out."""
+
     def table(order: str) -> str:
         out = io.StringIO()
         pstats.Stats(profiler, stream=out).sort_stats(order).print_stats(r"^(?!.*benchmarks/meter\.py)", lines)
         body = out.getvalue()
-        body = body[body.find("   ncalls"):].rstrip()
+        body = body[body.find("   ncalls") :].rstrip()
         for prefix in sorted({sys.prefix, sys.base_prefix, os.getcwd()}, key=len, reverse=True):
             body = body.replace(prefix + "/", "")
         return body.replace("lib/python3.11/site-packages/", "")
 
-    return (f"cProfile of one steady pass ({in_flight} in flight, {wall:.1f} s under the profiler; its clock is "
-            "wall time, so socket reads and lock acquires are waits for the server and the log-poll threads).\n\n"
-            f"By cumulative time:\n\n```\n{table('cumulative')}\n```\n\nBy own time:\n\n```\n{table('tottime')}\n```")
+    return (
+        f"cProfile of one steady pass ({in_flight} in flight, {wall:.1f} s under the profiler; its clock is "
+        "wall time, so socket reads and lock acquires are waits for the server and the log-poll threads).\n\n"
+        f"By cumulative time:\n\n```\n{table('cumulative')}\n```\n\nBy own time:\n\n```\n{table('tottime')}\n```"
+    )

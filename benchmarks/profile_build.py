@@ -34,23 +34,63 @@ def chain(c, t0: float) -> list[AttemptRecord]:
     """Reclaimed fresh start, an OOM on the resume, then a resume that completes."""
     k, first, length = c.key, c.range.first, c.range.length
     third = c.seconds / 3
-    base = dict(mission=MISSION, range_key=k, memory_request_bytes=c.peak_anon_bytes * 2, tier="subgiant",
-                node="ip-10-0-0-1", log_path=f"s3://bucket/{MISSION}/logs/{k}/a001.log.gz")
+    base = dict(
+        mission=MISSION,
+        range_key=k,
+        memory_request_bytes=c.peak_anon_bytes * 2,
+        tier="subgiant",
+        node="ip-10-0-0-1",
+        log_path=f"s3://bucket/{MISSION}/logs/{k}/a001.log.gz",
+    )
     return [
-        AttemptRecord(attempt=1, outcome="disrupted", exit_code=143, reason="DisruptionTarget", started_at=t0,
-                      finished_at=t0 + third, seconds=third, peak_anon_bytes=c.peak_anon_bytes,
-                      peak_working_set_bytes=c.peak_working_set_bytes, peak_ephemeral_bytes=c.peak_ephemeral_bytes,
-                      tx_apply_count=c.tx_apply_count // 3, tx_apply_seconds=third * 0.8, fresh_start=True,
-                      memory_limit_bytes=c.peak_anon_bytes * 2, **base),
-        AttemptRecord(attempt=2, outcome="oom", exit_code=137, reason="OOMKilled", started_at=t0 + third + 60,
-                      finished_at=t0 + third + 120, seconds=60.0, peak_anon_bytes=c.replay_anon_bytes,
-                      fresh_start=False, resumed_from_ledger=first + length // 3,
-                      memory_limit_bytes=c.replay_anon_bytes, **base),
-        AttemptRecord(attempt=3, outcome="ok", exit_code=0, reason="Completed", started_at=t0 + third + 180,
-                      finished_at=t0 + c.seconds + 180, seconds=2 * third, peak_anon_bytes=c.replay_anon_bytes,
-                      peak_working_set_bytes=c.peak_working_set_bytes, tx_apply_count=2 * c.tx_apply_count // 3,
-                      tx_apply_seconds=2 * third * 0.8, fresh_start=False, resumed_from_ledger=first + length // 3,
-                      memory_limit_bytes=int(c.replay_anon_bytes * 1.5), **base),
+        AttemptRecord(
+            attempt=1,
+            outcome="disrupted",
+            exit_code=143,
+            reason="DisruptionTarget",
+            started_at=t0,
+            finished_at=t0 + third,
+            seconds=third,
+            peak_anon_bytes=c.peak_anon_bytes,
+            peak_working_set_bytes=c.peak_working_set_bytes,
+            peak_ephemeral_bytes=c.peak_ephemeral_bytes,
+            tx_apply_count=c.tx_apply_count // 3,
+            tx_apply_seconds=third * 0.8,
+            fresh_start=True,
+            memory_limit_bytes=c.peak_anon_bytes * 2,
+            **base,
+        ),
+        AttemptRecord(
+            attempt=2,
+            outcome="oom",
+            exit_code=137,
+            reason="OOMKilled",
+            started_at=t0 + third + 60,
+            finished_at=t0 + third + 120,
+            seconds=60.0,
+            peak_anon_bytes=c.replay_anon_bytes,
+            fresh_start=False,
+            resumed_from_ledger=first + length // 3,
+            memory_limit_bytes=c.replay_anon_bytes,
+            **base,
+        ),
+        AttemptRecord(
+            attempt=3,
+            outcome="ok",
+            exit_code=0,
+            reason="Completed",
+            started_at=t0 + third + 180,
+            finished_at=t0 + c.seconds + 180,
+            seconds=2 * third,
+            peak_anon_bytes=c.replay_anon_bytes,
+            peak_working_set_bytes=c.peak_working_set_bytes,
+            tx_apply_count=2 * c.tx_apply_count // 3,
+            tx_apply_seconds=2 * third * 0.8,
+            fresh_start=False,
+            resumed_from_ledger=first + length // 3,
+            memory_limit_bytes=int(c.replay_anon_bytes * 1.5),
+            **base,
+        ),
     ]
 
 
@@ -66,7 +106,7 @@ def hot_path(fn, lines: int = 8) -> str:
     buf = io.StringIO()
     pstats.Stats(prof, stream=buf).sort_stats("tottime").print_stats(lines)
     keep = [ln for ln in buf.getvalue().splitlines() if ln.strip() and not ln.startswith(("   Ordered", "   List"))]
-    return "\n".join(keep[-(lines + 1):])
+    return "\n".join(keep[-(lines + 1) :])
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -116,7 +156,11 @@ def main(argv: list[str] | None = None) -> int:
         warm_profile = hot_path(profile)
     n = len(recs)
     rows = [
-        ["aggregation only (records in memory -> profile rows -> tier map)", f"{pure_s:.3f}", f"{pure_s / n * 1e6:.0f}"],
+        [
+            "aggregation only (records in memory -> profile rows -> tier map)",
+            f"{pure_s:.3f}",
+            f"{pure_s / n * 1e6:.0f}",
+        ],
         ["listing the attempts directory", f"{list_s:.3f}", f"{list_s / len(listing) * 1e6:.0f} per file"],
         ["load every record from its own file (no snapshot)", f"{load_cold_s:.3f}", f"{load_cold_s / n * 1e6:.0f}"],
         ["profile + tier map, cold (no snapshot: as after a crashed run)", f"{cold_s:.3f}", f"{cold_s / n * 1e6:.0f}"],
@@ -130,8 +174,13 @@ def main(argv: list[str] | None = None) -> int:
         "Hot path, cold load (cProfile, by own time):\n\n```\n" + cold_profile + "\n```\n\n"
         "Hot path, profile + tier map with the snapshot:\n\n```\n" + warm_profile + "\n```"
     )
-    write_result("profile_build", "Profile + tier map from 4000 ranges x 3 attempts",
-                 [("Seconds (wall)", ["step", "seconds", "us per record"], rows)], notes, out_dir=args.out)
+    write_result(
+        "profile_build",
+        "Profile + tier map from 4000 ranges x 3 attempts",
+        [("Seconds (wall)", ["step", "seconds", "us per record"], rows)],
+        notes,
+        out_dir=args.out,
+    )
     return 0
 
 

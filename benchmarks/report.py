@@ -47,8 +47,13 @@ def table_rows(text: str, caption: str | None = None) -> list[list[str]]:
     return [[c.strip() for c in ln.strip("|").split("|")] for ln in table[2:]]
 
 
-def write_result(name: str, title: str, tables: Sequence[tuple[str, Sequence[str], Sequence[Sequence[object]]]],
-                 notes: str = "", out_dir: Path | None = None) -> Path:
+def write_result(
+    name: str,
+    title: str,
+    tables: Sequence[tuple[str, Sequence[str], Sequence[Sequence[object]]]],
+    notes: str = "",
+    out_dir: Path | None = None,
+) -> Path:
     """Write `results/<name>.md` with each (caption, header, rows) table; print it; return the path."""
     out_dir = out_dir or RESULTS
     out_dir.mkdir(parents=True, exist_ok=True)

@@ -73,10 +73,15 @@ def _serve(conn, parent_end, spec: ClusterSpec) -> None:
         n = spec.pods_per_node
         for i in range(spec.nodes):
             kubelet.add_node(
-                f"{TIER}-{i}", labels={TIER_LABEL: TIER},
+                f"{TIER}-{i}",
+                labels={TIER_LABEL: TIER},
                 taints=[{"key": TIER_TAINT, "value": TIER, "effect": "NoSchedule"}],
-                allocatable={"memory": str((n + 1) * POD_MEMORY), "cpu": str((n + 1) * POD_CPU),
-                             "pods": str(n + 10), "ephemeral-storage": f"{(n + 1) * 100}Gi"},
+                allocatable={
+                    "memory": str((n + 1) * POD_MEMORY),
+                    "cpu": str((n + 1) * POD_CPU),
+                    "pods": str(n + 10),
+                    "ephemeral-storage": f"{(n + 1) * 100}Gi",
+                },
             )
         conn.send(api.host)
         while True:

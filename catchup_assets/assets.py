@@ -5,7 +5,6 @@ mission_plan -> range_catchup[range] -> range_profile -> tier_map. See docs/desi
 logs one AssetMaterialization per range instead.
 """
 
-
 import time
 from typing import Iterator, Literal
 
@@ -112,7 +111,9 @@ def retire_superseded(instance: dg.DagsterInstance, keys: list[str]) -> list[str
 
 
 @dg.asset(group_name="mission", kinds={"parquet"})
-def mission_plan(context: dg.AssetExecutionContext, config: MissionPlanConfig, catchup: CatchupResource) -> dg.MaterializeResult:
+def mission_plan(
+    context: dg.AssetExecutionContext, config: MissionPlanConfig, catchup: CatchupResource
+) -> dg.MaterializeResult:
     """The mission's ranges in dispatch order, each sized from the previous profile."""
     try:
         cfg = config.to_mission(catchup)
@@ -224,13 +225,20 @@ def range_profile(context: dg.AssetExecutionContext, catchup: CatchupResource):
         check_name="covers_mission",
         passed=not missing,
         severity=dg.AssetCheckSeverity.WARN,
-        metadata={"planned": len(plan_keys), "profiled": len(profiled & plan_keys), "missing": dg.MetadataValue.json(missing[:50])},
+        metadata={
+            "planned": len(plan_keys),
+            "profiled": len(profiled & plan_keys),
+            "missing": dg.MetadataValue.json(missing[:50]),
+        },
     )
     junk = [r["range_key"] for r in rows if r["peak_anon_bytes"] is None]
     yield dg.AssetCheckResult(
         check_name="no_measurement_free_rows",
         passed=not junk,
-        metadata={"measurement_free": dg.MetadataValue.json(junk), "left_out_unmeasured": dg.MetadataValue.json(completed_unprofiled[:50])},
+        metadata={
+            "measurement_free": dg.MetadataValue.json(junk),
+            "left_out_unmeasured": dg.MetadataValue.json(completed_unprofiled[:50]),
+        },
     )
 
 
@@ -238,7 +246,9 @@ def range_profile(context: dg.AssetExecutionContext, catchup: CatchupResource):
     group_name="mission",
     deps=[range_profile],
     kinds={"parquet"},
-    check_specs=[dg.AssetCheckSpec("every_range_placed", asset="tier_map", description="each profiled range has a tier")],
+    check_specs=[
+        dg.AssetCheckSpec("every_range_placed", asset="tier_map", description="each profiled range has a tier")
+    ],
 )
 def tier_map(context: dg.AssetExecutionContext, catchup: CatchupResource):
     """The node tier and memory each range gets next mission (L15, L27)."""

@@ -66,8 +66,10 @@ def _plan(args: argparse.Namespace) -> int:
         raise ValueError(f"--profile: {args.profile} has no seconds to time a mission with")
     tiers = Counter(prepared.plan.column("tier").to_pylist())
     print(f"profile   {args.profile}: {len(previous.index)} measured ranges")
-    print(f"mission   ledgers {cfg.span.first_ledger}..{last}, {len(prepared.ordered)} ranges, order {cfg.order}, "
-          f"{forecasts[0].estimated} without their own measurement")
+    print(
+        f"mission   ledgers {cfg.span.first_ledger}..{last}, {len(prepared.ordered)} ranges, order {cfg.order}, "
+        f"{forecasts[0].estimated} without their own measurement"
+    )
     print("tiers     " + ", ".join(f"{t} {n}" for t, n in sorted(tiers.items(), key=lambda kv: -kv[1])))
     rows = forecast_rows(forecasts, cfg.parallelism)
     cols = list(rows[0])
@@ -75,8 +77,10 @@ def _plan(args: argparse.Namespace) -> int:
     print("\n" + "  ".join(c.rjust(w) for c, w in zip(cols, widths)))
     for r in rows:
         print("  ".join(str(r[c]).rjust(w) for c, w in zip(cols, widths)))
-    print("\nPredicted from the profile's seconds with the dispatcher's own order; reclaims, OOM retries "
-          "and node start-up come on top.")
+    print(
+        "\nPredicted from the profile's seconds with the dispatcher's own order; reclaims, OOM retries "
+        "and node start-up come on top."
+    )
     return 0
 
 
@@ -88,8 +92,10 @@ def _workload(args: argparse.Namespace) -> int:
     model = Workload(ranges=args.ranges, seed=args.seed)
     pq.write_table(model.profile_table(), args.out)
     secs = sorted(c.seconds for c in model)
-    print(f"{len(secs)} ranges, {sum(secs) / 3600:,.0f} h of work, median {secs[len(secs) // 2]:.0f} s, "
-          f"longest {secs[-1] / 3600:.2f} h -> {args.out}")
+    print(
+        f"{len(secs)} ranges, {sum(secs) / 3600:,.0f} h of work, median {secs[len(secs) // 2]:.0f} s, "
+        f"longest {secs[-1] / 3600:.2f} h -> {args.out}"
+    )
     return 0
 
 
@@ -105,13 +111,16 @@ def build_parser() -> argparse.ArgumentParser:
         "The second mission is sized from the first's profile.",
     )
     d.add_argument(
-        "--dir", default="demo",
+        "--dir",
+        default="demo",
         help="where the demo keeps its Dagster home, storage, work and code location (default ./demo)",
     )
     d.add_argument("--ranges", type=int, default=48, help="ranges the history is cut into (default 48)")
     d.add_argument("--parallelism", type=int, default=8, help="attempts in flight at once (default 8)")
     d.add_argument("--speed", type=float, default=300_000.0, help="simulated seconds per real second")
-    d.add_argument("--disruption-rate", type=float, default=0.07, help="share of attempts hit by a simulated spot reclaim")
+    d.add_argument(
+        "--disruption-rate", type=float, default=0.07, help="share of attempts hit by a simulated spot reclaim"
+    )
     d.add_argument("--seed", type=int, default=0)
     d.set_defaults(func=_demo)
     pl = sub.add_parser(
@@ -127,8 +136,14 @@ def build_parser() -> argparse.ArgumentParser:
     pl.add_argument("--last-ledger", type=int, default=0, help="the tip (default: the profile's highest ledger)")
     pl.add_argument("--ledgers-per-range", type=int, default=16000)
     pl.add_argument("--overlap", type=int, default=320)
-    pl.add_argument("--what-if", type=float, nargs="+", default=[0.5, 1.0, 2.0], metavar="FACTOR",
-                    help="parallelism factors to compare (default 0.5 1 2)")
+    pl.add_argument(
+        "--what-if",
+        type=float,
+        nargs="+",
+        default=[0.5, 1.0, 2.0],
+        metavar="FACTOR",
+        help="parallelism factors to compare (default 0.5 1 2)",
+    )
     pl.set_defaults(func=_plan)
     wl = sub.add_parser(
         "workload",

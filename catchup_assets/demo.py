@@ -161,7 +161,9 @@ class RangeStates:
         return Status(0, len(self.done), self.in_flight, queued, len(self.condemned), total, 0)
 
 
-def judge_from_records(records: RecordStore, keys: Iterable[str], retry: RetryPolicy) -> tuple[set[str], dict[str, str]]:
+def judge_from_records(
+    records: RecordStore, keys: Iterable[str], retry: RetryPolicy
+) -> tuple[set[str], dict[str, str]]:
     """Done and condemned ranges, decided from the attempt records as the dispatcher decides them."""
     keys = list(keys)
     recs, marked = records.load(keys)
@@ -264,8 +266,13 @@ def run_one(
     run_ids: dict[str, str] = {}
 
     plan_run = defs.resolve_job_def("mission_plan_job").execute_in_process(
-        run_config={"ops": {"mission_plan": {"config": settings.plan_config(mission, previous, order)}}, **_quiet(log_level)},
-        instance=instance, tags=tags, raise_on_error=False,
+        run_config={
+            "ops": {"mission_plan": {"config": settings.plan_config(mission, previous, order)}},
+            **_quiet(log_level),
+        },
+        instance=instance,
+        tags=tags,
+        raise_on_error=False,
     )
     run_ids["mission_plan_job"] = plan_run.run_id
     if not plan_run.success:
@@ -303,8 +310,12 @@ def run_one(
 
     records, done = RecordStore(store, mission).load()
     summary = summarize(
-        mission, [r for i, r in records.items() if i in done], catchup.tier_ladder(), len(keys),
-        len(states.condemned), time_scale=catchup.sim_speed,
+        mission,
+        [r for i, r in records.items() if i in done],
+        catchup.tier_ladder(),
+        len(keys),
+        len(states.condemned),
+        time_scale=catchup.sim_speed,
     )
     paths = {
         "plan": store.url(f"{mission}/{PLAN_FILE}"),
@@ -349,5 +360,8 @@ def run_demo(settings: DemoSettings, out: TextIO = sys.stdout, log_level: str = 
         for key, why in sorted(m.condemned.items()):
             print(f"  condemned {key}: {why}", file=out)
     print(f"\nDagster instance  {home}", file=out)
-    print(f"open it in the UI (runs, partitions, the profile's plots; launch the next mission):\n  {ui_command(home, workspace)}", file=out)
+    print(
+        f"open it in the UI (runs, partitions, the profile's plots; launch the next mission):\n  {ui_command(home, workspace)}",
+        file=out,
+    )
     return 1 if a.condemned or b.condemned else 0

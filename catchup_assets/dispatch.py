@@ -135,7 +135,9 @@ class MissionResult:
         return [k for k, r in self.results.items() if r.status is RangeStatus.DONE]
 
 
-def past_attempts(recs: Mapping[int, AttemptRecord], done: set[int] | frozenset[int], reset_after: int = 0) -> list[PastAttempt]:
+def past_attempts(
+    recs: Mapping[int, AttemptRecord], done: set[int] | frozenset[int], reset_after: int = 0
+) -> list[PastAttempt]:
     """A range's finished attempts as decisions read them: done-marked, after the last reset."""
     return [
         PastAttempt(a, Outcome(recs[a].outcome), recs[a].memory_limit_bytes, recs[a].reason or "")
@@ -262,8 +264,12 @@ class Dispatcher:
             self._transient_passes += 1
             self._transient("observe", exc)
             if self._transient_passes == self.cfg.transient_alert_passes:
-                log.error("mission %s: the backend has not answered for %d consecutive passes: %s",
-                          self.cfg.mission, self._transient_passes, exc)
+                log.error(
+                    "mission %s: the backend has not answered for %d consecutive passes: %s",
+                    self.cfg.mission,
+                    self._transient_passes,
+                    exc,
+                )
             return self._last_status or self._status(0, 0, 0, [])
         self._transient_passes = 0
         for key in sorted(self._release_owed):
@@ -441,7 +447,9 @@ class Dispatcher:
         if st.started_at and st.finished_at:
             return st.finished_at - st.started_at, False
         started = st.started_at or (prior.started_at if prior else None)
-        seen = [t for t in (self._last_seen.get((st.range_key, st.attempt)), prior.last_seen_at if prior else None) if t]
+        seen = [
+            t for t in (self._last_seen.get((st.range_key, st.attempt)), prior.last_seen_at if prior else None) if t
+        ]
         if started and seen and max(seen) > started:
             return max(seen) - started, True
         return None, None  # never seen running: no duration rather than a guess (L23)
@@ -462,8 +470,15 @@ class Dispatcher:
         elif stalled <= self.cfg.stall_seconds:
             self._stall_warned = False
         return Status(
-            self.passes, completed, in_flight, queued, condemned, len(self.by_key),
-            live_total - in_flight if live_total > in_flight else 0, stragglers, stalled,
+            self.passes,
+            completed,
+            in_flight,
+            queued,
+            condemned,
+            len(self.by_key),
+            live_total - in_flight if live_total > in_flight else 0,
+            stragglers,
+            stalled,
         )
 
     def _straggler(self, st: AttemptState, now: float) -> str:
@@ -498,8 +513,11 @@ class Dispatcher:
                 if not self._release_owed:
                     break
                 if owed_passes > self.cfg.transient_alert_passes:
-                    log.warning("mission %s: data of %s kept: the backend refused to free it; the next run frees it",
-                                self.cfg.mission, sorted(self._release_owed))
+                    log.warning(
+                        "mission %s: data of %s kept: the backend refused to free it; the next run frees it",
+                        self.cfg.mission,
+                        sorted(self._release_owed),
+                    )
                     break
             if self._blocked is not None and status.in_flight == 0:
                 break
@@ -509,5 +527,7 @@ class Dispatcher:
         why = f"not dispatched: {self._blocked}" if self._blocked else "not dispatched: dispatcher stopped"
         for key in self.by_key:
             if key not in results:
-                results[key] = RangeResult(key, RangeStatus.NOT_RUN, why, None, len(self._done[key]), "", None, None, None)
+                results[key] = RangeResult(
+                    key, RangeStatus.NOT_RUN, why, None, len(self._done[key]), "", None, None, None
+                )
         return MissionResult(results, self.passes)

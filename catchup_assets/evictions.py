@@ -47,14 +47,16 @@ def quantity(n: int) -> str:
     return str(n)
 
 
-def node_pressure_message(resource: str, threshold: int, available: int, container: str | None = None,
-                          usage: int = 0, request: int = 0) -> str:
+def node_pressure_message(
+    resource: str, threshold: int, available: int, container: str | None = None, usage: int = 0, request: int = 0
+) -> str:
     """The kubelet's `evictionMessage` for a node short of `resource`."""
     text = NODE_LOW_FMT.format(resource=resource)
     text += THRESHOLD_FMT.format(threshold=quantity(threshold), available=quantity(available))
     if container is not None:
-        text += CONTAINER_FMT.format(name=container, usage=quantity(usage), request=quantity(request),
-                                     resource=resource)
+        text += CONTAINER_FMT.format(
+            name=container, usage=quantity(usage), request=quantity(request), resource=resource
+        )
     return text
 
 

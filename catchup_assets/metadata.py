@@ -37,7 +37,9 @@ def _figure(nrows: int = 1):
     return plt.subplots(nrows, 1, figsize=(8, 2.6 * nrows), squeeze=False)
 
 
-def markdown_table(rows: Sequence[dict[str, Any]], columns: Sequence[str], limit: int = PREVIEW_ROWS) -> dg.MetadataValue:
+def markdown_table(
+    rows: Sequence[dict[str, Any]], columns: Sequence[str], limit: int = PREVIEW_ROWS
+) -> dg.MetadataValue:
     def cell(v: Any) -> str:
         if isinstance(v, float):
             return f"{v:,.1f}"
@@ -69,7 +71,9 @@ def forecast_metadata(cfg, forecasts) -> dict[str, Any]:
     }
 
 
-def plan_metadata(cfg, prepared, plan_url: str, new_keys: list[str], retired: list[str], forecasts=()) -> dict[str, Any]:
+def plan_metadata(
+    cfg, prepared, plan_url: str, new_keys: list[str], retired: list[str], forecasts=()
+) -> dict[str, Any]:
     rows = prepared.plan.to_pylist()
     tiers = Counter(r["tier"] for r in rows)
     predicted = [r["predicted_seconds"] for r in rows if r["predicted_seconds"] is not None]
@@ -88,7 +92,9 @@ def plan_metadata(cfg, prepared, plan_url: str, new_keys: list[str], retired: li
         "new_partitions": len(new_keys),
         "retired_partitions": dg.MetadataValue.json(retired),
         **forecast_metadata(cfg, forecasts),
-        "preview": markdown_table(rows, ["dispatch_rank", "range_key", "catchup", "tier", "memory_request_bytes", "predicted_seconds"]),
+        "preview": markdown_table(
+            rows, ["dispatch_rank", "range_key", "catchup", "tier", "memory_request_bytes", "predicted_seconds"]
+        ),
     }
 
 
@@ -102,8 +108,16 @@ def range_metadata(mission: str, result, adopted: bool) -> dict[str, Any]:
         "memory_limit_bytes": result.memory_limit_bytes or 0,
         "recorded_by_earlier_run": adopted,
     }
-    for field in ("seconds", "seconds_estimated", "wall_seconds", "peak_anon_bytes", "peak_working_set_bytes",
-                  "peak_ephemeral_bytes", "tx_apply_count", "tx_apply_seconds"):
+    for field in (
+        "seconds",
+        "seconds_estimated",
+        "wall_seconds",
+        "peak_anon_bytes",
+        "peak_working_set_bytes",
+        "peak_ephemeral_bytes",
+        "tx_apply_count",
+        "tx_apply_seconds",
+    ):
         if row.get(field) is not None:
             meta[field] = row[field]
     if result.log_path:

@@ -151,7 +151,9 @@ def run_mission(
         status_every=cfg.status_every,
         reset_condemned=reset_condemned,
     )
-    dispatcher = Dispatcher(dispatch_cfg, backend, RecordStore(store, cfg.mission), clock=clock, on_status=on_status, on_result=on_result)
+    dispatcher = Dispatcher(
+        dispatch_cfg, backend, RecordStore(store, cfg.mission), clock=clock, on_status=on_status, on_result=on_result
+    )
     return dispatcher.run()
 
 
@@ -175,7 +177,11 @@ def build_profile(storage_root: str, mission: str) -> ProfileOutput:
 
 
 def build_tier_map(
-    storage_root: str, mission: str, tiers: Tiers = Tiers(), sizing: SizingPolicy = SizingPolicy(), retry: RetryPolicy = RetryPolicy()
+    storage_root: str,
+    mission: str,
+    tiers: Tiers = Tiers(),
+    sizing: SizingPolicy = SizingPolicy(),
+    retry: RetryPolicy = RetryPolicy(),
 ) -> tuple[pa.Table, str]:
     """Every planned range of the mission placed from its profile -> tier_map.parquet."""
     store = Store(storage_root)
@@ -210,9 +216,7 @@ def load_mission(store: Store, mission: str, **policies) -> MissionConfig:
     try:
         doc = json.loads(store.read_bytes(rel))
         span = MissionSpan(doc["first_ledger"], doc["last_ledger"], doc["ledgers_per_range"], doc["overlap"])
-        return MissionConfig(
-            span=span, storage_root=store.root, **{f: doc[f] for f in _SPEC_FIELDS}, **policies
-        )
+        return MissionConfig(span=span, storage_root=store.root, **{f: doc[f] for f in _SPEC_FIELDS}, **policies)
     except FileNotFoundError:
         raise ValueError(f"mission {mission!r} has no {MISSION_FILE} under {store.root}: plan it first") from None
     except (KeyError, TypeError, json.JSONDecodeError) as exc:

@@ -51,7 +51,9 @@ def load_previous_profile(spec: str | None) -> PreviousProfile:
         where = "does not exist" if "://" not in spec or spec.startswith("file://") else "is missing or unreachable"
         return _unprofiled(spec, f"previous profile {spec} {where} ({exc}): unprofiled mission")
     except Exception as exc:  # noqa: BLE001 - unreachable is a warning, never a crash (L35)
-        return _unprofiled(spec, f"previous profile {spec} is unreachable ({type(exc).__name__}: {exc}): unprofiled mission")
+        return _unprofiled(
+            spec, f"previous profile {spec} is unreachable ({type(exc).__name__}: {exc}): unprofiled mission"
+        )
     if not data:
         return _unprofiled(spec, f"previous profile {spec} is empty: unprofiled mission")
     try:

@@ -58,8 +58,7 @@ def parse_key(key: str) -> LedgerRange:
     m = _KEY_RE.match(key) if isinstance(key, str) else None
     if not m:
         raise RangeKeyError(
-            f"range key {key!r} does not parse: expected FIRST-LAST as two 10-digit ledgers, "
-            "e.g. 0059904001-0059920000"
+            f"range key {key!r} does not parse: expected FIRST-LAST as two 10-digit ledgers, e.g. 0059904001-0059920000"
         )
     first, last = int(m.group(1)), int(m.group(2))
     if first < 1 or first > last:
@@ -81,13 +80,10 @@ class MissionSpan:
         if self.first_ledger < 1:
             problems.append(f"first_ledger must be >= 1, got {self.first_ledger}")
         if self.last_ledger < self.first_ledger:
-            problems.append(
-                f"last_ledger ({self.last_ledger}) must be >= first_ledger ({self.first_ledger})"
-            )
+            problems.append(f"last_ledger ({self.last_ledger}) must be >= first_ledger ({self.first_ledger})")
         if self.ledgers_per_range <= 0 or self.ledgers_per_range % CHECKPOINT_LEDGERS:
             problems.append(
-                f"ledgers_per_range must be a positive multiple of {CHECKPOINT_LEDGERS}, "
-                f"got {self.ledgers_per_range}"
+                f"ledgers_per_range must be a positive multiple of {CHECKPOINT_LEDGERS}, got {self.ledgers_per_range}"
             )
         if self.overlap < 0:
             problems.append(f"overlap must be >= 0, got {self.overlap}")
@@ -100,9 +96,7 @@ def plan_ranges(span: MissionSpan) -> list[LedgerRange]:
     size = span.ledgers_per_range
     lo = (span.first_ledger - 1) // size
     hi = (span.last_ledger - 1) // size
-    return [
-        LedgerRange(k * size + 1, min((k + 1) * size, span.last_ledger)) for k in range(lo, hi + 1)
-    ]
+    return [LedgerRange(k * size + 1, min((k + 1) * size, span.last_ledger)) for k in range(lo, hi + 1)]
 
 
 def dispatch_order(

@@ -181,7 +181,9 @@ class RecordStore:
             log.warning("skipping unreadable attempt record %s: %s", rel, exc)
             return None
 
-    def load(self, keys: Iterable[str] | None = None) -> tuple[dict[tuple[str, int], AttemptRecord], set[tuple[str, int]]]:
+    def load(
+        self, keys: Iterable[str] | None = None
+    ) -> tuple[dict[tuple[str, int], AttemptRecord], set[tuple[str, int]]]:
         """All records (optionally of `keys` only) and the set of done marks, in one listing."""
         wanted = set(keys) if keys is not None else None
         records: dict[tuple[str, int], AttemptRecord] = {}
@@ -264,7 +266,5 @@ class RecordStore:
 
     def _checked(self, rec: AttemptRecord, key: str, attempt: int, rel: str) -> AttemptRecord:
         if (rec.mission, rec.range_key, rec.attempt) != (self.mission, key, attempt):
-            raise ValueError(
-                f"{rel} describes {rec.mission}/{rec.range_key}/a{rec.attempt}, not its own path"
-            )
+            raise ValueError(f"{rel} describes {rec.mission}/{rec.range_key}/a{rec.attempt}, not its own path")
         return rec

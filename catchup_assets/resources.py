@@ -5,7 +5,6 @@ policies every mission shares; the mission itself (span, order, parallelism,
 previous profile) is the run config of `mission_plan`.
 """
 
-
 import hashlib
 import os
 from typing import Literal
@@ -31,7 +30,9 @@ class TierConfig(dg.Config):
     pods_per_node: int = Field(default=1, ge=1)
 
     def tier(self) -> Tier:
-        return Tier(self.name, int(self.memory_cut_gib * GiB), int(self.node_memory_gib * GiB), self.cpu, self.pods_per_node)
+        return Tier(
+            self.name, int(self.memory_cut_gib * GiB), int(self.node_memory_gib * GiB), self.cpu, self.pods_per_node
+        )
 
 
 class KubernetesConfig(dg.Config):
@@ -51,12 +52,19 @@ class KubernetesConfig(dg.Config):
     tier_node_label: str = "catchup.stellar.org/tier"
     tier_taint_key: str = "catchup.stellar.org/tier"
     pooled: bool = True
-    configmap: str = Field(default="", description="a ConfigMap holding entrypoint.sh and the core config (the chart's); empty: the backend creates one per mission")
-    core_config_file: str = Field(default="", description="stellar-core config for the worker; empty: a minimal pubnet one")
+    configmap: str = Field(
+        default="",
+        description="a ConfigMap holding entrypoint.sh and the core config (the chart's); empty: the backend creates one per mission",
+    )
+    core_config_file: str = Field(
+        default="", description="stellar-core config for the worker; empty: a minimal pubnet one"
+    )
     kubeconfig: str = Field(default="", description="empty: in-cluster config")
     context: str = ""
     stats_interval_seconds: float = Field(default=10.0, gt=0)
-    log_interval_seconds: float = Field(default=1800.0, gt=0, description="interim log reads; a pod about to go and a finished one are read at once")
+    log_interval_seconds: float = Field(
+        default=1800.0, gt=0, description="interim log reads; a pod about to go and a finished one are read at once"
+    )
     unschedulable_seconds: float = Field(default=900.0, gt=0)
 
     def settings(self):
@@ -85,11 +93,14 @@ class CatchupResource(dg.ConfigurableResource):
     """Where a mission keeps its records and how its attempts run."""
 
     storage_root: str = Field(
-        default="", description="local path or fsspec URL (s3://...); empty: $CATCHUP_STORAGE_ROOT, else $DAGSTER_HOME/catchup/storage"
+        default="",
+        description="local path or fsspec URL (s3://...); empty: $CATCHUP_STORAGE_ROOT, else $DAGSTER_HOME/catchup/storage",
     )
     backend: Literal["local", "kubernetes"] = Field(default="local", description="what runs attempts")
     kubernetes: KubernetesConfig | None = Field(default=None, description="backend: kubernetes")
-    work_dir: str = Field(default="", description="local backend: data dirs and attempt registry; empty: beside the storage")
+    work_dir: str = Field(
+        default="", description="local backend: data dirs and attempt registry; empty: beside the storage"
+    )
     # The local backend runs the simulated stellar-core unless a binary is named.
     stellar_core: str = Field(default="", description="stellar-core binary for the local backend; empty: simulated")
     sim_speed: float = Field(default=300_000.0, gt=0)
@@ -196,7 +207,10 @@ class CatchupResource(dg.ConfigurableResource):
 
         seed = disruption_seed if disruption_seed is not None else mission_seed(self.sim_seed, mission)
         return LocalBackend(
-            self.work(), mission, disruption_rate=self.disruption_rate, disruption_seed=seed,
+            self.work(),
+            mission,
+            disruption_rate=self.disruption_rate,
+            disruption_seed=seed,
             disruption_window=(0.3, 2.0),
         )
 
@@ -229,7 +243,9 @@ def _kube_configuration(kubeconfig: str, context: str):
 
     configuration = kubernetes.client.Configuration()
     if kubeconfig:
-        kubernetes.config.load_kube_config(config_file=kubeconfig, context=context or None, client_configuration=configuration)
+        kubernetes.config.load_kube_config(
+            config_file=kubeconfig, context=context or None, client_configuration=configuration
+        )
     else:
         kubernetes.config.load_incluster_config(client_configuration=configuration)
     return configuration

@@ -35,7 +35,15 @@ import dagster as dg
 import fsspec
 import pyarrow.parquet as pq
 
-from catchup_assets.assets import MISSION_TAG, PLAN_KEY, RANGE_END_TAG, RANGE_START_TAG, WILL_RETRY_TAG, ledger_ranges_partitions_def, policies
+from catchup_assets.assets import (
+    MISSION_TAG,
+    PLAN_KEY,
+    RANGE_END_TAG,
+    RANGE_START_TAG,
+    WILL_RETRY_TAG,
+    ledger_ranges_partitions_def,
+    policies,
+)
 from catchup_assets.jobs import mission_plan_job, profile_job, range_catchup_job
 from catchup_assets.mission import MissionConfig, load_mission
 from catchup_assets.ranges import plan_ranges
@@ -117,7 +125,9 @@ def mission_plan_sensor(context: dg.SensorEvaluationContext):
             continue
         groups, missing = contiguous_groups(keys, live)
         if missing:
-            context.log.info(f"mission {mission}: {len(missing)} planned ranges not in the partition set (retired by a later plan), skipped: {missing[:5]}")
+            context.log.info(
+                f"mission {mission}: {len(missing)} planned ranges not in the partition set (retired by a later plan), skipped: {missing[:5]}"
+            )
         for group in groups:
             start, end = group[0], group[-1]
             requests.append(
@@ -184,7 +194,9 @@ def mission_finished_sensor(context: dg.SensorEvaluationContext):
             context.log.warning(f"run {run.run_id} has no mission tag and no mission is planned: not profiled")
             continue
         requests.append(
-            dg.RunRequest(run_key=run.run_id, job_name=profile_job.name, tags={MISSION_TAG: mission, AFTER_RUN_TAG: run.run_id})
+            dg.RunRequest(
+                run_key=run.run_id, job_name=profile_job.name, tags={MISSION_TAG: mission, AFTER_RUN_TAG: run.run_id}
+            )
         )
     cursor = str(events[-1].storage_id)
     if not requests:

@@ -40,10 +40,11 @@ from catchup_sim.kube_meta import TRUE, ApiError, ManualClock, not_found
 from catchup_sim.kube_store import RESOURCES, Store
 
 _NO_ROUTE = ApiError(404, "NotFound", "the server could not find the requested resource")
-_PATH = re.compile(r"^/(api/v1|apis/batch/v1)(?:/namespaces/([^/]+))?/([^/]+)"
-                   r"(?:/([^/]+)(?:/([^/]+)(?:/(.*))?)?)?$")
-VERSION = {"major": "1", "minor": "31", "gitVersion": "v1.31.0-catchup-sim",
-           "platform": "linux/amd64"}
+_PATH = re.compile(
+    r"^/(api/v1|apis/batch/v1)(?:/namespaces/([^/]+))?/([^/]+)"
+    r"(?:/([^/]+)(?:/([^/]+)(?:/(.*))?)?)?$"
+)
+VERSION = {"major": "1", "minor": "31", "gitVersion": "v1.31.0-catchup-sim", "platform": "linux/amd64"}
 
 
 class Route:
@@ -62,28 +63,29 @@ class Route:
         self.plural, self.name, self.sub = plural, name and unquote(name), sub
         self.rest = unquote(rest or "")
         self.resource = f"{plural}/{sub}" if sub else plural
-        if sub not in (None, "log", "proxy", "status") \
-                or (sub == "log" and plural != "pods") or (sub == "proxy" and plural != "nodes"):
+        if (
+            sub not in (None, "log", "proxy", "status")
+            or (sub == "log" and plural != "pods")
+            or (sub == "proxy" and plural != "nodes")
+        ):
             raise _NO_ROUTE
         if sub in ("log", "proxy") and method != "GET":
-            raise ApiError(405, "MethodNotAllowed", "the simulated server only serves GET on "
-                           f"{plural}/{sub}")
+            raise ApiError(405, "MethodNotAllowed", f"the simulated server only serves GET on {plural}/{sub}")
         if name is None:
             if method == "GET":
                 self.verb = "watch" if query.get("watch") in TRUE else "list"
             else:
                 self.verb = {"POST": "create", "DELETE": "deletecollection"}.get(method, "")
         else:
-            self.verb = {"GET": "get", "PUT": "update", "PATCH": "patch",
-                         "DELETE": "delete"}.get(method, "")
+            self.verb = {"GET": "get", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}.get(method, "")
         if not self.verb:
-            raise ApiError(405, "MethodNotAllowed", "the server does not allow this method "
-                           "on the requested resource")
+            raise ApiError(405, "MethodNotAllowed", "the server does not allow this method on the requested resource")
 
 
 class KubeApiServer:
-    def __init__(self, store: Store | None = None, clock: Callable[[], float] | None = None,
-                 latency: float = 0.0) -> None:
+    def __init__(
+        self, store: Store | None = None, clock: Callable[[], float] | None = None, latency: float = 0.0
+    ) -> None:
         self.store = store or Store(clock or ManualClock())
         self.clock = self.store.clock
         self.faults = FaultInjector()
@@ -115,9 +117,9 @@ class KubeApiServer:
 
         handler = type("Handler", (_Handler,), {"api": self})
         self._httpd = _Server(("127.0.0.1", 0), handler)
-        self._thread = threading.Thread(target=self._httpd.serve_forever,
-                                        kwargs={"poll_interval": 0.05},
-                                        name="sim-kube-api", daemon=True)
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, name="sim-kube-api", daemon=True
+        )
         self._thread.start()
         self.api_client = kubernetes.client.ApiClient(self.configuration())
         return self
@@ -209,8 +211,7 @@ class KubeApiServer:
         if query.get("dryRun"):
             raise ApiError(400, "BadRequest", "dryRun is not supported by the simulated server")
         if r.verb == "watch":
-            raise ApiError(405, "MethodNotAllowed", "watch is not supported by the simulated "
-                           "server: poll with list")
+            raise ApiError(405, "MethodNotAllowed", "watch is not supported by the simulated server: poll with list")
         if r.verb == "list":
             return 200, self._list(r, query)
         if r.verb == "get":
@@ -231,16 +232,15 @@ class KubeApiServer:
         policy = query.get("propagationPolicy") or (body or {}).get("propagationPolicy")
         if r.verb == "delete":
             return 200, store.delete(r.plural, r.ns, r.name, policy)[1]
-        for obj in store.select(r.plural, r.ns, query.get("labelSelector"),
-                                query.get("fieldSelector")):  # deletecollection
-            store.delete(r.plural, obj["metadata"].get("namespace"), obj["metadata"]["name"],
-                         policy)
+        for obj in store.select(
+            r.plural, r.ns, query.get("labelSelector"), query.get("fieldSelector")
+        ):  # deletecollection
+            store.delete(r.plural, obj["metadata"].get("namespace"), obj["metadata"]["name"], policy)
         return 200, {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success"}
 
     def _list(self, r: Route, query: dict) -> dict:
         res = RESOURCES[r.plural]
-        items = self.store.select(r.plural, r.ns, query.get("labelSelector"),
-                                  query.get("fieldSelector"))
+        items = self.store.select(r.plural, r.ns, query.get("labelSelector"), query.get("fieldSelector"))
         start = 0
         if query.get("continue"):
             try:
@@ -254,10 +254,8 @@ class KubeApiServer:
             meta["continue"] = f"{self.store.resource_version}:{end}"
             meta["remainingItemCount"] = len(items) - end
         # Items of a typed list carry no apiVersion/kind, as from the real server.
-        page = [{k: v for k, v in o.items() if k not in ("apiVersion", "kind")}
-                for o in items[start:end]]
-        return {"kind": f"{res.kind}List", "apiVersion": res.api_version, "metadata": meta,
-                "items": page}
+        page = [{k: v for k, v in o.items() if k not in ("apiVersion", "kind")} for o in items[start:end]]
+        return {"kind": f"{res.kind}List", "apiVersion": res.api_version, "metadata": meta, "items": page}
 
     def _node_proxy(self, node: str, path: str) -> dict:
         if self.store.live("nodes", None, node) is None:

@@ -22,13 +22,14 @@ _TEMPLATES = {
     429: ("TooManyRequests", "Too many requests, please try again later."),
     500: ("InternalError", "Internal error occurred: etcdserver: leader changed"),
     503: ("ServiceUnavailable", "the server is currently unable to handle the request"),
-    504: ("Timeout", "Timeout: request did not complete within requested timeout - context "
-                     "deadline exceeded"),
+    504: ("Timeout", "Timeout: request did not complete within requested timeout - context deadline exceeded"),
     410: ("Expired", "too old resource version: 1000 (2000)"),
-    409: ("Conflict", "Operation cannot be fulfilled: the object has been modified; please "
-                      "apply your changes to the latest version and try again"),
-    403: ("Forbidden", "forbidden: User \"system:serviceaccount:sim:default\" cannot perform "
-                       "this action"),
+    409: (
+        "Conflict",
+        "Operation cannot be fulfilled: the object has been modified; please "
+        "apply your changes to the latest version and try again",
+    ),
+    403: ("Forbidden", 'forbidden: User "system:serviceaccount:sim:default" cannot perform this action'),
 }
 
 
@@ -49,10 +50,12 @@ class Fault:
     hits: int = 0
 
     def matches(self, method: str, path: str, verb: str, resource: str) -> bool:
-        return ((self.method is None or self.method.upper() == method)
-                and (self.path is None or re.search(self.path, path) is not None)
-                and (self.verb is None or self.verb == verb)
-                and (self.resource is None or self.resource == resource))
+        return (
+            (self.method is None or self.method.upper() == method)
+            and (self.path is None or re.search(self.path, path) is not None)
+            and (self.verb is None or self.verb == verb)
+            and (self.resource is None or self.resource == resource)
+        )
 
     def error(self) -> ApiError:
         reason, text = _TEMPLATES.get(self.status, ("Unknown", "injected failure"))
@@ -113,8 +116,11 @@ class RequestLog:
 
     def count(self, verb: str | None = None, resource: str | None = None) -> int:
         with self._lock:
-            return sum(n for (v, r), n in self._counts.items()
-                       if (verb is None or v == verb) and (resource is None or r == resource))
+            return sum(
+                n
+                for (v, r), n in self._counts.items()
+                if (verb is None or v == verb) and (resource is None or r == resource)
+            )
 
     @property
     def total(self) -> int:
@@ -170,10 +176,13 @@ def _json_patch(obj: dict, ops: list) -> dict:
             parent[last] = op["value"]
         elif kind == "remove":
             if last not in parent:
-                raise ApiError(422, "Invalid", f"the server rejected our request due to an "
-                               f"error in our request: remove of missing path {op['path']}")
+                raise ApiError(
+                    422,
+                    "Invalid",
+                    f"the server rejected our request due to an "
+                    f"error in our request: remove of missing path {op['path']}",
+                )
             del parent[last]
         elif kind == "test" and parent.get(last) != op.get("value"):
-            raise ApiError(422, "Invalid", f"the server rejected our request: test failed at "
-                           f"{op['path']}")
+            raise ApiError(422, "Invalid", f"the server rejected our request: test failed at {op['path']}")
     return doc

@@ -23,8 +23,7 @@ DEADLINE_MESSAGE = "Job was active longer than specified deadline"
 
 
 def _has(job: dict, kind: str) -> dict | None:
-    return next((c for c in job["status"].get("conditions") or []
-                 if c["type"] == kind and c["status"] == "True"), None)
+    return next((c for c in job["status"].get("conditions") or [] if c["type"] == kind and c["status"] == "True"), None)
 
 
 def _rule_match(rule: dict, pod: dict, ref: str, index: int) -> str | None:
@@ -44,8 +43,10 @@ def _rule_match(rule: dict, pod: dict, ref: str, index: int) -> str | None:
                 continue
             hit = term["exitCode"] in codes.get("values", [])
             if hit == (codes.get("operator") == "In"):
-                return (f"Container {cs['name']} for pod {ref} failed with exit code {term['exitCode']} "
-                        f"matching {action} rule at index {index}")
+                return (
+                    f"Container {cs['name']} for pod {ref} failed with exit code {term['exitCode']} "
+                    f"matching {action} rule at index {index}"
+                )
     return None
 
 
@@ -97,34 +98,32 @@ class JobController:
         if "startTime" not in st:
             st["startTime"] = rfc3339(now)
         self._account(uid, st, pods, now, job)
-        live = [p for p in pods if self.k.store.live("pods", p["metadata"]["namespace"],
-                                                     p["metadata"]["name"]) is p]
+        live = [p for p in pods if self.k.store.live("pods", p["metadata"]["namespace"], p["metadata"]["name"]) is p]
         running = [p for p in live if p["status"].get("phase") not in TERMINAL]
         active = [p for p in running if not p["metadata"].get("deletionTimestamp")]
         self._counts(st, active, running)
 
         if not _has(job, "FailureTarget"):
-            restarts = sum(c.get("restartCount", 0) for p in live
-                           for c in p["status"].get("containerStatuses") or [])
+            restarts = sum(c.get("restartCount", 0) for p in live for c in p["status"].get("containerStatuses") or [])
             deadline = spec.get("activeDeadlineSeconds")
             if deadline is not None and now >= parse_rfc3339(st["startTime"]) + deadline:
-                set_condition(job, "FailureTarget", "True", now, "DeadlineExceeded",
-                              DEADLINE_MESSAGE)
+                set_condition(job, "FailureTarget", "True", now, "DeadlineExceeded", DEADLINE_MESSAGE)
             elif st.get("succeeded", 0) >= spec.get("completions", 1):
                 for kind in ("SuccessCriteriaMet", "Complete"):
-                    set_condition(job, kind, "True", now, "CompletionsReached",
-                                  "Reached expected number of succeeded pods")
+                    set_condition(
+                        job, kind, "True", now, "CompletionsReached", "Reached expected number of succeeded pods"
+                    )
                 st["completionTime"] = rfc3339(now)
                 return
             elif st.get("failed", 0) + restarts > spec.get("backoffLimit", 6):
-                set_condition(job, "FailureTarget", "True", now, "BackoffLimitExceeded",
-                              BACKOFF_MESSAGE)
+                set_condition(job, "FailureTarget", "True", now, "BackoffLimitExceeded", BACKOFF_MESSAGE)
         target = _has(job, "FailureTarget")
         if target:
             for pod in active:
                 self.k.kill(pod, now)
-            left = [p for p in running if self.k.store.live(
-                "pods", p["metadata"]["namespace"], p["metadata"]["name"]) is p]
+            left = [
+                p for p in running if self.k.store.live("pods", p["metadata"]["namespace"], p["metadata"]["name"]) is p
+            ]
             self._counts(st, [], left)
             if not left:
                 set_condition(job, "Failed", "True", now, target["reason"], target["message"])
@@ -159,7 +158,7 @@ class JobController:
     def _failure_policy(self, job: dict, pod: dict, now: float) -> None:
         """batch/v1 podFailurePolicy: the first matching FailJob rule fails the Job, saying why."""
         rules = (job["spec"].get("podFailurePolicy") or {}).get("rules") or []
-        ref = f'{pod["metadata"]["namespace"]}/{pod["metadata"]["name"]}'
+        ref = f"{pod['metadata']['namespace']}/{pod['metadata']['name']}"
         for i, rule in enumerate(rules):
             why = _rule_match(rule, pod, ref, i)
             if why is None:
@@ -173,8 +172,12 @@ class JobController:
             st["active"] = len(active)
         else:
             st.pop("active", None)
-        st["ready"] = sum(1 for p in active for c in p["status"].get("conditions") or []
-                          if c["type"] == "Ready" and c["status"] == "True")
+        st["ready"] = sum(
+            1
+            for p in active
+            for c in p["status"].get("conditions") or []
+            if c["type"] == "Ready" and c["status"] == "True"
+        )
         st["terminating"] = len(running) - len(active)
         st["uncountedTerminatedPods"] = {}
 
@@ -191,18 +194,33 @@ class JobController:
             return
         if script.reject:
             self._rejected.add(meta["uid"])
-            store.event(job, "FailedCreate", f'Error creating: pods "{name}" is forbidden: '
-                        f"{script.reject}", "job-controller")
+            store.event(
+                job, "FailedCreate", f'Error creating: pods "{name}" is forbidden: {script.reject}', "job-controller"
+            )
             return
         tmeta = tmpl.get("metadata") or {}
-        pod = store.create("pods", meta["namespace"], {
-            "metadata": {
-                "name": name, "labels": dict(tmeta.get("labels") or {}),
-                "annotations": dict(tmeta.get("annotations") or {}),
-                "ownerReferences": [{"apiVersion": "batch/v1", "kind": "Job",
-                                     "name": meta["name"], "uid": meta["uid"],
-                                     "controller": True, "blockOwnerDeletion": True}]},
-            "spec": copy.deepcopy(tmpl.get("spec") or {})})
+        pod = store.create(
+            "pods",
+            meta["namespace"],
+            {
+                "metadata": {
+                    "name": name,
+                    "labels": dict(tmeta.get("labels") or {}),
+                    "annotations": dict(tmeta.get("annotations") or {}),
+                    "ownerReferences": [
+                        {
+                            "apiVersion": "batch/v1",
+                            "kind": "Job",
+                            "name": meta["name"],
+                            "uid": meta["uid"],
+                            "controller": True,
+                            "blockOwnerDeletion": True,
+                        }
+                    ],
+                },
+                "spec": copy.deepcopy(tmpl.get("spec") or {}),
+            },
+        )
         self.k.assign(pod, script)
         st["active"] = 1
 

@@ -33,8 +33,7 @@ class PodLogs:
     def __init__(self) -> None:
         self._logs: dict[tuple[str, str, str, int], list[Entry]] = {}
 
-    def write(self, ns: str, pod: str, container: str, instance: int, t: float,
-              line: str | bytes) -> None:
+    def write(self, ns: str, pod: str, container: str, instance: int, t: float, line: str | bytes) -> None:
         data = line.encode() if isinstance(line, str) else line
         out = self._logs.setdefault((ns, pod, container, instance), [])
         while len(data) > MAX_ENTRY:
@@ -50,16 +49,20 @@ class PodLogs:
             del self._logs[key]
 
 
-def render(entries: list[Entry], since: float | None = None, tail: int | None = None,
-           timestamps: bool = False, limit_bytes: int | None = None) -> bytes:
+def render(
+    entries: list[Entry],
+    since: float | None = None,
+    tail: int | None = None,
+    timestamps: bool = False,
+    limit_bytes: int | None = None,
+) -> bytes:
     if tail is not None and tail >= 0:
-        entries = entries[len(entries) - tail:] if tail else []
+        entries = entries[len(entries) - tail :] if tail else []
     parts, size = [], 0
     for e in entries:
         if since is not None and e.t < since:
             continue
-        chunk = (rfc3339_nano(e.t).encode() + b" " if timestamps else b"") + e.data \
-            + (b"" if e.partial else b"\n")
+        chunk = (rfc3339_nano(e.t).encode() + b" " if timestamps else b"") + e.data + (b"" if e.partial else b"\n")
         parts.append(chunk)
         size += len(chunk)
         if limit_bytes is not None and size >= limit_bytes:
@@ -94,8 +97,7 @@ def _instance(status: dict | None, container: str, pod: str, previous: bool) -> 
     state, last = status.get("state") or {}, (status.get("lastState") or {}).get("terminated")
     if previous:
         if not last:
-            raise ApiError(400, "BadRequest", f'previous terminated container "{container}" in '
-                           f'pod "{pod}" not found')
+            raise ApiError(400, "BadRequest", f'previous terminated container "{container}" in pod "{pod}" not found')
         return restarts - 1
     if "running" in state:
         return restarts
@@ -120,8 +122,11 @@ def serve_log(store, ns: str, name: str, query: Mapping[str, str]) -> bytes:
     container = query.get("container")
     if not container:
         if len(names) != 1:
-            raise ApiError(400, "BadRequest", f"a container name must be specified for pod "
-                           f"{name}, choose one of: [{' '.join(names)}]")
+            raise ApiError(
+                400,
+                "BadRequest",
+                f"a container name must be specified for pod {name}, choose one of: [{' '.join(names)}]",
+            )
         container = names[0]
     elif container not in names:
         raise ApiError(400, "BadRequest", f"container {container} is not valid for pod {name}")
@@ -130,19 +135,20 @@ def serve_log(store, ns: str, name: str, query: Mapping[str, str]) -> bytes:
         return b""  # the API server has no kubelet to ask yet: an empty 200
     if store.live("nodes", None, node) is None:
         raise not_found("nodes", "", node)
-    status = next((s for s in pod.get("status", {}).get("containerStatuses") or []
-                   if s["name"] == container), None)
+    status = next((s for s in pod.get("status", {}).get("containerStatuses") or [] if s["name"] == container), None)
     instance = _instance(status, container, name, query.get("previous") in TRUE)
     since = None
     if query.get("sinceTime"):
         if query.get("sinceSeconds"):
-            raise ApiError(422, "Invalid", "at most one of `sinceTime` or `sinceSeconds` may "
-                           "be specified")
+            raise ApiError(422, "Invalid", "at most one of `sinceTime` or `sinceSeconds` may be specified")
         # The API server forwards sinceTime to the kubelet formatted as RFC3339: whole seconds.
         since = float(int(parse_rfc3339(query["sinceTime"])))
     elif query.get("sinceSeconds"):
         since = store.clock() - (_int_param(query, "sinceSeconds") or 0)
-    return render(store.logs.entries(ns, name, container, instance), since=since,
-                  tail=_int_param(query, "tailLines"),
-                  timestamps=query.get("timestamps") in TRUE,
-                  limit_bytes=_int_param(query, "limitBytes"))
+    return render(
+        store.logs.entries(ns, name, container, instance),
+        since=since,
+        tail=_int_param(query, "tailLines"),
+        timestamps=query.get("timestamps") in TRUE,
+        limit_bytes=_int_param(query, "limitBytes"),
+    )

@@ -57,22 +57,31 @@ def parse_rfc3339(text: str) -> float:
     try:
         return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
     except ValueError:
-        raise ApiError(400, "BadRequest", f'parsing time "{text}" as "2006-01-02T15:04:05Z07:00": '
-                       "cannot parse") from None
+        raise ApiError(
+            400, "BadRequest", f'parsing time "{text}" as "2006-01-02T15:04:05Z07:00": cannot parse'
+        ) from None
 
 
 class ApiError(Exception):
     """An answer other than success, rendered as the API server's `Status`."""
 
-    def __init__(self, code: int, reason: str, message: str, details: dict | None = None,
-                 headers: dict | None = None) -> None:
+    def __init__(
+        self, code: int, reason: str, message: str, details: dict | None = None, headers: dict | None = None
+    ) -> None:
         super().__init__(message)
         self.code, self.reason, self.message = code, reason, message
         self.details, self.headers = details, headers or {}
 
     def status(self) -> dict:
-        body = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
-                "message": self.message, "reason": self.reason, "code": self.code}
+        body = {
+            "kind": "Status",
+            "apiVersion": "v1",
+            "metadata": {},
+            "status": "Failure",
+            "message": self.message,
+            "reason": self.reason,
+            "code": self.code,
+        }
         if self.details is not None:
             body["details"] = self.details
         return body
@@ -80,22 +89,32 @@ class ApiError(Exception):
 
 def not_found(resource: str, group: str, name: str) -> ApiError:
     qualified = f"{resource}.{group}" if group else resource
-    return ApiError(404, "NotFound", f'{qualified} "{name}" not found',
-                    {"name": name, "group": group, "kind": resource})
+    return ApiError(
+        404, "NotFound", f'{qualified} "{name}" not found', {"name": name, "group": group, "kind": resource}
+    )
 
 
 def already_exists(resource: str, group: str, name: str) -> ApiError:
     qualified = f"{resource}.{group}" if group else resource
-    return ApiError(409, "AlreadyExists", f'{qualified} "{name}" already exists',
-                    {"name": name, "group": group, "kind": resource})
+    return ApiError(
+        409, "AlreadyExists", f'{qualified} "{name}" already exists', {"name": name, "group": group, "kind": resource}
+    )
 
 
 def invalid(kind: str, group: str, name: str, causes: list[tuple[str, str]]) -> ApiError:
     qualified = f"{kind}.{group}" if group else kind
     text = "; ".join(f"{field}: {msg}" for field, msg in causes)
-    return ApiError(422, "Invalid", f'{qualified} "{name}" is invalid: {text}', {
-        "name": name, "group": group, "kind": kind,
-        "causes": [{"reason": "FieldValueInvalid", "message": m, "field": f} for f, m in causes]})
+    return ApiError(
+        422,
+        "Invalid",
+        f'{qualified} "{name}" is invalid: {text}',
+        {
+            "name": name,
+            "group": group,
+            "kind": kind,
+            "causes": [{"reason": "FieldValueInvalid", "message": m, "field": f} for f, m in causes],
+        },
+    )
 
 
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
@@ -111,11 +130,13 @@ def name_problems(name: str, max_len: int = 253) -> list[str]:
     if len(name) > max_len:
         out.append(f'Invalid value: "{name}": must be no more than {max_len} characters')
     if not _DNS_SUBDOMAIN.match(name):
-        out.append(f'Invalid value: "{name}": a lowercase RFC 1123 subdomain must consist of '
-                   "lower case alphanumeric characters, '-' or '.', and must start and end "
-                   "with an alphanumeric character (e.g. 'example.com', regex used for "
-                   "validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*"
-                   "[a-z0-9])?)*')")
+        out.append(
+            f'Invalid value: "{name}": a lowercase RFC 1123 subdomain must consist of '
+            "lower case alphanumeric characters, '-' or '.', and must start and end "
+            "with an alphanumeric character (e.g. 'example.com', regex used for "
+            "validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*"
+            "[a-z0-9])?)*')"
+        )
     return out
 
 
@@ -123,17 +144,23 @@ def label_problems(labels: dict | None, field: str) -> list[tuple[str, str]]:
     out = []
     for key, value in (labels or {}).items():
         prefix, _, name = key.rpartition("/")
-        if (prefix and not _DNS_SUBDOMAIN.match(prefix)) or len(name) > 63 \
-                or not _LABEL_NAME.match(name):
-            out.append((field, f'Invalid value: "{key}": name part must consist of '
-                        "alphanumeric characters, '-', '_' or '.'"))
+        if (prefix and not _DNS_SUBDOMAIN.match(prefix)) or len(name) > 63 or not _LABEL_NAME.match(name):
+            out.append(
+                (field, f"Invalid value: \"{key}\": name part must consist of alphanumeric characters, '-', '_' or '.'")
+            )
         if not isinstance(value, str) or len(value) > 63 or not _LABEL_VALUE.match(value):
-            out.append((f"{field}", f'Invalid value: "{value}": must be no more than 63 '
-                        "characters and consist of alphanumeric characters, '-', '_' or '.'"))
+            out.append(
+                (
+                    f"{field}",
+                    f'Invalid value: "{value}": must be no more than 63 '
+                    "characters and consist of alphanumeric characters, '-', '_' or '.'",
+                )
+            )
     return out
 
 
 # --- selectors --------------------------------------------------------------
+
 
 def _split_top(text: str) -> list[str]:
     """Split on commas outside parentheses: `a in (x,y),b` is two terms."""
@@ -180,22 +207,30 @@ def label_matcher(selector: str | None):
         elif _LABEL_NAME.match(term.split("/")[-1]) and " " not in term:
             tests.append(lambda lb, k=term: k in lb)
         else:
-            raise ApiError(400, "BadRequest",
-                           f"unable to parse requirement: found '{term}', expected: in, notin, "
-                           "=, ==, !=, gt, lt")
+            raise ApiError(
+                400,
+                "BadRequest",
+                f"unable to parse requirement: found '{term}', expected: in, notin, =, ==, !=, gt, lt",
+            )
     return lambda labels: all(t(labels or {}) for t in tests)
 
 
 # Fields each resource lets `fieldSelector` use (a subset of the real lists).
 FIELD_PATHS: dict[str, dict[str, tuple[str, ...]]] = {
-    "pods": {"spec.nodeName": ("spec", "nodeName"), "status.phase": ("status", "phase"),
-             "spec.restartPolicy": ("spec", "restartPolicy"),
-             "status.podIP": ("status", "podIP")},
+    "pods": {
+        "spec.nodeName": ("spec", "nodeName"),
+        "status.phase": ("status", "phase"),
+        "spec.restartPolicy": ("spec", "restartPolicy"),
+        "status.podIP": ("status", "podIP"),
+    },
     "jobs": {"status.successful": ("status", "succeeded")},
-    "events": {"involvedObject.name": ("involvedObject", "name"),
-               "involvedObject.kind": ("involvedObject", "kind"),
-               "involvedObject.uid": ("involvedObject", "uid"),
-               "reason": ("reason",), "type": ("type",)},
+    "events": {
+        "involvedObject.name": ("involvedObject", "name"),
+        "involvedObject.kind": ("involvedObject", "kind"),
+        "involvedObject.uid": ("involvedObject", "uid"),
+        "reason": ("reason",),
+        "type": ("type",),
+    },
 }
 
 
@@ -208,17 +243,19 @@ def _dig(obj: dict, path: tuple[str, ...]) -> str:
 def field_matcher(resource: str, selector: str | None):
     if not selector:
         return lambda obj: True
-    known = {"metadata.name": ("metadata", "name"),
-             "metadata.namespace": ("metadata", "namespace"), **FIELD_PATHS.get(resource, {})}
+    known = {
+        "metadata.name": ("metadata", "name"),
+        "metadata.namespace": ("metadata", "namespace"),
+        **FIELD_PATHS.get(resource, {}),
+    }
     tests = []
     for term in _split_top(selector):
         m = _EQ_TERM.match(term)
         if not m:
-            raise ApiError(400, "BadRequest", f"invalid selector: '{selector}'; can't understand "
-                           f"'{term}'")
+            raise ApiError(400, "BadRequest", f"invalid selector: '{selector}'; can't understand '{term}'")
         key, op, value = m.groups()
         if key not in known:
-            raise ApiError(400, "BadRequest", f'field label not supported: {key}')
+            raise ApiError(400, "BadRequest", f"field label not supported: {key}")
         path = known[key]
         if op == "!=":
             tests.append(lambda o, p=path, v=value: _dig(o, p) != v)
@@ -227,14 +264,14 @@ def field_matcher(resource: str, selector: str | None):
     return lambda obj: all(t(obj) for t in tests)
 
 
-def set_condition(obj: dict, kind: str, status: str, t: float, reason: str | None = None,
-                  message: str | None = None) -> None:
+def set_condition(
+    obj: dict, kind: str, status: str, t: float, reason: str | None = None, message: str | None = None
+) -> None:
     """Set a condition; lastTransitionTime moves only when the status changes."""
     conds = obj["status"].setdefault("conditions", [])
     cond = next((c for c in conds if c["type"] == kind), None)
     if cond is None:
-        cond = {"type": kind, "status": status, "lastProbeTime": None,
-                "lastTransitionTime": rfc3339(t)}
+        cond = {"type": kind, "status": status, "lastProbeTime": None, "lastTransitionTime": rfc3339(t)}
         conds.append(cond)
     elif cond["status"] != status:
         cond["status"], cond["lastTransitionTime"] = status, rfc3339(t)

@@ -31,28 +31,28 @@ def blocker(store, pod: dict, script: Script, t_ready: float, now: float) -> tup
         refs += [(e.get("secretRef"), "secrets") for e in c.get("envFrom") or []]
         for e in c.get("env") or []:
             src = e.get("valueFrom") or {}
-            refs += [(src.get("configMapKeyRef"), "configmaps"),
-                     (src.get("secretKeyRef"), "secrets")]
+            refs += [(src.get("configMapKeyRef"), "configmaps"), (src.get("secretKeyRef"), "secrets")]
         for ref, plural in refs:
             if ref and not ref.get("optional") and store.live(plural, ns, ref["name"]) is None:
                 return "CreateContainerConfigError", f'{plural[:-1]} "{ref["name"]}" not found'
     for vol in pod["spec"].get("volumes") or []:
-        for key, plural, name_key in (("configMap", "configmaps", "name"),
-                                      ("secret", "secrets", "secretName")):
+        for key, plural, name_key in (("configMap", "configmaps", "name"), ("secret", "secrets", "secretName")):
             src = vol.get(key)
-            if src and not src.get("optional") \
-                    and store.live(plural, ns, src.get(name_key, "")) is None:
+            if src and not src.get("optional") and store.live(plural, ns, src.get(name_key, "")) is None:
                 # A missing volume source never gets as far as a config error.
-                return "ContainerCreating", (f'MountVolume.SetUp failed for volume '
-                                             f'"{vol["name"]}" : {plural[:-1]} '
-                                             f'"{src.get(name_key)}" not found')
+                return "ContainerCreating", (
+                    f"MountVolume.SetUp failed for volume "
+                    f'"{vol["name"]}" : {plural[:-1]} '
+                    f'"{src.get(name_key)}" not found'
+                )
     return "", ""
 
 
 def ephemeral_limit(pod: dict) -> str | None:
     """The pod's total ephemeral-storage limit as the eviction message quotes it."""
-    limits = [((c.get("resources") or {}).get("limits") or {}).get("ephemeral-storage")
-              for c in pod["spec"]["containers"]]
+    limits = [
+        ((c.get("resources") or {}).get("limits") or {}).get("ephemeral-storage") for c in pod["spec"]["containers"]
+    ]
     limits = [x for x in limits if x]
     if not limits:
         return None
@@ -61,15 +61,23 @@ def ephemeral_limit(pod: dict) -> str | None:
 
 def pod_stats(pod: dict, use: Usage, when: str) -> dict:
     """One entry of `pods` in /stats/summary."""
-    mem = {"time": when, "usageBytes": use.usage_bytes, "workingSetBytes": use.working_set,
-           "rssBytes": use.rss, "pageFaults": 0, "majorPageFaults": 0}
+    mem = {
+        "time": when,
+        "usageBytes": use.usage_bytes,
+        "workingSetBytes": use.working_set,
+        "rssBytes": use.rss,
+        "pageFaults": 0,
+        "majorPageFaults": 0,
+    }
     cpu = {"time": when, "usageNanoCores": 1_000_000_000}
     meta, start = pod["metadata"], pod["status"].get("startTime")
     return {
         "podRef": {"name": meta["name"], "namespace": meta["namespace"], "uid": meta["uid"]},
         "startTime": start,
-        "containers": [{"name": c["name"], "startTime": start, "memory": dict(mem),
-                        "cpu": dict(cpu)} for c in pod["spec"]["containers"]],
+        "containers": [
+            {"name": c["name"], "startTime": start, "memory": dict(mem), "cpu": dict(cpu)}
+            for c in pod["spec"]["containers"]
+        ],
         "cpu": cpu,
         "memory": mem,
         "ephemeral-storage": {"time": when, "usedBytes": use.ephemeral, "inodesUsed": 1000},

@@ -21,28 +21,41 @@ from kubernetes.utils import parse_quantity
 from catchup_sim.kube_meta import set_condition
 
 RESOURCES = ("cpu", "memory", "ephemeral-storage")
-DEFAULT_ALLOCATABLE = {"cpu": "16", "memory": "64Gi", "ephemeral-storage": "200Gi",
-                       "pods": "110"}
+DEFAULT_ALLOCATABLE = {"cpu": "16", "memory": "64Gi", "ephemeral-storage": "200Gi", "pods": "110"}
 
 
-def node_manifest(name: str, labels: dict | None, taints: list[dict] | None,
-                  allocatable: dict | None, ip: str) -> dict:
+def node_manifest(name: str, labels: dict | None, taints: list[dict] | None, allocatable: dict | None, ip: str) -> dict:
     alloc = {**DEFAULT_ALLOCATABLE, **(allocatable or {})}
     return {
-        "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name,
-                                              "kubernetes.io/os": "linux", **(labels or {})}},
+        "metadata": {
+            "name": name,
+            "labels": {"kubernetes.io/hostname": name, "kubernetes.io/os": "linux", **(labels or {})},
+        },
         "spec": {"taints": list(taints or [])},
         "status": {
-            "capacity": dict(alloc), "allocatable": dict(alloc),
-            "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady",
-                            "message": "kubelet is posting ready status"}],
-            "addresses": [{"type": "InternalIP", "address": ip},
-                          {"type": "Hostname", "address": name}],
-            "nodeInfo": {"architecture": "amd64", "bootID": name, "containerRuntimeVersion":
-                         "containerd://1.7.13", "kernelVersion": "6.1.0", "kubeProxyVersion":
-                         "v1.31.0", "kubeletVersion": "v1.31.0", "machineID": name,
-                         "operatingSystem": "linux", "osImage": "catchup-sim",
-                         "systemUUID": name},
+            "capacity": dict(alloc),
+            "allocatable": dict(alloc),
+            "conditions": [
+                {
+                    "type": "Ready",
+                    "status": "True",
+                    "reason": "KubeletReady",
+                    "message": "kubelet is posting ready status",
+                }
+            ],
+            "addresses": [{"type": "InternalIP", "address": ip}, {"type": "Hostname", "address": name}],
+            "nodeInfo": {
+                "architecture": "amd64",
+                "bootID": name,
+                "containerRuntimeVersion": "containerd://1.7.13",
+                "kernelVersion": "6.1.0",
+                "kubeProxyVersion": "v1.31.0",
+                "kubeletVersion": "v1.31.0",
+                "machineID": name,
+                "operatingSystem": "linux",
+                "osImage": "catchup-sim",
+                "systemUUID": name,
+            },
         },
     }
 
@@ -84,12 +97,18 @@ class Scheduler:
         for node in nodes:
             spec, status = node.get("spec") or {}, node.get("status") or {}
             alloc = {r: quantity(str(v)) for r, v in (status.get("allocatable") or {}).items()}
-            ready = any(c["type"] == "Ready" and c["status"] == "True"
-                        for c in status.get("conditions") or [])
-            taints = [t for t in spec.get("taints") or []
-                      if t.get("effect") in ("NoSchedule", "NoExecute")]
-            self.nodes.append((node["metadata"]["name"], node["metadata"].get("labels") or {},
-                               bool(spec.get("unschedulable")), ready, taints, alloc))
+            ready = any(c["type"] == "Ready" and c["status"] == "True" for c in status.get("conditions") or [])
+            taints = [t for t in spec.get("taints") or [] if t.get("effect") in ("NoSchedule", "NoExecute")]
+            self.nodes.append(
+                (
+                    node["metadata"]["name"],
+                    node["metadata"].get("labels") or {},
+                    bool(spec.get("unschedulable")),
+                    ready,
+                    taints,
+                    alloc,
+                )
+            )
         self.used = {n[0]: {r: 0.0 for r in (*RESOURCES, "pods")} for n in self.nodes}
         for pod in pods:
             node = pod["spec"].get("nodeName")
@@ -127,8 +146,7 @@ class Scheduler:
                 reasons[f"node(s) had untolerated taint {{{t['key']}: {t.get('value', '')}}}"] += 1
             else:
                 used = self.used[name]
-                short = [r for r in RESOURCES if req[r] and r in alloc
-                         and used[r] + req[r] > alloc[r]]
+                short = [r for r in RESOURCES if req[r] and r in alloc and used[r] + req[r] > alloc[r]]
                 if "pods" in alloc and used["pods"] + 1 > alloc["pods"]:
                     short.append("pods")
                 for r in short:
@@ -152,24 +170,27 @@ def unschedulable_message(total: int, reasons: Counter[str] | dict | str) -> str
         detail = reasons
     else:
         detail = ", ".join(f"{n} {why}" for why, n in sorted(reasons.items()))
-    return (f"0/{total} nodes are available: {detail}. preemption: 0/{total} nodes are "
-            f"available: {total} Preemption is not helpful for scheduling.")
+    return (
+        f"0/{total} nodes are available: {detail}. preemption: 0/{total} nodes are "
+        f"available: {total} Preemption is not helpful for scheduling."
+    )
 
 
 def schedule_pending(store, now: float) -> None:
     """Bind every unbound pod that fits; mark the rest Unschedulable (once per reason)."""
-    pending = [p for p in store.select("pods") if not p["spec"].get("nodeName")
-               and not p["metadata"].get("deletionTimestamp")]
+    pending = [
+        p for p in store.select("pods") if not p["spec"].get("nodeName") and not p["metadata"].get("deletionTimestamp")
+    ]
     if not pending:
         return
     sched = Scheduler(store.select("nodes"), store.select("pods"))
     for pod in pending:
         claim_problem = _claim_problem(store, pod)
-        node, message = (None, unschedulable_message(len(sched.nodes), claim_problem)) \
-            if claim_problem else sched.place(pod)
+        node, message = (
+            (None, unschedulable_message(len(sched.nodes), claim_problem)) if claim_problem else sched.place(pod)
+        )
         if node is None:
-            cond = next((c for c in pod["status"].get("conditions") or []
-                         if c["type"] == "PodScheduled"), {})
+            cond = next((c for c in pod["status"].get("conditions") or [] if c["type"] == "PodScheduled"), {})
             if cond.get("message") != message:  # unchanged: no write, as the real one
                 set_condition(pod, "PodScheduled", "False", now, "Unschedulable", message)
                 store.bump(pod)
@@ -181,8 +202,11 @@ def schedule_pending(store, now: float) -> None:
 
 
 def _claims(pod: dict) -> list[str]:
-    return [v["persistentVolumeClaim"]["claimName"] for v in pod["spec"].get("volumes") or []
-            if (v.get("persistentVolumeClaim") or {}).get("claimName")]
+    return [
+        v["persistentVolumeClaim"]["claimName"]
+        for v in pod["spec"].get("volumes") or []
+        if (v.get("persistentVolumeClaim") or {}).get("claimName")
+    ]
 
 
 def _claim_problem(store, pod: dict) -> str:
@@ -205,7 +229,9 @@ def bind_claims(store) -> None:
             if pvc and pvc["status"].get("phase") != "Bound":
                 pvc["spec"]["volumeName"] = f"pvc-{pvc['metadata']['uid']}"
                 request = (pvc["spec"].get("resources") or {}).get("requests") or {}
-                pvc["status"] = {"phase": "Bound",
-                                 "accessModes": pvc["spec"].get("accessModes", ["ReadWriteOnce"]),
-                                 "capacity": {"storage": request.get("storage", "1Gi")}}
+                pvc["status"] = {
+                    "phase": "Bound",
+                    "accessModes": pvc["spec"].get("accessModes", ["ReadWriteOnce"]),
+                    "capacity": {"storage": request.get("storage", "1Gi")},
+                }
                 store.bump(pvc)

@@ -82,16 +82,19 @@ class Script:
         """(offset from container start, text); bare strings spread over the run."""
         raw = DEFAULT_LINES if self.lines is None else self.lines
         step = self.duration / max(1, len(raw))
-        return sorted(((item if isinstance(item, tuple) else (i * step, item))
-                       for i, item in enumerate(raw)), key=lambda p: p[0])
+        return sorted(
+            ((item if isinstance(item, tuple) else (i * step, item)) for i, item in enumerate(raw)), key=lambda p: p[0]
+        )
 
 
 def default_memory(duration: float) -> list[tuple[float, Usage]]:
     """Peak during bucket apply (a third in), lower through replay, cache keeps growing."""
-    return [(0.0, Usage(64 * MiB, 96 * MiB, 0)),
-            (duration * 0.3, Usage(1 * GiB, 3 * GiB, 4 * GiB)),
-            (duration * 0.5, Usage(600 * MiB, 3 * GiB, 6 * GiB)),
-            (duration, Usage(600 * MiB, 3 * GiB, 8 * GiB))]
+    return [
+        (0.0, Usage(64 * MiB, 96 * MiB, 0)),
+        (duration * 0.3, Usage(1 * GiB, 3 * GiB, 4 * GiB)),
+        (duration * 0.5, Usage(600 * MiB, 3 * GiB, 6 * GiB)),
+        (duration, Usage(600 * MiB, 3 * GiB, 8 * GiB)),
+    ]
 
 
 def usage_at(curve: Curve, elapsed: float) -> Usage:
@@ -105,13 +108,13 @@ def usage_at(curve: Curve, elapsed: float) -> Usage:
             f = 0.0 if t1 == t0 else (elapsed - t0) / (t1 - t0)
             mix = lambda x, y: int(x + (y - x) * f)  # noqa: E731
             usage = None if a.usage is None or b.usage is None else mix(a.usage, b.usage)
-            return Usage(mix(a.rss, b.rss), mix(a.working_set, b.working_set),
-                         mix(a.ephemeral, b.ephemeral), usage)
+            return Usage(mix(a.rss, b.rss), mix(a.working_set, b.working_set), mix(a.ephemeral, b.ephemeral), usage)
     return points[-1][1]
 
 
 def first_crossing(curve: Curve, field: str, limit: float, horizon: float) -> float | None:
     """Earliest elapsed time in [0, horizon] where `field` exceeds limit, or None."""
+
     def value(t: float) -> float:
         return getattr(usage_at(curve, t), field)
 
@@ -148,8 +151,10 @@ DEFAULT_LINES: tuple[str, ...] = (
     "  toLedger: 1000063",
     "  count: 16320",
     _core("History", "Catching up to ledger 1000063: Downloading and verifying buckets: 983743"),
-    _core("History", "Catching up to ledger 1000063: Download & apply checkpoints: "
-          "num checkpoints left to apply:255 (0% done)"),
+    _core(
+        "History",
+        "Catching up to ledger 1000063: Download & apply checkpoints: num checkpoints left to apply:255 (0% done)",
+    ),
     _core("Tx", "applying ledger 1000063 (txs:412, ops:830)"),
     _core("History", "Catchup finished"),
     _core("default", "*"),

@@ -23,8 +23,16 @@ from typing import Callable
 
 from catchup_sim.kube_logs import PodLogs
 from catchup_sim.kube_meta import (
-    ApiError, ManualClock, already_exists, field_matcher, invalid, label_matcher,
-    label_problems, name_problems, not_found, rfc3339,
+    ApiError,
+    ManualClock,
+    already_exists,
+    field_matcher,
+    invalid,
+    label_matcher,
+    label_problems,
+    name_problems,
+    not_found,
+    rfc3339,
 )
 
 
@@ -45,20 +53,22 @@ class Resource:
         return f"{self.group}/v1" if self.group else "v1"
 
 
-RESOURCES = {r.plural: r for r in (
-    Resource("jobs", "Job", "batch"),
-    Resource("pods", "Pod", ""),
-    Resource("persistentvolumeclaims", "PersistentVolumeClaim", ""),
-    Resource("configmaps", "ConfigMap", ""),
-    Resource("secrets", "Secret", ""),
-    Resource("events", "Event", ""),
-    Resource("nodes", "Node", "", namespaced=False),
-)}
+RESOURCES = {
+    r.plural: r
+    for r in (
+        Resource("jobs", "Job", "batch"),
+        Resource("pods", "Pod", ""),
+        Resource("persistentvolumeclaims", "PersistentVolumeClaim", ""),
+        Resource("configmaps", "ConfigMap", ""),
+        Resource("secrets", "Secret", ""),
+        Resource("events", "Event", ""),
+        Resource("nodes", "Node", "", namespaced=False),
+    )
+}
 
 # k8s.io/apimachinery/pkg/util/rand: no vowels, no look-alikes.
 _NAME_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
-TRACKING_LABELS = ("batch.kubernetes.io/controller-uid", "batch.kubernetes.io/job-name",
-                   "controller-uid", "job-name")
+TRACKING_LABELS = ("batch.kubernetes.io/controller-uid", "batch.kubernetes.io/job-name", "controller-uid", "job-name")
 
 
 class Store:
@@ -92,8 +102,9 @@ class Store:
     def live(self, plural: str, ns: str | None, name: str) -> dict | None:
         return self._objs[plural].get((ns or "", name))
 
-    def select(self, plural: str, ns: str | None = None, label_selector: str | None = None,
-               field_selector: str | None = None) -> list[dict]:
+    def select(
+        self, plural: str, ns: str | None = None, label_selector: str | None = None, field_selector: str | None = None
+    ) -> list[dict]:
         """Live objects in (namespace, name) order, as etcd lists them."""
         labels_ok = label_matcher(label_selector)
         fields_ok = field_matcher(plural, field_selector)
@@ -120,8 +131,11 @@ class Store:
             ns = ns if res.namespaced else ""
             if res.namespaced:
                 if meta.get("namespace") and meta["namespace"] != ns:
-                    raise ApiError(400, "BadRequest", "the namespace of the provided object does "
-                                   "not match the namespace sent on the request")
+                    raise ApiError(
+                        400,
+                        "BadRequest",
+                        "the namespace of the provided object does not match the namespace sent on the request",
+                    )
                 meta["namespace"] = ns
             self._validate(res, obj)
             if (ns, name) in self._objs[plural]:
@@ -142,8 +156,9 @@ class Store:
                 raise not_found(plural, RESOURCES[plural].group, name)
             return _clone(obj)
 
-    def list(self, plural: str, ns: str | None = None, label_selector: str | None = None,
-             field_selector: str | None = None) -> list[dict]:
+    def list(
+        self, plural: str, ns: str | None = None, label_selector: str | None = None, field_selector: str | None = None
+    ) -> list[dict]:
         with self.lock:
             return _clone(self.select(plural, ns, label_selector, field_selector))
 
@@ -159,10 +174,15 @@ class Store:
                 raise not_found(plural, res.group, name)
             sent_rv = (body.get("metadata") or {}).get("resourceVersion")
             if sent_rv and sent_rv != old["metadata"]["resourceVersion"]:
-                raise ApiError(409, "Conflict", f'Operation cannot be fulfilled on {plural}'
-                               f'{"." + res.group if res.group else ""} "{name}": the object has '
-                               "been modified; please apply your changes to the latest version "
-                               "and try again", {"name": name, "group": res.group, "kind": plural})
+                raise ApiError(
+                    409,
+                    "Conflict",
+                    f"Operation cannot be fulfilled on {plural}"
+                    f'{"." + res.group if res.group else ""} "{name}": the object has '
+                    "been modified; please apply your changes to the latest version "
+                    "and try again",
+                    {"name": name, "group": res.group, "kind": plural},
+                )
             new = _clone(body)
             new["apiVersion"], new["kind"] = res.api_version, res.kind
             meta = new.setdefault("metadata", {})
@@ -176,8 +196,7 @@ class Store:
             self._objs[plural][(ns or "", name)] = new
             return new
 
-    def delete(self, plural: str, ns: str | None, name: str,
-               propagation: str | None = None) -> tuple[dict, dict]:
+    def delete(self, plural: str, ns: str | None, name: str, propagation: str | None = None) -> tuple[dict, dict]:
         """Remove an object; returns (the object, the body the server answers)."""
         res = RESOURCES[plural]
         with self.lock:
@@ -201,9 +220,13 @@ class Store:
             self.bump(obj)
             if plural in ("pods", "persistentvolumeclaims"):
                 return obj, obj
-            return obj, {"kind": "Status", "apiVersion": "v1", "metadata": {},
-                         "status": "Success", "details": {"name": name, "group": res.group,
-                                                          "kind": plural, "uid": meta["uid"]}}
+            return obj, {
+                "kind": "Status",
+                "apiVersion": "v1",
+                "metadata": {},
+                "status": "Success",
+                "details": {"name": name, "group": res.group, "kind": plural, "uid": meta["uid"]},
+            }
 
     def _cascade(self, owner_uid: str, propagation: str) -> None:
         for pod in list(self._objs["pods"].values()):
@@ -236,8 +259,7 @@ class Store:
                     del self._objs["persistentvolumeclaims"][key]
                     self._rv += 1
 
-    def event(self, obj: dict, reason: str, message: str, component: str,
-              type_: str = "Warning") -> None:
+    def event(self, obj: dict, reason: str, message: str, component: str, type_: str = "Warning") -> None:
         """Record an Event about obj, folding repeats into `count` as the recorder does."""
         with self.lock:
             meta, now = obj["metadata"], rfc3339(self.clock())
@@ -249,14 +271,28 @@ class Store:
                 ev["lastTimestamp"] = now
                 self.bump(ev)
                 return
-            ev = self.create("events", meta.get("namespace"), {
-                "metadata": {"name": f"{meta['name']}.{self.rng.getrandbits(64):016x}"},
-                "involvedObject": {"kind": obj["kind"], "apiVersion": obj["apiVersion"],
-                                   "name": meta["name"], "namespace": meta.get("namespace"),
-                                   "uid": meta["uid"]},
-                "reason": reason, "message": message, "type": type_, "count": 1,
-                "source": {"component": component}, "firstTimestamp": now, "lastTimestamp": now,
-                "reportingComponent": component})
+            ev = self.create(
+                "events",
+                meta.get("namespace"),
+                {
+                    "metadata": {"name": f"{meta['name']}.{self.rng.getrandbits(64):016x}"},
+                    "involvedObject": {
+                        "kind": obj["kind"],
+                        "apiVersion": obj["apiVersion"],
+                        "name": meta["name"],
+                        "namespace": meta.get("namespace"),
+                        "uid": meta["uid"],
+                    },
+                    "reason": reason,
+                    "message": message,
+                    "type": type_,
+                    "count": 1,
+                    "source": {"component": component},
+                    "firstTimestamp": now,
+                    "lastTimestamp": now,
+                    "reportingComponent": component,
+                },
+            )
             self._events[key] = (ev["metadata"]["namespace"], ev["metadata"]["name"])
 
     # --- validation and defaulting ---------------------------------------------
@@ -265,20 +301,22 @@ class Store:
         meta = obj["metadata"]
         name = meta.get("name") or ""
         # A Job's name becomes a label value, so it must fit in 63 characters.
-        causes = [("metadata.name", p) for p in name_problems(name, 63 if res.plural == "jobs"
-                                                              else 253)]
+        causes = [("metadata.name", p) for p in name_problems(name, 63 if res.plural == "jobs" else 253)]
         causes += label_problems(meta.get("labels"), "metadata.labels")
         spec = obj.get("spec") or {}
         pod_spec, path = None, "spec"
         if res.plural == "jobs":
             template = spec.get("template") or {}
-            causes += label_problems((template.get("metadata") or {}).get("labels"),
-                                     "spec.template.metadata.labels")
+            causes += label_problems((template.get("metadata") or {}).get("labels"), "spec.template.metadata.labels")
             pod_spec, path = template.get("spec") or {}, "spec.template.spec"
             policy = pod_spec.get("restartPolicy")
             if policy not in ("Never", "OnFailure"):
-                causes.append((f"{path}.restartPolicy", f'Unsupported value: "{policy or ""}": '
-                               'supported values: "OnFailure", "Never"'))
+                causes.append(
+                    (
+                        f"{path}.restartPolicy",
+                        f'Unsupported value: "{policy or ""}": supported values: "OnFailure", "Never"',
+                    )
+                )
         elif res.plural == "pods":
             pod_spec = spec
         if pod_spec is not None:
@@ -315,12 +353,23 @@ def _default_job(store: Store, job: dict) -> None:
     if not meta.get("labels") and tmeta.get("labels"):
         meta["labels"] = dict(tmeta["labels"])
     uid, name = meta["uid"], meta["name"]
-    tmeta["labels"] = {**(tmeta.get("labels") or {}), TRACKING_LABELS[0]: uid,
-                       TRACKING_LABELS[1]: name, TRACKING_LABELS[2]: uid, TRACKING_LABELS[3]: name}
+    tmeta["labels"] = {
+        **(tmeta.get("labels") or {}),
+        TRACKING_LABELS[0]: uid,
+        TRACKING_LABELS[1]: name,
+        TRACKING_LABELS[2]: uid,
+        TRACKING_LABELS[3]: name,
+    }
     spec["selector"] = {"matchLabels": {TRACKING_LABELS[0]: uid}}
-    for key, value in (("parallelism", 1), ("completions", 1), ("backoffLimit", 6),
-                       ("completionMode", "NonIndexed"), ("suspend", False),
-                       ("podReplacementPolicy", "TerminatingOrFailed"), ("manualSelector", None)):
+    for key, value in (
+        ("parallelism", 1),
+        ("completions", 1),
+        ("backoffLimit", 6),
+        ("completionMode", "NonIndexed"),
+        ("suspend", False),
+        ("podReplacementPolicy", "TerminatingOrFailed"),
+        ("manualSelector", None),
+    ):
         if value is not None:
             spec.setdefault(key, value)
     _default_pod_spec(template.setdefault("spec", {}))
@@ -339,13 +388,13 @@ def _default_pvc(store: Store, pvc: dict) -> None:
 
 def _default_node(store: Store, node: dict) -> None:
     status = node.setdefault("status", {})
-    status.setdefault("conditions", [{"type": "Ready", "status": "True",
-                                      "reason": "KubeletReady",
-                                      "message": "kubelet is posting ready status"}])
+    status.setdefault(
+        "conditions",
+        [{"type": "Ready", "status": "True", "reason": "KubeletReady", "message": "kubelet is posting ready status"}],
+    )
 
 
-_DEFAULTS = {"jobs": _default_job, "pods": _default_pod,
-             "persistentvolumeclaims": _default_pvc, "nodes": _default_node}
+_DEFAULTS = {"jobs": _default_job, "pods": _default_pod, "persistentvolumeclaims": _default_pvc, "nodes": _default_node}
 
 
 def qos_class(spec: dict) -> str:

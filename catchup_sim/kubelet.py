@@ -57,8 +57,13 @@ class Run:
 
 
 class Kubelet:
-    def __init__(self, store: Store, script: Callable[[dict], Script] | None = None,
-                 clock: Callable[[], float] | None = None, stats_period: float = 10.0) -> None:
+    def __init__(
+        self,
+        store: Store,
+        script: Callable[[dict], Script] | None = None,
+        clock: Callable[[], float] | None = None,
+        stats_period: float = 10.0,
+    ) -> None:
         self.store = store
         self.clock = clock or store.clock
         self.script = script or (lambda obj: Script())
@@ -72,8 +77,9 @@ class Kubelet:
 
     # --- nodes ------------------------------------------------------------------
 
-    def add_node(self, name: str, labels: dict | None = None, taints: list[dict] | None = None,
-                 allocatable: dict | None = None) -> dict:
+    def add_node(
+        self, name: str, labels: dict | None = None, taints: list[dict] | None = None, allocatable: dict | None = None
+    ) -> dict:
         self._ips += 1
         ip = f"10.0.{self._ips // 250}.{self._ips % 250 + 1}"
         manifest = node_manifest(name, labels, taints, allocatable, ip)
@@ -224,15 +230,13 @@ class Kubelet:
             self._exit(pod, run, t, 137, "Error", force_phase="Failed")
             self.store.event(pod, evictions.REASON, message, "kubelet")
         elif run.end_kind == "disrupt":
-            _condition(pod, "DisruptionTarget", "True", t, s.disrupt,
-                       DISRUPTION_MESSAGES[s.disrupt])
+            _condition(pod, "DisruptionTarget", "True", t, s.disrupt, DISRUPTION_MESSAGES[s.disrupt])
             if s.disrupt == "TerminationByKubelet" and s.disrupt_mode == "exit":
                 pod["status"].update(reason="Terminated", message=DISRUPTION_MESSAGES[s.disrupt])
             if s.disrupt_mode == "delete":
                 pod["metadata"]["deletionTimestamp"] = rfc3339(t)
                 pod["metadata"]["deletionGracePeriodSeconds"] = int(s.grace)
-            run.pending = (t + s.grace, s.disrupt_exit_code, s.disrupt_mode == "delete",
-                           s.disrupt_mode == "node_gone")
+            run.pending = (t + s.grace, s.disrupt_exit_code, s.disrupt_mode == "delete", s.disrupt_mode == "node_gone")
             self.store.bump(pod)
         else:
             self._exit(pod, run, t, s.exit_code, "Completed" if s.exit_code == 0 else "Error")
@@ -254,8 +258,9 @@ class Kubelet:
         # No limit of its own (a pooled pod has its node to itself, L15): it fills the
         # node's disk, and the node, short of disk, evicts the pod using the most over its request.
         request = int(parse_quantity(requests.get(evictions.DISK, "0")))
-        return evictions.node_pressure_message(evictions.DISK, 10 * GiB, 9 * GiB, container["name"],
-                                               use.ephemeral, request)
+        return evictions.node_pressure_message(
+            evictions.DISK, 10 * GiB, 9 * GiB, container["name"], use.ephemeral, request
+        )
 
     def kill(self, pod: dict, now: float) -> None:
         """Graceful deletion by a controller: SIGTERM, then the pod goes after the grace."""
@@ -278,21 +283,33 @@ class Kubelet:
         st["hostIPs"] = [{"ip": st["hostIP"]}]
         st["podIP"] = f"10.244.{self._ips // 250}.{self._ips % 250 + 1}"
         st["podIPs"] = [{"ip": st["podIP"]}]
-        for kind, status in (("PodReadyToStartContainers", "True"), ("Initialized", "True"),
-                             ("Ready", "False"), ("ContainersReady", "False")):
+        for kind, status in (
+            ("PodReadyToStartContainers", "True"),
+            ("Initialized", "True"),
+            ("Ready", "False"),
+            ("ContainersReady", "False"),
+        ):
             reason = "ContainersNotReady" if status == "False" else None
             names = " ".join(c["name"] for c in pod["spec"]["containers"])
-            _condition(pod, kind, status, now, reason,
-                       f"containers with unready status: [{names}]" if reason else None)
+            _condition(pod, kind, status, now, reason, f"containers with unready status: [{names}]" if reason else None)
         self._set_containers(pod, run, {"waiting": {"reason": "ContainerCreating"}})
 
     def _start(self, pod: dict, run: Run, t: float) -> None:
         s = run.script
         run.stage, run.t_start, run.next_line = "running", t, 0
         run.lines = s.timed_lines()
-        run.t_end, run.end_kind = t + s.duration, ("oom" if s.oom else "evict" if
-                                                     s.evict_ephemeral or s.evict_memory_pressure
-                                                     else "disrupt" if s.disrupt else "exit")
+        run.t_end, run.end_kind = (
+            t + s.duration,
+            (
+                "oom"
+                if s.oom
+                else "evict"
+                if s.evict_ephemeral or s.evict_memory_pressure
+                else "disrupt"
+                if s.disrupt
+                else "exit"
+            ),
+        )
         container = pod["spec"]["containers"][0]
         limit = ((container.get("resources") or {}).get("limits") or {}).get("memory")
         if limit is not None:
@@ -309,27 +326,43 @@ class Kubelet:
             _condition(pod, kind, "True", t)
         self._set_containers(pod, run, {"running": {"startedAt": rfc3339(t)}}, ready=True)
 
-    def _exit(self, pod: dict, run: Run, t: float, code: int, reason: str,
-              force_phase: str | None = None) -> None:
+    def _exit(self, pod: dict, run: Run, t: float, code: int, reason: str, force_phase: str | None = None) -> None:
         ran = run.stage in ("running", "done") or run.instance > 0
         if run.stage == "running":
-            term = {"exitCode": code, "reason": reason, "startedAt": rfc3339(run.t_start),
-                    "finishedAt": rfc3339(t), "containerID": self._cid(pod, run)}
+            term = {
+                "exitCode": code,
+                "reason": reason,
+                "startedAt": rfc3339(run.t_start),
+                "finishedAt": rfc3339(t),
+                "containerID": self._cid(pod, run),
+            }
         else:
             # Never started: the status manager reports it as lost, like the real one.
-            term = {"exitCode": 137, "reason": "ContainerStatusUnknown", "message":
-                    "The container could not be located when the pod was terminated"}
+            term = {
+                "exitCode": 137,
+                "reason": "ContainerStatusUnknown",
+                "message": "The container could not be located when the pod was terminated",
+            }
         policy = pod["spec"].get("restartPolicy", "Always")
         restart = force_phase is None and (policy == "Always" or (policy == "OnFailure" and code))
         if restart:
             # In place: the pod stays Running and only restartCount tells (the L1 trap).
             run.stage = "backoff"
-            run.restart_at = t + min(300.0, 10.0 * 2 ** run.instance)
-            self._set_containers(pod, run, {"waiting": {
-                "reason": "CrashLoopBackOff", "message": f"back-off {int(run.restart_at - t)}s "
-                f"restarting failed container={pod['spec']['containers'][0]['name']} "
-                f"pod={pod['metadata']['name']}_{pod['metadata']['namespace']}"
-                f"({pod['metadata']['uid']})"}}, last={"terminated": term})
+            run.restart_at = t + min(300.0, 10.0 * 2**run.instance)
+            self._set_containers(
+                pod,
+                run,
+                {
+                    "waiting": {
+                        "reason": "CrashLoopBackOff",
+                        "message": f"back-off {int(run.restart_at - t)}s "
+                        f"restarting failed container={pod['spec']['containers'][0]['name']} "
+                        f"pod={pod['metadata']['name']}_{pod['metadata']['namespace']}"
+                        f"({pod['metadata']['uid']})",
+                    }
+                },
+                last={"terminated": term},
+            )
             return
         run.stage = "done"
         pod["status"]["phase"] = force_phase or ("Succeeded" if code == 0 else "Failed")
@@ -338,17 +371,24 @@ class Kubelet:
         _condition(pod, "PodReadyToStartContainers", "False", t)
         self._set_containers(pod, run, {"terminated": term}, keep_id=ran)
 
-    def _set_containers(self, pod: dict, run: Run, state: dict, ready: bool = False,
-                        last: dict | None = None, keep_id: bool = True) -> None:
+    def _set_containers(
+        self, pod: dict, run: Run, state: dict, ready: bool = False, last: dict | None = None, keep_id: bool = True
+    ) -> None:
         old = {c["name"]: c for c in pod["status"].get("containerStatuses") or []}
         statuses = []
         for c in pod["spec"]["containers"]:
             prev = old.get(c["name"], {})
             started = "running" in state or "terminated" in state and keep_id
-            status = {"name": c["name"], "image": c["image"], "imageID": prev.get("imageID", ""),
-                      "ready": ready, "restartCount": run.instance, "started": "running" in state,
-                      "state": state, "lastState": last if last is not None
-                      else prev.get("lastState", {})}
+            status = {
+                "name": c["name"],
+                "image": c["image"],
+                "imageID": prev.get("imageID", ""),
+                "ready": ready,
+                "restartCount": run.instance,
+                "started": "running" in state,
+                "state": state,
+                "lastState": last if last is not None else prev.get("lastState", {}),
+            }
             if started:
                 status["imageID"] = f"{c['image'].split(':')[0]}@sha256:{'0' * 64}"
                 status["containerID"] = self._cid(pod, run)
@@ -369,8 +409,9 @@ class Kubelet:
             t = run.t_start + offset
             if t > limit:
                 break
-            self.store.logs.write(meta["namespace"], meta["name"], container, run.instance, t,
-                                  text.replace("{now}", core_stamp(t)))
+            self.store.logs.write(
+                meta["namespace"], meta["name"], container, run.instance, t, text.replace("{now}", core_stamp(t))
+            )
             run.next_line += 1
 
     def _pod_gc(self, now: float) -> None:
@@ -393,7 +434,8 @@ class Kubelet:
                 elapsed = min(now, run.t_end) - run.t_start
                 if self.stats_period > 0:
                     elapsed = int(elapsed / self.stats_period) * self.stats_period
-                pods.append(pod_stats(pod, usage_at(run.script.curve(), elapsed),
-                                       rfc3339(run.t_start + elapsed)))
-            return {"node": {"nodeName": node, "startTime": rfc3339(now),
-                             "memory": {"time": rfc3339(now)}}, "pods": pods}
+                pods.append(pod_stats(pod, usage_at(run.script.curve(), elapsed), rfc3339(run.t_start + elapsed)))
+            return {
+                "node": {"nodeName": node, "startTime": rfc3339(now), "memory": {"time": rfc3339(now)}},
+                "pods": pods,
+            }

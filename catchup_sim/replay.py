@@ -94,8 +94,9 @@ def replay(
     )
     clock = VirtualClock()
     t0 = clock.time()
-    backend = VirtualBackend(workload, clock, tiers=tiers, mission_seed=mission_seed,
-                             start_delay_seconds=start_delay_seconds)
+    backend = VirtualBackend(
+        workload, clock, tiers=tiers, mission_seed=mission_seed, start_delay_seconds=start_delay_seconds
+    )
     wall = time.perf_counter()
     result = run_mission(prepare(cfg), backend, clock=clock, write_plan=False)
     wall = time.perf_counter() - wall

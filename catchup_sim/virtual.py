@@ -86,12 +86,22 @@ class VirtualBackend:
         resumed_from = None if fresh else cost.range.first + int(done * cost.range.length)
         if spec.memory_limit_bytes < peak:
             at = self.oom_at if fresh else 0.5
-            a = VirtualAttempt(spec, start, start + remaining * at, OOM, Peaks(spec.memory_limit_bytes, spec.memory_limit_bytes),
-                               fresh, resumed_from, done)
+            a = VirtualAttempt(
+                spec,
+                start,
+                start + remaining * at,
+                OOM,
+                Peaks(spec.memory_limit_bytes, spec.memory_limit_bytes),
+                fresh,
+                resumed_from,
+                done,
+            )
         elif draw.disrupt_at is not None and spec.range_key not in self.reclaimed and draw.disrupt_at > done:
             self.reclaimed.add(spec.range_key)
             ran = full * (draw.disrupt_at - done)
-            a = VirtualAttempt(spec, start, start + ran, DISRUPTED, self._peaks(cost, peak), fresh, resumed_from, draw.disrupt_at)
+            a = VirtualAttempt(
+                spec, start, start + ran, DISRUPTED, self._peaks(cost, peak), fresh, resumed_from, draw.disrupt_at
+            )
         else:
             a = VirtualAttempt(spec, start, start + remaining, OK, self._peaks(cost, peak), fresh, resumed_from, 1.0)
         self.attempts[aid] = a
@@ -106,12 +116,32 @@ class VirtualBackend:
     def _state(self, a: VirtualAttempt, now: float) -> AttemptState:
         spec = a.spec
         if now >= a.end:
-            return AttemptState(spec.range_key, spec.attempt, Phase.FINISHED, a.observation, a.start, a.end,
-                                "virtual", a.peaks, spec.memory_limit_bytes, spec.tier)
+            return AttemptState(
+                spec.range_key,
+                spec.attempt,
+                Phase.FINISHED,
+                a.observation,
+                a.start,
+                a.end,
+                "virtual",
+                a.peaks,
+                spec.memory_limit_bytes,
+                spec.tier,
+            )
         # Live peaks are not reported: the dispatcher records them at the end only.
         phase = Phase.RUNNING if now >= a.start else Phase.PENDING
-        return AttemptState(spec.range_key, spec.attempt, phase, None, a.start if phase is Phase.RUNNING else None,
-                            None, "virtual", Peaks(), spec.memory_limit_bytes, spec.tier)
+        return AttemptState(
+            spec.range_key,
+            spec.attempt,
+            phase,
+            None,
+            a.start if phase is Phase.RUNNING else None,
+            None,
+            "virtual",
+            Peaks(),
+            spec.memory_limit_bytes,
+            spec.tier,
+        )
 
     def observe(self) -> list[AttemptState]:
         now = self.clock.time()
@@ -128,8 +158,9 @@ class VirtualBackend:
         cost = self.workload.by_key[state.range_key]
         share = a.progress_after - (0.0 if a.fresh else self.progress.get(state.range_key, 0.0))
         tx = int(cost.tx_apply_count * max(share, 0.0)) if a.observation is not OOM else None
-        return Collected(peaks=a.peaks, log_path=None, tx_apply_count=tx, resumed_from_ledger=a.resumed_from,
-                         fresh_start=a.fresh)
+        return Collected(
+            peaks=a.peaks, log_path=None, tx_apply_count=tx, resumed_from_ledger=a.resumed_from, fresh_start=a.fresh
+        )
 
     def release(self, state: AttemptState) -> None:
         a = self.attempts.pop(state.attempt_id, None)
@@ -138,8 +169,17 @@ class VirtualBackend:
         if a.observation is not OOM:
             self.progress[state.range_key] = a.progress_after
         tier = self.tiers.by_name(a.spec.tier)
-        self.finished.append(Interval(state.range_key, state.attempt, a.start, a.end,
-                                      _outcome(a.observation), tier.name, 1.0 / tier.pods_per_node))
+        self.finished.append(
+            Interval(
+                state.range_key,
+                state.attempt,
+                a.start,
+                a.end,
+                _outcome(a.observation),
+                tier.name,
+                1.0 / tier.pods_per_node,
+            )
+        )
 
     def release_range(self, range_key: str) -> None:
         self.progress.pop(range_key, None)

@@ -10,7 +10,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable
 
-from catchup_assets.backends.base import AlreadyExists, AttemptSpec, AttemptState, Collected, Peaks, TransientBackendError
+from catchup_assets.backends.base import (
+    AlreadyExists,
+    AttemptSpec,
+    AttemptState,
+    Collected,
+    Peaks,
+    TransientBackendError,
+)
 from catchup_assets.outcomes import Observation
 
 OK = Observation(exit_code=0, termination_reason="Completed")

@@ -23,7 +23,9 @@ def instance(tmp_path, monkeypatch):
 
 def with_resource(**changes) -> dg.Definitions:
     res = CatchupResource(**{**catchup.model_dump(), **changes})
-    return dg.Definitions(assets=defs.assets, jobs=defs.jobs, resources={"catchup": res}, executor=dg.in_process_executor)
+    return dg.Definitions(
+        assets=defs.assets, jobs=defs.jobs, resources={"catchup": res}, executor=dg.in_process_executor
+    )
 
 
 def plan(instance, mission, n, d=defs, **extra):
@@ -127,7 +129,10 @@ def test_L34_bad_tier_ladder_is_refused_at_load_naming_the_tier():
 def test_L35_previous_profile_with_no_ranges_is_refused(instance, tmp_path):
     empty = tmp_path / "empty.parquet"
     pd.DataFrame(
-        {c: pd.Series(dtype="float64") for c in ("range_key", "last_ledger", "peak_anon_bytes", "peak_working_set_bytes", "seconds")}
+        {
+            c: pd.Series(dtype="float64")
+            for c in ("range_key", "last_ledger", "peak_anon_bytes", "peak_working_set_bytes", "seconds")
+        }
     ).to_parquet(empty)
     result = plan(instance, "m1", 2, previous_profile=str(empty))
     assert not result.success and "has no ranges" in failure_text(result)
@@ -148,4 +153,7 @@ def test_our_range_tags_are_dagster_s():
     from catchup_assets.assets import RANGE_END_TAG, RANGE_START_TAG, WILL_RETRY_TAG
 
     assert (RANGE_START_TAG, RANGE_END_TAG, WILL_RETRY_TAG) == (
-        ASSET_PARTITION_RANGE_START_TAG, ASSET_PARTITION_RANGE_END_TAG, DAGSTER_WILL_RETRY)
+        ASSET_PARTITION_RANGE_START_TAG,
+        ASSET_PARTITION_RANGE_END_TAG,
+        DAGSTER_WILL_RETRY,
+    )

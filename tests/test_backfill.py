@@ -39,7 +39,11 @@ def reclaim_seed(keys, hit, mission):
         drawn = mission_seed(seed, mission)
         delays = {k: disruption_delay(drawn, RATE, WINDOW, k, 1) for k in keys}
         again = [disruption_delay(drawn, RATE, WINDOW, k, 2) for k in hit]
-        if {k for k, d in delays.items() if d is not None} == set(hit) and all(delays[k] > 1.2 for k in hit) and again == [None, None]:
+        if (
+            {k for k, d in delays.items() if d is not None} == set(hit)
+            and all(delays[k] > 1.2 for k in hit)
+            and again == [None, None]
+        ):
             return seed
     raise AssertionError("no seed found")
 
@@ -50,9 +54,11 @@ def test_backfill_of_failed_ranges_runs_exactly_those_sharing_the_mission_cap(tm
     (tmp_path / "home").mkdir()
     with dg.instance_for_test(temp_dir=str(tmp_path / "home")) as instance:
         # Six mid-history ranges (a few seconds each, none OOMs), one slot: parallelism 1.
-        assert defs.resolve_job_def("mission_plan_job").execute_in_process(
-            run_config=plan_config("mb", 6, first_range=36, parallelism=1), instance=instance
-        ).success
+        assert (
+            defs.resolve_job_def("mission_plan_job")
+            .execute_in_process(run_config=plan_config("mb", 6, first_range=36, parallelism=1), instance=instance)
+            .success
+        )
         keys = instance.get_dynamic_partitions("ledger_ranges")
         hit = [keys[1], keys[4]]  # two groups that are not contiguous
         # A spot storm with no environmental budget condemns them mid-replay.
@@ -71,11 +77,13 @@ def test_backfill_of_failed_ranges_runs_exactly_those_sharing_the_mission_cap(tm
             )
             assert result.data["launchPartitionBackfill"]["__typename"] == "LaunchBackfillSuccess", result.data
             list(execute_backfill_iteration(context.process_context, logging.getLogger("backfill")))
-            runs = instance.get_runs(filters=dg.RunsFilter(tags={"dagster/backfill": result.data["launchPartitionBackfill"]["backfillId"]}))
-            # One run per contiguous group: exactly the two failed ranges.
-            assert sorted((r.tags[ASSET_PARTITION_RANGE_START_TAG], r.tags[ASSET_PARTITION_RANGE_END_TAG]) for r in runs) == sorted(
-                (k, k) for k in hit
+            runs = instance.get_runs(
+                filters=dg.RunsFilter(tags={"dagster/backfill": result.data["launchPartitionBackfill"]["backfillId"]})
             )
+            # One run per contiguous group: exactly the two failed ranges.
+            assert sorted(
+                (r.tags[ASSET_PARTITION_RANGE_START_TAG], r.tags[ASSET_PARTITION_RANGE_END_TAG]) for r in runs
+            ) == sorted((k, k) for k in hit)
             list(QueuedRunCoordinatorDaemon(interval_seconds=1).run_iteration(context.process_context))
             deadline = time.monotonic() + 180
             while time.monotonic() < deadline and any(not instance.get_run_by_id(r.run_id).is_finished for r in runs):

@@ -33,12 +33,19 @@ def test_dagster_backfill_smoke(tmp_path):
     text = out["path"].read_text()
     assert out["path"] == tmp_path / "dagster_backfill.md"
     assert "command: `uv run python -m benchmarks.dagster_backfill" in text and "machine:" in text
-    captions = ("Launch to 20 attempts live (40 partitions, one run; seconds since the mutation was sent)",
-                "Event log of the run that drove all 40 ranges",
-                "Wall time of the run against the same mission without Dagster")
+    captions = (
+        "Launch to 20 attempts live (40 partitions, one run; seconds since the mutation was sent)",
+        "Event log of the run that drove all 40 ranges",
+        "Wall time of the run against the same mission without Dagster",
+    )
     rows = {r[0]: r[1:] for c in captions for r in table_rows(text, c)}
-    for label in ("backfill requested: GraphQL launchPartitionBackfill returned", "RUN_START event",
-                  "STEP_START event", "first attempt submitted", "20 attempts live"):
+    for label in (
+        "backfill requested: GraphQL launchPartitionBackfill returned",
+        "RUN_START event",
+        "STEP_START event",
+        "first attempt submitted",
+        "20 attempts live",
+    ):
         assert rows[label][0] != "n/a", label
     assert rows["event-log entries of the run"][0] == str(d["events"]["count"])
     assert "run_mission without Dagster (same workload, backend, poll)" in rows

@@ -31,7 +31,10 @@ def test_k8s_api_smoke(tmp_path):
 def test_dispatcher_cost_smoke(tmp_path):
     results = dispatcher_cost.main(["--smoke", "--out", str(tmp_path)])
     assert [(m.case.path, m.case.supervisor) for m in results] == [
-        ("kubernetes", ""), ("local", "real"), ("local", "standin")]
+        ("kubernetes", ""),
+        ("local", "real"),
+        ("local", "standin"),
+    ]
     for m in results:
         assert m.all_done and m.leftovers == 0  # no Job left, no supervisor left alive
         assert m.attempts == m.events["submit"] == m.events["finish"] > 0
@@ -47,5 +50,6 @@ def test_dispatcher_cost_smoke(tmp_path):
 
 def test_a_case_runs_in_a_fresh_interpreter():
     m = dispatcher_cost.measure_in_fresh_process(
-        dispatcher_cost.Case("local", 2, 1.0, "standin", shortest=1, longest=1, poll_seconds=0.2))
+        dispatcher_cost.Case("local", 2, 1.0, "standin", shortest=1, longest=1, poll_seconds=0.2)
+    )
     assert m.all_done and m.attempts == 2 and m.leftovers == 0 and m.setup_rss > 0

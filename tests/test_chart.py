@@ -89,8 +89,11 @@ MODELS = {
 
 @pytest.mark.parametrize(
     "values",
-    [{}, {"storageMode": "ephemeral", "karpenter": {"enabled": True}},
-     {"codeLocation": {"nodeSelector": {"pool": "system"}, "tolerations": [{"key": "a", "operator": "Exists"}]}}],
+    [
+        {},
+        {"storageMode": "ephemeral", "karpenter": {"enabled": True}},
+        {"codeLocation": {"nodeSelector": {"pool": "system"}, "tolerations": [{"key": "a", "operator": "Exists"}]}},
+    ],
     ids=["defaults", "ephemeral+karpenter", "placement"],
 )
 def test_every_object_validates_and_decodes(chart, values):
@@ -154,15 +157,18 @@ def test_worker_entrypoint_copy_is_the_package_s():
 
 def test_configmap_carries_entrypoint_core_config_and_values(chart):
     core_cfg = 'NETWORK_PASSPHRASE="Test SDF Network ; September 2015"\nHTTP_PORT=0\n'
-    docs = render(chart, {
-        "stellarCoreConfig": core_cfg,
-        "storageMode": "ephemeral",
-        "storageRoot": "s3://bucket/run-42",
-        "parallelism": 77,
-        "budgets": {"environmental": 3, "oomRungs": 2, "ordinary": 1, "failed": 0},
-        "tiers": [{"name": "small", "memoryCutGib": 3, "nodeMemoryGib": 4, "cpu": 1}],
-        "workerImage": {"repository": "stellar/stellar-core", "tag": "23.0.1"},
-    })
+    docs = render(
+        chart,
+        {
+            "stellarCoreConfig": core_cfg,
+            "storageMode": "ephemeral",
+            "storageRoot": "s3://bucket/run-42",
+            "parallelism": 77,
+            "budgets": {"environmental": 3, "oomRungs": 2, "ordinary": 1, "failed": 0},
+            "tiers": [{"name": "small", "memoryCutGib": 3, "nodeMemoryGib": 4, "cpu": 1}],
+            "workerImage": {"repository": "stellar/stellar-core", "tag": "23.0.1"},
+        },
+    )
     cm = decode(one(docs, "ConfigMap"), "V1ConfigMap")
     packaged = (ROOT / "catchup_assets" / "worker" / "entrypoint.sh").read_text()
     assert cm.data["entrypoint.sh"] == packaged
@@ -194,21 +200,39 @@ def test_run_config_is_accepted_by_the_resource(chart):
 
 
 def test_deployment_runs_the_code_location_as_non_root(chart):
-    docs = render(chart, {
-        "storageRoot": "s3://bucket/prod",
-        "codeLocation": {
-            "port": 4000,
-            "nodeSelector": {"catchup.stellar.org/role": "orchestration"},
-            "tolerations": [{"key": "catchup.stellar.org/role", "operator": "Equal",
-                             "value": "orchestration", "effect": "NoSchedule"}],
+    docs = render(
+        chart,
+        {
+            "storageRoot": "s3://bucket/prod",
+            "codeLocation": {
+                "port": 4000,
+                "nodeSelector": {"catchup.stellar.org/role": "orchestration"},
+                "tolerations": [
+                    {
+                        "key": "catchup.stellar.org/role",
+                        "operator": "Equal",
+                        "value": "orchestration",
+                        "effect": "NoSchedule",
+                    }
+                ],
+            },
         },
-    })
+    )
     dep = decode(one(docs, "Deployment"), "V1Deployment")
     pod = dep.spec.template.spec
     (c,) = pod.containers
     assert c.image == "ghcr.io/stellar/catchup-assets:1.2.3"
     assert c.command + c.args == [
-        "dagster", "api", "grpc", "-f", "/etc/catchup/catchup_location.py", "-h", "0.0.0.0", "-p", "4000"]
+        "dagster",
+        "api",
+        "grpc",
+        "-f",
+        "/etc/catchup/catchup_location.py",
+        "-h",
+        "0.0.0.0",
+        "-p",
+        "4000",
+    ]
     assert [p.container_port for p in c.ports] == [4000]
     env = {e.name: e.value for e in c.env}
     assert env["CATCHUP_STORAGE_ROOT"] == "s3://bucket/prod"
@@ -226,7 +250,8 @@ def test_deployment_runs_the_code_location_as_non_root(chart):
     # Its own placement.
     assert pod.node_selector == {"catchup.stellar.org/role": "orchestration"}
     assert [(t.key, t.value, t.effect) for t in pod.tolerations] == [
-        ("catchup.stellar.org/role", "orchestration", "NoSchedule")]
+        ("catchup.stellar.org/role", "orchestration", "NoSchedule")
+    ]
     svc = decode(one(docs, "Service"), "V1Service")
     assert [(p.port, p.target_port) for p in svc.spec.ports] == [(4000, "grpc")]
     assert svc.spec.selector.items() <= dep.spec.template.metadata.labels.items()
@@ -234,8 +259,10 @@ def test_deployment_runs_the_code_location_as_non_root(chart):
 
 def test_nodepools_only_when_enabled(chart):
     assert not [d for d in render(chart) if d["kind"] == "NodePool"]
-    tiers = [{"name": "small", "memoryCutGib": 3, "nodeMemoryGib": 4, "cpu": 1},
-             {"name": "big", "memoryCutGib": 28, "nodeMemoryGib": 32, "cpu": 4}]
+    tiers = [
+        {"name": "small", "memoryCutGib": 3, "nodeMemoryGib": 4, "cpu": 1},
+        {"name": "big", "memoryCutGib": 28, "nodeMemoryGib": 32, "cpu": 4},
+    ]
     docs = render(chart, {"karpenter": {"enabled": True}, "tiers": tiers})
     pools = [d for d in docs if d["kind"] == "NodePool"]
     assert [p["apiVersion"] for p in pools] == ["karpenter.sh/v1"] * 2
@@ -321,10 +348,15 @@ def test_dagster_values_match_the_local_instance_policy():
     daemon = yaml.safe_load(DAGSTER_VALUES.read_text())["dagsterDaemon"]
     rc = daemon["runCoordinator"]
     assert rc["type"] == "QueuedRunCoordinator" == local["run_coordinator"]["class"]
-    assert rc["config"]["queuedRunCoordinator"]["maxConcurrentRuns"] == local["concurrency"]["runs"]["max_concurrent_runs"]
+    assert (
+        rc["config"]["queuedRunCoordinator"]["maxConcurrentRuns"] == local["concurrency"]["runs"]["max_concurrent_runs"]
+    )
     rr, lrr = daemon["runRetries"], local["run_retries"]
-    assert (rr["enabled"], rr["maxRetries"], rr["retryOnAssetOrOpFailure"]) == (
-        lrr["enabled"], lrr["max_retries"], lrr["retry_on_asset_or_op_failure"]) == (True, 2, False)
+    assert (
+        (rr["enabled"], rr["maxRetries"], rr["retryOnAssetOrOpFailure"])
+        == (lrr["enabled"], lrr["max_retries"], lrr["retry_on_asset_or_op_failure"])
+        == (True, 2, False)
+    )
     rm, lrm = daemon["runMonitoring"], local["run_monitoring"]
     assert rm == {
         "enabled": lrm["enabled"],

@@ -29,7 +29,12 @@ def demo(tmp_path_factory):
     env = {k: v for k, v in os.environ.items() if k not in ("DAGSTER_HOME", "CATCHUP_STORAGE_ROOT")}
     proc = subprocess.run(
         [str(script), "demo", "--ranges", str(RANGES), "--parallelism", "4", "--speed", "3000000"],
-        cwd=cwd, env=env, capture_output=True, text=True, timeout=240, check=False,
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=240,
+        check=False,
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     missions = re.findall(r"^(demo-\d{8}-\d{6}-[ab]):$", proc.stdout, re.MULTILINE)
@@ -39,7 +44,14 @@ def demo(tmp_path_factory):
 
 def test_prints_the_summary_and_the_command_that_opens_the_same_instance(demo):
     d, _, proc = demo
-    for row in ("ranges", "retries", "of them after OOM", "memory requested (GiB)", "node-hours (est.)", "wall time (s)"):
+    for row in (
+        "ranges",
+        "retries",
+        "of them after OOM",
+        "memory requested (GiB)",
+        "node-hours (est.)",
+        "wall time (s)",
+    ):
         assert re.search(rf"^\s*{re.escape(row)}\s+\S+\s+\S+$", proc.stdout, re.MULTILINE), row
     home, workspace = d / "dagster_home", d / "workspace.yaml"
     assert f"DAGSTER_HOME={home} " in proc.stdout
@@ -58,7 +70,10 @@ def test_instance_holds_the_runs_and_every_range_partition_materialized(demo):
         assert len(keys) == RANGES
         for run in (r for r in runs if r.job_name == "range_catchup_job"):
             # One run per mission over all its ranges.
-            assert (run.tags[ASSET_PARTITION_RANGE_START_TAG], run.tags[ASSET_PARTITION_RANGE_END_TAG]) == (keys[0], keys[-1])
+            assert (run.tags[ASSET_PARTITION_RANGE_START_TAG], run.tags[ASSET_PARTITION_RANGE_END_TAG]) == (
+                keys[0],
+                keys[-1],
+            )
         status = instance.get_status_by_partition(RANGE, keys, ledger_ranges_partitions_def)
         assert set(status.values()) == {dg.AssetPartitionStatus.MATERIALIZED}
         records = instance.fetch_materializations(dg.AssetRecordsFilter(asset_key=RANGE), limit=100).records

@@ -113,7 +113,9 @@ def test_L6_oom_at_the_cap_is_condemned_not_retried_at_the_same_limit(tmp_path):
 def test_L9_condemned_range_does_not_stop_dispatch(tmp_path, caplog):
     # The tip range fails for real first; with one slot, everything else must still run.
     key = KEYS[0]
-    d, backend, _ = make(tmp_path, lambda s: Script(observation=FAILED) if s.range_key == key else Script(), parallelism=1)
+    d, backend, _ = make(
+        tmp_path, lambda s: Script(observation=FAILED) if s.range_key == key else Script(), parallelism=1
+    )
     with caplog.at_level(logging.ERROR):
         result = d.run()
     assert result.condemned.keys() == {key}
@@ -173,7 +175,9 @@ def test_L12_a_torn_record_costs_only_its_own_range(tmp_path, caplog):
     # As if the dispatcher died before its closing snapshot, which would still hold both records.
     records.store.remove("m1/attempt_records.parquet")
     records.store.write_bytes(f"m1/attempts/{torn}/a001.parquet", b"PAR1\x00\x00torn")
-    records.store.write_bytes(f"m1/attempts/{KEYS[5]}/a001.parquet", records.store.read_bytes(f"m1/attempts/{KEYS[6]}/a001.parquet"))
+    records.store.write_bytes(
+        f"m1/attempts/{KEYS[5]}/a001.parquet", records.store.read_bytes(f"m1/attempts/{KEYS[6]}/a001.parquet")
+    )
     backend.submitted.clear()
     with caplog.at_level(logging.WARNING):
         again, _, _ = make(tmp_path, backend=backend, clock=backend.clock)
@@ -219,7 +223,11 @@ def test_Z1_status_names_stragglers_against_their_profile(tmp_path):
     profile = ProfileIndex([RangeMeasure(r.last, GiB, GiB, 100.0) for r in RANGES])
     statuses = []
     d, _, _ = make(
-        tmp_path, lambda s: Script(seconds=500 if s.range_key == slow else 10), parallelism=4, profile=profile, status_every=1
+        tmp_path,
+        lambda s: Script(seconds=500 if s.range_key == slow else 10),
+        parallelism=4,
+        profile=profile,
+        status_every=1,
     )
     d.on_status = statuses.append
     d.run()
@@ -258,7 +266,9 @@ def test_completed_ranges_are_skipped_by_a_new_dispatcher(tmp_path):
     reported = []
     again.on_result = lambda r, already: reported.append((r.range_key, already))
     # on_result fires from the constructor for completed ranges; rebuild to capture it
-    again = Dispatcher(again.cfg, backend, again.records, clock=backend.clock, on_result=lambda r, a: reported.append((r.range_key, a)))
+    again = Dispatcher(
+        again.cfg, backend, again.records, clock=backend.clock, on_result=lambda r, a: reported.append((r.range_key, a))
+    )
     result = again.run()
     assert len(backend.submitted) == n and sorted(result.done) == sorted(KEYS)
     assert sorted(reported) == sorted((k, True) for k in KEYS)
@@ -316,4 +326,6 @@ def test_constructing_a_dispatcher_does_no_io(tmp_path):
     d.run()
     backend.released_ranges.clear()
     make(tmp_path, backend=backend, clock=clock)  # a second dispatcher, constructed only
-    assert backend.released_ranges == [] and not (tmp_path / "root" / "m1" / "attempts" / KEYS[0] / "_reset-a001").exists()
+    assert (
+        backend.released_ranges == [] and not (tmp_path / "root" / "m1" / "attempts" / KEYS[0] / "_reset-a001").exists()
+    )

@@ -51,7 +51,11 @@ def wait_for(predicate, timeout=60.0, every=0.2):
 @pytest.fixture
 def home(tmp_path, monkeypatch):
     """A persistent instance and storage, as a run worker process sees them."""
-    env = {"DAGSTER_HOME": str(tmp_path / "home"), "CATCHUP_STORAGE_ROOT": str(tmp_path / "storage"), "PYTHONPATH": str(TESTS)}
+    env = {
+        "DAGSTER_HOME": str(tmp_path / "home"),
+        "CATCHUP_STORAGE_ROOT": str(tmp_path / "storage"),
+        "PYTHONPATH": str(TESTS),
+    }
     (tmp_path / "home").mkdir()
     for k, v in env.items():
         monkeypatch.setenv(k, v)
@@ -67,7 +71,9 @@ def plan_and_start(instance, mission, n, first_range):
     tags = {ASSET_PARTITION_RANGE_START_TAG: keys[0], ASSET_PARTITION_RANGE_END_TAG: keys[-1], MISSION_TAG: mission}
     proc = subprocess.Popen(
         [sys.executable, "-c", RUN_SCRIPT, *(f"{k}={v}" for k, v in tags.items())],
-        start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        start_new_session=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
     )
     return keys, tags, proc
 
@@ -78,6 +84,7 @@ def test_L10_killed_dispatcher_retried_by_dagster_finishes_without_double_runs(t
     # Six heavy ranges near the tip (a few seconds each), four at a time.
     keys, tags, proc = plan_and_start(instance, "mk", 6, first_range=42)
     backend = LocalBackend(tmp_path / "work", "mk")
+
     def materialized():
         st = instance.get_status_by_partition(dg.AssetKey("range_catchup"), keys, ledger_ranges_partitions_def) or {}
         return [k for k, s in st.items() if s == dg.AssetPartitionStatus.MATERIALIZED]
@@ -94,7 +101,8 @@ def test_L10_killed_dispatcher_retried_by_dagster_finishes_without_double_runs(t
     assert run.status == dg.DagsterRunStatus.STARTED  # nobody told Dagster
     instance.report_run_failed(run)  # what run monitoring does for a dead run worker
     retry = dg.execute_job(
-        dg.reconstructable(catchup_job), instance,
+        dg.reconstructable(catchup_job),
+        instance,
         reexecution_options=dg.ReexecutionOptions.from_failure(run.run_id, instance),
         # The retry daemon copies the parent's tags (use_parent_run_tags) and numbers the retry.
         tags={**tags, "dagster/retry_number": "1"},

@@ -87,7 +87,9 @@ def test_plan_command_predicts_what_the_dispatcher_then_does(tmp_path, capsys):
     from catchup_sim.replay import replay
     from catchup_assets.sim.workload import Workload, WorkloadShape
 
-    w = Workload(ranges=80, shape=dataclasses.replace(WorkloadShape(), disruption_share=0.0, spikes=0, mission_jitter=0.0))
+    w = Workload(
+        ranges=80, shape=dataclasses.replace(WorkloadShape(), disruption_share=0.0, spikes=0, mission_jitter=0.0)
+    )
     path = tmp_path / "range_profile.parquet"
     pq.write_table(w.profile_table(), path)
     assert run(["plan", "--profile", str(path), "--parallelism", "8", "--what-if", "0.5", "1"]) == 0

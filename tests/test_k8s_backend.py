@@ -46,13 +46,25 @@ def script(job: dict) -> Script:
     if key == A:  # needs 14 GiB: OOMs at the unprofiled 12 GiB, fits the next rung (18 GiB)
         return Script(duration=400, memory=flat(14 * GiB, 15 * GiB), lines=fresh)
     if key == B and attempt == 1:  # a spot reclaim takes the node with the pod
-        return Script(duration=200, disrupt="TerminationByKubelet", disrupt_mode="node_gone",
-                      memory=flat(9 * GiB, 10 * GiB), lines=fresh)
+        return Script(
+            duration=200,
+            disrupt="TerminationByKubelet",
+            disrupt_mode="node_gone",
+            memory=flat(9 * GiB, 10 * GiB),
+            lines=fresh,
+        )
     if key == B:
-        return Script(duration=300, memory=flat(3 * GiB, 4 * GiB),
-                      lines=[f"RESUME: range {B} from LCL 59870000 toward target 59904000", *medida(700)])
+        return Script(
+            duration=300,
+            memory=flat(3 * GiB, 4 * GiB),
+            lines=[f"RESUME: range {B} from LCL 59870000 toward target 59904000", *medida(700)],
+        )
     if key == C:  # a corrupt archive: fails for real
-        return Script(duration=50, exit_code=1, lines=['{now} [default FATAL] Got an exception: Invariant "ConservationOfLumens" does not hold'])
+        return Script(
+            duration=50,
+            exit_code=1,
+            lines=['{now} [default FATAL] Got an exception: Invariant "ConservationOfLumens" does not hold'],
+        )
     # D's page cache is big for its anon: its working set moves it a tier up next time (L27).
     return Script(duration=250, memory=flat(2 * GiB, 8 * GiB), lines=fresh)
 
@@ -78,7 +90,8 @@ def cluster():
         for i, tier in enumerate(tiers.all()):
             for n in range(3):
                 kubelet.add_node(
-                    f"{tier.name}-{n}", labels={SETTINGS.tier_node_label: tier.name},
+                    f"{tier.name}-{n}",
+                    labels={SETTINGS.tier_node_label: tier.name},
                     taints=[{"key": SETTINGS.tier_taint_key, "value": tier.name, "effect": "NoSchedule"}],
                     allocatable={"memory": str(tier.node_memory_bytes), "cpu": "64"},
                 )
@@ -87,14 +100,30 @@ def cluster():
 
 def backend(api, kubelet, tmp_path, **kw) -> KubernetesBackend:
     return KubernetesBackend(
-        "m1", SETTINGS, Tiers(), batch_api=BatchV1Api(api.api_client), core_api=CoreV1Api(api.api_client),
-        spool_dir=tmp_path / "spool", clock=kubelet.clock, sleeper=lambda s: None, stats_interval=10,
+        "m1",
+        SETTINGS,
+        Tiers(),
+        batch_api=BatchV1Api(api.api_client),
+        core_api=CoreV1Api(api.api_client),
+        spool_dir=tmp_path / "spool",
+        clock=kubelet.clock,
+        sleeper=lambda s: None,
+        stats_interval=10,
         **{"log_interval": 60, **kw},
     )
 
 
 def mission(tmp_path, **kw) -> MissionConfig:
-    return MissionConfig(**{"mission": "m1", "span": SPAN, "storage_root": str(tmp_path / "storage"), "parallelism": 4, "poll_seconds": 10, **kw})
+    return MissionConfig(
+        **{
+            "mission": "m1",
+            "span": SPAN,
+            "storage_root": str(tmp_path / "storage"),
+            "parallelism": 4,
+            "poll_seconds": 10,
+            **kw,
+        }
+    )
 
 
 def chain(records, key):
@@ -121,7 +150,9 @@ def test_twin_of_the_local_e2e_oom_resume_and_a_condemned_range(cluster, tmp_pat
     assert b[1].fresh_start is False and b[1].resumed_from_ledger == 59_870_000  # same PVC, resumed
     # L19: anon, working set and disk, each as the kubelet's summary reported it
     assert [(r.peak_anon_bytes, r.peak_working_set_bytes, r.peak_ephemeral_bytes) for r in b] == [
-        (9 * GiB, 10 * GiB, 2 * GiB), (3 * GiB, 4 * GiB, 2 * GiB)]
+        (9 * GiB, 10 * GiB, 2 * GiB),
+        (3 * GiB, 4 * GiB, 2 * GiB),
+    ]
     assert [r.outcome for r in chain(records, C)] == ["failed"]
     profile = {r["range_key"]: r for r in build_profile(cfg.storage_root, "m1").profile.to_pylist()}
     assert profile[B]["peak_anon_bytes"] == 9 * GiB and profile[B]["tx_apply_count"] == 1700  # L21, L22
@@ -168,8 +199,12 @@ def test_L11_a_job_created_by_someone_else_is_adopted_and_holds_its_slot(cluster
     prepared = prepare(cfg)
     first = backend(api, kubelet, tmp_path / "other")
     # Another dispatcher of the mission created attempt 1 of the tip range first.
-    other = Dispatcher(DispatchConfig("m1", prepared.ordered[:1], parallelism=1), first,
-                       RecordStore(Store(cfg.storage_root), "m1"), clock=SimClock(kubelet))
+    other = Dispatcher(
+        DispatchConfig("m1", prepared.ordered[:1], parallelism=1),
+        first,
+        RecordStore(Store(cfg.storage_root), "m1"),
+        clock=SimClock(kubelet),
+    )
     other.pass_once()
     assert len(api.store.list("jobs", NS)) == 1
     live_max = []
@@ -211,8 +246,12 @@ def test_L11_two_dispatchers_over_disjoint_ranges_share_one_cap_by_counting_live
     clock = SimClock(kubelet)
     halves = [prepared.ordered[:2], prepared.ordered[2:]]
     dispatchers = [
-        Dispatcher(DispatchConfig("m1", half, parallelism=2), backend(api, kubelet, tmp_path / f"d{i}"),
-                   RecordStore(Store(cfg.storage_root), "m1"), clock=clock)
+        Dispatcher(
+            DispatchConfig("m1", half, parallelism=2),
+            backend(api, kubelet, tmp_path / f"d{i}"),
+            RecordStore(Store(cfg.storage_root), "m1"),
+            clock=clock,
+        )
         for i, half in enumerate(halves)
     ]
     most = 0
@@ -231,7 +270,9 @@ def test_an_unschedulable_attempt_ends_with_its_cause_and_is_retried(cluster, tm
     for n in range(3):
         kubelet.remove_node(f"nebula-{n}")
     cfg = mission(tmp_path, parallelism=4, retry=RetryPolicy(environmental=1))
-    result = run_mission(prepare(cfg), backend(api, kubelet, tmp_path, unschedulable_seconds=120), clock=SimClock(kubelet))
+    result = run_mission(
+        prepare(cfg), backend(api, kubelet, tmp_path, unschedulable_seconds=120), clock=SimClock(kubelet)
+    )
     assert set(result.condemned) == {A, B, C, D}
     for r in result.results.values():
         assert "rejected" in r.reason and "Unschedulable" in r.reason and r.attempts == 2
@@ -246,11 +287,22 @@ def test_L31_a_pod_about_to_go_is_read_at_once_while_it_is_still_there(cluster, 
     def evicted_then_ok(job):
         attempt = int(job["metadata"]["labels"]["catchup.stellar.org/attempt"])
         if attempt == 1:  # an Eviction API call: DisruptionTarget, then deleted after its grace
-            return Script(duration=200, disrupt="EvictionByEvictionAPI", disrupt_mode="delete", grace=30,
-                          memory=flat(1 * GiB, 2 * GiB),
-                          lines=[(0.0, "RESUME DECLINED: no range marker in the data dir"),
-                                 *[(150.0, line) for line in medida(4242)]])
-        return Script(duration=100, memory=flat(1 * GiB, 2 * GiB), lines=["RESUME: range x from LCL 59940000 toward target 59968000"])
+            return Script(
+                duration=200,
+                disrupt="EvictionByEvictionAPI",
+                disrupt_mode="delete",
+                grace=30,
+                memory=flat(1 * GiB, 2 * GiB),
+                lines=[
+                    (0.0, "RESUME DECLINED: no range marker in the data dir"),
+                    *[(150.0, line) for line in medida(4242)],
+                ],
+            )
+        return Script(
+            duration=100,
+            memory=flat(1 * GiB, 2 * GiB),
+            lines=["RESUME: range x from LCL 59940000 toward target 59968000"],
+        )
 
     kubelet.script = evicted_then_ok
     cfg = mission(tmp_path, span=MissionSpan(59_904_001, 59_968_000, ledgers_per_range=64_000, overlap=320))

@@ -21,7 +21,9 @@ import pytest
 
 pytestmark = [
     pytest.mark.cluster,
-    pytest.mark.skipif(os.environ.get("CATCHUP_CLUSTER_TESTS") != "1", reason="needs a real cluster (CATCHUP_CLUSTER_TESTS=1)"),
+    pytest.mark.skipif(
+        os.environ.get("CATCHUP_CLUSTER_TESTS") != "1", reason="needs a real cluster (CATCHUP_CLUSTER_TESTS=1)"
+    ),
 ]
 
 
@@ -46,8 +48,14 @@ def test_a_small_mission_completes_on_a_real_cluster(tmp_path):
         unprofiled_memory_gib=2,
     )
     cfg = MissionConfig(
-        mission="smoke", span=MissionSpan(1, 2 * 16000), storage_root=catchup.root(), parallelism=2,
-        retry=catchup.retry_policy(), sizing=catchup.sizing_policy(), tiers=catchup.tier_ladder(), poll_seconds=5,
+        mission="smoke",
+        span=MissionSpan(1, 2 * 16000),
+        storage_root=catchup.root(),
+        parallelism=2,
+        retry=catchup.retry_policy(),
+        sizing=catchup.sizing_policy(),
+        tiers=catchup.tier_ladder(),
+        poll_seconds=5,
         env={"STELLAR_CORE": os.environ.get("CATCHUP_K8S_CORE", "stellar-core")},
     )
     result = run_mission(prepare(cfg), catchup.backend_for("smoke"))

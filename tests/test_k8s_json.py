@@ -13,23 +13,47 @@ from catchup_assets.backends.kubernetes.json_views import ModelView, list_items
 POD = {
     "apiVersion": "v1",
     "kind": "Pod",
-    "metadata": {"name": "catchup-m1-x-a001-abcde", "labels": {"job-name": "catchup-m1-x-a001"},
-                 "creationTimestamp": "2026-11-29T10:00:00Z"},
+    "metadata": {
+        "name": "catchup-m1-x-a001-abcde",
+        "labels": {"job-name": "catchup-m1-x-a001"},
+        "creationTimestamp": "2026-11-29T10:00:00Z",
+    },
     "spec": {"nodeName": "ip-10-0-0-1", "containers": [{"name": "catchup", "image": "stellar/stellar-core:22"}]},
     "status": {
         "phase": "Failed",
         "hostIP": "10.0.0.1",
         "startTime": "2026-11-29T10:00:05Z",
-        "conditions": [{"type": "DisruptionTarget", "status": "True", "reason": "TerminationByKubelet",
-                        "lastTransitionTime": "2026-11-29T11:00:00Z"}],
-        "containerStatuses": [{"name": "catchup", "ready": False, "restartCount": 0, "image": "i", "imageID": "",
-                               "state": {"terminated": {"exitCode": 137, "reason": "OOMKilled",
-                                                        "startedAt": "2026-11-29T10:00:06Z",
-                                                        "finishedAt": "2026-11-29T10:59:59.5Z"}}}],
+        "conditions": [
+            {
+                "type": "DisruptionTarget",
+                "status": "True",
+                "reason": "TerminationByKubelet",
+                "lastTransitionTime": "2026-11-29T11:00:00Z",
+            }
+        ],
+        "containerStatuses": [
+            {
+                "name": "catchup",
+                "ready": False,
+                "restartCount": 0,
+                "image": "i",
+                "imageID": "",
+                "state": {
+                    "terminated": {
+                        "exitCode": 137,
+                        "reason": "OOMKilled",
+                        "startedAt": "2026-11-29T10:00:06Z",
+                        "finishedAt": "2026-11-29T10:59:59.5Z",
+                    }
+                },
+            }
+        ],
     },
 }
-JOB = {"metadata": {"name": "catchup-m1-x-a001"},
-       "status": {"conditions": [{"type": "Failed", "status": "True", "reason": "PodFailurePolicy"}], "failed": 1}}
+JOB = {
+    "metadata": {"name": "catchup-m1-x-a001"},
+    "status": {"conditions": [{"type": "Failed", "status": "True", "reason": "PodFailurePolicy"}], "failed": 1},
+}
 
 
 class Body:

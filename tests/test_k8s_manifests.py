@@ -34,15 +34,28 @@ NASTY = """50% "double" 'single' $(rm -rf /) `id` ${HOME} a\\b  two  spaces"""
 
 
 def settings(**overrides) -> K8sSettings:
-    base = dict(namespace="catchup", image="stellar/stellar-core:22.1", storage_class="fast-ssd",
-                extra_tolerations=({"key": "cloud.example/spot", "operator": "Exists", "effect": "NoSchedule"},))
+    base = dict(
+        namespace="catchup",
+        image="stellar/stellar-core:22.1",
+        storage_class="fast-ssd",
+        extra_tolerations=({"key": "cloud.example/spot", "operator": "Exists", "effect": "NoSchedule"},),
+    )
     return K8sSettings(**{**base, **overrides})
 
 
 def spec(tier: str = GIANT.name, **overrides) -> AttemptSpec:
-    base = dict(mission="pubnet-backfill", range_key=KEY, attempt=3, target_ledger=59920000,
-                ledger_count=16064, memory_request_bytes=20 * GiB, memory_limit_bytes=20 * GiB,
-                tier=tier, cpu_request=2.0, deadline_seconds=7200)
+    base = dict(
+        mission="pubnet-backfill",
+        range_key=KEY,
+        attempt=3,
+        target_ledger=59920000,
+        ledger_count=16064,
+        memory_request_bytes=20 * GiB,
+        memory_limit_bytes=20 * GiB,
+        tier=tier,
+        cpu_request=2.0,
+        deadline_seconds=7200,
+    )
     return AttemptSpec(**{**base, **overrides})
 
 
@@ -64,8 +77,9 @@ def selects(selector: str, object_labels: dict) -> bool:
     return all(object_labels.get(k) == v for k, v in (term.split("=", 1) for term in selector.split(",")))
 
 
-COMBINATIONS = [(mode, profiled, pooled) for mode in ("ephemeral", "pvc") for profiled in (True, False)
-                for pooled in (True, False)]
+COMBINATIONS = [
+    (mode, profiled, pooled) for mode in ("ephemeral", "pvc") for profiled in (True, False) for pooled in (True, False)
+]
 
 
 @pytest.mark.parametrize("mode,profiled,pooled", COMBINATIONS)
@@ -77,11 +91,14 @@ def test_job_validates_against_stated_cluster_schema(mode, profiled, pooled):
     assert kubernetes_validate.validate(manifest, s.cluster_version, strict=True) == s.cluster_version
 
 
-@pytest.mark.parametrize("build", [
-    lambda s: pvc_manifest("pubnet-backfill", KEY, s),
-    lambda s: configmap_manifest("pubnet-backfill", s, "#!/bin/sh\necho 100%\n", 'NETWORK_PASSPHRASE="x"\n'),
-    lambda s: job_manifest(spec(), None, False, dataclasses.replace(s, pooled=False)),
-])
+@pytest.mark.parametrize(
+    "build",
+    [
+        lambda s: pvc_manifest("pubnet-backfill", KEY, s),
+        lambda s: configmap_manifest("pubnet-backfill", s, "#!/bin/sh\necho 100%\n", 'NETWORK_PASSPHRASE="x"\n'),
+        lambda s: job_manifest(spec(), None, False, dataclasses.replace(s, pooled=False)),
+    ],
+)
 def test_pvc_configmap_and_unplaced_job_validate(build):
     s = settings()
     assert kubernetes_validate.validate(to_dict(build(s)), s.cluster_version, strict=True)
@@ -109,8 +126,10 @@ def test_L14_labels_on_job_and_pod_template():
     j = job()
     expected = labels("pubnet-backfill", KEY, 3)
     assert expected == {
-        "app.kubernetes.io/name": "catchup-assets", "catchup.stellar.org/mission": "pubnet-backfill",
-        "catchup.stellar.org/range-key": KEY, "catchup.stellar.org/range-end": "59920000",
+        "app.kubernetes.io/name": "catchup-assets",
+        "catchup.stellar.org/mission": "pubnet-backfill",
+        "catchup.stellar.org/range-key": KEY,
+        "catchup.stellar.org/range-end": "59920000",
         "catchup.stellar.org/attempt": "3",
     }
     for where in (j["metadata"]["labels"], j["spec"]["template"]["metadata"]["labels"]):
@@ -157,14 +176,17 @@ def test_L15_pooled_attempt_without_tier_refused():
 EPHEMERAL = {"requests": "35Gi", "limits": "40Gi"}
 
 
-@pytest.mark.parametrize("mode,pooled,profiled,tier,expected", [
-    ("ephemeral", True, True, GIANT, None),  # its node to itself
-    ("ephemeral", True, False, PROTOSTAR, EPHEMERAL),  # catch-all: packed
-    ("ephemeral", False, True, GIANT, EPHEMERAL),  # shared nodes
-    ("ephemeral", False, False, NEBULA, EPHEMERAL),
-    ("ephemeral", True, True, Tier("packed", 14 * GiB, 32 * GiB, 4, pods_per_node=2), EPHEMERAL),
-    *[("pvc", pooled, profiled, GIANT, None) for pooled in (True, False) for profiled in (True, False)],
-])
+@pytest.mark.parametrize(
+    "mode,pooled,profiled,tier,expected",
+    [
+        ("ephemeral", True, True, GIANT, None),  # its node to itself
+        ("ephemeral", True, False, PROTOSTAR, EPHEMERAL),  # catch-all: packed
+        ("ephemeral", False, True, GIANT, EPHEMERAL),  # shared nodes
+        ("ephemeral", False, False, NEBULA, EPHEMERAL),
+        ("ephemeral", True, True, Tier("packed", 14 * GiB, 32 * GiB, 4, pods_per_node=2), EPHEMERAL),
+        *[("pvc", pooled, profiled, GIANT, None) for pooled in (True, False) for profiled in (True, False)],
+    ],
+)
 def test_L15_ephemeral_storage_rules(mode, pooled, profiled, tier, expected):
     resources = container_of(job(tier, profiled, storage_mode=mode, pooled=pooled))["resources"]
     got = {side: resources[side].get("ephemeral-storage") for side in ("requests", "limits")}
@@ -197,9 +219,14 @@ def test_L17_hostile_value_reaches_container_only_as_env():
     assert json.dumps(j).count(json.dumps(NASTY)[1:-1]) == 1  # nowhere but that env entry
     env = {e["name"]: e["value"] for e in c["env"]}
     assert env == {
-        "RANGE_KEY": KEY, "CATCHUP_TARGET": "59920000", "CATCHUP_COUNT": "16064", "DATA_DIR": "/data",
-        "STELLAR_CORE_CONFIG": "/catchup/stellar-core.cfg", "CATCHUP_MISSION": "pubnet-backfill",
-        "CATCHUP_ATTEMPT": "3", "EXTRA_NOTE": NASTY,
+        "RANGE_KEY": KEY,
+        "CATCHUP_TARGET": "59920000",
+        "CATCHUP_COUNT": "16064",
+        "DATA_DIR": "/data",
+        "STELLAR_CORE_CONFIG": "/catchup/stellar-core.cfg",
+        "CATCHUP_MISSION": "pubnet-backfill",
+        "CATCHUP_ATTEMPT": "3",
+        "EXTRA_NOTE": NASTY,
     }
 
 
@@ -228,8 +255,11 @@ def test_L3_pvc_per_range_without_attempt_label():
     assert p["metadata"]["name"] == pvc_name("pubnet-backfill", KEY)
     assert "catchup.stellar.org/attempt" not in p["metadata"]["labels"]
     assert p["metadata"]["labels"]["catchup.stellar.org/range-end"] == "59920000"
-    assert p["spec"] == {"accessModes": ["ReadWriteOnce"], "storageClassName": "fast-ssd",
-                         "resources": {"requests": {"storage": "250Gi"}}}
+    assert p["spec"] == {
+        "accessModes": ["ReadWriteOnce"],
+        "storageClassName": "fast-ssd",
+        "resources": {"requests": {"storage": "250Gi"}},
+    }
     with pytest.raises(ValueError, match="no PVC"):
         pvc_manifest("pubnet-backfill", KEY, settings(storage_mode="ephemeral"))
 
@@ -281,24 +311,51 @@ def test_names_distinct_for_distinct_inputs():
     assert len({configmap_name(m) for m in missions}) == len(missions)
 
 
-@pytest.mark.parametrize("mission,key,attempt", [
-    ("Upper", KEY, 1), ("-lead", KEY, 1), ("m" * 41, KEY, 1), ("m", "59904001-59920000", 1), ("m", KEY, -1),
-    ("pubnet\n", KEY, 1), ("m", KEY + "\n", 1), ("m", KEY, True),
-])
+@pytest.mark.parametrize(
+    "mission,key,attempt",
+    [
+        ("Upper", KEY, 1),
+        ("-lead", KEY, 1),
+        ("m" * 41, KEY, 1),
+        ("m", "59904001-59920000", 1),
+        ("m", KEY, -1),
+        ("pubnet\n", KEY, 1),
+        ("m", KEY + "\n", 1),
+        ("m", KEY, True),
+    ],
+)
 def test_bad_name_inputs_refused(mission, key, attempt):
     with pytest.raises(ValueError):
         job_name(mission, key, attempt)
 
 
-@pytest.mark.parametrize("field,value", [
-    ("namespace", "Catchup"), ("namespace", "catchup\n"), ("image", "bad image"), ("image_pull_policy", "Sometimes"),
-    ("service_account", "Not_OK"), ("storage_mode", "s3"), ("storage_class", "UPPER"),
-    ("pvc_size", "lots"), ("ephemeral_request", "50Gi"), ("ephemeral_limit", "-1Gi"), ("cpu_limit", "0"),
-    ("ttl_seconds_after_finished", -1), ("configmap", "x" * 64), ("core_config_key", "entrypoint.sh"),
-    ("tier_node_label", "a/b/c"), ("tier_taint_key", "bad key"),
-    ("extra_tolerations", ({"key": "k", "operator": "Maybe"},)), ("pooled", "yes"),
-    ("run_as_user", 0), ("cluster_version", "v1.30"), ("cluster_version", "1.20"), ("cluster_version", "1.30\n"),
-])
+@pytest.mark.parametrize(
+    "field,value",
+    [
+        ("namespace", "Catchup"),
+        ("namespace", "catchup\n"),
+        ("image", "bad image"),
+        ("image_pull_policy", "Sometimes"),
+        ("service_account", "Not_OK"),
+        ("storage_mode", "s3"),
+        ("storage_class", "UPPER"),
+        ("pvc_size", "lots"),
+        ("ephemeral_request", "50Gi"),
+        ("ephemeral_limit", "-1Gi"),
+        ("cpu_limit", "0"),
+        ("ttl_seconds_after_finished", -1),
+        ("configmap", "x" * 64),
+        ("core_config_key", "entrypoint.sh"),
+        ("tier_node_label", "a/b/c"),
+        ("tier_taint_key", "bad key"),
+        ("extra_tolerations", ({"key": "k", "operator": "Maybe"},)),
+        ("pooled", "yes"),
+        ("run_as_user", 0),
+        ("cluster_version", "v1.30"),
+        ("cluster_version", "1.20"),
+        ("cluster_version", "1.30\n"),
+    ],
+)
 def test_bad_setting_refused_naming_the_field(field, value):
     with pytest.raises(ValueError, match=f"'{field}'"):
         settings(**{field: value})

@@ -18,8 +18,7 @@ EDGES = ("dagster", "kubernetes", "pandas")
 
 @pytest.mark.parametrize("module", PURE_CORE)
 def test_the_pure_core_imports_no_dagster_kubernetes_or_pandas(module):
-    code = (f"import sys, catchup_assets.{module}; "
-            f"print(' '.join(m for m in {EDGES!r} if m in sys.modules))")
+    code = f"import sys, catchup_assets.{module}; print(' '.join(m for m in {EDGES!r} if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
     assert out.stdout.split() == [], f"catchup_assets.{module} pulls in {out.stdout.split()}"
 
@@ -57,7 +56,7 @@ def _cycle(graph: dict[str, set[str]]) -> list[str] | None:
         path.append(node)
         for dep in sorted(graph.get(node, ())):
             if state.get(dep) == 1:
-                return path[path.index(dep):] + [dep]
+                return path[path.index(dep) :] + [dep]
             if dep not in state and (found := visit(dep)):
                 return found
         path.pop()
@@ -84,15 +83,17 @@ def test_the_cycle_finder_finds_a_circle():
 def test_the_harness_lives_outside_the_package():
     assert not any((ROOT / "catchup_assets").rglob("kube*.py")), "the simulated cluster belongs in catchup_sim/"
     production = {m for m in _graph() if m.startswith("catchup_assets")}
-    leaks = {m: sorted(d for d in deps if d.startswith("catchup_sim")) for m, deps in _graph().items() if m in production}
+    leaks = {
+        m: sorted(d for d in deps if d.startswith("catchup_sim")) for m, deps in _graph().items() if m in production
+    }
     assert not {m: d for m, d in leaks.items() if d}, "production code imports the test harness"
 
 
 def test_every_module_the_design_s_module_map_names_exists():
     text = (ROOT / "docs" / "design.md").read_text()
-    block = text[text.index("## Module map"):]
-    block = block[block.index("```") + 3:]
-    block = block[:block.index("```")]
+    block = text[text.index("## Module map") :]
+    block = block[block.index("```") + 3 :]
+    block = block[: block.index("```")]
     named, folder = [], None
     for line in block.splitlines():
         m = re.match(r"^(\s*)(\S+/)?", line)

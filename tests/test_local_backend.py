@@ -51,11 +51,26 @@ def backend(tmp_path: Path, code: str = "pass", **kw) -> LocalBackend:
     return b
 
 
-def spec(attempt: int = 1, *, range_key: str = RANGE, limit: int = 1 << 30,
-         deadline: int | None = None, env: dict | None = None) -> AttemptSpec:
-    return AttemptSpec(mission="m1", range_key=range_key, attempt=attempt, target_ledger=64,
-                       ledger_count=64, memory_request_bytes=limit, memory_limit_bytes=limit,
-                       tier="small", deadline_seconds=deadline, env=env or {})
+def spec(
+    attempt: int = 1,
+    *,
+    range_key: str = RANGE,
+    limit: int = 1 << 30,
+    deadline: int | None = None,
+    env: dict | None = None,
+) -> AttemptSpec:
+    return AttemptSpec(
+        mission="m1",
+        range_key=range_key,
+        attempt=attempt,
+        target_ledger=64,
+        ledger_count=64,
+        memory_request_bytes=limit,
+        memory_limit_bytes=limit,
+        tier="small",
+        deadline_seconds=deadline,
+        env=env or {},
+    )
 
 
 def state_of(b: LocalBackend, aid: str) -> AttemptState | None:
@@ -82,8 +97,10 @@ def wait_supervisor_gone(b: LocalBackend, aid: str, timeout: float = 5) -> None:
 
 
 def test_ok_run_finishes_with_times_peaks_and_gzip_log_L23_L19(tmp_path):
-    code = ("import time; x = b'1' * (40 << 20); open('blob', 'wb').write(b'a' * 300000);"
-            "print('hello\\r\\nworld', flush=True); time.sleep(0.4)")
+    code = (
+        "import time; x = b'1' * (40 << 20); open('blob', 'wb').write(b'a' * 300000);"
+        "print('hello\\r\\nworld', flush=True); time.sleep(0.4)"
+    )
     b = backend(tmp_path, code)
     s = spec()
     t0 = time.time()
@@ -117,9 +134,9 @@ def test_collect_to_fsspec_url_and_feeds_log_parser_L29_L31(tmp_path, monkeypatc
 
     def parse_worker_log(lines):
         seen["lines"] = list(lines)
-        return types.SimpleNamespace(resumed_from_ledger=1000, fresh_start=False,
-                                     already_complete=False, tx_apply_count=7,
-                                     tx_apply_seconds=1.5)
+        return types.SimpleNamespace(
+            resumed_from_ledger=1000, fresh_start=False, already_complete=False, tx_apply_count=7, tx_apply_seconds=1.5
+        )
 
     fake = types.ModuleType("catchup_assets.worker.logparse")
     fake.iter_lines, fake.parse_worker_log = iter_lines, parse_worker_log
@@ -317,12 +334,14 @@ def test_env_values_reach_the_worker_verbatim_L17(tmp_path):
     nasty = {
         "PCT": "100% %s %(x)s %%",
         "SUBST": "$(touch pwned) `touch pwned2` ${HOME}",
-        "QUOTES": "it's \"quoted\" \\ back",
+        "QUOTES": 'it\'s "quoted" \\ back',
         "SPACES": "  a  b\tc ;| & > out ",
     }
-    code = ("import json, os; json.dump({k: os.environ[k] for k in "
-            "['PCT', 'SUBST', 'QUOTES', 'SPACES', 'RANGE_KEY', 'CATCHUP_TARGET', "
-            "'CATCHUP_COUNT', 'DATA_DIR', 'STELLAR_CORE', 'FROM_BACKEND']}, open('env.json', 'w'))")
+    code = (
+        "import json, os; json.dump({k: os.environ[k] for k in "
+        "['PCT', 'SUBST', 'QUOTES', 'SPACES', 'RANGE_KEY', 'CATCHUP_TARGET', "
+        "'CATCHUP_COUNT', 'DATA_DIR', 'STELLAR_CORE', 'FROM_BACKEND']}, open('env.json', 'w'))"
+    )
     b = backend(tmp_path, code, env={"FROM_BACKEND": "b % $(x)"})
     s = spec(env=nasty)
     b.submit(s)
@@ -338,8 +357,10 @@ def test_env_values_reach_the_worker_verbatim_L17(tmp_path):
 
 
 def test_shutdown_terminates_workers_and_verdicts_are_still_written_L37_Z5(tmp_path):
-    code = ("import signal, sys, time; signal.signal(signal.SIGTERM, lambda *a: sys.exit(3));"
-            "print('ready', flush=True); time.sleep(30)")
+    code = (
+        "import signal, sys, time; signal.signal(signal.SIGTERM, lambda *a: sys.exit(3));"
+        "print('ready', flush=True); time.sleep(30)"
+    )
     b = backend(tmp_path, code)
     specs = [spec(1, range_key=RANGE), spec(1, range_key="0000000065-0000000128")]
     for s in specs:
@@ -365,8 +386,9 @@ def test_observe_is_cheap_per_attempt_L10(tmp_path):
     for i in range(300):
         d = b.attempt_dir(f"{i:010d}-{i:010d}-a001")
         d.mkdir(parents=True)
-        (d / "spec.json").write_text(json.dumps(
-            {"range_key": f"{i:010d}-{i:010d}", "attempt": 1, "memory_limit_bytes": 1, "tier": "t"}))
+        (d / "spec.json").write_text(
+            json.dumps({"range_key": f"{i:010d}-{i:010d}", "attempt": 1, "memory_limit_bytes": 1, "tier": "t"})
+        )
         (d / "peaks.json").write_text(json.dumps({"anon_bytes": 1}))
         if i % 3:  # "running": the supervisor record points at this live process
             (d / "supervisor.json").write_text(json.dumps({"pid": me.pid, "create_time": me.create_time()}))

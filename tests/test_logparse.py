@@ -15,8 +15,12 @@ P = "2026-11-29T07:52:44.123 GABCD [Perf INFO] "
 FOREIGN = "2026-11-29T07:52:44.124 GABCD [Overlay INFO] Dropping peer 10.0.0.7:11625: idle"
 
 
-def block(count: str | None = "123456", total: str | None = "1.47073e+06ms",
-          name: str = "ledger.transaction.apply", foreign: int = 0) -> list[str]:
+def block(
+    count: str | None = "123456",
+    total: str | None = "1.47073e+06ms",
+    name: str = "ledger.transaction.apply",
+    foreign: int = 0,
+) -> list[str]:
     lines = [P + f"{name}:", P + "  type: timer"]
     if count is not None:
         lines.append(P + f"  count = {count}")
@@ -42,11 +46,16 @@ TX_APPLY_CASES = [
     ("L24 missing sum gives count only", block("42", None), (42, None)),
     ("L24 two blocks: the last wins", block("1", "1ms") + block("2", "2e+03ms"), (2, 2.0)),
     ("L24 no block", [FOREIGN, P + "  count = 5", P + "  sum = 5ms"], (None, None)),
-    ("L24 bare medida lines without a log prefix",
-     ["ledger.transaction.apply:", "  type: timer", "  count = 3", "  sum = 4.5ms"], (3, 0.0045)),
-    ("L24 foreign line mentioning count is not the count",
-     [P + "ledger.transaction.apply:", FOREIGN + " peer count = 77", P + "  count = 3",
-      P + "  sum = 1ms"], (3, 0.001)),
+    (
+        "L24 bare medida lines without a log prefix",
+        ["ledger.transaction.apply:", "  type: timer", "  count = 3", "  sum = 4.5ms"],
+        (3, 0.0045),
+    ),
+    (
+        "L24 foreign line mentioning count is not the count",
+        [P + "ledger.transaction.apply:", FOREIGN + " peer count = 77", P + "  count = 3", P + "  sum = 1ms"],
+        (3, 0.001),
+    ),
 ]
 
 
@@ -76,10 +85,8 @@ REAL = [
     D + "           99.9% = 4.1ms",
     D,
 ]
-CLOSE = [D, D + "metric 'ledger.ledger.close':", D + "           count = 640",
-         D + "             sum = 9.1e+06ms", D]
-TX_COUNT = [D, D + "metric 'ledger.transaction.count':", D + "             min = 0",
-            D + "             sum = 777", D]
+CLOSE = [D, D + "metric 'ledger.ledger.close':", D + "           count = 640", D + "             sum = 9.1e+06ms", D]
+TX_COUNT = [D, D + "metric 'ledger.transaction.count':", D + "             min = 0", D + "             sum = 777", D]
 OTHER_THREAD = "2026-11-29T07:52:44.124 GDKXE [Bucket INFO] Background eviction scan: idle"
 # What the Kubernetes log API prepends with timestamps=true.
 K8S = "2026-11-29T07:52:44.123456789Z "
@@ -87,19 +94,34 @@ K8S = "2026-11-29T07:52:44.123456789Z "
 REAL_CASES = [
     ("L24 stellar-core's quoted header and logger prefix", REAL, (1532, 1470.73)),
     ("L24 the report between other metrics' blocks", CLOSE + REAL + TX_COUNT, (1532, 1470.73)),
-    ("L24 other threads between count and sum",
-     REAL[:3] + [OTHER_THREAD] * 91 + REAL[3:], (1532, 1470.73)),
-    ("L24 another thread's line shaped like a field is not ours",
-     REAL[:3] + ["2026-11-29T07:52:44.124 GDKXE [Bucket INFO]              sum = 5ms"] + REAL[3:],
-     (1532, 1470.73)),
+    ("L24 other threads between count and sum", REAL[:3] + [OTHER_THREAD] * 91 + REAL[3:], (1532, 1470.73)),
+    (
+        "L24 another thread's line shaped like a field is not ours",
+        REAL[:3] + ["2026-11-29T07:52:44.124 GDKXE [Bucket INFO]              sum = 5ms"] + REAL[3:],
+        (1532, 1470.73),
+    ),
     ("L24 Kubernetes timestamps before each line", [K8S + ln for ln in REAL], (1532, 1470.73)),
-    ("L24 metric not registered: a warning, no block",
-     [D, "2026-11-29T07:52:44.123 GDKXE [default WARNING] Metric not found: ledger.transaction.apply",
-      D + "Update REPORT_METRICS value in configuration file to only include available metrics:",
-      D + "    ledger.transaction.apply", D], (None, None)),
-    ("L24 catchup's multi-line configuration is no block",
-     ["2026-11-29T07:52:44.123 GDKXE [History INFO] Starting catchup with configuration:",
-      "  lastClosedLedger: 1", "  toLedger: 640", "  count: 320"], (None, None)),
+    (
+        "L24 metric not registered: a warning, no block",
+        [
+            D,
+            "2026-11-29T07:52:44.123 GDKXE [default WARNING] Metric not found: ledger.transaction.apply",
+            D + "Update REPORT_METRICS value in configuration file to only include available metrics:",
+            D + "    ledger.transaction.apply",
+            D,
+        ],
+        (None, None),
+    ),
+    (
+        "L24 catchup's multi-line configuration is no block",
+        [
+            "2026-11-29T07:52:44.123 GDKXE [History INFO] Starting catchup with configuration:",
+            "  lastClosedLedger: 1",
+            "  toLedger: 640",
+            "  count: 320",
+        ],
+        (None, None),
+    ),
 ]
 
 
@@ -118,8 +140,7 @@ def test_L24_L29_report_split_across_reads_after_progress_meters(size: int) -> N
     assert parse_tx_apply(iter_lines(chunked(data, size))) == (1532, pytest.approx(1470.73))
 
 
-@pytest.mark.parametrize("lines,expected", [c[1:] for c in TX_APPLY_CASES],
-                         ids=[c[0] for c in TX_APPLY_CASES])
+@pytest.mark.parametrize("lines,expected", [c[1:] for c in TX_APPLY_CASES], ids=[c[0] for c in TX_APPLY_CASES])
 def test_L24_parse_tx_apply(lines: list[str], expected: tuple) -> None:
     count, seconds = parse_tx_apply(lines)
     assert count == expected[0]
@@ -131,8 +152,7 @@ def chunked(data: bytes, size: int) -> list[bytes]:
 
 
 SPLIT_CASES = [
-    ("L29 carriage-return meters become lines", [b"a 10%\rb 20%\rc 30%\ndone\n"],
-     ["a 10%", "b 20%", "c 30%", "done"]),
+    ("L29 carriage-return meters become lines", [b"a 10%\rb 20%\rc 30%\ndone\n"], ["a 10%", "b 20%", "c 30%", "done"]),
     ("L29 crlf is one terminator", [b"x\r\ny\r\n"], ["x", "y"]),
     ("L29 crlf split across chunks", [b"x\r", b"\ny\n"], ["x", "y"]),
     ("L29 empty chunk between cr and lf", [b"x\r", b"", b"\ny"], ["x", "y"]),
@@ -145,8 +165,7 @@ SPLIT_CASES = [
 ]
 
 
-@pytest.mark.parametrize("chunks,expected", [c[1:] for c in SPLIT_CASES],
-                         ids=[c[0] for c in SPLIT_CASES])
+@pytest.mark.parametrize("chunks,expected", [c[1:] for c in SPLIT_CASES], ids=[c[0] for c in SPLIT_CASES])
 def test_L29_iter_lines(chunks: list[bytes], expected: list[str]) -> None:
     assert list(iter_lines(chunks)) == expected
 
@@ -176,30 +195,38 @@ def test_L29_L24_progress_meter_and_block_through_the_whole_pipeline() -> None:
 
 
 WORKER_CASES = [
-    ("L16 fresh start",
-     ["WORKER: range K target 640 count 320",
-      "RESUME DECLINED: no range marker in the data dir (never started here)"] + block("5", "2ms"),
-     WorkerLogFacts(None, True, False, 5, 0.002)),
-    ("L16 resumed with a timestamp prefix",
-     ["2026-11-29T07:52:44.000000000Z RESUME: range 0000016001-0000032000 from LCL 20031"
-      " toward target 32000"] + block("7", "1.5e+03ms"),
-     WorkerLogFacts(20031, False, False, 7, 1.5)),
-    ("L16 already complete",
-     ["RESUME: range a b from LCL 3 already complete: LCL 640 >= target 640"],
-     WorkerLogFacts(640, False, True, None, None)),
+    (
+        "L16 fresh start",
+        [
+            "WORKER: range K target 640 count 320",
+            "RESUME DECLINED: no range marker in the data dir (never started here)",
+        ]
+        + block("5", "2ms"),
+        WorkerLogFacts(None, True, False, 5, 0.002),
+    ),
+    (
+        "L16 resumed with a timestamp prefix",
+        ["2026-11-29T07:52:44.000000000Z RESUME: range 0000016001-0000032000 from LCL 20031 toward target 32000"]
+        + block("7", "1.5e+03ms"),
+        WorkerLogFacts(20031, False, False, 7, 1.5),
+    ),
+    (
+        "L16 already complete",
+        ["RESUME: range a b from LCL 3 already complete: LCL 640 >= target 640"],
+        WorkerLogFacts(640, False, True, None, None),
+    ),
     ("L16 no decision line", [FOREIGN], WorkerLogFacts(None, None, False, None, None)),
-    ("L16 L24 interleaved block, later header", block("9", None, foreign=91) + OTHER
-     + ["RESUME: range K from LCL 100 toward target 200"],
-     WorkerLogFacts(100, False, False, 9, None)),
+    (
+        "L16 L24 interleaved block, later header",
+        block("9", None, foreign=91) + OTHER + ["RESUME: range K from LCL 100 toward target 200"],
+        WorkerLogFacts(100, False, False, 9, None),
+    ),
 ]
 
 
-@pytest.mark.parametrize("lines,expected", [c[1:] for c in WORKER_CASES],
-                         ids=[c[0] for c in WORKER_CASES])
+@pytest.mark.parametrize("lines,expected", [c[1:] for c in WORKER_CASES], ids=[c[0] for c in WORKER_CASES])
 def test_L16_L24_parse_worker_log(lines: list[str], expected: WorkerLogFacts) -> None:
     facts = parse_worker_log(iter(lines))  # an iterator: one pass is all it gets
     expected_seconds = expected.tx_apply_seconds
-    assert facts.tx_apply_seconds == (
-        None if expected_seconds is None else pytest.approx(expected_seconds))
-    assert facts == WorkerLogFacts(**{**expected.__dict__,
-                                      "tx_apply_seconds": facts.tx_apply_seconds})
+    assert facts.tx_apply_seconds == (None if expected_seconds is None else pytest.approx(expected_seconds))
+    assert facts == WorkerLogFacts(**{**expected.__dict__, "tx_apply_seconds": facts.tx_apply_seconds})

@@ -99,7 +99,10 @@ def test_profile_and_tier_map_row_by_row(mission):
     assert [profile[k]["completed"] for k in (A, B, C, D)] == [True, True, False, True]
     assert profile[C]["outcomes"] == "failed" and profile[D]["outcomes"] == "ok"
     for k, r in profile.items():
-        assert r["peak_anon_bytes"] > 5 * MiB and r["peak_working_set_bytes"] >= r["peak_anon_bytes"] - r["oom_floor_bytes"]
+        assert (
+            r["peak_anon_bytes"] > 5 * MiB
+            and r["peak_working_set_bytes"] >= r["peak_anon_bytes"] - r["oom_floor_bytes"]
+        )
         assert r["seconds"] > 0 and r["last_ledger"] == int(k[-10:])
     assert profile[D]["tx_apply_count"] > 0 and profile[D]["peak_ephemeral_bytes"] > 0
     tiers = {r["range_key"]: r for r in out.tier_map.to_pylist()}
@@ -143,17 +146,28 @@ def test_L24_tx_apply_comes_from_stellar_core_s_exit_report_end_to_end(mission):
     assert (row["tx_apply_count"], row["tx_apply_seconds"]) == (rec.tx_apply_count, rec.tx_apply_seconds)
 
 
-@pytest.mark.parametrize("disk, message, disruption", [
-    ({"ephemeral_limit_bytes": 4 * MiB}, "Pod ephemeral local storage usage exceeds the total limit of containers 4Mi.", False),
-    ({"node_disk_bytes": 8 * MiB}, "The node was low on resource: ephemeral-storage.", True),
-])
+@pytest.mark.parametrize(
+    "disk, message, disruption",
+    [
+        (
+            {"ephemeral_limit_bytes": 4 * MiB},
+            "Pod ephemeral local storage usage exceeds the total limit of containers 4Mi.",
+            False,
+        ),
+        ({"node_disk_bytes": 8 * MiB}, "The node was low on resource: ephemeral-storage.", True),
+    ],
+)
 def test_L4_an_attempt_that_outgrows_its_disk_is_evicted_not_disrupted(tmp_path, disk, message, disruption):
     """The local kubelet evicts as the real one does: over the pod's own limit without a
     DisruptionTarget, as the disk hog of its own node with one; both are the range's disk."""
     cfg = MissionConfig(
-        mission="disk", span=MissionSpan(59_904_001, 59_968_000, ledgers_per_range=64_000, overlap=320),
-        storage_root=str(tmp_path / "storage"), parallelism=1, poll_seconds=0.1,
-        tiers=scaled_tiers(Tiers(), 1 / 200), sizing=SizingPolicy(unprofiled_memory_bytes=BASE),
+        mission="disk",
+        span=MissionSpan(59_904_001, 59_968_000, ledgers_per_range=64_000, overlap=320),
+        storage_root=str(tmp_path / "storage"),
+        parallelism=1,
+        poll_seconds=0.1,
+        tiers=scaled_tiers(Tiers(), 1 / 200),
+        sizing=SizingPolicy(unprofiled_memory_bytes=BASE),
         retry=RetryPolicy(environmental=0, memory_cap_bytes=512 * MiB),
         env={"SIM_SPEED": "10000", "SIM_MEMORY_SCALE": "0.001"},
     )

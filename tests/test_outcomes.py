@@ -12,20 +12,47 @@ F = frozenset
         (Observation(exit_code=137, termination_reason="OOMKilled"), Outcome.OOM),
         (Observation(exit_code=3, conditions=F({"DisruptionTarget"})), Outcome.DISRUPTED),
         (Observation(node_gone=True), Outcome.DISRUPTED),
-        (Observation(pod_reason="Evicted", message="Pod ephemeral local storage usage exceeds the total limit"), Outcome.EVICTED),
+        (
+            Observation(pod_reason="Evicted", message="Pod ephemeral local storage usage exceeds the total limit"),
+            Outcome.EVICTED,
+        ),
         # kubelet eviction messages (kubernetes pkg/kubelet/eviction/helpers.go): whose fault decides,
         # not the DisruptionTarget condition the kubelet adds to every node-pressure eviction
-        (Observation(exit_code=137, pod_reason="Evicted", conditions=F({"DisruptionTarget", "TerminationByKubelet"}),
-                     message="Pod ephemeral local storage usage exceeds the total limit of containers 40Gi. "), Outcome.EVICTED),
-        (Observation(pod_reason="Evicted", conditions=F({"DisruptionTarget", "TerminationByKubelet"}),
-                     message="The node was low on resource: ephemeral-storage. Threshold quantity: 10Gi, available: 1Gi. "
-                     "Container catchup was using 95Gi, request is 0, has larger consumption of ephemeral-storage. "),
-         Outcome.EVICTED),
-        (Observation(pod_reason="Evicted", conditions=F({"DisruptionTarget", "TerminationByKubelet"}),
-                     message="The node was low on resource: memory. "), Outcome.DISRUPTED),
+        (
+            Observation(
+                exit_code=137,
+                pod_reason="Evicted",
+                conditions=F({"DisruptionTarget", "TerminationByKubelet"}),
+                message="Pod ephemeral local storage usage exceeds the total limit of containers 40Gi. ",
+            ),
+            Outcome.EVICTED,
+        ),
+        (
+            Observation(
+                pod_reason="Evicted",
+                conditions=F({"DisruptionTarget", "TerminationByKubelet"}),
+                message="The node was low on resource: ephemeral-storage. Threshold quantity: 10Gi, available: 1Gi. "
+                "Container catchup was using 95Gi, request is 0, has larger consumption of ephemeral-storage. ",
+            ),
+            Outcome.EVICTED,
+        ),
+        (
+            Observation(
+                pod_reason="Evicted",
+                conditions=F({"DisruptionTarget", "TerminationByKubelet"}),
+                message="The node was low on resource: memory. ",
+            ),
+            Outcome.DISRUPTED,
+        ),
         (Observation(pod_reason="Evicted", message="The node was low on resource: memory. "), Outcome.DISRUPTED),
-        (Observation(pod_reason="Evicted", message="The node was low on resource: ephemeral-storage. "
-                     "Container catchup was using 2Gi, request is 0, has larger consumption of memory. "), Outcome.DISRUPTED),
+        (
+            Observation(
+                pod_reason="Evicted",
+                message="The node was low on resource: ephemeral-storage. "
+                "Container catchup was using 2Gi, request is 0, has larger consumption of memory. ",
+            ),
+            Outcome.DISRUPTED,
+        ),
         (Observation(pod_reason="Evicted"), Outcome.EVICTED),  # no message to read: as the kubelet says
         # L4: the deadline outranks what the SIGTERMed pod says (exit 3, or even a disruption)
         (Observation(exit_code=3, termination_reason="Error", conditions=F({"DeadlineExceeded"})), Outcome.DEADLINE),
@@ -94,8 +121,12 @@ def test_L6_oom_rungs_treble_the_request_before_giving_up():
 
 @pytest.mark.parametrize(
     "kwargs, field",
-    [(dict(memory_factor=1.0), "memory_factor"), (dict(oom_rungs=0), "oom_rungs"), (dict(environmental=-1), "environmental"),
-     (dict(memory_cap_bytes=0), "memory_cap_bytes")],
+    [
+        (dict(memory_factor=1.0), "memory_factor"),
+        (dict(oom_rungs=0), "oom_rungs"),
+        (dict(environmental=-1), "environmental"),
+        (dict(memory_cap_bytes=0), "memory_cap_bytes"),
+    ],
 )
 def test_L34_bad_policy_names_the_field(kwargs, field):
     with pytest.raises(ValueError, match=field):

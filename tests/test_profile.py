@@ -10,11 +10,23 @@ GiB = 1024**3
 KEY = "0000016001-0000032000"
 
 
-def rec(attempt, outcome, anon=None, ws=None, seconds=None, fresh=None, limit=None, tx=None, start=None, end=None, key=KEY):
+def rec(
+    attempt, outcome, anon=None, ws=None, seconds=None, fresh=None, limit=None, tx=None, start=None, end=None, key=KEY
+):
     return AttemptRecord(
-        "m1", key, attempt, outcome, peak_anon_bytes=anon, peak_working_set_bytes=ws, seconds=seconds,
-        fresh_start=fresh, memory_limit_bytes=limit, tx_apply_count=tx, tx_apply_seconds=None if tx is None else tx / 1000,
-        started_at=start, finished_at=end,
+        "m1",
+        key,
+        attempt,
+        outcome,
+        peak_anon_bytes=anon,
+        peak_working_set_bytes=ws,
+        seconds=seconds,
+        fresh_start=fresh,
+        memory_limit_bytes=limit,
+        tx_apply_count=tx,
+        tx_apply_seconds=None if tx is None else tx / 1000,
+        started_at=start,
+        finished_at=end,
     )
 
 
@@ -24,31 +36,72 @@ def rec(attempt, outcome, anon=None, ws=None, seconds=None, fresh=None, limit=No
         # single fresh attempt
         ([rec(1, "ok", 2 * GiB, 3 * GiB, 100, True, tx=50)], 2 * GiB, 100, 50, 1),
         # L21: disrupted during download (peak), resumed leg peaks lower: max over the chain
-        ([rec(1, "disrupted", 9 * GiB, None, 300, True, tx=10), rec(2, "ok", 2 * GiB, None, 200, False, tx=90)],
-         9 * GiB, 500, 100, 2),
+        (
+            [rec(1, "disrupted", 9 * GiB, None, 300, True, tx=10), rec(2, "ok", 2 * GiB, None, 200, False, tx=90)],
+            9 * GiB,
+            500,
+            100,
+            2,
+        ),
         # L21: a fresh start supersedes what came before (peaks, seconds, tx)
-        ([rec(1, "disrupted", 9 * GiB, None, 300, True, tx=10), rec(2, "ok", 2 * GiB, None, 200, True, tx=90)],
-         2 * GiB, 200, 90, 1),
+        (
+            [rec(1, "disrupted", 9 * GiB, None, 300, True, tx=10), rec(2, "ok", 2 * GiB, None, 200, True, tx=90)],
+            2 * GiB,
+            200,
+            90,
+            1,
+        ),
         # L21: ...except an OOM's limit, which stays a lower bound
-        ([rec(1, "oom", 5 * GiB, None, 50, True, limit=6 * GiB), rec(2, "ok", 3 * GiB, None, 400, True, limit=9 * GiB, tx=7)],
-         6 * GiB, 400, 7, 1),
+        (
+            [
+                rec(1, "oom", 5 * GiB, None, 50, True, limit=6 * GiB),
+                rec(2, "ok", 3 * GiB, None, 400, True, limit=9 * GiB, tx=7),
+            ],
+            6 * GiB,
+            400,
+            7,
+            1,
+        ),
         # L22: three-leg chain sums compute seconds and tx; an unknown leg (no log) stays in the chain
-        ([rec(1, "interrupted", 4 * GiB, None, 10, True, tx=1), rec(2, "unknown", None, None, 20, None),
-          rec(3, "ok", 1 * GiB, None, 30, False, tx=3)], 4 * GiB, 60, 4, 3),
+        (
+            [
+                rec(1, "interrupted", 4 * GiB, None, 10, True, tx=1),
+                rec(2, "unknown", None, None, 20, None),
+                rec(3, "ok", 1 * GiB, None, 30, False, tx=3),
+            ],
+            4 * GiB,
+            60,
+            4,
+            3,
+        ),
         # already-complete leg (LCL >= target) continues the chain before it
-        ([rec(1, "disrupted", 7 * GiB, None, 500, True, tx=100), rec(2, "ok", GiB // 4, None, 2, False)],
-         7 * GiB, 502, 100, 2),
+        (
+            [rec(1, "disrupted", 7 * GiB, None, 500, True, tx=100), rec(2, "ok", GiB // 4, None, 2, False)],
+            7 * GiB,
+            502,
+            100,
+            2,
+        ),
     ],
 )
 def test_L21_L22_chain_aggregation(attempts, anon, seconds, tx, chain):
     row = range_row(attempts)
-    assert (row["peak_anon_bytes"], row["seconds"], row["tx_apply_count"], row["chain_attempts"]) == (anon, seconds, tx, chain)
+    assert (row["peak_anon_bytes"], row["seconds"], row["tx_apply_count"], row["chain_attempts"]) == (
+        anon,
+        seconds,
+        tx,
+        chain,
+    )
     assert row["completed"] is True and row["attempts"] == len(attempts)
 
 
 def test_L22_wall_seconds_cover_the_gaps_between_attempts():
-    row = range_row([rec(1, "disrupted", GiB, None, 100, True, start=1000, end=1100),
-                     rec(2, "ok", GiB, None, 100, False, start=1500, end=1600)])
+    row = range_row(
+        [
+            rec(1, "disrupted", GiB, None, 100, True, start=1000, end=1100),
+            rec(2, "ok", GiB, None, 100, False, start=1500, end=1600),
+        ]
+    )
     assert row["seconds"] == 200 and row["wall_seconds"] == 600
 
 
@@ -65,8 +118,12 @@ def test_L22_wall_seconds_cover_the_gaps_between_attempts():
     ],
 )
 def test_L22_a_vanished_leg_s_estimated_seconds_are_summed_and_marked(legs, seconds, estimated):
-    attempts = [AttemptRecord("m1", KEY, a, outcome, peak_anon_bytes=GiB, seconds=secs, seconds_estimated=est,
-                              fresh_start=fresh) for a, outcome, secs, est, fresh in legs]
+    attempts = [
+        AttemptRecord(
+            "m1", KEY, a, outcome, peak_anon_bytes=GiB, seconds=secs, seconds_estimated=est, fresh_start=fresh
+        )
+        for a, outcome, secs, est, fresh in legs
+    ]
     row = range_row(attempts)
     assert (row["seconds"], row["seconds_estimated"]) == (seconds, estimated)
 
@@ -77,8 +134,10 @@ def test_condemned_oom_range_keeps_its_floor():
 
 
 def test_L25_unmeasured_ranges_are_left_out_per_record():
-    measured = [rec(1, "ok", GiB, None, 10, True, key="0000000001-0000016000"),
-                rec(1, "ok", 3 * GiB, None, 10, True, key="0000032001-0000048000")]
+    measured = [
+        rec(1, "ok", GiB, None, 10, True, key="0000000001-0000016000"),
+        rec(1, "ok", 3 * GiB, None, 10, True, key="0000032001-0000048000"),
+    ]
     junk = [rec(1, "ok", None, None, 10, True, key=KEY), rec(1, None, key="0000048001-0000064000")]
     rows, unmeasured = profile_rows(measured + junk)
     assert [r["range_key"] for r in rows] == ["0000000001-0000016000", "0000032001-0000048000"]

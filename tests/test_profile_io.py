@@ -16,8 +16,18 @@ GiB = 1024**3
 
 @pytest.fixture
 def profile_file(tmp_path):
-    recs = [AttemptRecord("m1", "0000016001-0000032000", 1, "ok", peak_anon_bytes=3 * GiB, peak_working_set_bytes=4 * GiB,
-                          seconds=900.0, fresh_start=True)]
+    recs = [
+        AttemptRecord(
+            "m1",
+            "0000016001-0000032000",
+            1,
+            "ok",
+            peak_anon_bytes=3 * GiB,
+            peak_working_set_bytes=4 * GiB,
+            seconds=900.0,
+            fresh_start=True,
+        )
+    ]
     path = tmp_path / "range_profile.parquet"
     pq.write_table(profile_table(recs), path)
     return path

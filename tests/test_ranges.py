@@ -13,7 +13,11 @@ from catchup_assets.ranges import (
 
 @pytest.mark.parametrize(
     "first, last, key",
-    [(1, 16000, "0000000001-0000016000"), (59904001, 59920000, "0059904001-0059920000"), (5, 5, "0000000005-0000000005")],
+    [
+        (1, 16000, "0000000001-0000016000"),
+        (59904001, 59920000, "0059904001-0059920000"),
+        (5, 5, "0000000005-0000000005"),
+    ],
 )
 def test_key_round_trip(first, last, key):
     assert format_key(first, last) == key
@@ -22,8 +26,18 @@ def test_key_round_trip(first, last, key):
 
 @pytest.mark.parametrize(
     "bad",
-    ["", "1-16000", "0000016000-0000000001", "0000000000-0000016000", "0000000001_0000016000",
-     "0000000001-0000016000 ", "../../etc-passwd", "000000001a-0000016000", None, 7],
+    [
+        "",
+        "1-16000",
+        "0000016000-0000000001",
+        "0000000000-0000016000",
+        "0000000001_0000016000",
+        "0000000001-0000016000 ",
+        "../../etc-passwd",
+        "000000001a-0000016000",
+        None,
+        7,
+    ],
 )
 def test_bad_keys_are_refused_with_the_key_named(bad):
     with pytest.raises(RangeKeyError, match="does not parse"):
@@ -46,8 +60,11 @@ def test_span_not_starting_on_the_grid_snaps_down_to_it():
 
 @pytest.mark.parametrize(
     "rng, overlap, arg",
-    [(LedgerRange(16001, 32000), 320, "32000/16320"), (LedgerRange(1, 16000), 320, "16000/15999"),
-     (LedgerRange(59904001, 59920000), 0, "59920000/16000")],
+    [
+        (LedgerRange(16001, 32000), 320, "32000/16320"),
+        (LedgerRange(1, 16000), 320, "16000/15999"),
+        (LedgerRange(59904001, 59920000), 0, "59920000/16000"),
+    ],
 )
 def test_catchup_argument_is_end_over_length_plus_overlap(rng, overlap, arg):
     assert rng.catchup_arg(overlap) == arg
@@ -55,9 +72,12 @@ def test_catchup_argument_is_end_over_length_plus_overlap(rng, overlap, arg):
 
 @pytest.mark.parametrize(
     "kwargs, field",
-    [(dict(first_ledger=0, last_ledger=10), "first_ledger"), (dict(first_ledger=10, last_ledger=5), "last_ledger"),
-     (dict(first_ledger=1, last_ledger=5, ledgers_per_range=1000), "ledgers_per_range"),
-     (dict(first_ledger=1, last_ledger=5, overlap=-1), "overlap")],
+    [
+        (dict(first_ledger=0, last_ledger=10), "first_ledger"),
+        (dict(first_ledger=10, last_ledger=5), "last_ledger"),
+        (dict(first_ledger=1, last_ledger=5, ledgers_per_range=1000), "ledgers_per_range"),
+        (dict(first_ledger=1, last_ledger=5, overlap=-1), "overlap"),
+    ],
 )
 def test_bad_span_names_the_field(kwargs, field):
     with pytest.raises(ValueError, match=field):

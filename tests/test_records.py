@@ -38,8 +38,14 @@ def test_L12_a_version_1_record_still_reads_with_the_new_fields_empty(store):
     from catchup_assets.records import SCHEMA, SCHEMA_V1_NAMES
 
     rs = RecordStore(store, "m1")
-    row = {n: None for n in SCHEMA_V1_NAMES} | {"mission": "m1", "range_key": KEY, "attempt": 1, "outcome": "ok",
-                                                "seconds": 12.5, "schema_version": 1}
+    row = {n: None for n in SCHEMA_V1_NAMES} | {
+        "mission": "m1",
+        "range_key": KEY,
+        "attempt": 1,
+        "outcome": "ok",
+        "seconds": 12.5,
+        "schema_version": 1,
+    }
     v1 = pa.schema([SCHEMA.field(n) for n in SCHEMA_V1_NAMES])
     buf = io.BytesIO()
     pq.write_table(pa.Table.from_pylist([row], schema=v1), buf)
@@ -116,8 +122,10 @@ def test_a_notebook_reads_every_attempt_record_with_plain_pandas(tmp_path):
         rs.mark_done(key, 2)
     df = pd.read_parquet(tmp_path / "root/m1/attempts")
     assert sorted(zip(df.range_key, df.attempt, df.outcome)) == [
-        ("0000016001-0000032000", 1, "oom"), ("0000016001-0000032000", 2, "ok"),
-        ("0000032001-0000048000", 1, "oom"), ("0000032001-0000048000", 2, "ok"),
+        ("0000016001-0000032000", 1, "oom"),
+        ("0000016001-0000032000", 2, "ok"),
+        ("0000032001-0000048000", 1, "oom"),
+        ("0000032001-0000048000", 2, "ok"),
     ]
 
 

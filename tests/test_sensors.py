@@ -2,13 +2,21 @@
 
 import dagster as dg
 import pytest
-from dagster._core.storage.tags import ASSET_PARTITION_RANGE_END_TAG as RANGE_END, ASSET_PARTITION_RANGE_START_TAG as RANGE_START
+from dagster._core.storage.tags import (
+    ASSET_PARTITION_RANGE_END_TAG as RANGE_END,
+    ASSET_PARTITION_RANGE_START_TAG as RANGE_START,
+)
 
 from catchup_assets.assets import MISSION_TAG, PLAN_KEY, mission_plan, range_catchup, range_profile, tier_map
 from catchup_assets.jobs import mission_plan_job, profile_job, range_catchup_job
 from catchup_assets.ranges import format_key
 from catchup_assets.resources import CatchupResource
-from catchup_assets.sensors import PREVIOUS_MISSION_TAG, mission_finished_sensor, mission_plan_sensor, next_mission_sensor
+from catchup_assets.sensors import (
+    PREVIOUS_MISSION_TAG,
+    mission_finished_sensor,
+    mission_plan_sensor,
+    next_mission_sensor,
+)
 
 R = 1_250_048  # a multiple of 64, so a few ranges cover a few million quick simulated ledgers
 SENSORS = [mission_plan_sensor, mission_finished_sensor, next_mission_sensor]
@@ -22,7 +30,13 @@ def key(i: int, last: int | None = None) -> str:
 @pytest.fixture
 def env(tmp_path):
     resources = {
-        "catchup": CatchupResource(storage_root=str(tmp_path / "storage"), memory_scale=1 / 200, sim_speed=300000, poll_seconds=0.2, status_every=5)
+        "catchup": CatchupResource(
+            storage_root=str(tmp_path / "storage"),
+            memory_scale=1 / 200,
+            sim_speed=300000,
+            poll_seconds=0.2,
+            status_every=5,
+        )
     }
     defs = dg.Definitions(
         assets=[mission_plan, range_catchup, range_profile, tier_map],
@@ -36,8 +50,18 @@ def env(tmp_path):
 
 def plan(env, mission: str, first: int, last: int, **config) -> int:
     instance, _, resources = env
-    config = {"mission": mission, "first_ledger": first, "last_ledger": last, "ledgers_per_range": R, "overlap": 0, "parallelism": 4, **config}
-    assert dg.materialize([mission_plan], instance=instance, resources=resources, run_config={"ops": {"mission_plan": {"config": config}}}).success
+    config = {
+        "mission": mission,
+        "first_ledger": first,
+        "last_ledger": last,
+        "ledgers_per_range": R,
+        "overlap": 0,
+        "parallelism": 4,
+        **config,
+    }
+    assert dg.materialize(
+        [mission_plan], instance=instance, resources=resources, run_config={"ops": {"mission_plan": {"config": config}}}
+    ).success
     return latest(instance, PLAN_KEY).storage_id
 
 
@@ -47,7 +71,9 @@ def latest(instance, asset_key) -> dg.EventLogRecord:
 
 def tick(env, sensor, cursor=None):
     instance, defs, resources = env
-    return sensor.evaluate_tick(dg.build_sensor_context(instance=instance, cursor=cursor, definitions=defs, resources=resources))
+    return sensor.evaluate_tick(
+        dg.build_sensor_context(instance=instance, cursor=cursor, definitions=defs, resources=resources)
+    )
 
 
 def spans(data) -> list[tuple[str, str]]:
@@ -79,7 +105,10 @@ def test_a_plan_not_contiguous_in_insertion_order_becomes_one_run_per_group(env)
     assert env[0].get_dynamic_partitions("ledger_ranges") == [key(1), key(2), key(0)]
     data = tick(env, mission_plan_sensor)
     assert spans(data) == [(key(1), key(2)), (key(1), key(1)), (key(0), key(0))]
-    assert [r.run_key for r in data.run_requests[1:]] == [f"earlier:{key(1)}...{key(1)}", f"earlier:{key(0)}...{key(0)}"]
+    assert [r.run_key for r in data.run_requests[1:]] == [
+        f"earlier:{key(1)}...{key(1)}",
+        f"earlier:{key(0)}...{key(0)}",
+    ]
     assert len({r.run_key for r in data.run_requests}) == 3
 
 
@@ -105,11 +134,23 @@ def test_each_finished_catchup_run_is_profiled_once(env):
     [catchup_request] = tick(env, mission_plan_sensor).run_requests
     assert run_job(env, "range_catchup_job", tags=catchup_request.tags).success
     # A UI backfill run carries no mission tag; a run of a mission never planned fails.
-    backfill = dg.materialize([range_catchup], instance=instance, resources=env[2], tags={RANGE_START: key(0), RANGE_END: key(0)})
+    backfill = dg.materialize(
+        [range_catchup], instance=instance, resources=env[2], tags={RANGE_START: key(0), RANGE_END: key(0)}
+    )
     assert backfill.success
-    doomed = run_job(env, "range_catchup_job", tags={RANGE_START: key(1), RANGE_END: key(1), MISSION_TAG: "never-planned"})
+    doomed = run_job(
+        env, "range_catchup_job", tags={RANGE_START: key(1), RANGE_END: key(1), MISSION_TAG: "never-planned"}
+    )
     assert not doomed.success
-    assert run_job(env, "mission_plan_job", run_config={"ops": {"mission_plan": {"config": {"mission": "m2", "last_ledger": R, "ledgers_per_range": R, "overlap": 0}}}}).success
+    assert run_job(
+        env,
+        "mission_plan_job",
+        run_config={
+            "ops": {
+                "mission_plan": {"config": {"mission": "m2", "last_ledger": R, "ledgers_per_range": R, "overlap": 0}}
+            }
+        },
+    ).success
 
     data = tick(env, mission_finished_sensor)
     [m1_run] = instance.get_runs(dg.RunsFilter(job_name="range_catchup_job", tags={MISSION_TAG: "m1"}))
@@ -140,7 +181,9 @@ def test_the_last_profile_of_a_mission_plans_the_next_mission_once(env):
     instance.report_run_canceled(queued)
 
     # The profile's own run may still be running tier_map when the sensor sees the profile.
-    instance.create_run_for_job(defs.resolve_job_def("profile_job"), tags=profile_request.tags, status=dg.DagsterRunStatus.NOT_STARTED)
+    instance.create_run_for_job(
+        defs.resolve_job_def("profile_job"), tags=profile_request.tags, status=dg.DagsterRunStatus.NOT_STARTED
+    )
 
     assert run_job(env, "profile_job", tags=profile_request.tags).success
     profile = latest(instance, dg.AssetKey("range_profile"))
@@ -155,8 +198,15 @@ def test_the_last_profile_of_a_mission_plans_the_next_mission_once(env):
         "ops": {
             "mission_plan": {
                 "config": {
-                    "mission": name, "first_ledger": 1, "last_ledger": 3 * R, "ledgers_per_range": R, "overlap": 0,
-                    "order": "longest-first", "parallelism": 4, "previous_profile": profile_path, "deadline_seconds": 0,
+                    "mission": name,
+                    "first_ledger": 1,
+                    "last_ledger": 3 * R,
+                    "ledgers_per_range": R,
+                    "overlap": 0,
+                    "order": "longest-first",
+                    "parallelism": 4,
+                    "previous_profile": profile_path,
+                    "deadline_seconds": 0,
                 }
             }
         }

@@ -26,8 +26,7 @@ def env(**extra: str) -> dict[str, str]:
 
 
 def core(cwd: Path, *args: str, **extra: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([str(CORE), *args], cwd=cwd, env=env(**extra),
-                          capture_output=True, text=True, timeout=60)
+    return subprocess.run([str(CORE), *args], cwd=cwd, env=env(**extra), capture_output=True, text=True, timeout=60)
 
 
 def lcl(cwd: Path) -> int:
@@ -42,9 +41,16 @@ def test_model_is_deterministic_and_seeded() -> None:
 
 def test_model_does_not_depend_on_the_process_hash_seed() -> None:
     code = "from catchup_assets.sim.model import range_cost; print(range_cost(5, 9000, 3))"
-    outs = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                           env={**os.environ, "PYTHONHASHSEED": s}, check=True).stdout
-            for s in ("1", "2")}
+    outs = {
+        subprocess.run(
+            [sys.executable, "-c", code],
+            capture_output=True,
+            text=True,
+            env={**os.environ, "PYTHONHASHSEED": s},
+            check=True,
+        ).stdout
+        for s in ("1", "2")
+    }
     assert len(outs) == 1
 
 
@@ -54,10 +60,8 @@ def full(first: int, seed: int = 0):
 
 @pytest.mark.parametrize("seed", [0, 1, 2, 3])
 def test_model_tip_heavier_than_genesis_at_real_world_scale(seed: int) -> None:
-    old, mid, bump, tip = full(1, seed), full(30_000_001, seed), full(43_000_001, seed), \
-        full(59_984_001, seed)
-    for field in ("seconds_per_ledger", "peak_anon_bytes", "replay_anon_bytes",
-                  "disk_bytes", "tx_per_ledger"):
+    old, mid, bump, tip = full(1, seed), full(30_000_001, seed), full(43_000_001, seed), full(59_984_001, seed)
+    for field in ("seconds_per_ledger", "peak_anon_bytes", "replay_anon_bytes", "disk_bytes", "tx_per_ledger"):
         assert getattr(old, field) < getattr(mid, field) < getattr(tip, field), field
         assert getattr(bump, field) > getattr(mid, field), field
     assert old.peak_anon_bytes < 1 * GiB and 11 * GiB < tip.peak_anon_bytes < 17 * GiB
@@ -93,8 +97,24 @@ def test_L16_catchup_exits_2_when_nothing_is_left_to_apply(tmp_path: Path) -> No
 
 # One line of stellar-core's log: Logging::setFmt's pattern (src/util/Logging.cpp).
 LINE = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3} GABCD \[(\w+) (INFO|WARNING|ERROR|FATAL)\] (.*)$")
-TIMER_FIELDS = ["count", "mean rate", "1-minute rate", "5-minute rate", "15-minute rate", "min", "max",
-                "mean", "stddev", "sum", "median", "75%", "95%", "98%", "99%", "99.9%"]
+TIMER_FIELDS = [
+    "count",
+    "mean rate",
+    "1-minute rate",
+    "5-minute rate",
+    "15-minute rate",
+    "min",
+    "max",
+    "mean",
+    "stddev",
+    "sum",
+    "median",
+    "75%",
+    "95%",
+    "98%",
+    "99%",
+    "99.9%",
+]
 
 
 def report_of(stderr: str) -> list[str]:
@@ -103,7 +123,7 @@ def report_of(stderr: str) -> list[str]:
     at = msgs.index("metric 'ledger.transaction.apply':")
     end = msgs.index("", at)
     assert msgs[at - 1] == ""  # reportCfgMetrics logs an empty line before and after
-    return msgs[at + 1:end]
+    return msgs[at + 1 : end]
 
 
 def test_L24_the_metric_report_is_stellar_core_s_and_only_on_request(tmp_path: Path) -> None:
@@ -150,7 +170,7 @@ def test_L24_some_runs_interleave_foreign_lines_deterministically(tmp_path: Path
         core(tmp_path, "new-db")
         out = core(tmp_path, "catchup", "200/200", *METRIC, SIM_SEED=str(seed)).stderr.splitlines()
         start = next(i for i, ln in enumerate(out) if ln.endswith("metric 'ledger.transaction.apply':"))
-        return [ln.split(" ", 3)[2] for ln in out[start:start + 8]]  # whose line: "[Bucket", "[default"
+        return [ln.split(" ", 3)[2] for ln in out[start : start + 8]]  # whose line: "[Bucket", "[default"
 
     shapes = {seed: block_shape(seed) for seed in range(6)}
     mixed = [s for s, shape in shapes.items() if any("[Bucket" in ln for ln in shape)]
@@ -184,8 +204,14 @@ def max_rss_bytes(cwd: Path, *args: str, **extra: str) -> int:
         "import resource, subprocess, sys; r = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL); "
         "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss); sys.exit(r.returncode)"
     )
-    out = subprocess.run([sys.executable, "-c", probe, str(CORE), *args], cwd=cwd, env=env(**extra),
-                         capture_output=True, text=True, timeout=60)
+    out = subprocess.run(
+        [sys.executable, "-c", probe, str(CORE), *args],
+        cwd=cwd,
+        env=env(**extra),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert out.returncode == 0, out.stderr
     return int(out.stdout.strip()) * 1024
 
@@ -200,8 +226,13 @@ def test_peak_override_touches_real_memory(tmp_path: Path) -> None:
 
 def test_sigterm_drains_saves_lcl_and_exits_3(tmp_path: Path) -> None:
     core(tmp_path, "new-db")
-    proc = subprocess.Popen([str(CORE), "catchup", "1280/1280", *METRIC], cwd=tmp_path,
-                            env=env(SIM_SPEED="20"), stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [str(CORE), "catchup", "1280/1280", *METRIC],
+        cwd=tmp_path,
+        env=env(SIM_SPEED="20"),
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     assert proc.stderr is not None
     for line in proc.stderr:
         if "applying ledger" in line:
@@ -215,11 +246,19 @@ def test_sigterm_drains_saves_lcl_and_exits_3(tmp_path: Path) -> None:
     assert parse_tx_apply(rest.splitlines())[0] is not None
 
 
-@pytest.mark.parametrize("var,value", [
-    ("SIM_SPEED", "fast"), ("SIM_SPEED", "0"), ("SIM_SPEED", "inf"), ("SIM_SEED", "1.5"),
-    ("SIM_MEMORY_SCALE", "-1"), ("SIM_FAIL_TARGETS", "640,x"), ("SIM_PEAK_BYTES", "640"),
-    ("SIM_PEAK_BYTES", "640=big"),
-])
+@pytest.mark.parametrize(
+    "var,value",
+    [
+        ("SIM_SPEED", "fast"),
+        ("SIM_SPEED", "0"),
+        ("SIM_SPEED", "inf"),
+        ("SIM_SEED", "1.5"),
+        ("SIM_MEMORY_SCALE", "-1"),
+        ("SIM_FAIL_TARGETS", "640,x"),
+        ("SIM_PEAK_BYTES", "640"),
+        ("SIM_PEAK_BYTES", "640=big"),
+    ],
+)
 def test_bad_env_exits_64_naming_the_variable(tmp_path: Path, var: str, value: str) -> None:
     result = core(tmp_path, "new-db", **{var: value})
     assert result.returncode == 64 and var in result.stderr

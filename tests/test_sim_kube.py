@@ -21,15 +21,26 @@ from catchup_sim.kubelet import Kubelet
 
 def job_manifest(name: str, labels: dict | None = None, **pod_spec) -> dict:
     labels = labels or {"mission": "m1", "range": name}
-    container = {"name": "catchup", "image": "stellar/core:21",
-                 "resources": {"requests": {"memory": "2Gi", "cpu": "1"},
-                               "limits": {"memory": "4Gi"}}}
+    container = {
+        "name": "catchup",
+        "image": "stellar/core:21",
+        "resources": {"requests": {"memory": "2Gi", "cpu": "1"}, "limits": {"memory": "4Gi"}},
+    }
     container.update(pod_spec.pop("container", {}))
     job_spec = pod_spec.pop("job_spec", {})
-    return {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": name, "labels": labels},
-            "spec": {"backoffLimit": 0, **job_spec, "template": {
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": name, "labels": labels},
+        "spec": {
+            "backoffLimit": 0,
+            **job_spec,
+            "template": {
                 "metadata": {"labels": dict(labels)},
-                "spec": {"restartPolicy": "Never", "containers": [container], **pod_spec}}}}
+                "spec": {"restartPolicy": "Never", "containers": [container], **pod_spec},
+            },
+        },
+    }
 
 
 @pytest.fixture
@@ -69,10 +80,12 @@ def test_get_list_delete_and_404(cluster):
     assert int(listed.metadata.resource_version) >= int(listed.items[0].metadata.resource_version)
     status = batch.delete_namespaced_job("r1", "ns", propagation_policy="Background")
     assert status.status == "Success" and status.details.name == "r1"
-    for call in (lambda: batch.read_namespaced_job("r1", "ns"),
-                 lambda: batch.delete_namespaced_job("r1", "ns"),
-                 lambda: core.read_namespaced_config_map("cm", "ns"),
-                 lambda: core.read_namespaced_secret("s", "ns")):
+    for call in (
+        lambda: batch.read_namespaced_job("r1", "ns"),
+        lambda: batch.delete_namespaced_job("r1", "ns"),
+        lambda: core.read_namespaced_config_map("cm", "ns"),
+        lambda: core.read_namespaced_secret("s", "ns"),
+    ):
         with pytest.raises(ApiException) as err:
             call()
         assert err.value.status == 404
@@ -80,21 +93,27 @@ def test_get_list_delete_and_404(cluster):
     assert api.store.count("jobs") == 0
 
 
-@pytest.mark.parametrize("selector,expected", [
-    ("mission=m1", ["a", "b", "c"]),
-    ("mission==m1,tier=small", ["a"]),
-    ("tier!=small", ["b", "c", "d"]),
-    ("tier in (small,large)", ["a", "b"]),
-    ("tier notin (small)", ["b", "c", "d"]),
-    ("tier", ["a", "b"]),
-    ("!tier", ["c", "d"]),
-    ("mission=m1,!tier", ["c"]),
-])
+@pytest.mark.parametrize(
+    "selector,expected",
+    [
+        ("mission=m1", ["a", "b", "c"]),
+        ("mission==m1,tier=small", ["a"]),
+        ("tier!=small", ["b", "c", "d"]),
+        ("tier in (small,large)", ["a", "b"]),
+        ("tier notin (small)", ["b", "c", "d"]),
+        ("tier", ["a", "b"]),
+        ("!tier", ["c", "d"]),
+        ("mission=m1,!tier", ["c"]),
+    ],
+)
 def test_label_selectors(cluster, selector, expected):
     _, _, batch, _ = cluster
-    for name, labels in (("a", {"mission": "m1", "tier": "small"}),
-                         ("b", {"mission": "m1", "tier": "large"}),
-                         ("c", {"mission": "m1"}), ("d", {"mission": "m2"})):
+    for name, labels in (
+        ("a", {"mission": "m1", "tier": "small"}),
+        ("b", {"mission": "m1", "tier": "large"}),
+        ("c", {"mission": "m1"}),
+        ("d", {"mission": "m2"}),
+    ):
         batch.create_namespaced_job("ns", job_manifest(name, labels))
     got = batch.list_namespaced_job("ns", label_selector=selector)
     assert [j.metadata.name for j in got.items] == expected
@@ -154,11 +173,14 @@ def test_job_validation_rejects_restart_policy_always_and_bad_names(cluster):
 
 def test_pvc_configmap_and_nodes_crud(cluster):
     api, kubelet, _, core = cluster
-    core.create_namespaced_persistent_volume_claim("ns", {
-        "metadata": {"name": "data-r1"}, "spec": {"accessModes": ["ReadWriteOnce"],
-                                                  "resources": {"requests": {"storage": "50Gi"}}}})
-    core.create_namespaced_config_map("ns", {"metadata": {"name": "core-cfg"},
-                                             "data": {"stellar-core.cfg": "x"}})
+    core.create_namespaced_persistent_volume_claim(
+        "ns",
+        {
+            "metadata": {"name": "data-r1"},
+            "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "50Gi"}}},
+        },
+    )
+    core.create_namespaced_config_map("ns", {"metadata": {"name": "core-cfg"}, "data": {"stellar-core.cfg": "x"}})
     assert core.read_namespaced_persistent_volume_claim("data-r1", "ns").status.phase == "Pending"
     assert core.read_namespaced_config_map("core-cfg", "ns").data == {"stellar-core.cfg": "x"}
     assert [n.metadata.name for n in core.list_node().items] == ["n1"]
@@ -169,10 +191,12 @@ def test_pvc_configmap_and_nodes_crud(cluster):
 def test_pvc_deleted_while_in_use_lingers_until_its_pod_finishes(cluster):
     """L3: releasing a claim a live pod mounts leaves it Terminating, not gone."""
     api, kubelet, batch, core = cluster
-    core.create_namespaced_persistent_volume_claim("ns", {
-        "metadata": {"name": "data"}, "spec": {"resources": {"requests": {"storage": "1Gi"}}}})
-    batch.create_namespaced_job("ns", job_manifest("r1", volumes=[
-        {"name": "data", "persistentVolumeClaim": {"claimName": "data"}}]))
+    core.create_namespaced_persistent_volume_claim(
+        "ns", {"metadata": {"name": "data"}, "spec": {"resources": {"requests": {"storage": "1Gi"}}}}
+    )
+    batch.create_namespaced_job(
+        "ns", job_manifest("r1", volumes=[{"name": "data", "persistentVolumeClaim": {"claimName": "data"}}])
+    )
     kubelet.step()
     assert core.read_namespaced_persistent_volume_claim("data", "ns").status.phase == "Bound"
     core.delete_namespaced_persistent_volume_claim("data", "ns")
@@ -195,9 +219,10 @@ def test_ttl_after_finished_deletes_job_and_pods(cluster):
     assert api.store.count("jobs") == 0 and api.store.count("pods") == 0
 
 
-@pytest.mark.parametrize("code,reason", [(429, "TooManyRequests"), (500, "InternalError"),
-                                         (503, "ServiceUnavailable"), (504, "Timeout"),
-                                         (410, "Expired")])
+@pytest.mark.parametrize(
+    "code,reason",
+    [(429, "TooManyRequests"), (500, "InternalError"), (503, "ServiceUnavailable"), (504, "Timeout"), (410, "Expired")],
+)
 def test_injected_faults_are_api_exceptions_with_status_bodies(cluster, code, reason):
     api, _, batch, _ = cluster
     api.faults.add(code, verb="create", resource="jobs", count=2, retry_after=7)
@@ -260,8 +285,13 @@ def test_request_accounting_per_verb_and_resource(cluster):
     core.connect_get_node_proxy_with_path("n1", "stats/summary")
     batch.delete_namespaced_job("r1", "ns", propagation_policy="Background")
     assert api.requests.snapshot() == {
-        ("create", "jobs"): 1, ("list", "jobs"): 1, ("list", "pods"): 1,
-        ("get", "pods/log"): 1, ("get", "nodes/proxy"): 1, ("delete", "jobs"): 1}
+        ("create", "jobs"): 1,
+        ("list", "jobs"): 1,
+        ("list", "pods"): 1,
+        ("get", "pods/log"): 1,
+        ("get", "nodes/proxy"): 1,
+        ("delete", "jobs"): 1,
+    }
     assert api.requests.total == 6 and api.requests.count(verb="list") == 2
     api.requests.reset()
     assert api.requests.total == 0
@@ -294,8 +324,7 @@ def test_background_kubelet_on_a_real_clock_runs_jobs_to_completion():
         kubelet.start(interval=0.01)
         try:
             deadline = time.monotonic() + 5
-            while not (batch.read_namespaced_job("r1", "ns").status.succeeded
-                       or time.monotonic() > deadline):
+            while not (batch.read_namespaced_job("r1", "ns").status.succeeded or time.monotonic() > deadline):
                 time.sleep(0.02)
         finally:
             kubelet.stop()

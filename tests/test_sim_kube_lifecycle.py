@@ -28,8 +28,9 @@ def sim():
     """(api, kubelet, batch, core, scripts): scripts[job name] sets that job's Script."""
     scripts: dict[str, Script] = {}
     with KubeApiServer() as api:
-        kubelet = Kubelet(api.store, script=lambda job: scripts.get(
-            job["metadata"]["name"], Script(duration=30)), stats_period=0)
+        kubelet = Kubelet(
+            api.store, script=lambda job: scripts.get(job["metadata"]["name"], Script(duration=30)), stats_period=0
+        )
         kubelet.add_node("n1", labels={"tier": "small"})
         yield api, kubelet, BatchV1Api(api.api_client), CoreV1Api(api.api_client), scripts
 
@@ -56,8 +57,7 @@ def test_job_becomes_a_labelled_pod_that_runs_to_succeeded_with_its_own_timestam
     assert pod.metadata.labels["range"] == "r1" and pod.metadata.labels["mission"] == "m1"
     assert pod.metadata.labels["controller-uid"] == job.metadata.uid
     owner = pod.metadata.owner_references[0]
-    assert (owner.kind, owner.name, owner.uid, owner.controller) == ("Job", "r1",
-                                                                      job.metadata.uid, True)
+    assert (owner.kind, owner.name, owner.uid, owner.controller) == ("Job", "r1", job.metadata.uid, True)
     assert pod.status.phase == "Pending" and pod.spec.node_name == "n1"
     assert pod.status.container_statuses[0].state.waiting.reason == "ContainerCreating"
     kubelet.advance(10, tick=10)  # one coarse step: the times still come from the script
@@ -98,8 +98,9 @@ def test_memory_curve_above_the_limit_ooms_at_the_crossing(sim):
     curve = [(0.0, Usage(0, 0)), (100.0, Usage(5 * GiB, 6 * GiB))]
     scripts["small"] = scripts["big"] = Script(duration=100, memory=curve)
     batch.create_namespaced_job("ns", job_manifest("small"))
-    batch.create_namespaced_job("ns", job_manifest("big", container={
-        "resources": {"requests": {"memory": "6Gi"}, "limits": {"memory": "6Gi"}}}))
+    batch.create_namespaced_job(
+        "ns", job_manifest("big", container={"resources": {"requests": {"memory": "6Gi"}, "limits": {"memory": "6Gi"}}})
+    )
     kubelet.advance(120, tick=20)
     small = only_pod(core, "small").status.container_statuses[0].state.terminated
     big = only_pod(core, "big").status.container_statuses[0].state.terminated
@@ -125,8 +126,7 @@ def test_disruption_target_then_drain_exit_3(sim):
 
 def test_preempted_pod_is_deleted_and_the_job_counts_a_failure(sim):
     api, kubelet, batch, core, scripts = sim
-    scripts["r1"] = Script(duration=20, disrupt="PreemptionByScheduler", disrupt_mode="delete",
-                           grace=3)
+    scripts["r1"] = Script(duration=20, disrupt="PreemptionByScheduler", disrupt_mode="delete", grace=3)
     batch.create_namespaced_job("ns", job_manifest("r1"))
     kubelet.advance(21)
     pod = only_pod(core, "r1")
@@ -161,17 +161,19 @@ def test_ephemeral_eviction_shape(sim):
     kubelet.advance(20)
     pod = only_pod(core, "r1")
     assert (pod.status.phase, pod.status.reason) == ("Failed", "Evicted")
-    assert pod.status.message == ("Pod ephemeral local storage usage exceeds the total limit "
-                                  "of containers 40Gi. ")
+    assert pod.status.message == ("Pod ephemeral local storage usage exceeds the total limit of containers 40Gi. ")
     assert not [c for c in pod.status.conditions if c.type == "DisruptionTarget"]
     term = pod.status.container_statuses[0].state.terminated
     assert (term.exit_code, term.reason) == (137, "Error")  # 137 but not an OOM
 
 
-@pytest.mark.parametrize("script, resource, names_us", [
-    (Script(duration=20, evict_ephemeral=True, memory=[(0, Usage(GiB, GiB, 91 * GiB))]), "ephemeral-storage", True),
-    (Script(duration=20, evict_memory_pressure=True, memory=[(0, Usage(GiB, GiB, GiB))]), "memory", False),
-])
+@pytest.mark.parametrize(
+    "script, resource, names_us",
+    [
+        (Script(duration=20, evict_ephemeral=True, memory=[(0, Usage(GiB, GiB, 91 * GiB))]), "ephemeral-storage", True),
+        (Script(duration=20, evict_memory_pressure=True, memory=[(0, Usage(GiB, GiB, GiB))]), "memory", False),
+    ],
+)
 def test_node_pressure_eviction_shape(sim, script, resource, names_us):
     """The node ran short: Evicted, and DisruptionTarget/TerminationByKubelet with the same
     message (eviction_manager.go synchronize); a container over its request is named."""
@@ -183,8 +185,10 @@ def test_node_pressure_eviction_shape(sim, script, resource, names_us):
     pod = only_pod(core, "r1")
     assert (pod.status.phase, pod.status.reason) == ("Failed", "Evicted")
     assert pod.status.message.startswith(f"The node was low on resource: {resource}. Threshold quantity: ")
-    assert ("Container catchup was using 91Gi, request is 0, has larger consumption of "
-            "ephemeral-storage. " in pod.status.message) is names_us
+    assert (
+        "Container catchup was using 91Gi, request is 0, has larger consumption of "
+        "ephemeral-storage. " in pod.status.message
+    ) is names_us
     cond = next(c for c in pod.status.conditions if c.type == "DisruptionTarget")
     assert (cond.status, cond.reason, cond.message) == ("True", "TerminationByKubelet", pod.status.message)
 
@@ -200,15 +204,15 @@ def test_pod_deadline_is_deadline_exceeded_on_the_pod(sim):
     assert (pod.status.phase, pod.status.reason) == ("Failed", "DeadlineExceeded")
     term = pod.status.container_statuses[0].state.terminated
     assert term.exit_code == 3 and (term.finished_at - term.started_at).seconds == 60
-    assert conditions(batch.read_namespaced_job("r1", "ns"))["Failed"].reason == \
-        "BackoffLimitExceeded"
+    assert conditions(batch.read_namespaced_job("r1", "ns"))["Failed"].reason == "BackoffLimitExceeded"
 
 
 def test_job_deadline_counts_pending_time_and_fails_the_job(sim):
     """L8: on the Job, the deadline also runs while the pod cannot even schedule."""
     api, kubelet, batch, core, _ = sim
-    batch.create_namespaced_job("ns", job_manifest("r1", nodeSelector={"tier": "huge"},
-                                                   job_spec={"activeDeadlineSeconds": 30}))
+    batch.create_namespaced_job(
+        "ns", job_manifest("r1", nodeSelector={"tier": "huge"}, job_spec={"activeDeadlineSeconds": 30})
+    )
     kubelet.step()
     sched = conditions(only_pod(core, "r1"))["PodScheduled"]
     assert (sched.status, sched.reason) == ("False", "Unschedulable")
@@ -222,13 +226,18 @@ def test_job_deadline_counts_pending_time_and_fails_the_job(sim):
 def test_taints_tolerations_and_capacity_decide_placement(sim):
     _, kubelet, batch, core, _ = sim
     taint = {"key": "tier", "value": "large", "effect": "NoSchedule"}
-    kubelet.add_node("big", labels={"tier": "large"}, taints=[taint],
-                     allocatable={"memory": "8Gi"})
+    kubelet.add_node("big", labels={"tier": "large"}, taints=[taint], allocatable={"memory": "8Gi"})
     tolerate = [{"key": "tier", "operator": "Equal", "value": "large", "effect": "NoSchedule"}]
     for name in ("a", "b"):
-        batch.create_namespaced_job("ns", job_manifest(
-            name, nodeSelector={"tier": "large"}, tolerations=tolerate, container={
-                "resources": {"requests": {"memory": "6Gi"}}}))
+        batch.create_namespaced_job(
+            "ns",
+            job_manifest(
+                name,
+                nodeSelector={"tier": "large"},
+                tolerations=tolerate,
+                container={"resources": {"requests": {"memory": "6Gi"}}},
+            ),
+        )
     batch.create_namespaced_job("ns", job_manifest("c", nodeSelector={"tier": "large"}))
     kubelet.step()
     assert only_pod(core, "a").spec.node_name == "big"
@@ -251,8 +260,8 @@ def test_image_pull_error_waits_forever_and_logs_answer_400(sim):
         core.read_namespaced_pod_log(pod.metadata.name, "ns")
     assert err.value.status == 400
     assert json.loads(err.value.body)["message"] == (
-        f'container "catchup" in pod "{pod.metadata.name}" is waiting to start: '
-        "trying and failing to pull image")
+        f'container "catchup" in pod "{pod.metadata.name}" is waiting to start: trying and failing to pull image'
+    )
 
 
 def test_missing_configmap_is_a_config_error_until_it_exists(sim):
@@ -261,8 +270,7 @@ def test_missing_configmap_is_a_config_error_until_it_exists(sim):
     batch.create_namespaced_job("ns", job_manifest("r1", container={"env": env}))
     kubelet.advance(5)
     waiting = only_pod(core, "r1").status.container_statuses[0].state.waiting
-    assert (waiting.reason, waiting.message) == ("CreateContainerConfigError",
-                                                 'configmap "core-cfg" not found')
+    assert (waiting.reason, waiting.message) == ("CreateContainerConfigError", 'configmap "core-cfg" not found')
     core.create_namespaced_config_map("ns", {"metadata": {"name": "core-cfg"}, "data": {"k": "v"}})
     kubelet.advance(1)
     assert only_pod(core, "r1").status.phase == "Running"
@@ -277,8 +285,7 @@ def test_job_failed_with_no_pod_and_admission_rejection(sim):
     batch.create_namespaced_job("ns", job_manifest("denied"))
     kubelet.advance(10)
     assert api.store.count("pods") == 0
-    assert conditions(batch.read_namespaced_job("ghost", "ns"))["Failed"].reason == \
-        "BackoffLimitExceeded"
+    assert conditions(batch.read_namespaced_job("ghost", "ns"))["Failed"].reason == "BackoffLimitExceeded"
     events = core.list_namespaced_event("ns", field_selector="involvedObject.name=denied").items
     assert [e.reason for e in events] == ["FailedCreate"] and "exceeded quota" in events[0].message
     assert not batch.read_namespaced_job("denied", "ns").status.conditions
@@ -296,16 +303,20 @@ def test_on_failure_restarts_in_place_until_the_backoff_limit(sim):
     assert status.phase == "Running" and status.container_statuses[0].restart_count >= 1
     assert status.container_statuses[0].last_state.terminated.reason == "OOMKilled"
     kubelet.advance(120)
-    assert conditions(batch.read_namespaced_job("r1", "ns"))["Failed"].reason == \
-        "BackoffLimitExceeded"
+    assert conditions(batch.read_namespaced_job("r1", "ns"))["Failed"].reason == "BackoffLimitExceeded"
 
 
 def read_log(api: KubeApiServer, pod: str, **query) -> bytes:
     """GET .../log with any query, sinceTime included (the client has no argument for it)."""
     resp = api.api_client.call_api(
-        "/api/v1/namespaces/{namespace}/pods/{name}/log", "GET",
-        {"namespace": "ns", "name": pod}, list(query.items()), {"Accept": "*/*"},
-        _preload_content=False, _return_http_data_only=True)
+        "/api/v1/namespaces/{namespace}/pods/{name}/log",
+        "GET",
+        {"namespace": "ns", "name": pod},
+        list(query.items()),
+        {"Accept": "*/*"},
+        _preload_content=False,
+        _return_http_data_only=True,
+    )
     return resp.data
 
 
@@ -322,7 +333,8 @@ def test_logs_400_while_creating_then_readable_until_the_pod_is_deleted(sim):
     with pytest.raises(ApiException) as err:
         read_log(api, name)
     assert err.value.status == 400 and json.loads(err.value.body)["message"] == (
-        f'container "catchup" in pod "{name}" is waiting to start: ContainerCreating')
+        f'container "catchup" in pod "{name}" is waiting to start: ContainerCreating'
+    )
     kubelet.advance(6)
     assert read_log(api, name) == b"first\n"
     kubelet.advance(20)
@@ -345,8 +357,7 @@ def test_since_time_is_whole_seconds_and_inclusive_with_nano_timestamps(sim):
     lines = read_log(api, name, timestamps="true").splitlines()
     assert [ln[31:] for ln in lines] == [b"a", b"b", b"c", b"d"]
     assert all(NANO_STAMP.match(ln[:31]) for ln in lines)
-    assert lines[1][:31] == (t0 + timedelta(seconds=1.25)).strftime(
-        "%Y-%m-%dT%H:%M:%S.%f000Z ").encode()
+    assert lines[1][:31] == (t0 + timedelta(seconds=1.25)).strftime("%Y-%m-%dT%H:%M:%S.%f000Z ").encode()
     since = (t0 + timedelta(seconds=1)).strftime("%Y-%m-%dT%H:%M:%SZ")
     assert read_log(api, name, sinceTime=since) == b"b\nc\nd\n"
     # A fractional sinceTime is cut to the second on its way to the kubelet.
@@ -388,8 +399,7 @@ def test_stats_summary_reports_running_pods_of_that_node_from_the_curve(sim):
     kubelet.advance(25, tick=5)
 
     def summary(node: str) -> dict:
-        resp = core.connect_get_node_proxy_with_path(node, "stats/summary",
-                                                     _preload_content=False)
+        resp = core.connect_get_node_proxy_with_path(node, "stats/summary", _preload_content=False)
         return json.loads(resp.data)
 
     n1 = summary("n1")
@@ -402,8 +412,7 @@ def test_stats_summary_reports_running_pods_of_that_node_from_the_curve(sim):
     assert mem["usageBytes"] >= mem["workingSetBytes"]
     assert pod["ephemeral-storage"]["usedBytes"] == int(2.5 * GiB)
     assert pod["podRef"]["uid"] == only_pod(core, "a").metadata.uid
-    assert [p["podRef"]["name"] for p in summary("n2")["pods"]] == [
-        only_pod(core, "b").metadata.name]
+    assert [p["podRef"]["name"] for p in summary("n2")["pods"]] == [only_pod(core, "b").metadata.name]
     kubelet.stats_period = 10.0  # the kubelet samples on its housekeeping tick
     kubelet.advance(9)  # 34 s into the run: the last sample is from 30 s
     assert summary("n1")["pods"][0]["containers"][0]["memory"]["rssBytes"] == int(0.3 * GiB)

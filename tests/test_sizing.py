@@ -52,7 +52,15 @@ def test_L19_working_set_never_sizes_memory():
     assert s.memory_request_bytes == int(862 * 1024**2 * 1.25 + GiB)
 
 
-@pytest.mark.parametrize("n_oom, tier, memory", [(0, "dwarf", 6 * GiB), (1, "subgiant", 9 * GiB), (2, "giant", int(13.5 * GiB)), (3, "supergiant", int(20.25 * GiB))])
+@pytest.mark.parametrize(
+    "n_oom, tier, memory",
+    [
+        (0, "dwarf", 6 * GiB),
+        (1, "subgiant", 9 * GiB),
+        (2, "giant", int(13.5 * GiB)),
+        (3, "supergiant", int(20.25 * GiB)),
+    ],
+)
 def test_L6_each_oom_climbs_memory_and_one_tier(n_oom, tier, memory):
     s = size_range(1000, profile((1000, int(4 * GiB), None, 1.0)), T, P, R, n_oom=n_oom)
     assert (s.tier, s.memory_request_bytes) == (tier, memory)
@@ -60,8 +68,12 @@ def test_L6_each_oom_climbs_memory_and_one_tier(n_oom, tier, memory):
 
 @pytest.mark.parametrize(
     "prof, last, tier, profiled",
-    [(None, 1000, "nebula", False), (PROF, 70000, "protostar", False), (PROF, 1000, "dwarf", True),
-     (ProfileIndex([]), 1000, "nebula", False)],
+    [
+        (None, 1000, "nebula", False),
+        (PROF, 70000, "protostar", False),
+        (PROF, 1000, "dwarf", True),
+        (ProfileIndex([]), 1000, "nebula", False),
+    ],
 )
 def test_L15_placement_of_unprofiled_ranges(prof, last, tier, profiled):
     s = size_range(last, prof, T, P, R)
@@ -77,8 +89,11 @@ def test_unprofiled_range_leaves_its_catch_all_tier_when_ooms_outgrow_it():
 
 @pytest.mark.parametrize(
     "kwargs, msg",
-    [(dict(margin=0.9), "margin"), (dict(cache_headroom_bytes=-1), "cache_headroom_bytes"),
-     (dict(unprofiled_memory_bytes=0), "unprofiled_memory_bytes")],
+    [
+        (dict(margin=0.9), "margin"),
+        (dict(cache_headroom_bytes=-1), "cache_headroom_bytes"),
+        (dict(unprofiled_memory_bytes=0), "unprofiled_memory_bytes"),
+    ],
 )
 def test_L34_bad_sizing_policy_names_the_field(kwargs, msg):
     with pytest.raises(ValueError, match=msg):

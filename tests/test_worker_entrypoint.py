@@ -33,17 +33,22 @@ def shell(request: pytest.FixtureRequest) -> str:
     return request.param
 
 
-def worker_env(data: Path, key: str = KEY, target: str = "640", count: str = "320",
-               **extra: str) -> dict[str, str]:
-    env = {"PATH": os.environ["PATH"], "RANGE_KEY": key, "CATCHUP_TARGET": target,
-           "CATCHUP_COUNT": count, "DATA_DIR": str(data), "STELLAR_CORE": str(CORE),
-           "SIM_SPEED": "20000", "SIM_MEMORY_SCALE": "0.005"}
+def worker_env(data: Path, key: str = KEY, target: str = "640", count: str = "320", **extra: str) -> dict[str, str]:
+    env = {
+        "PATH": os.environ["PATH"],
+        "RANGE_KEY": key,
+        "CATCHUP_TARGET": target,
+        "CATCHUP_COUNT": count,
+        "DATA_DIR": str(data),
+        "STELLAR_CORE": str(CORE),
+        "SIM_SPEED": "20000",
+        "SIM_MEMORY_SCALE": "0.005",
+    }
     return {**env, **extra}
 
 
 def run(shell: str, env: dict[str, str], cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([shell, str(ENTRYPOINT)], env=env, cwd=cwd, capture_output=True,
-                          text=True, timeout=60)
+    return subprocess.run([shell, str(ENTRYPOINT)], env=env, cwd=cwd, capture_output=True, text=True, timeout=60)
 
 
 def prepare(data: Path, lcl: int | None, marker: str | None) -> Path:
@@ -88,27 +93,51 @@ def test_L24_the_worker_asks_stellar_core_for_the_tx_apply_metric(shell: str, tm
 
 # (LCL left by an earlier attempt, its marker, COUNT) -> decision line, new-db ran?
 RESUME_CASES = [
-    ("genesis: bucket phase never finished", 1, KEY, "320",
-     "RESUME DECLINED: LCL 1 is below range start 320 (bucket apply never finished)", True),
-    ("one below start", 319, KEY, "320",
-     "RESUME DECLINED: LCL 319 is below range start 320 (bucket apply never finished)", True),
-    ("exactly at start", 320, KEY, "320",
-     f"RESUME: range {KEY} from LCL 320 toward target 640", False),
+    (
+        "genesis: bucket phase never finished",
+        1,
+        KEY,
+        "320",
+        "RESUME DECLINED: LCL 1 is below range start 320 (bucket apply never finished)",
+        True,
+    ),
+    (
+        "one below start",
+        319,
+        KEY,
+        "320",
+        "RESUME DECLINED: LCL 319 is below range start 320 (bucket apply never finished)",
+        True,
+    ),
+    ("exactly at start", 320, KEY, "320", f"RESUME: range {KEY} from LCL 320 toward target 640", False),
     ("mid-range", 447, KEY, "320", f"RESUME: range {KEY} from LCL 447 toward target 640", False),
-    ("one short of target", 639, KEY, "320",
-     f"RESUME: range {KEY} from LCL 639 toward target 640", False),
-    ("count with a leading zero is decimal, not octal", 400, KEY, "0320",
-     f"RESUME: range {KEY} from LCL 400 toward target 640", False),
-    ("another range's data", 447, "0000000001-0000000320", "320",
-     "RESUME DECLINED: data dir belongs to range '0000000001-0000000320', not this one", True),
+    ("one short of target", 639, KEY, "320", f"RESUME: range {KEY} from LCL 639 toward target 640", False),
+    (
+        "count with a leading zero is decimal, not octal",
+        400,
+        KEY,
+        "0320",
+        f"RESUME: range {KEY} from LCL 400 toward target 640",
+        False,
+    ),
+    (
+        "another range's data",
+        447,
+        "0000000001-0000000320",
+        "320",
+        "RESUME DECLINED: data dir belongs to range '0000000001-0000000320', not this one",
+        True,
+    ),
     ("marker but no database", None, KEY, "320", "RESUME DECLINED: offline-info failed", True),
 ]
 
 
-@pytest.mark.parametrize("lcl,marker,count,expected,fresh", [c[1:] for c in RESUME_CASES],
-                         ids=[c[0] for c in RESUME_CASES])
-def test_L16_resume_decision(shell: str, tmp_path: Path, lcl: int | None, marker: str,
-                             count: str, expected: str, fresh: bool) -> None:
+@pytest.mark.parametrize(
+    "lcl,marker,count,expected,fresh", [c[1:] for c in RESUME_CASES], ids=[c[0] for c in RESUME_CASES]
+)
+def test_L16_resume_decision(
+    shell: str, tmp_path: Path, lcl: int | None, marker: str, count: str, expected: str, fresh: bool
+) -> None:
     data = prepare(tmp_path / "data", lcl, marker)
     result = run(shell, worker_env(data, count=count))
     assert result.returncode == 0, result.stderr
@@ -122,13 +151,11 @@ def test_L16_resume_decision(shell: str, tmp_path: Path, lcl: int | None, marker
 
 
 @pytest.mark.parametrize("lcl", [640, 700])
-def test_L16_already_complete_exits_zero_without_catchup(shell: str, tmp_path: Path,
-                                                         lcl: int) -> None:
+def test_L16_already_complete_exits_zero_without_catchup(shell: str, tmp_path: Path, lcl: int) -> None:
     data = prepare(tmp_path / "data", lcl, KEY)
     result = run(shell, worker_env(data))
     assert result.returncode == 0, result.stderr
-    assert decision(result.stdout) == \
-        f"RESUME: range {KEY} already complete: LCL {lcl} >= target 640"
+    assert decision(result.stdout) == f"RESUME: range {KEY} already complete: LCL {lcl} >= target 640"
     assert "Starting catchup" not in result.stderr and "afresh" not in result.stderr
     assert lcl_of(data) == lcl
 
@@ -154,12 +181,12 @@ def test_L16_new_db_failure_stops_before_marker_and_catchup(shell: str, tmp_path
     assert not (data / ".catchup-range").exists()
 
 
-def test_L16_sigterm_reaches_core_exit_3_then_next_attempt_resumes(shell: str,
-                                                                    tmp_path: Path) -> None:
+def test_L16_sigterm_reaches_core_exit_3_then_next_attempt_resumes(shell: str, tmp_path: Path) -> None:
     data = prepare(tmp_path / "data", None, None)
     env = worker_env(data, target="1280", count="1280", SIM_SPEED="20")
-    proc = subprocess.Popen([shell, str(ENTRYPOINT)], env=env, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [shell, str(ENTRYPOINT)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+    )
     assert proc.stderr is not None
     for line in proc.stderr:
         if "applying ledger" in line:
@@ -188,8 +215,10 @@ def test_L17_hostile_values_pass_verbatim_and_never_execute(shell: str, tmp_path
     conf.write_text("")
     env = worker_env(data, key=HOSTILE, STELLAR_CORE_CONFIG=str(conf))
     outputs = []
-    for expected in ("RESUME DECLINED: no range marker",
-                     f"RESUME: range {HOSTILE} already complete: LCL 640 >= target 640"):
+    for expected in (
+        "RESUME DECLINED: no range marker",
+        f"RESUME: range {HOSTILE} already complete: LCL 640 >= target 640",
+    ):
         result = run(shell, env, cwd=tmp_path)
         assert result.returncode == 0, result.stderr
         assert result.stdout.splitlines()[0] == f"WORKER: range {HOSTILE} target 640 count 320"
@@ -202,17 +231,26 @@ def test_L17_hostile_values_pass_verbatim_and_never_execute(shell: str, tmp_path
 
 
 BAD_INPUT = [
-    ("CATCHUP_TARGET", None), ("CATCHUP_TARGET", ""), ("CATCHUP_TARGET", "12a"),
-    ("CATCHUP_TARGET", "-5"), ("CATCHUP_TARGET", "1e3"), ("CATCHUP_TARGET", " 640"),
-    ("CATCHUP_TARGET", "0x10"), ("CATCHUP_TARGET", "9" * 19), ("CATCHUP_TARGET", "$(id)"),
-    ("CATCHUP_COUNT", None), ("CATCHUP_COUNT", "3.5"), ("RANGE_KEY", None), ("RANGE_KEY", ""),
-    ("DATA_DIR", None), ("DATA_DIR", "/nonexistent/catchup"),
+    ("CATCHUP_TARGET", None),
+    ("CATCHUP_TARGET", ""),
+    ("CATCHUP_TARGET", "12a"),
+    ("CATCHUP_TARGET", "-5"),
+    ("CATCHUP_TARGET", "1e3"),
+    ("CATCHUP_TARGET", " 640"),
+    ("CATCHUP_TARGET", "0x10"),
+    ("CATCHUP_TARGET", "9" * 19),
+    ("CATCHUP_TARGET", "$(id)"),
+    ("CATCHUP_COUNT", None),
+    ("CATCHUP_COUNT", "3.5"),
+    ("RANGE_KEY", None),
+    ("RANGE_KEY", ""),
+    ("DATA_DIR", None),
+    ("DATA_DIR", "/nonexistent/catchup"),
 ]
 
 
 @pytest.mark.parametrize("var,value", BAD_INPUT)
-def test_L17_bad_input_exits_64_naming_the_variable(shell: str, tmp_path: Path, var: str,
-                                                   value: str | None) -> None:
+def test_L17_bad_input_exits_64_naming_the_variable(shell: str, tmp_path: Path, var: str, value: str | None) -> None:
     data = prepare(tmp_path / "data", None, None)
     env = worker_env(data)
     if value is None:

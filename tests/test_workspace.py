@@ -11,7 +11,11 @@ from catchup_assets.home import INSTANCE_YAML, write_home
 
 ROOT = Path(__file__).resolve().parent.parent
 ASSETS = {"mission_plan", "range_catchup", "range_profile", "tier_map"}
-CHECKS = {("range_profile", "covers_mission"), ("range_profile", "no_measurement_free_rows"), ("tier_map", "every_range_placed")}
+CHECKS = {
+    ("range_profile", "covers_mission"),
+    ("range_profile", "no_measurement_free_rows"),
+    ("tier_map", "every_range_placed"),
+}
 JOBS = {"mission_plan_job", "range_catchup_job", "profile_job"}
 SENSORS = {
     "mission_plan_sensor": dg.DefaultSensorStatus.RUNNING,

@@ -79,9 +79,7 @@ def read_knobs(env: dict[str, str]) -> Knobs:
     seed = _int("SIM_SEED", env.get("SIM_SEED", "0"))
     scale = _float("SIM_MEMORY_SCALE", env.get("SIM_MEMORY_SCALE", "1.0"), 0.0)
     fails = frozenset(
-        _int("SIM_FAIL_TARGETS", item)
-        for item in env.get("SIM_FAIL_TARGETS", "").split(",")
-        if item.strip()
+        _int("SIM_FAIL_TARGETS", item) for item in env.get("SIM_FAIL_TARGETS", "").split(",") if item.strip()
     )
     peaks: dict[int, int] = {}
     for item in env.get("SIM_PEAK_BYTES", "").split(","):
@@ -217,25 +215,27 @@ def offline_info(lcl: int) -> dict:
     # The bucket list sits between "ledger" and "num", as in the real output:
     # a reader that looks a few lines past "ledger" never finds the number (L16).
     levels = [{"curr": h(lcl, i, "curr"), "snap": h(lcl, i, "snap")} for i in range(11)]
-    return {"info": {
-        "build": "stellar-core-sim 27.1.1 (catchup_assets.sim)",
-        "history_failure_rate": "0",
-        "ledger": {
-            "age": 42,
-            "baseFee": 100,
-            "baseReserve": 5000000,
-            "bucketlist": levels,
-            "closeTime": 1438387200 + 5 * lcl,
-            "hash": h(lcl, "ledger"),
-            "maxTxSetSize": 1000,
-            "num": lcl,
-            "version": 23,
-        },
-        "network": "Public Global Stellar Network ; September 2015",
-        "peers": {"authenticated_count": 0, "pending_count": 0},
-        "protocol_version": 23,
-        "state": "Booting",
-    }}
+    return {
+        "info": {
+            "build": "stellar-core-sim 27.1.1 (catchup_assets.sim)",
+            "history_failure_rate": "0",
+            "ledger": {
+                "age": 42,
+                "baseFee": 100,
+                "baseReserve": 5000000,
+                "bucketlist": levels,
+                "closeTime": 1438387200 + 5 * lcl,
+                "hash": h(lcl, "ledger"),
+                "maxTxSetSize": 1000,
+                "num": lcl,
+                "version": 23,
+            },
+            "network": "Public Global Stellar Network ; September 2015",
+            "peers": {"authenticated_count": 0, "pending_count": 0},
+            "protocol_version": 23,
+            "state": "Booting",
+        }
+    }
 
 
 MIN_STEP_SECONDS = 0.05
@@ -247,9 +247,11 @@ def catchup(spec: str, knobs: Knobs, report: list[str], started: float) -> int:
         end = int(end_text)
         count = end if count_text == "max" else int(count_text)
     except ValueError:
-        raise UsageError("catchup value should be passed as <DESTINATION-LEDGER/LEDGER-COUNT>, where "
-                         "destination ledger is any valid number or 'current' and ledger count is any "
-                         "valid number or 'max'") from None
+        raise UsageError(
+            "catchup value should be passed as <DESTINATION-LEDGER/LEDGER-COUNT>, where "
+            "destination ledger is any valid number or 'current' and ledger count is any "
+            "valid number or 'max'"
+        ) from None
     if end < GENESIS or count < 0:
         raise UsageError(f"catchup: {spec!r} is out of range")
     start = max(GENESIS, end - count)
@@ -276,12 +278,17 @@ def catchup(spec: str, knobs: Knobs, report: list[str], started: float) -> int:
         return 1
     log("History", "WARNING", core_log.UNTRUSTED)
     if lcl >= end:
-        _banner(f"* Target ledger {end} is not newer than last closed ledger {lcl} - nothing to do",
-                f"* If you really want to catchup to {end} run stellar-core new-db")
+        _banner(
+            f"* Target ledger {end} is not newer than last closed ledger {lcl} - nothing to do",
+            f"* If you really want to catchup to {end} run stellar-core new-db",
+        )
         return finish(2)
     # One log call with embedded newlines: the continuation lines carry no prefix.
-    log("History", "INFO", f"Starting catchup with configuration:\n  lastClosedLedger: {lcl}\n"
-        f"  toLedger: {end}\n  count: {count}")
+    log(
+        "History",
+        "INFO",
+        f"Starting catchup with configuration:\n  lastClosedLedger: {lcl}\n  toLedger: {end}\n  count: {count}",
+    )
     checkpoints = max(1, (end - max(lcl, start)) // CHECKPOINT + 1)
 
     def status(what: str) -> None:
@@ -290,11 +297,14 @@ def catchup(spec: str, knobs: Knobs, report: list[str], started: float) -> int:
     if end in knobs.fail_targets:
         # A real failure of the range, e.g. a strict invariant: InvariantDoesNotHold is thrown,
         # the Application is destroyed while unwinding, handleCommandLine logs it and returns 1.
-        status("Download & apply checkpoints: num checkpoints left to apply:"
-               f"{checkpoints} (0% done)")
+        status(f"Download & apply checkpoints: num checkpoints left to apply:{checkpoints} (0% done)")
         destroy_application(applied, report, started)
-        log("default", "FATAL", f'Got an exception: Invariant "ConservationOfLumens" does not hold '
-            f"on ledger {start + 1}: lumens {end} != {end + 1}")
+        log(
+            "default",
+            "FATAL",
+            f'Got an exception: Invariant "ConservationOfLumens" does not hold '
+            f"on ledger {start + 1}: lumens {end} != {end + 1}",
+        )
         return 1
 
     if lcl < start:
@@ -320,8 +330,9 @@ def catchup(spec: str, knobs: Knobs, report: list[str], started: float) -> int:
         last = min(end, (lcl + step) | (CHECKPOINT - 1))
         n = last - lcl
         left = max(1, (end - lcl) // CHECKPOINT + 1)
-        status(f"Download & apply checkpoints: num checkpoints left to apply:{left} "
-               f"({100 * (lcl - start) // span}% done)")
+        status(
+            f"Download & apply checkpoints: num checkpoints left to apply:{left} ({100 * (lcl - start) // span}% done)"
+        )
         done = _sleep(cost.seconds_per_ledger * n / knobs.speed)
         if _stop and done < 1.0:
             # The ledgers closed so far were applied, but LCL on disk stays at
@@ -383,7 +394,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         command, positional, options = parse_args(args)
         if command not in ("new-db", "offline-info", "catchup") or (
-                len(positional) != (1 if command == "catchup" else 0)):
+            len(positional) != (1 if command == "catchup" else 0)
+        ):
             raise UsageError(f"usage: new-db | offline-info | catchup DESTINATION-LEDGER/LEDGER-COUNT; got {args!r}")
         conf = (options["--conf"] or ["stellar-core.cfg"])[-1]
         log("default", "INFO", f"Config from {conf}", node=None)

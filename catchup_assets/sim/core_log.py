@@ -35,8 +35,10 @@ NODE = "GABCD"  # toShortString of the simulated node's public key
 
 TIMER_METRIC = "ledger.transaction.apply"
 # CatchupWork's warning when neither a trusted hash nor checkpoint hashes are given.
-UNTRUSTED = ("Unsafe command: use --trusted-checkpoint-hashes or --trusted-hash to ensure catchup "
-             "integrity. If you want to run untrusted catchup, use --force-untrusted-catchup.")
+UNTRUSTED = (
+    "Unsafe command: use --trusted-checkpoint-hashes or --trusted-hash to ensure catchup "
+    "integrity. If you want to run untrusted catchup, use --force-untrusted-catchup."
+)
 
 
 def cpp_double(x: float) -> str:
@@ -50,8 +52,7 @@ def stamp(t: float | None = None) -> str:
     return now.strftime("%Y-%m-%dT%H:%M:%S.") + f"{now.microsecond // 1000:03d}"
 
 
-def log_line(partition: str, level: str, message: str, *, when: str | None = None,
-             node: str | None = NODE) -> str:
+def log_line(partition: str, level: str, message: str, *, when: str | None = None, node: str | None = NODE) -> str:
     """One stellar-core log line; `node=None` for lines before the config is read."""
     ts = stamp() if when is None else when
     who = f" {node}" if node else ""
@@ -88,9 +89,24 @@ class TimerValues:
         """Plausible figures around a known count and sum (the sim knows only those)."""
         mean = sum_ms / count if count else 0.0
         rate = count / elapsed_s if elapsed_s > 0 else 0.0
-        return cls(count, sum_ms, mean * 0.05, mean * 40, mean, mean * 1.7, mean * 0.6,
-                   mean * 1.2, mean * 3.1, mean * 5.2, mean * 9.0, mean * 25.0,
-                   rate, rate * 0.9, rate * 0.6, rate * 0.3)
+        return cls(
+            count,
+            sum_ms,
+            mean * 0.05,
+            mean * 40,
+            mean,
+            mean * 1.7,
+            mean * 0.6,
+            mean * 1.2,
+            mean * 3.1,
+            mean * 5.2,
+            mean * 9.0,
+            mean * 25.0,
+            rate,
+            rate * 0.9,
+            rate * 0.6,
+            rate * 0.3,
+        )
 
 
 def timer_lines(v: TimerValues, unit: str = "ms") -> list[str]:
@@ -122,10 +138,17 @@ def histogram_lines(count: int, total: float) -> list[str]:
     mean = total / count if count else 0.0
     d = cpp_double
     return [
-        _field("min", d(mean * 0.1)), _field("max", d(mean * 8)), _field("mean", d(mean)),
-        _field("stddev", d(mean * 1.4)), _field("sum", d(total)), _field("median", d(mean * 0.7)),
-        _field("75%", d(mean * 1.3)), _field("95%", d(mean * 3)), _field("98%", d(mean * 4.5)),
-        _field("99%", d(mean * 6)), _field("99.9%", d(mean * 7.5)),
+        _field("min", d(mean * 0.1)),
+        _field("max", d(mean * 8)),
+        _field("mean", d(mean)),
+        _field("stddev", d(mean * 1.4)),
+        _field("sum", d(total)),
+        _field("median", d(mean * 0.7)),
+        _field("75%", d(mean * 1.3)),
+        _field("95%", d(mean * 3)),
+        _field("98%", d(mean * 4.5)),
+        _field("99%", d(mean * 6)),
+        _field("99.9%", d(mean * 7.5)),
     ]
 
 
@@ -153,5 +176,7 @@ def tx_apply_report(count: int, sum_ms: float, elapsed_s: float = 1.0, *, when: 
     moment the line is printed.
     """
     lines = timer_lines(TimerValues.spread(count, sum_ms, elapsed_s))
-    return [log_line("default", level, text, when=when)
-            for level, text in metric_report({TIMER_METRIC: lines}, [TIMER_METRIC])]
+    return [
+        log_line("default", level, text, when=when)
+        for level, text in metric_report({TIMER_METRIC: lines}, [TIMER_METRIC])
+    ]

@@ -70,9 +70,7 @@ _PARTITION = re.compile(r"\[([A-Za-z]+) [A-Za-z]+\]")
 # A field line is the field alone, after an optional "[Partition LEVEL]" prefix.
 _PREFIX = r"^(?:.*\[[A-Za-z]+ [A-Za-z]+\])?\s*"
 _COUNT = re.compile(_PREFIX + r"count\s*=\s*(\d+)\s*$")
-_SUM = re.compile(
-    _PREFIX + r"sum\s*=\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*(ms|us|µs|ns|s)\s*$"
-)
+_SUM = re.compile(_PREFIX + r"sum\s*=\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*(ms|us|µs|ns|s)\s*$")
 _UNIT_SECONDS = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6, "ns": 1e-9}
 
 

@@ -144,10 +144,15 @@ class KubernetesBackend:
         if since:
             query.append(("sinceTime", since))  # the generated client has no since_time
         return self.core.api_client.call_api(
-            "/api/v1/namespaces/{namespace}/pods/{name}/log", "GET",
-            path_params={"namespace": self.ns, "name": pod_name}, query_params=query,
-            header_params={"Accept": "text/plain"}, auth_settings=["BearerToken"],
-            _preload_content=False, _return_http_data_only=True, _request_timeout=self.timeout,
+            "/api/v1/namespaces/{namespace}/pods/{name}/log",
+            "GET",
+            path_params={"namespace": self.ns, "name": pod_name},
+            query_params=query,
+            header_params={"Accept": "text/plain"},
+            auth_settings=["BearerToken"],
+            _preload_content=False,
+            _return_http_data_only=True,
+            _request_timeout=self.timeout,
         )
 
     # -- protocol -----------------------------------------------------------
@@ -161,7 +166,10 @@ class KubernetesBackend:
         self._configmap_ready = True
         if self.settings.storage_mode == "pvc":
             # Created once per range and reused by every attempt (L3): a 409 is the norm.
-            self._create(self.core.create_namespaced_persistent_volume_claim, m.pvc_manifest(self.mission, spec.range_key, self.settings))
+            self._create(
+                self.core.create_namespaced_persistent_volume_claim,
+                m.pvc_manifest(self.mission, spec.range_key, self.settings),
+            )
         tier = self.tiers.by_name(spec.tier)
         body = m.job_manifest(spec, tier, spec.profiled, self.settings)
         if not self._create(self.batch.create_namespaced_job, body):
@@ -169,10 +177,14 @@ class KubernetesBackend:
 
     def observe(self) -> list[AttemptState]:
         # Raw JSON read through model views: building the client's models costs seconds a pass at 2000.
-        jobs = list_items(self._call(self.batch.list_namespaced_job, self.ns, label_selector=self.selector,
-                                     _preload_content=False), V1Job)
-        pods = list_items(self._call(self.core.list_namespaced_pod, self.ns, label_selector=self.selector,
-                                     _preload_content=False), V1Pod)
+        jobs = list_items(
+            self._call(self.batch.list_namespaced_job, self.ns, label_selector=self.selector, _preload_content=False),
+            V1Job,
+        )
+        pods = list_items(
+            self._call(self.core.list_namespaced_pod, self.ns, label_selector=self.selector, _preload_content=False),
+            V1Pod,
+        )
         by_job: dict[str, object] = {}
         for pod in pods:
             owner = (pod.metadata.labels or {}).get("job-name")
@@ -212,7 +224,13 @@ class KubernetesBackend:
         w = waiting(pod)
         if w is None or w.since is None:
             return None
-        limit = self.config_error_seconds if w.config_error else self.unschedulable_seconds if w.reason == "Unschedulable" else None
+        limit = (
+            self.config_error_seconds
+            if w.config_error
+            else self.unschedulable_seconds
+            if w.reason == "Unschedulable"
+            else None
+        )
         if limit is None or now - w.since < limit:
             return None
         cause = f"{w.reason}: {w.message}".strip(": ")
@@ -236,7 +254,9 @@ class KubernetesBackend:
         for node, names in ours.items():
             try:
                 # Unpreloaded: the generated client would hand back a Python repr, not JSON.
-                resp = self._call(self.core.connect_get_node_proxy_with_path, node, "stats/summary", _preload_content=False)
+                resp = self._call(
+                    self.core.connect_get_node_proxy_with_path, node, "stats/summary", _preload_content=False
+                )
                 summary = json.loads(resp.data)
             except (ApiException, TransientBackendError, ValueError) as exc:
                 log.info("stats summary of node %s unavailable: %s", node, exc)
@@ -247,7 +267,9 @@ class KubernetesBackend:
                     continue
                 c = next((c for c in p.get("containers", []) if c.get("name") == CONTAINER), {})
                 mem = c.get("memory", {})
-                sample = Peaks(mem.get("rssBytes"), mem.get("workingSetBytes"), (p.get("ephemeral-storage") or {}).get("usedBytes"))
+                sample = Peaks(
+                    mem.get("rssBytes"), mem.get("workingSetBytes"), (p.get("ephemeral-storage") or {}).get("usedBytes")
+                )
                 self._peaks[aid] = self._peaks.get(aid, Peaks()).merge(sample)  # L20
 
     def collect(self, state: AttemptState, log_dest: str) -> Collected:

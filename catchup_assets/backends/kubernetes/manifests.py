@@ -31,8 +31,15 @@ WORKER_MOUNT = "/catchup"
 DATA_MOUNT = "/data"
 COMMAND = ("/bin/sh", f"{WORKER_MOUNT}/{ENTRYPOINT_KEY}")
 RESERVED_ENV = frozenset(
-    {"RANGE_KEY", "CATCHUP_TARGET", "CATCHUP_COUNT", "DATA_DIR", "STELLAR_CORE_CONFIG",
-     "CATCHUP_MISSION", "CATCHUP_ATTEMPT"}
+    {
+        "RANGE_KEY",
+        "CATCHUP_TARGET",
+        "CATCHUP_COUNT",
+        "DATA_DIR",
+        "STELLAR_CORE_CONFIG",
+        "CATCHUP_MISSION",
+        "CATCHUP_ATTEMPT",
+    }
 )
 
 MISSION_RE = re.compile(r"^[a-z0-9]([a-z0-9-]{0,38}[a-z0-9])?$")
@@ -182,8 +189,11 @@ class K8sSettings:
         ttl = self.ttl_seconds_after_finished
         if isinstance(ttl, bool) or not isinstance(ttl, int) or ttl < 0:
             raise bad("ttl_seconds_after_finished", "must be an integer >= 0")
-        if not isinstance(self.core_config_key, str) or not CONFIGMAP_KEY_RE.fullmatch(self.core_config_key) \
-                or self.core_config_key == ENTRYPOINT_KEY:
+        if (
+            not isinstance(self.core_config_key, str)
+            or not CONFIGMAP_KEY_RE.fullmatch(self.core_config_key)
+            or self.core_config_key == ENTRYPOINT_KEY
+        ):
             raise bad("core_config_key", f"must be a ConfigMap key other than {ENTRYPOINT_KEY!r}")
         if not _qualified_name(self.tier_node_label):
             raise bad("tier_node_label", "is not a label key ([prefix/]name)")
@@ -234,7 +244,6 @@ def _toleration(spec: Mapping[str, Any]) -> k.V1Toleration:
     if spec.get("key") is not None and not _qualified_name(spec["key"]):
         raise bad("key is not a qualified name")
     return k.V1Toleration(**spec)
-
 
 
 # -- manifests ----------------------------------------------------------------
@@ -325,7 +334,9 @@ def _volumes(spec: AttemptSpec, settings: K8sSettings) -> list[k.V1Volume]:
     if settings.storage_mode == "pvc":
         data = k.V1Volume(
             name="data",
-            persistent_volume_claim=k.V1PersistentVolumeClaimVolumeSource(claim_name=pvc_name(spec.mission, spec.range_key)),
+            persistent_volume_claim=k.V1PersistentVolumeClaimVolumeSource(
+                claim_name=pvc_name(spec.mission, spec.range_key)
+            ),
         )
     else:
         data = k.V1Volume(name="data", empty_dir=k.V1EmptyDirVolumeSource())
@@ -396,7 +407,9 @@ def job_manifest(spec: AttemptSpec, tier: Tier | None, profiled: bool, settings:
                 rules=[
                     k.V1PodFailurePolicyRule(
                         action="FailJob",
-                        on_pod_conditions=[k.V1PodFailurePolicyOnPodConditionsPattern(type="DisruptionTarget", status="True")],
+                        on_pod_conditions=[
+                            k.V1PodFailurePolicyOnPodConditionsPattern(type="DisruptionTarget", status="True")
+                        ],
                     ),
                     k.V1PodFailurePolicyRule(
                         action="FailJob",
@@ -428,7 +441,9 @@ def pvc_manifest(mission: str, range_key: str, settings: K8sSettings) -> k.V1Per
     )
 
 
-def configmap_manifest(mission: str, settings: K8sSettings, entrypoint_text: str, core_config_text: str) -> k.V1ConfigMap:
+def configmap_manifest(
+    mission: str, settings: K8sSettings, entrypoint_text: str, core_config_text: str
+) -> k.V1ConfigMap:
     data = {ENTRYPOINT_KEY: entrypoint_text, settings.core_config_key: core_config_text}
     size = sum(len(key.encode()) + len(value.encode()) for key, value in data.items())
     if size > CONFIGMAP_MAX_BYTES:

@@ -47,7 +47,9 @@ def _container_status(pod):
 
 
 def job_finished(job) -> tuple[bool, list]:
-    conds = [c for c in _true_conditions(job.status.conditions if job.status else None) if c.type in ("Complete", "Failed")]
+    conds = [
+        c for c in _true_conditions(job.status.conditions if job.status else None) if c.type in ("Complete", "Failed")
+    ]
     return bool(conds), conds
 
 

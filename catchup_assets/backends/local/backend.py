@@ -59,8 +59,7 @@ _SAFE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 LOG_CHUNK = 1 << 20
 
 
-def disruption_delay(seed: int, rate: float, window: tuple[float, float],
-                     range_key: str, attempt: int) -> float | None:
+def disruption_delay(seed: int, rate: float, window: tuple[float, float], range_key: str, attempt: int) -> float | None:
     """Seconds after start to disrupt this attempt, or None; the same every time."""
     if rate <= 0:
         return None
@@ -153,9 +152,12 @@ class LocalBackend:
             "data_dir": str(data.resolve()),
             "sample_interval": self.sample_interval,
             "terminate_grace": self.terminate_grace,
-            "disrupt_after_seconds": self.disruptions.get(spec.attempt_id, disruption_delay(
-                self.disruption_seed, self.disruption_rate, self.disruption_window,
-                spec.range_key, spec.attempt)),
+            "disrupt_after_seconds": self.disruptions.get(
+                spec.attempt_id,
+                disruption_delay(
+                    self.disruption_seed, self.disruption_rate, self.disruption_window, spec.range_key, spec.attempt
+                ),
+            ),
             "disrupt_on_line": self.disruption_triggers.get(spec.attempt_id),
             "ephemeral_limit_bytes": self.ephemeral_limit_bytes,
             "node_disk_bytes": self.node_disk_bytes,
@@ -167,8 +169,11 @@ class LocalBackend:
         with open(d / "supervisor.log", "ab") as out:
             proc = subprocess.Popen(
                 [self.python, "-m", "catchup_assets.backends.local.supervisor", str(d.resolve())],
-                stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
-                start_new_session=True, cwd=str(d),
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                cwd=str(d),
             )
         self._children[spec.attempt_id] = proc
         try:
@@ -234,9 +239,12 @@ class LocalBackend:
                 self._warn(aid, f"attempt directory {aid} has no spec and no attempt name")
                 return None
             range_key, attempt = m["range"], int(m["attempt"])
-        base = dict(range_key=range_key, attempt=attempt,
-                    memory_limit_bytes=(spec or {}).get("memory_limit_bytes"),
-                    tier=(spec or {}).get("tier"))
+        base = dict(
+            range_key=range_key,
+            attempt=attempt,
+            memory_limit_bytes=(spec or {}).get("memory_limit_bytes"),
+            tier=(spec or {}).get("tier"),
+        )
         peaks = self._json(aid, d / "peaks.json")
         if mtime is not None:
             status = self._json(aid, status_path)
@@ -251,9 +259,12 @@ class LocalBackend:
                         message=status.get("message") or "",
                         node_gone=bool(status.get("node_gone", False)),
                     ),
-                    started_at=status.get("started_at"), finished_at=status.get("finished_at"),
-                    node=status.get("node"), peaks=_peaks(merge_peaks(status.get("peaks"), peaks)),
-                    **base)
+                    started_at=status.get("started_at"),
+                    finished_at=status.get("finished_at"),
+                    node=status.get("node"),
+                    peaks=_peaks(merge_peaks(status.get("peaks"), peaks)),
+                    **base,
+                )
                 self._finished[aid] = (mtime, state)
                 return state
         sup = self._json(aid, d / "supervisor.json")
@@ -262,8 +273,9 @@ class LocalBackend:
         if sup is not None and pid_alive(sup["pid"], sup.get("create_time")):
             return AttemptState(phase=Phase.RUNNING, node=sup.get("node"), **running)
         if mtime is not None:  # torn verdict, nobody left to rewrite it
-            return AttemptState(phase=Phase.FINISHED, observation=Observation(
-                message="status.json unreadable"), **running)
+            return AttemptState(
+                phase=Phase.FINISHED, observation=Observation(message="status.json unreadable"), **running
+            )
         if sup is None:
             try:
                 age = time.time() - d.stat().st_mtime
@@ -273,8 +285,11 @@ class LocalBackend:
                 return AttemptState(phase=Phase.PENDING, **running)
             # Fence: a supervisor that starts after this verdict sees it and stops.
             write_json_atomic(status_path, {"node_gone": True, "message": "supervisor never started"})
-            return AttemptState(phase=Phase.FINISHED, observation=Observation(
-                node_gone=True, message="supervisor never started"), **running)
+            return AttemptState(
+                phase=Phase.FINISHED,
+                observation=Observation(node_gone=True, message="supervisor never started"),
+                **running,
+            )
         # The supervisor died without a verdict: a lost node (Z3). Its worker
         # must not keep writing into the range's data under the next attempt.
         if worker.get("pid") and pid_alive(worker["pid"], worker.get("create_time")):
@@ -282,8 +297,9 @@ class LocalBackend:
                 os.killpg(worker["pid"], signal.SIGKILL)
             except OSError:
                 pass
-        return AttemptState(phase=Phase.FINISHED, observation=Observation(
-            node_gone=True, message="supervisor vanished"), **running)
+        return AttemptState(
+            phase=Phase.FINISHED, observation=Observation(node_gone=True, message="supervisor vanished"), **running
+        )
 
     # -- collect ----------------------------------------------------------
     def collect(self, state: AttemptState, log_dest: str) -> Collected:
@@ -291,8 +307,7 @@ class LocalBackend:
         d = self.attempt_dir(state.attempt_id)
         peaks = state.peaks
         status = self._json(state.attempt_id, d / "status.json") or {}
-        peaks = peaks.merge(_peaks(status.get("peaks"))).merge(
-            _peaks(self._json(state.attempt_id, d / "peaks.json")))
+        peaks = peaks.merge(_peaks(status.get("peaks"))).merge(_peaks(self._json(state.attempt_id, d / "peaks.json")))
         src = d / "worker.log"
         if not src.exists():
             return Collected(peaks=peaks)
@@ -325,8 +340,11 @@ class LocalBackend:
         """The range's own attempts only: a full observe per finished range costs O(in flight)."""
         prefix = f"{_safe(range_key, 'range key')}-a"
         try:
-            names = [e.name for e in os.scandir(self.attempts_dir)
-                     if e.name.startswith(prefix) and e.is_dir(follow_symlinks=False)]
+            names = [
+                e.name
+                for e in os.scandir(self.attempts_dir)
+                if e.name.startswith(prefix) and e.is_dir(follow_symlinks=False)
+            ]
         except FileNotFoundError:
             return []
         states = []
@@ -372,7 +390,9 @@ class LocalBackend:
                 d = self.attempt_dir(st.attempt_id)
                 sup = self._json(st.attempt_id, d / "supervisor.json")
                 if st.phase is Phase.PENDING and sup is None:
-                    write_json_atomic(d / "status.json", {"node_gone": True, "message": "shut down before its supervisor started"})
+                    write_json_atomic(
+                        d / "status.json", {"node_gone": True, "message": "shut down before its supervisor started"}
+                    )
                     continue
                 if sup is None or sup["pid"] == os.getpid():
                     continue

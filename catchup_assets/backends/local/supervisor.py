@@ -94,8 +94,9 @@ def disk_eviction(used: int, launch: dict) -> str | None:
         return evictions.POD_EPHEMERAL_FMT.format(limit=evictions.quantity(limit))
     disk = launch.get("node_disk_bytes")
     if disk and disk - used < disk * HARD_EVICTION_SHARE:
-        return evictions.node_pressure_message(evictions.DISK, int(disk * HARD_EVICTION_SHARE),
-                                               max(0, disk - used), "catchup", used, 0)
+        return evictions.node_pressure_message(
+            evictions.DISK, int(disk * HARD_EVICTION_SHARE), max(0, disk - used), "catchup", used, 0
+        )
     return None
 
 
@@ -118,7 +119,7 @@ class LogTrigger:
         self._offset += len(data)
         needle = self.line.encode()
         self._fired = needle in self._tail + data
-        self._tail = (self._tail + data)[-len(needle):]
+        self._tail = (self._tail + data)[-len(needle) :]
         return self._fired
 
 
@@ -240,8 +241,13 @@ class Supervisor:
         self.stop_signal: int | None = None
         self.peaks: dict = dict.fromkeys(PEAK_KEYS)
         self.status: dict = {
-            "exit_code": None, "termination_reason": None, "pod_reason": None,
-            "conditions": [], "message": "", "started_at": None, "finished_at": None,
+            "exit_code": None,
+            "termination_reason": None,
+            "pod_reason": None,
+            "conditions": [],
+            "message": "",
+            "started_at": None,
+            "finished_at": None,
             "node": socket.gethostname(),
         }
         self.messages: list[str] = []
@@ -254,8 +260,9 @@ class Supervisor:
             signal.signal(s, self._on_signal)
         signal.signal(signal.SIGHUP, signal.SIG_IGN)
         me = psutil.Process()
-        write_json_atomic(self.dir / "supervisor.json", {
-            "pid": me.pid, "create_time": me.create_time(), "node": self.status["node"]})
+        write_json_atomic(
+            self.dir / "supervisor.json", {"pid": me.pid, "create_time": me.create_time(), "node": self.status["node"]}
+        )
         if (self.dir / "status.json").exists():
             return 0  # already judged (e.g. declared never-started): do not run twice
         proc = None
@@ -284,13 +291,18 @@ class Supervisor:
         with open(self.dir / "worker.log", "ab") as out:
             try:
                 proc = subprocess.Popen(
-                    list(launch["command"]), cwd=data_dir, env=worker_env(spec, launch),
-                    stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
+                    list(launch["command"]),
+                    cwd=data_dir,
+                    env=worker_env(spec, launch),
+                    stdin=subprocess.DEVNULL,
+                    stdout=out,
+                    stderr=subprocess.STDOUT,
                     process_group=0,
                 )
             except OSError as e:
-                self.status.update(exit_code=127 if isinstance(e, FileNotFoundError) else 126,
-                                   termination_reason="StartError")
+                self.status.update(
+                    exit_code=127 if isinstance(e, FileNotFoundError) else 126, termination_reason="StartError"
+                )
                 self.messages.append(f"worker did not start: {e}")
                 return None
         self.status["started_at"] = time.time()
@@ -298,8 +310,9 @@ class Supervisor:
             ct = psutil.Process(proc.pid).create_time()
         except psutil.Error:
             ct = None
-        write_json_atomic(self.dir / "worker.json", {
-            "pid": proc.pid, "create_time": ct, "started_at": self.status["started_at"]})
+        write_json_atomic(
+            self.dir / "worker.json", {"pid": proc.pid, "create_time": ct, "started_at": self.status["started_at"]}
+        )
         return proc
 
     def _watch(self, proc: subprocess.Popen, spec: dict, launch: dict) -> None:
@@ -359,8 +372,11 @@ class Supervisor:
                     self.status["pod_reason"] = "Terminated"
                     self.status["conditions"] += ["DisruptionTarget", "TerminationByKubelet"]
                     self.messages.append(NODE_SHUTDOWN_MESSAGE)
-                    why = (f"disruption injected after {now - t0:.2f} s" if trigger.line is None
-                           else f"disruption injected once the worker printed {trigger.line!r}")
+                    why = (
+                        f"disruption injected after {now - t0:.2f} s"
+                        if trigger.line is None
+                        else f"disruption injected once the worker printed {trigger.line!r}"
+                    )
                 if why:
                     self.messages.append(why)
                     _killpg(proc.pid, signal.SIGTERM)
