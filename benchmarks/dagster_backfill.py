@@ -41,7 +41,7 @@ import psutil
 import pyarrow.parquet as pq
 import yaml
 
-from benchmarks.dagster_location import ENV, build_defs, VirtualCatchupResource
+from benchmarks.dagster_location import ENV, VirtualCatchupResource, build_defs
 from benchmarks.report import write_result
 from catchup_assets.assets import policies
 from catchup_assets.home import INSTANCE_YAML
@@ -297,7 +297,7 @@ def entries_summary(entries, serialize_value) -> dict:
 def profile_top(source: Path | cProfile.Profile, lines: int) -> list[list[object]]:
     stats = pstats.Stats(str(source) if isinstance(source, Path) else source)
     rows = []
-    for (file, line, fn), (cc, nc, tt, ct, callers) in sorted(stats.stats.items(), key=lambda kv: -kv[1][3])[:lines]:
+    for (file, line, fn), (_cc, nc, tt, ct, _callers) in sorted(stats.stats.items(), key=lambda kv: -kv[1][3])[:lines]:
         where = f"{Path(file).name}:{line}({fn})" if line else fn
         rows.append([where, nc, round(tt, 2), round(ct, 2)])
     return rows
@@ -665,7 +665,7 @@ def report(
         (
             "Bytecode: this environment sets PYTHONDONTWRITEBYTECODE, so every new process compiles every module it "
             "imports (~5 s more per process here). The Dagster processes ran with it unset and a bytecode cache of "
-            f"their own (PYTHONPYCACHEPREFIX, "
+            "their own (PYTHONPYCACHEPREFIX, "
             + (f"warmed before the timing in {warm_s:.1f} s" if not args.smoke else "not warmed in --smoke")
             + "), as a deployment image with "
             "compiled packages runs; `--bytecode as-is` measures without."

@@ -36,8 +36,8 @@ from pydantic import Field, model_validator
 from catchup_assets.backends.base import AttemptSpec, AttemptState
 from catchup_assets.home import definitions_for
 from catchup_assets.resources import CatchupResource, mission_seed
-from catchup_sim.virtual import VirtualBackend
 from catchup_assets.sim.workload import Workload
+from catchup_sim.virtual import VirtualBackend
 
 ENV = {
     "ranges": "CATCHUP_BENCH_RANGES",

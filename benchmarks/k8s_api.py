@@ -79,7 +79,7 @@ def tables(runs: list[K8sMissionRun]) -> list[tuple[str, list[str], list[list[ob
                 _mean(s[1] for s in split),
                 r.nodes,
                 _mean(logs),
-                _mean(s[2] - n for s, n in zip(split, logs)),
+                _mean(s[2] - n for s, n in zip(split, logs, strict=True)),
                 _mean(sum(d.values()) for d in steady),
                 _mean(p.finished for p in rows),
                 _mean(p.wall for p in rows),
@@ -134,7 +134,7 @@ def verdict(runs: list[K8sMissionRun]) -> str:
     flat = spread <= FLAT_WITHIN
     lines = [
         f"Target (requests per attempt flat and <= {TARGET_PER_ATTEMPT:g}): per attempt "
-        + ", ".join(f"{f:.2f} at {r.mission.parallelism}" for f, r in zip(figures, runs))
+        + ", ".join(f"{f:.2f} at {r.mission.parallelism}" for f, r in zip(figures, runs, strict=True))
         + f"; spread {spread:.1%} ({'flat' if flat else 'NOT flat'}, tolerance {FLAT_WITHIN:.0%})."
     ]
     over = max(figures) - TARGET_PER_ATTEMPT

@@ -19,8 +19,8 @@ from kubernetes.client import BatchV1Api, CoreV1Api
 
 from benchmarks.meter import DispatcherMeter, MachineLoad
 from benchmarks.sim_cluster import ClusterProcess, ClusterSpec, VariedAttempts, mission_ranges
-from catchup_assets.backends.kubernetes.manifests import K8sSettings
 from catchup_assets.backends.kubernetes.backend import KubernetesBackend
+from catchup_assets.backends.kubernetes.manifests import K8sSettings
 from catchup_assets.dispatch import DispatchConfig, Dispatcher, MissionResult
 from catchup_assets.records import RecordStore
 from catchup_assets.sizing import Tiers

@@ -15,8 +15,8 @@ import time
 from pathlib import Path
 
 from benchmarks.report import write_result
-from catchup_sim.replay import ReplayReport, replay
 from catchup_assets.sim.workload import Workload
+from catchup_sim.replay import ReplayReport, replay
 
 ORDERS = ("tip-first", "oldest-first", "longest-first")
 SLOTS = (400, 800, 1092, 2096)
@@ -90,7 +90,8 @@ def main(argv: list[str] | None = None) -> int:
     costs = list(w)
     notes = (
         f"Workload: {len(costs)} ranges of {w.ledgers_per_range} ledgers (seed {args.seed}), "
-        f"{sum(c.seconds for c in costs) / 3600:,.0f} h of clean work, longest {max(c.seconds for c in costs) / 3600:.2f} h; "
+        f"{sum(c.seconds for c in costs) / 3600:,.0f} h of clean work, "
+        f"longest {max(c.seconds for c in costs) / 3600:.2f} h; "
         f"mission draw {args.mission_seed} (reclaims and +-5% runtime jitter against the profile); "
         f"poll {args.poll_seconds:g} s; whole benchmark {time.perf_counter() - started:.0f} s wall.\n\n"
         "The lower bound is max(longest range, total work / slots) over this mission's clean runtimes, so "

@@ -19,8 +19,8 @@ import sys
 import time
 import tracemalloc
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import psutil
 
@@ -190,7 +190,7 @@ class MachineLoad:
             t.user + t.system + t.children_user + t.children_system + sum(sum(p.cpu_times()[:2]) for p in self.helpers)
         )
 
-    def __enter__(self) -> "MachineLoad":
+    def __enter__(self) -> MachineLoad:
         self._t0, self._busy0, self._mine0 = time.perf_counter(), _busy(), self._mine()
         return self
 
@@ -215,7 +215,7 @@ class Trace:
     sites: tuple[tuple[str, int], ...]  # (file, bytes kept), largest first
 
     @classmethod
-    def take(cls, in_flight: int, kept: int, peak: int, top: int = 8) -> "Trace":
+    def take(cls, in_flight: int, kept: int, peak: int, top: int = 8) -> Trace:
         stats = tracemalloc.take_snapshot().statistics("filename")
         sites = tuple((_short(s.traceback[0].filename), s.size) for s in stats[:top])
         return cls(in_flight, kept, peak, sites)

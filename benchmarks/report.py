@@ -10,9 +10,9 @@ import itertools
 import os
 import platform
 import sys
-from datetime import datetime, timezone
+from collections.abc import Sequence
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Sequence
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
@@ -58,7 +58,7 @@ def write_result(
     out_dir = out_dir or RESULTS
     out_dir.mkdir(parents=True, exist_ok=True)
     command = "uv run python -m benchmarks." + name + (" " + " ".join(sys.argv[1:]) if sys.argv[1:] else "")
-    when = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    when = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     parts = [f"# {title}", "", f"- machine: {machine()}", f"- taken: {when}", f"- command: `{command}`", ""]
     for caption, header, rows in tables:
         parts += [f"**{caption}**", "", markdown_table(header, rows), ""]

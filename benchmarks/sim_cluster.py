@@ -13,8 +13,8 @@ from __future__ import annotations
 import hashlib
 import math
 import multiprocessing
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 from catchup_assets.sim.core_log import tx_apply_report
 from catchup_sim.kube_meta import ManualClock
@@ -56,7 +56,7 @@ class ClusterSpec:
     stats_period: float = 10.0
 
     @classmethod
-    def for_parallelism(cls, parallelism: int, pods_per_node: int = 50, **kw) -> "ClusterSpec":
+    def for_parallelism(cls, parallelism: int, pods_per_node: int = 50, **kw) -> ClusterSpec:
         """Enough nodes for every pod in flight, with one to spare."""
         return cls(nodes=math.ceil(parallelism / pods_per_node) + 1, pods_per_node=pods_per_node, **kw)
 
@@ -121,7 +121,7 @@ class ClusterProcess:
         self._proc = None
         self.host = ""
 
-    def __enter__(self) -> "ClusterProcess":
+    def __enter__(self) -> ClusterProcess:
         parent, child = self._ctx.Pipe()
         self._proc = self._ctx.Process(target=_serve, args=(child, parent, self.spec), name="sim-cluster", daemon=True)
         self._proc.start()

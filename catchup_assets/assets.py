@@ -6,7 +6,8 @@ logs one AssetMaterialization per range instead.
 """
 
 import time
-from typing import Iterator, Literal
+from collections.abc import Iterator
+from typing import Literal
 
 import dagster as dg
 from pydantic import Field
@@ -14,6 +15,7 @@ from pydantic import Field
 from catchup_assets.dispatch import RangeResult, RangeStatus
 from catchup_assets.metadata import plan_metadata, profile_metadata, range_metadata, tier_map_metadata
 from catchup_assets.mission import (
+    PLAN_FILE,
     MissionConfig,
     build_profile,
     build_tier_map,
@@ -24,7 +26,6 @@ from catchup_assets.mission import (
     run_mission,
     save_mission,
     write_table,
-    PLAN_FILE,
 )
 from catchup_assets.profile_io import ProfileRefused
 from catchup_assets.ranges import MissionSpan, RangeKeyError, parse_key

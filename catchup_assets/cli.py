@@ -74,9 +74,9 @@ def _plan(args: argparse.Namespace) -> int:
     rows = forecast_rows(forecasts, cfg.parallelism)
     cols = list(rows[0])
     widths = [max(len(c), *(len(str(r[c])) for r in rows)) for c in cols]
-    print("\n" + "  ".join(c.rjust(w) for c, w in zip(cols, widths)))
+    print("\n" + "  ".join(c.rjust(w) for c, w in zip(cols, widths, strict=True)))
     for r in rows:
-        print("  ".join(str(r[c]).rjust(w) for c, w in zip(cols, widths)))
+        print("  ".join(str(r[c]).rjust(w) for c, w in zip(cols, widths, strict=True)))
     print(
         "\nPredicted from the profile's seconds with the dispatcher's own order; reclaims, OOM retries "
         "and node start-up come on top."
@@ -127,7 +127,8 @@ def build_parser() -> argparse.ArgumentParser:
         "plan",
         help="predict a mission's makespan and node-hours from a profile, at several parallelisms",
         description="Plan a mission over the profile's span (or the ledgers given) and predict its makespan, "
-        "the lower bound max(longest range, work / slots) and node-hours, at the parallelism and at each what-if factor.",
+        "the lower bound max(longest range, work / slots) and node-hours, "
+        "at the parallelism and at each what-if factor.",
     )
     pl.add_argument("--profile", required=True, help="range_profile.parquet of an earlier mission (path or fsspec URL)")
     pl.add_argument("--parallelism", type=int, default=1000, help="attempts in flight at once (default 1000)")

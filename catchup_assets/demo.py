@@ -361,7 +361,8 @@ def run_demo(settings: DemoSettings, out: TextIO = sys.stdout, log_level: str = 
             print(f"  condemned {key}: {why}", file=out)
     print(f"\nDagster instance  {home}", file=out)
     print(
-        f"open it in the UI (runs, partitions, the profile's plots; launch the next mission):\n  {ui_command(home, workspace)}",
+        "open it in the UI (runs, partitions, the profile's plots; launch the next mission):\n"
+        f"  {ui_command(home, workspace)}",
         file=out,
     )
     return 1 if a.condemned or b.condemned else 0

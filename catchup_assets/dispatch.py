@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Callable, Mapping, Protocol, Sequence
+from typing import Protocol
 
 from catchup_assets.backends.base import (
     AlreadyExists,

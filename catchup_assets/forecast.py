@@ -15,8 +15,8 @@ profile there is no forecast.
 from __future__ import annotations
 
 import heapq
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 from catchup_assets.outcomes import RetryPolicy
 from catchup_assets.ranges import LedgerRange

@@ -10,7 +10,8 @@ from __future__ import annotations
 import base64
 import io
 from collections import Counter
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import dagster as dg
 
@@ -139,7 +140,7 @@ def profile_plot(rows: Sequence[dict[str, Any]], memory_scale: float = 1.0) -> d
 
 def _step(xs: Sequence[float]) -> float:
     s = sorted(set(xs))
-    return min((b - a for a, b in zip(s, s[1:])), default=1.0)
+    return min((b - a for a, b in zip(s, s[1:], strict=False)), default=1.0)
 
 
 def profile_metadata(mission: str, out, plan_keys: set[str], memory_scale: float) -> dict[str, Any]:

@@ -16,8 +16,8 @@ from __future__ import annotations
 import io
 import json
 import logging
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Callable, Mapping
 
 import pyarrow as pa
 import pyarrow.parquet as pq

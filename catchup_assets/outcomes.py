@@ -8,9 +8,9 @@ after that is decided here, from the range's own attempt history (L5, L6).
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from enum import Enum, StrEnum
-from typing import Sequence
+from enum import StrEnum
 
 from catchup_assets.evictions import REASON as EVICTED_REASON
 from catchup_assets.evictions import node_pressure, own_disk_eviction
@@ -18,7 +18,7 @@ from catchup_assets.evictions import node_pressure, own_disk_eviction
 GiB = 1024**3
 
 
-class Outcome(str, Enum):
+class Outcome(StrEnum):
     OK = "ok"
     OOM = "oom"
     DISRUPTED = "disrupted"
@@ -30,7 +30,7 @@ class Outcome(str, Enum):
     FAILED = "failed"
 
 
-class BudgetGroup(str, Enum):
+class BudgetGroup(StrEnum):
     """Whose fault an outcome was decides which counter it spends (L5, Z2)."""
 
     ENVIRONMENTAL = "environmental"

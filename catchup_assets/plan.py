@@ -17,7 +17,8 @@ tier_map.parquet, one row per planned range (unmeasured ones on the catch-all ti
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Sequence
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 import pyarrow as pa
 

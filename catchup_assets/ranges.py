@@ -8,8 +8,8 @@ its key changes as the tip moves (L13 for ordering).
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Iterable, Mapping, Sequence
 
 CHECKPOINT_LEDGERS = 64
 DEFAULT_LEDGERS_PER_RANGE = 16000

@@ -22,8 +22,8 @@ from __future__ import annotations
 import io
 import logging
 import re
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, fields
-from typing import Iterable, Mapping
 
 import pyarrow as pa
 import pyarrow.parquet as pq

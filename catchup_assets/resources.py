@@ -54,7 +54,8 @@ class KubernetesConfig(dg.Config):
     pooled: bool = True
     configmap: str = Field(
         default="",
-        description="a ConfigMap holding entrypoint.sh and the core config (the chart's); empty: the backend creates one per mission",
+        description="a ConfigMap holding entrypoint.sh and the core config (the chart's); "
+        "empty: the backend creates one per mission",
     )
     core_config_file: str = Field(
         default="", description="stellar-core config for the worker; empty: a minimal pubnet one"
@@ -94,7 +95,8 @@ class CatchupResource(dg.ConfigurableResource):
 
     storage_root: str = Field(
         default="",
-        description="local path or fsspec URL (s3://...); empty: $CATCHUP_STORAGE_ROOT, else $DAGSTER_HOME/catchup/storage",
+        description="local path or fsspec URL (s3://...); "
+        "empty: $CATCHUP_STORAGE_ROOT, else $DAGSTER_HOME/catchup/storage",
     )
     backend: Literal["local", "kubernetes"] = Field(default="local", description="what runs attempts")
     kubernetes: KubernetesConfig | None = Field(default=None, description="backend: kubernetes")

@@ -126,7 +126,8 @@ def mission_plan_sensor(context: dg.SensorEvaluationContext):
         groups, missing = contiguous_groups(keys, live)
         if missing:
             context.log.info(
-                f"mission {mission}: {len(missing)} planned ranges not in the partition set (retired by a later plan), skipped: {missing[:5]}"
+                f"mission {mission}: {len(missing)} planned ranges not in the partition set "
+                f"(retired by a later plan), skipped: {missing[:5]}"
             )
         for group in groups:
             start, end = group[0], group[-1]

@@ -8,8 +8,8 @@ each OOM moves it one more (L6) while the request climbs by the ladder.
 from __future__ import annotations
 
 import bisect
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Iterable, Mapping, Sequence
 
 from catchup_assets.outcomes import RetryPolicy
 

@@ -27,11 +27,10 @@ from __future__ import annotations
 
 import json
 import re
-import socket
 import threading
 import time
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Callable
 from urllib.parse import parse_qsl, unquote, urlsplit
 
 from catchup_sim.kube_faults import FaultInjector, RequestLog, apply_patch
@@ -112,7 +111,7 @@ class KubeApiServer:
         cfg.host = self.host
         return cfg
 
-    def start(self) -> "KubeApiServer":
+    def start(self) -> KubeApiServer:
         import kubernetes.client
 
         handler = type("Handler", (_Handler,), {"api": self})
@@ -132,7 +131,7 @@ class KubeApiServer:
         if self.api_client is not None:
             self.api_client.close()
 
-    def __enter__(self) -> "KubeApiServer":
+    def __enter__(self) -> KubeApiServer:
         return self.start()
 
     def __exit__(self, *exc) -> None:
@@ -145,7 +144,7 @@ class KubeApiServer:
         with self._idle:
             return self._idle.wait_for(lambda: self._inflight == 0, timeout)
 
-    def handle(self, h: "_Handler", method: str) -> None:
+    def handle(self, h: _Handler, method: str) -> None:
         with self._idle:
             self._inflight += 1
         try:
@@ -155,7 +154,7 @@ class KubeApiServer:
                 self._inflight -= 1
                 self._idle.notify_all()
 
-    def _handle(self, h: "_Handler", method: str) -> None:
+    def _handle(self, h: _Handler, method: str) -> None:
         url = urlsplit(h.path)
         query = dict(parse_qsl(url.query, keep_blank_values=True))
         length = int(h.headers.get("Content-Length") or 0)
@@ -306,5 +305,5 @@ class _Handler(BaseHTTPRequestHandler):
     def handle(self) -> None:
         try:
             super().handle()
-        except (ConnectionResetError, BrokenPipeError, socket.timeout):
+        except (TimeoutError, ConnectionResetError, BrokenPipeError):
             pass

@@ -12,8 +12,8 @@ server has forwarded it), then `limitBytes` cuts the bytes.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Mapping
 
 from catchup_sim.kube_meta import TRUE, ApiError, not_found, parse_rfc3339, rfc3339_nano
 

@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import re
 import threading
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 # strconv.ParseBool's spellings: the Python client sends booleans as "True".
 TRUE = frozenset({"1", "t", "T", "true", "TRUE", "True"})
 
 # A fixed epoch keeps every test's timestamps reproducible.
-DEFAULT_EPOCH = datetime(2024, 1, 1, tzinfo=timezone.utc).timestamp()
+DEFAULT_EPOCH = datetime(2024, 1, 1, tzinfo=UTC).timestamp()
 
 
 class ManualClock:
@@ -41,7 +41,7 @@ class ManualClock:
 
 def rfc3339(t: float) -> str:
     """metav1.Time: whole seconds, UTC, 'Z'."""
-    return datetime.fromtimestamp(int(t), timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return datetime.fromtimestamp(int(t), UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def rfc3339_nano(t: float) -> str:
@@ -49,7 +49,7 @@ def rfc3339_nano(t: float) -> str:
     # A float epoch holds microseconds exactly enough; finer digits would be noise.
     micros = round(t * 1_000_000)
     whole, frac = divmod(micros, 1_000_000)
-    stamp = datetime.fromtimestamp(whole, timezone.utc).strftime("%Y-%m-%dT%H:%M:%S")
+    stamp = datetime.fromtimestamp(whole, UTC).strftime("%Y-%m-%dT%H:%M:%S")
     return f"{stamp}.{frac * 1000:09d}Z"
 
 

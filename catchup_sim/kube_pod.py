@@ -7,7 +7,7 @@ Secret) and the per-pod block of the kubelet's `/stats/summary`.
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from kubernetes.utils import parse_quantity
 
@@ -87,5 +87,5 @@ def pod_stats(pod: dict, use: Usage, when: str) -> dict:
 
 def core_stamp(t: float) -> str:
     """stellar-core's own line prefix time: milliseconds, no zone."""
-    stamp = datetime.fromtimestamp(t, timezone.utc)
+    stamp = datetime.fromtimestamp(t, UTC)
     return stamp.strftime("%Y-%m-%dT%H:%M:%S.") + f"{stamp.microsecond // 1000:03d}"

@@ -13,8 +13,8 @@ limits decide.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Callable, Sequence, Union
 
 from catchup_assets.sim.core_log import UNTRUSTED, log_line, tx_apply_report
 
@@ -35,8 +35,8 @@ class Usage:
 
 
 # Points (elapsed seconds, Usage), linearly interpolated, flat beyond the ends.
-Curve = Union[Sequence[tuple[float, Usage]], Callable[[float], Usage]]
-Line = Union[str, tuple[float, str]]
+Curve = Sequence[tuple[float, Usage]] | Callable[[float], Usage]
+Line = str | tuple[float, str]
 
 DISRUPTION_MESSAGES = {
     "TerminationByKubelet": "Pod was terminated in response to imminent node shutdown.",
@@ -103,10 +103,10 @@ def usage_at(curve: Curve, elapsed: float) -> Usage:
     points = list(curve)
     if not points or elapsed <= points[0][0]:
         return points[0][1] if points else Usage(0, 0, 0)
-    for (t0, a), (t1, b) in zip(points, points[1:]):
+    for (t0, a), (t1, b) in zip(points, points[1:], strict=False):
         if elapsed <= t1:
             f = 0.0 if t1 == t0 else (elapsed - t0) / (t1 - t0)
-            mix = lambda x, y: int(x + (y - x) * f)  # noqa: E731
+            mix = lambda x, y, f=f: int(x + (y - x) * f)  # noqa: E731
             usage = None if a.usage is None or b.usage is None else mix(a.usage, b.usage)
             return Usage(mix(a.rss, b.rss), mix(a.working_set, b.working_set), mix(a.ephemeral, b.ephemeral), usage)
     return points[-1][1]
@@ -129,7 +129,7 @@ def first_crossing(curve: Curve, field: str, limit: float, horizon: float) -> fl
                 return t
         return None
     points = [(t, getattr(u, field)) for t, u in curve]
-    for (t0, v0), (t1, v1) in zip(points, points[1:]):
+    for (t0, v0), (t1, v1) in zip(points, points[1:], strict=False):
         if t0 >= horizon:
             break
         if v1 > limit >= v0 and t1 > t0:

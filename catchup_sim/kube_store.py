@@ -18,8 +18,8 @@ import json
 import random
 import threading
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 from catchup_sim.kube_logs import PodLogs
 from catchup_sim.kube_meta import (

@@ -19,8 +19,8 @@ ephemeral-storage limit does not), pod deadline as reason DeadlineExceeded.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 from kubernetes.utils import parse_quantity
 

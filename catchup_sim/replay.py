@@ -20,10 +20,10 @@ from dataclasses import dataclass
 import pyarrow.parquet as pq
 
 from catchup_assets.mission import MissionConfig, prepare, run_mission
-from catchup_sim.virtual import VirtualBackend, VirtualClock
 from catchup_assets.sim.workload import Workload
 from catchup_assets.sizing import Tiers
 from catchup_assets.storage import Store
+from catchup_sim.virtual import VirtualBackend, VirtualClock
 
 _runs = itertools.count()
 

@@ -55,7 +55,7 @@ class Interval:
 @dataclass
 class VirtualBackend:
     workload: Workload
-    clock: "VirtualClock"
+    clock: VirtualClock
     tiers: Tiers = field(default_factory=Tiers)
     mission_seed: int = 0
     start_delay_seconds: float = 0.0  # node provisioning and image pull before the pod runs

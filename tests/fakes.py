@@ -7,8 +7,8 @@ duplicate create the way the API server does (AlreadyExists, the 409).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 from catchup_assets.backends.base import (
     AlreadyExists,

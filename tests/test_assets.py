@@ -7,8 +7,7 @@ from dagster._core.storage.tags import ASSET_PARTITION_RANGE_END_TAG, ASSET_PART
 
 from catchup_assets.assets import MISSION_TAG, ledger_ranges_partitions_def
 from catchup_assets.resources import CatchupResource, TierConfig
-
-from dagster_defs import LEDGERS_PER_RANGE, catchup, defs, plan_config
+from dagster_defs import catchup, defs, plan_config
 
 RANGE = dg.AssetKey("range_catchup")
 

@@ -20,14 +20,12 @@ from dagster._daemon.run_coordinator.queued_run_coordinator_daemon import Queued
 from dagster_graphql.client.query import LAUNCH_PARTITION_BACKFILL_MUTATION
 from dagster_graphql.test.utils import define_out_of_process_context, execute_dagster_graphql
 
-from catchup_assets.assets import MISSION_TAG, ledger_ranges_partitions_def
 from catchup_assets.backends.local.backend import disruption_delay
 from catchup_assets.records import RecordStore
 from catchup_assets.resources import mission_seed
 from catchup_assets.storage import Store
-
-from test_assets import run_ranges, statuses, with_resource
 from dagster_defs import defs, plan_config
+from test_assets import run_ranges, statuses, with_resource
 
 DEFS_FILE = str(__import__("pathlib").Path(__file__).with_name("dagster_defs.py"))
 RATE, WINDOW = 0.33, (0.3, 2.0)

@@ -266,7 +266,7 @@ def test_nodepools_only_when_enabled(chart):
     docs = render(chart, {"karpenter": {"enabled": True}, "tiers": tiers})
     pools = [d for d in docs if d["kind"] == "NodePool"]
     assert [p["apiVersion"] for p in pools] == ["karpenter.sh/v1"] * 2
-    for pool, tier in zip(pools, tiers):
+    for pool, tier in zip(pools, tiers, strict=True):
         spec = pool["spec"]["template"]["spec"]
         assert pool["spec"]["template"]["metadata"]["labels"] == {"catchup.stellar.org/tier": tier["name"]}
         assert spec["taints"] == [{"key": "catchup.stellar.org/tier", "value": tier["name"], "effect": "NoSchedule"}]

@@ -13,7 +13,6 @@ from catchup_assets.profile import profile_rows
 from catchup_assets.ranges import MissionSpan, dispatch_order, plan_ranges
 from catchup_assets.records import RecordStore
 from catchup_assets.storage import Store
-
 from fakes import DISRUPTED, OOM, FakeBackend, FakeClock, Script
 
 RANGES = dispatch_order(plan_ranges(MissionSpan(1, 19200, ledgers_per_range=6400)))

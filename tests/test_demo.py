@@ -13,10 +13,10 @@ import dagster as dg
 import pandas as pd
 import pytest
 from dagster._core.storage.tags import ASSET_PARTITION_RANGE_END_TAG, ASSET_PARTITION_RANGE_START_TAG
-from test_workspace import load_repository
 
 from catchup_assets.assets import MISSION_TAG, ledger_ranges_partitions_def
 from catchup_assets.demo import DemoSettings, run_demo
+from test_workspace import load_repository
 
 RANGES = 4
 RANGE = dg.AssetKey("range_catchup")

@@ -12,10 +12,9 @@ from catchup_assets.outcomes import RetryPolicy
 from catchup_assets.profile import profile_rows
 from catchup_assets.ranges import MissionSpan, dispatch_order, plan_ranges
 from catchup_assets.records import RecordStore
-from catchup_assets.sizing import GiB, SizingPolicy
+from catchup_assets.sizing import GiB
 from catchup_assets.storage import Store
-
-from fakes import DISRUPTED, FAILED, INTERRUPTED, OK, OOM, FakeBackend, FakeClock, Script
+from fakes import DISRUPTED, FAILED, INTERRUPTED, OOM, FakeBackend, FakeClock, Script
 
 SPAN = MissionSpan(1, 64000, ledgers_per_range=6400)  # 10 ranges
 RANGES = dispatch_order(plan_ranges(SPAN))

@@ -23,7 +23,6 @@ from catchup_assets.assets import MISSION_TAG, ledger_ranges_partitions_def
 from catchup_assets.backends.local.backend import LocalBackend
 from catchup_assets.records import RecordStore
 from catchup_assets.storage import Store
-
 from dagster_defs import catchup_job, defs, plan_config
 
 TESTS = Path(__file__).parent
@@ -118,7 +117,7 @@ def test_L10_killed_dispatcher_retried_by_dagster_finishes_without_double_runs(t
         # catch-all tier), and never while the previous attempt still ran.
         assert [r.attempt for r in chain] == list(range(1, len(chain) + 1))
         assert [r.outcome for r in chain] == ["oom"] * (len(chain) - 1) + ["ok"], chain
-        for before, after in zip(chain, chain[1:]):
+        for before, after in zip(chain, chain[1:], strict=False):
             assert before.finished_at <= after.started_at
         # No measurement lost: every attempt has its peaks and time; the last its transactions.
         assert all(r.peak_anon_bytes and r.seconds for r in chain) and chain[-1].tx_apply_count

@@ -84,8 +84,8 @@ def test_plan_command_predicts_what_the_dispatcher_then_does(tmp_path, capsys):
     import pyarrow.parquet as pq
 
     from catchup_assets.cli import run
-    from catchup_sim.replay import replay
     from catchup_assets.sim.workload import Workload, WorkloadShape
+    from catchup_sim.replay import replay
 
     w = Workload(
         ranges=80, shape=dataclasses.replace(WorkloadShape(), disruption_share=0.0, spikes=0, mission_jitter=0.0)

@@ -10,19 +10,19 @@ from __future__ import annotations
 import pytest
 from kubernetes.client import BatchV1Api, CoreV1Api
 
-from catchup_assets.backends.kubernetes.manifests import K8sSettings, pvc_name
 from catchup_assets.backends.kubernetes.backend import KubernetesBackend
+from catchup_assets.backends.kubernetes.manifests import K8sSettings, pvc_name
 from catchup_assets.dispatch import DispatchConfig, Dispatcher
 from catchup_assets.mission import MissionConfig, build_profile, build_tier_map, prepare, run_mission
 from catchup_assets.outcomes import RetryPolicy
 from catchup_assets.ranges import MissionSpan
 from catchup_assets.records import RecordStore
-from catchup_sim.kube_api import KubeApiServer
 from catchup_assets.sim.core_log import tx_apply_report
-from catchup_sim.kube_script import Script, Usage
-from catchup_sim.kubelet import Kubelet
 from catchup_assets.sizing import GiB, Tiers
 from catchup_assets.storage import Store
+from catchup_sim.kube_api import KubeApiServer
+from catchup_sim.kube_script import Script, Usage
+from catchup_sim.kubelet import Kubelet
 
 NS = "catchup"
 SPAN = MissionSpan(59_712_001, 59_968_000, ledgers_per_range=64_000, overlap=320)
@@ -42,7 +42,7 @@ def flat(rss: int, ws: int) -> list:
 def script(job: dict) -> Script:
     labels = job["metadata"]["labels"]
     key, attempt = labels["catchup.stellar.org/range-key"], int(labels["catchup.stellar.org/attempt"])
-    fresh = [f"RESUME DECLINED: no range marker in the data dir (never started here)", *medida(1000)]
+    fresh = ["RESUME DECLINED: no range marker in the data dir (never started here)", *medida(1000)]
     if key == A:  # needs 14 GiB: OOMs at the unprofiled 12 GiB, fits the next rung (18 GiB)
         return Script(duration=400, memory=flat(14 * GiB, 15 * GiB), lines=fresh)
     if key == B and attempt == 1:  # a spot reclaim takes the node with the pod
@@ -87,7 +87,7 @@ def cluster():
     with KubeApiServer() as api:
         kubelet = Kubelet(api.store, script=script, stats_period=10.0)
         tiers = Tiers()
-        for i, tier in enumerate(tiers.all()):
+        for tier in tiers.all():
             for n in range(3):
                 kubelet.add_node(
                     f"{tier.name}-{n}",

@@ -28,7 +28,7 @@ pytestmark = [
 
 
 def test_a_small_mission_completes_on_a_real_cluster(tmp_path):
-    from catchup_assets.mission import build_profile, prepare, run_mission, MissionConfig
+    from catchup_assets.mission import MissionConfig, build_profile, prepare, run_mission
     from catchup_assets.ranges import MissionSpan
     from catchup_assets.resources import CatchupResource, KubernetesConfig
 

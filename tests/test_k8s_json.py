@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from datetime import timezone
+from datetime import UTC
 
 import pytest
 from kubernetes.client import ApiClient, V1Job, V1Pod
@@ -89,9 +89,9 @@ def test_a_view_reads_what_the_model_reads(read):
 def test_dates_are_aware_and_unknown_attributes_fail_like_the_model():
     view = ModelView(POD, V1Pod)
     assert view.status.start_time.tzinfo is not None
-    assert view.status.start_time.astimezone(timezone.utc).hour == 10
+    assert view.status.start_time.astimezone(UTC).hour == 10
     with pytest.raises(AttributeError, match="no_such_field"):
-        view.status.no_such_field
+        _ = view.status.no_such_field
 
 
 def test_list_items_views_every_item():

@@ -25,7 +25,7 @@ from catchup_assets.backends.kubernetes.manifests import (
     range_selector,
     to_dict,
 )
-from catchup_assets.sizing import DEFAULT_LADDER, GiB, NEBULA, PROTOSTAR, Tier
+from catchup_assets.sizing import DEFAULT_LADDER, NEBULA, PROTOSTAR, GiB, Tier
 
 DNS_1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 KEY = "0059904001-0059920000"

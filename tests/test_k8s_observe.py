@@ -1,6 +1,6 @@
 """What a Job and its pod say, as the API server reports them, classified (L4, L23)."""
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from kubernetes import client as k
@@ -8,7 +8,7 @@ from kubernetes import client as k
 from catchup_assets.backends.kubernetes.observe import attempt_state, parse_quantity_bytes, waiting
 from catchup_assets.outcomes import classify
 
-START = datetime(2026, 11, 29, 8, 0, tzinfo=timezone.utc)
+START = datetime(2026, 11, 29, 8, 0, tzinfo=UTC)
 KEY = "0000016001-0000032000"
 LABELS = {"catchup.stellar.org/range-key": KEY, "catchup.stellar.org/attempt": "2", "catchup.stellar.org/tier": "giant"}
 

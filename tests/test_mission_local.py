@@ -11,7 +11,7 @@ from catchup_assets.mission import MissionConfig, build_profile, build_tier_map,
 from catchup_assets.outcomes import RetryPolicy
 from catchup_assets.ranges import MissionSpan
 from catchup_assets.records import RecordStore
-from catchup_assets.sizing import SizingPolicy, Tiers, scaled_policy, scaled_tiers
+from catchup_assets.sizing import SizingPolicy, Tiers, scaled_tiers
 from catchup_assets.storage import Store
 
 MiB = 1024**2

@@ -1,6 +1,5 @@
 """Chain aggregation of attempt records into profile rows (L21, L22, L25, L26)."""
 
-import pyarrow as pa
 import pytest
 
 from catchup_assets.profile import REQUIRED_COLUMNS, check_profile_columns, profile_rows, profile_table, range_row

@@ -121,7 +121,7 @@ def test_a_notebook_reads_every_attempt_record_with_plain_pandas(tmp_path):
         rs.write(AttemptRecord("m1", key, 2, "ok", peak_anon_bytes=9))
         rs.mark_done(key, 2)
     df = pd.read_parquet(tmp_path / "root/m1/attempts")
-    assert sorted(zip(df.range_key, df.attempt, df.outcome)) == [
+    assert sorted(zip(df.range_key, df.attempt, df.outcome, strict=True)) == [
         ("0000016001-0000032000", 1, "oom"),
         ("0000016001-0000032000", 2, "ok"),
         ("0000032001-0000048000", 1, "oom"),

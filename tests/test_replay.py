@@ -14,14 +14,14 @@ import pytest
 from catchup_assets.forecast import estimates, forecast
 from catchup_assets.mission import build_profile
 from catchup_assets.outcomes import RetryPolicy
+from catchup_assets.plan import measures_from_rows
 from catchup_assets.profile_io import PreviousProfile
 from catchup_assets.ranges import dispatch_order, plan_ranges
 from catchup_assets.records import RecordStore
-from catchup_sim.replay import replay
 from catchup_assets.sim.workload import Workload, WorkloadShape
-from catchup_assets.plan import measures_from_rows
 from catchup_assets.sizing import ProfileIndex, SizingPolicy, Tiers
 from catchup_assets.storage import Store
+from catchup_sim.replay import replay
 
 
 @pytest.fixture(autouse=True)

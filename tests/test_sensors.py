@@ -4,6 +4,8 @@ import dagster as dg
 import pytest
 from dagster._core.storage.tags import (
     ASSET_PARTITION_RANGE_END_TAG as RANGE_END,
+)
+from dagster._core.storage.tags import (
     ASSET_PARTITION_RANGE_START_TAG as RANGE_START,
 )
 

@@ -7,9 +7,10 @@ subprocesses and Kubernetes Jobs both sit behind these five calls.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Mapping, Protocol
+from typing import Protocol
 
 from catchup_assets.outcomes import Observation
 
@@ -48,7 +49,7 @@ class Peaks:
     working_set_bytes: int | None = None
     ephemeral_bytes: int | None = None
 
-    def merge(self, other: "Peaks") -> "Peaks":
+    def merge(self, other: Peaks) -> Peaks:
         def mx(a: int | None, b: int | None) -> int | None:
             if a is None:
                 return b
@@ -109,7 +110,7 @@ class Collected:
     already_complete: bool = False
 
     @classmethod
-    def from_log(cls, facts, peaks: "Peaks", log_path: str | None) -> "Collected":
+    def from_log(cls, facts, peaks: Peaks, log_path: str | None) -> Collected:
         """What the worker's log said (`logparse.WorkerLogFacts`), with the attempt's peaks."""
         return cls(
             peaks=peaks,

@@ -85,7 +85,7 @@ class TimerValues:
     m15_rate: float = 0.0
 
     @classmethod
-    def spread(cls, count: int, sum_ms: float, elapsed_s: float) -> "TimerValues":
+    def spread(cls, count: int, sum_ms: float, elapsed_s: float) -> TimerValues:
         """Plausible figures around a known count and sum (the sim knows only those)."""
         mean = sum_ms / count if count else 0.0
         rate = count / elapsed_s if elapsed_s > 0 else 0.0

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import codecs
 import re
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import Iterable, Iterator
 
 _TERMINATOR = re.compile(r"\r\n|\r|\n")
 

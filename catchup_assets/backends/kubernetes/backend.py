@@ -14,15 +14,14 @@ from __future__ import annotations
 import json
 import logging
 import time
+from collections.abc import Callable
 from importlib import resources
 from pathlib import Path
-from typing import Callable
 
 import fsspec
 from kubernetes.client import ApiException, BatchV1Api, CoreV1Api, V1DeleteOptions, V1Job, V1Pod
 from urllib3.exceptions import HTTPError as Urllib3Error
 
-from catchup_assets.backends.kubernetes import manifests as m
 from catchup_assets.backends.base import (
     AlreadyExists,
     AttemptSpec,
@@ -33,6 +32,7 @@ from catchup_assets.backends.base import (
     Phase,
     TransientBackendError,
 )
+from catchup_assets.backends.kubernetes import manifests as m
 from catchup_assets.backends.kubernetes.json_views import list_items
 from catchup_assets.backends.kubernetes.logs import POLLABLE, LogSpool
 from catchup_assets.backends.kubernetes.observe import CONTAINER, attempt_state, waiting

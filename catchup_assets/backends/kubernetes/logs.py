@@ -15,10 +15,10 @@ import logging
 import os
 import re
 import threading
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterable, Iterator
 
 from catchup_assets.worker.logparse import iter_lines
 

@@ -7,9 +7,9 @@ pods once per pass and hands each pair here. Nothing is fetched per attempt.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Iterable
 
 from catchup_assets.backends.base import AttemptState, Peaks, Phase
 from catchup_assets.backends.kubernetes.manifests import CONTAINER, LABEL_ATTEMPT, LABEL_RANGE_KEY, LABEL_TIER
