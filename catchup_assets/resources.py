@@ -7,12 +7,15 @@ previous profile) is the run config of `mission_plan`.
 
 import hashlib
 import os
+from dataclasses import MISSING
+from dataclasses import fields as dataclass_fields
 from typing import Literal
 
 import dagster as dg
 from pydantic import Field, model_validator
 
 from catchup_assets.backends.base import Backend
+from catchup_assets.backends.kubernetes.settings import K8sSettings
 from catchup_assets.outcomes import RetryPolicy
 from catchup_assets.sizing import GiB, SizingPolicy, Tier, Tiers, scaled_policy, scaled_tiers
 
@@ -35,27 +38,62 @@ class TierConfig(dg.Config):
         )
 
 
+# Every K8sSettings default, declared there once; the config below takes them from here.
+_K8S = {f.name: f.default for f in dataclass_fields(K8sSettings) if f.default is not MISSING}
+
+
+def _optional(name: str) -> bool:
+    """A K8sSettings field that may be None: the launchpad's empty string means None there."""
+    return "None" in str(next(f.type for f in dataclass_fields(K8sSettings) if f.name == name))
+
+
+class TolerationConfig(dg.Config):
+    """One toleration every range pod gets, e.g. for a spot pool's taint."""
+
+    key: str = ""
+    operator: Literal["Equal", "Exists"] = "Equal"
+    value: str = ""
+    effect: Literal["", "NoSchedule", "PreferNoSchedule", "NoExecute"] = ""
+    toleration_seconds: int | None = None
+
+    def spec(self) -> dict:
+        return {k: v for k, v in self.model_dump().items() if v not in ("", None)}
+
+
 class KubernetesConfig(dg.Config):
-    """Where and how range Jobs run (backend: kubernetes); see README "Kubernetes backend"."""
+    """Where and how range Jobs run (backend: kubernetes); see README "Kubernetes backend".
+
+    Every field of K8sSettings is a field here with the same name and default;
+    the rest configure the backend's polling and the client.
+    """
 
     namespace: str
     image: str = Field(description="stellar-core image with /bin/sh (the worker script is mounted)")
-    image_pull_policy: str = "IfNotPresent"
-    service_account: str = ""
-    storage_mode: Literal["pvc", "ephemeral"] = "pvc"
-    storage_class: str = ""
-    pvc_size: str = "100Gi"
-    ephemeral_request: str = "35Gi"
-    ephemeral_limit: str = "40Gi"
+    image_pull_policy: str = _K8S["image_pull_policy"]
+    service_account: str = Field(default="", description="empty: the namespace's default")
+    storage_mode: Literal["pvc", "ephemeral"] = _K8S["storage_mode"]
+    storage_class: str = Field(default="", description="pvc mode; empty: the cluster's default class")
+    pvc_size: str = _K8S["pvc_size"]
+    ephemeral_request: str = _K8S["ephemeral_request"]
+    ephemeral_limit: str = _K8S["ephemeral_limit"]
     cpu_limit: str = Field(default="", description="empty: no CPU limit (L7)")
-    ttl_seconds_after_finished: int = 3600
-    tier_node_label: str = "catchup.stellar.org/tier"
-    tier_taint_key: str = "catchup.stellar.org/tier"
-    pooled: bool = True
+    ttl_seconds_after_finished: int = _K8S["ttl_seconds_after_finished"]
     configmap: str = Field(
         default="",
         description="a ConfigMap holding entrypoint.sh and the core config (the chart's); "
         "empty: the backend creates one per mission",
+    )
+    core_config_key: str = Field(default=_K8S["core_config_key"], description="the core config's key in the ConfigMap")
+    tier_node_label: str = _K8S["tier_node_label"]
+    tier_taint_key: str = Field(default=_K8S["tier_taint_key"], description="empty: the pools are not tainted")
+    extra_tolerations: list[TolerationConfig] = Field(
+        default_factory=list, description="added to every range pod, e.g. the spot pools' taints"
+    )
+    pooled: bool = Field(default=_K8S["pooled"], description="tiers are dedicated node pools (L15)")
+    run_as_non_root: bool = _K8S["run_as_non_root"]
+    run_as_user: int | None = Field(default=_K8S["run_as_user"], description="None: the image's own user")
+    cluster_version: str = Field(
+        default=_K8S["cluster_version"], description="the API schema manifests are checked against"
     )
     core_config_file: str = Field(
         default="", description="stellar-core config for the worker; empty: a minimal pubnet one"
@@ -68,26 +106,17 @@ class KubernetesConfig(dg.Config):
     )
     unschedulable_seconds: float = Field(default=900.0, gt=0)
 
-    def settings(self):
-        from catchup_assets.backends.kubernetes.manifests import K8sSettings
-
-        return K8sSettings(
-            namespace=self.namespace,
-            image=self.image,
-            image_pull_policy=self.image_pull_policy,
-            service_account=self.service_account or None,
-            storage_mode=self.storage_mode,
-            storage_class=self.storage_class or None,
-            pvc_size=self.pvc_size,
-            ephemeral_request=self.ephemeral_request,
-            ephemeral_limit=self.ephemeral_limit,
-            cpu_limit=self.cpu_limit or None,
-            ttl_seconds_after_finished=self.ttl_seconds_after_finished,
-            tier_node_label=self.tier_node_label,
-            tier_taint_key=self.tier_taint_key or None,
-            pooled=self.pooled,
-            configmap=self.configmap or None,
-        )
+    def settings(self) -> K8sSettings:
+        """The K8sSettings these fields make, every field taken by name (one place, no copying by hand)."""
+        values = {}
+        for f in dataclass_fields(K8sSettings):
+            value = getattr(self, f.name)
+            if f.name == "extra_tolerations":
+                value = tuple(t.spec() for t in value)
+            elif value == "" and _optional(f.name):
+                value = None
+            values[f.name] = value
+        return K8sSettings(**values)
 
 
 class CatchupResource(dg.ConfigurableResource):

@@ -67,8 +67,24 @@ app.kubernetes.io/component: code-location
   "tier_node_label" .Values.tierNodeLabel
   "tier_taint_key" .Values.tierTaintKey
   "configmap" (include "catchup.configmapName" .)
+  "core_config_key" .Values.coreConfigKey
   "kubeconfig" ""
 -}}
+{{- /* Unset (null) values are left out: the project's own default applies. */ -}}
+{{- range $key, $field := dict "pooled" "pooled" "runAsNonRoot" "run_as_non_root" "runAsUser" "run_as_user" "clusterVersion" "cluster_version" -}}
+{{- $v := index $.Values $key -}}
+{{- if not (kindIs "invalid" $v) }}{{- $_ := set $k8s $field $v -}}{{- end -}}
+{{- end -}}
+{{- /* Tolerations as the resource's TolerationConfig spells them. */ -}}
+{{- $tolerations := list -}}
+{{- range .Values.extraTolerations -}}
+{{- $t := dict -}}
+{{- range $name, $v := . -}}
+{{- $_ := set $t (ternary "toleration_seconds" $name (eq $name "tolerationSeconds")) $v -}}
+{{- end -}}
+{{- $tolerations = append $tolerations $t -}}
+{{- end -}}
+{{- $_ := set $k8s "extra_tolerations" $tolerations -}}
 {{- $catchup := dict
   "storage_root" .Values.storageRoot
   "work_dir" .Values.workDir

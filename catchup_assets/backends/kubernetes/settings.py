@@ -1,0 +1,141 @@
+"""What a mission's Kubernetes objects may be set to: one frozen value, checked whole.
+
+Pure and light: no `kubernetes` import until a quantity is parsed, so the
+Dagster resource can take its defaults from here without loading the client.
+Every field is settable from `KubernetesConfig` and the chart's values alike
+(tests/test_k8s_settings.py walks the fields).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+DNS_LABEL_RE = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
+DNS_SUBDOMAIN_RE = re.compile(r"^(?=.{1,253}$)[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+LABEL_VALUE_RE = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$")
+CONFIGMAP_KEY_RE = re.compile(r"^[-._a-zA-Z0-9]{1,253}$")
+MAX_NAME = 63
+ENTRYPOINT_KEY = "entrypoint.sh"
+
+
+def _quantity(field: str, value: Any) -> Any:
+    from kubernetes.utils.quantity import parse_quantity  # the client's own parser, loaded when needed
+
+    try:
+        q = parse_quantity(value)
+    except (ValueError, TypeError) as exc:
+        raise ValueError(f"k8s setting {field!r}: {value!r} is not a Kubernetes quantity") from exc
+    if q <= 0:
+        raise ValueError(f"k8s setting {field!r}: {value!r} must be > 0")
+    return q
+
+
+@dataclass(frozen=True)
+class K8sSettings:
+    namespace: str
+    image: str
+    image_pull_policy: str = "IfNotPresent"
+    service_account: str | None = None
+    storage_mode: str = "pvc"  # "pvc" | "ephemeral"
+    storage_class: str | None = None  # pvc mode; None = the cluster's default class
+    pvc_size: str = "100Gi"
+    ephemeral_request: str = "35Gi"  # ephemeral mode, for pods sharing a node
+    ephemeral_limit: str = "40Gi"
+    cpu_limit: str | None = None  # L7: a throttled retry records a profile nobody can reproduce
+    ttl_seconds_after_finished: int = 3600  # L2: only a backstop, the backend deletes first
+    configmap: str | None = None  # None: configmap_name(mission)
+    core_config_key: str = "stellar-core.cfg"
+    tier_node_label: str = "catchup.stellar.org/tier"
+    tier_taint_key: str | None = "catchup.stellar.org/tier"  # taint value = tier name; None: untainted pools
+    extra_tolerations: tuple[Mapping[str, Any], ...] = ()  # e.g. spot pools' taints
+    pooled: bool = True  # tiers are dedicated node pools
+    run_as_non_root: bool = True
+    run_as_user: int | None = 10001  # None: the image's own user (must not be root if run_as_non_root)
+    cluster_version: str = "1.30"  # the schema the manifests are validated against
+
+    def __post_init__(self) -> None:
+        def bad(field: str, why: str) -> ValueError:
+            return ValueError(f"k8s setting {field!r}: {getattr(self, field)!r} {why}")
+
+        if not isinstance(self.namespace, str) or not DNS_LABEL_RE.fullmatch(self.namespace):
+            raise bad("namespace", "is not a DNS-1123 label")
+        if not isinstance(self.image, str) or not self.image or any(c.isspace() for c in self.image):
+            raise bad("image", "must be a non-empty image reference without spaces")
+        if self.image_pull_policy not in ("Always", "IfNotPresent", "Never"):
+            raise bad("image_pull_policy", "must be Always, IfNotPresent or Never")
+        for field in ("service_account", "storage_class", "configmap"):
+            value = getattr(self, field)
+            if value is not None and (not isinstance(value, str) or not DNS_SUBDOMAIN_RE.fullmatch(value)):
+                raise bad(field, "is not a DNS-1123 subdomain")
+        if self.configmap is not None and len(self.configmap) > MAX_NAME:
+            raise bad("configmap", f"is longer than {MAX_NAME}")
+        if self.storage_mode not in ("pvc", "ephemeral"):
+            raise bad("storage_mode", "must be 'pvc' or 'ephemeral'")
+        _quantity("pvc_size", self.pvc_size)
+        if _quantity("ephemeral_request", self.ephemeral_request) > _quantity("ephemeral_limit", self.ephemeral_limit):
+            raise bad("ephemeral_request", f"exceeds ephemeral_limit {self.ephemeral_limit!r}")
+        if self.cpu_limit is not None:
+            _quantity("cpu_limit", self.cpu_limit)
+        ttl = self.ttl_seconds_after_finished
+        if isinstance(ttl, bool) or not isinstance(ttl, int) or ttl < 0:
+            raise bad("ttl_seconds_after_finished", "must be an integer >= 0")
+        if (
+            not isinstance(self.core_config_key, str)
+            or not CONFIGMAP_KEY_RE.fullmatch(self.core_config_key)
+            or self.core_config_key == ENTRYPOINT_KEY
+        ):
+            raise bad("core_config_key", f"must be a ConfigMap key other than {ENTRYPOINT_KEY!r}")
+        if not _qualified_name(self.tier_node_label):
+            raise bad("tier_node_label", "is not a label key ([prefix/]name)")
+        if self.tier_taint_key is not None and not _qualified_name(self.tier_taint_key):
+            raise bad("tier_taint_key", "is not a taint key ([prefix/]name)")
+        if not isinstance(self.extra_tolerations, tuple):
+            raise bad("extra_tolerations", "must be a tuple of mappings")
+        for t in self.extra_tolerations:
+            check_toleration(t)  # raises naming the field
+        for field in ("pooled", "run_as_non_root"):
+            if not isinstance(getattr(self, field), bool):
+                raise bad(field, "must be a bool")
+        uid = self.run_as_user
+        if uid is not None and (isinstance(uid, bool) or not isinstance(uid, int) or uid < 0):
+            raise bad("run_as_user", "must be an integer uid >= 0 or None")
+        if self.run_as_non_root and uid == 0:
+            raise bad("run_as_user", "is root while run_as_non_root is set")
+        m = re.fullmatch(r"1\.(\d+)", self.cluster_version) if isinstance(self.cluster_version, str) else None
+        if not m or int(m.group(1)) < 25:
+            raise bad("cluster_version", "must be 'MAJOR.MINOR', 1.25 or later")
+
+
+def _qualified_name(key: Any) -> bool:
+    if not isinstance(key, str) or key.count("/") > 1:
+        return False
+    prefix, _, name = key.rpartition("/")
+    if prefix and not DNS_SUBDOMAIN_RE.fullmatch(prefix):
+        return False
+    return bool(name) and len(name) <= 63 and bool(LABEL_VALUE_RE.fullmatch(name))
+
+
+_TOLERATION_FIELDS = {"key", "operator", "value", "effect", "toleration_seconds"}
+
+
+def check_toleration(spec: Mapping[str, Any]) -> Mapping[str, Any]:
+    """A toleration as `V1Toleration` takes it (snake_case fields), or a ValueError naming the setting."""
+
+    def bad(why: str) -> ValueError:
+        return ValueError(f"k8s setting 'extra_tolerations': {spec!r} {why}")
+
+    if not isinstance(spec, Mapping):
+        raise bad("is not a mapping")
+    unknown = set(spec) - _TOLERATION_FIELDS
+    if unknown:
+        raise bad(f"has unknown fields {sorted(unknown)}; known {sorted(_TOLERATION_FIELDS)}")
+    if spec.get("operator", "Equal") not in ("Equal", "Exists"):
+        raise bad("operator must be Equal or Exists")
+    if spec.get("effect") not in (None, "NoSchedule", "PreferNoSchedule", "NoExecute"):
+        raise bad("effect must be NoSchedule, PreferNoSchedule or NoExecute")
+    if spec.get("key") is not None and not _qualified_name(spec["key"]):
+        raise bad("key is not a qualified name")
+    return spec

@@ -1,0 +1,87 @@
+"""Every Kubernetes setting reaches the backend from the Dagster resource and from the chart alike.
+
+The table below has a row per `K8sSettings` field; a field without a row fails
+the first test, so a new knob is one field, one chart value and one row here.
+The chart side renders with Helm (helm-python-sdk) and loads the rendered
+`catchup.json` as the code location does.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import fields
+
+import pytest
+import yaml
+
+from catchup_assets.backends.kubernetes.settings import K8sSettings
+from catchup_assets.resources import CatchupResource, KubernetesConfig
+from test_chart import BASE, CHART, NS, _merge, helm
+
+TOLERATION = {"key": "karpenter.sh/capacity-type", "operator": "Equal", "value": "spot", "effect": "NoSchedule"}
+
+# field -> (value given to KubernetesConfig, chart values (and release namespace), what K8sSettings holds)
+CASES = {
+    "namespace": ("other-ns", {"_namespace": "other-ns"}, "other-ns"),
+    "image": ("r.example/core:23", {"workerImage": {"repository": "r.example/core", "tag": "23"}}, "r.example/core:23"),
+    "image_pull_policy": ("Always", {"workerImage": {"pullPolicy": "Always"}}, "Always"),
+    "service_account": ("sa-x", {"serviceAccount": {"name": "sa-x"}}, "sa-x"),
+    "storage_mode": ("ephemeral", {"storageMode": "ephemeral"}, "ephemeral"),
+    "storage_class": ("fast", {"storageClass": "fast"}, "fast"),
+    "pvc_size": ("200Gi", {"pvcSize": "200Gi"}, "200Gi"),
+    "ephemeral_request": ("30Gi", {"ephemeralRequest": "30Gi"}, "30Gi"),
+    "ephemeral_limit": ("50Gi", {"ephemeralLimit": "50Gi"}, "50Gi"),
+    "cpu_limit": ("4", {"cpuLimit": "4"}, "4"),
+    "ttl_seconds_after_finished": (600, {"ttlSecondsAfterFinished": 600}, 600),
+    "configmap": ("mine-worker", {"fullnameOverride": "mine"}, "mine-worker"),
+    "core_config_key": ("core.cfg", {"coreConfigKey": "core.cfg"}, "core.cfg"),
+    "tier_node_label": ("example.com/tier", {"tierNodeLabel": "example.com/tier"}, "example.com/tier"),
+    "tier_taint_key": ("example.com/pool", {"tierTaintKey": "example.com/pool"}, "example.com/pool"),
+    "extra_tolerations": (
+        [{**TOLERATION, "toleration_seconds": 30}],
+        {"extraTolerations": [{**TOLERATION, "tolerationSeconds": 30}]},
+        ({**TOLERATION, "toleration_seconds": 30},),
+    ),
+    "pooled": (False, {"pooled": False}, False),
+    "run_as_non_root": (False, {"runAsNonRoot": False}, False),
+    "run_as_user": (2000, {"runAsUser": 2000}, 2000),
+    "cluster_version": ("1.31", {"clusterVersion": "1.31"}, "1.31"),
+}
+
+
+def test_every_setting_has_a_row():
+    assert set(CASES) == {f.name for f in fields(K8sSettings)}
+
+
+def test_every_setting_is_a_resource_field_with_the_same_default():
+    config = KubernetesConfig(namespace="ns", image="i")
+    defaults = K8sSettings(namespace="ns", image="i")
+    assert config.settings() == defaults  # one default per setting, declared on K8sSettings
+
+
+@pytest.mark.parametrize("field", sorted(CASES))
+def test_settable_from_the_resource(field):
+    value, _, expected = CASES[field]
+    config = KubernetesConfig(**{"namespace": "ns", "image": "i", field: value})
+    settings = config.settings()
+    assert getattr(settings, field) == expected != getattr(K8sSettings(namespace="ns", image="i"), field)
+
+
+@pytest.fixture(scope="module")
+def chart():
+    with helm.Chart.load(CHART) as c:
+        yield c
+
+
+@pytest.mark.parametrize("field", sorted(CASES))
+def test_settable_from_the_chart(chart, field):
+    _, values, expected = CASES[field]
+    values = dict(values)
+    namespace = values.pop("_namespace", NS)
+    out = chart.render(values=_merge(BASE, values), name="cu", namespace=namespace, is_install=True)
+    docs = [d for path, text in out.items() if path.endswith(".yaml") for d in yaml.safe_load_all(text) if d]
+    (cm,) = [d for d in docs if d["kind"] == "ConfigMap" and "catchup.json" in d.get("data", {})]
+    settings = CatchupResource(**json.loads(cm["data"]["catchup.json"])).kubernetes.settings()
+    assert getattr(settings, field) == expected
+    if field == "core_config_key":
+        assert expected in cm["data"]  # the chart's ConfigMap holds the core config under that key
