@@ -150,7 +150,7 @@ class VirtualCatchupResource(CatchupResource):
         return ReportingBackend(
             Workload(ranges=self.ranges),
             PhasedClock(self.speed),
-            tiers=self.tier_ladder(),
+            tiers=self.placement().tiers,
             mission_seed=seed,
             live=self.live,
             report=self.report,

@@ -18,13 +18,12 @@ from pathlib import Path
 
 from benchmarks.report import write_result
 from catchup_assets.mission import PLAN_FILE, build_profile, build_tier_map, write_table
-from catchup_assets.outcomes import RetryPolicy
 from catchup_assets.plan import plan_table, tier_map_table
 from catchup_assets.profile import profile_rows
 from catchup_assets.ranges import dispatch_order
 from catchup_assets.records import SNAPSHOT_FILE, AttemptRecord, RecordStore
 from catchup_assets.sim.workload import Workload
-from catchup_assets.sizing import SizingPolicy, Tiers
+from catchup_assets.sizing import Placement
 from catchup_assets.storage import Store
 
 MISSION = "bench"
@@ -119,12 +118,12 @@ def main(argv: list[str] | None = None) -> int:
         args.ranges = 40
     logging.getLogger("catchup_assets").setLevel(logging.ERROR)
     w = Workload(ranges=args.ranges)
-    tiers, sizing, retry = Tiers(), SizingPolicy(), RetryPolicy()
+    placement = Placement()
     with tempfile.TemporaryDirectory() as root:
         store = Store(root)
         records = RecordStore(store, MISSION)
         ordered = dispatch_order([c.range for c in w], "tip-first")
-        write_table(store, f"{MISSION}/{PLAN_FILE}", plan_table(ordered, 320, None, tiers, sizing, retry))
+        write_table(store, f"{MISSION}/{PLAN_FILE}", plan_table(ordered, 320, None, placement))
         started = time.perf_counter()
         recs = [r for c in w for r in chain(c, 1.75e9)]
         for r in recs:
@@ -134,11 +133,11 @@ def main(argv: list[str] | None = None) -> int:
 
         def pure():
             rows, _ = profile_rows(recs)
-            return tier_map_table([c.range for c in w], rows, tiers, sizing, retry)
+            return tier_map_table([c.range for c in w], rows, placement)
 
         def both():
             build_profile(root, MISSION)
-            return build_tier_map(root, MISSION, tiers, sizing, retry)
+            return build_tier_map(root, MISSION, placement)
 
         _, pure_s = timed(pure)
         listing = store.find(f"{MISSION}/attempts")

@@ -72,8 +72,7 @@ class MissionPlanConfig(dg.Config):
 def policies(catchup: CatchupResource) -> dict:
     return dict(
         retry=catchup.retry_policy(),
-        sizing=catchup.sizing_policy(),
-        tiers=catchup.tier_ladder(),
+        placement=catchup.placement(),
         poll_seconds=catchup.poll_seconds,
         status_every=catchup.status_every,
         env=catchup.attempt_env(),
@@ -254,11 +253,9 @@ def range_profile(context: dg.AssetExecutionContext, catchup: CatchupResource):
 def tier_map(context: dg.AssetExecutionContext, catchup: CatchupResource):
     """The node tier and memory each range gets next mission (L15, L27)."""
     mission = current_mission(context)
-    table, url = build_tier_map(
-        catchup.root(), mission, catchup.tier_ladder(), catchup.sizing_policy(), catchup.retry_policy()
-    )
+    table, url = build_tier_map(catchup.root(), mission, catchup.placement())
     rows = table.to_pylist()
-    known = {t.name for t in catchup.tier_ladder().all()}
+    known = {t.name for t in catchup.placement().tiers.all()}
     unplaced = [r["range_key"] for r in rows if r["tier"] not in known or not r["memory_request_bytes"]]
     yield dg.MaterializeResult(metadata=tier_map_metadata(mission, rows, url, catchup))
     yield dg.AssetCheckResult(

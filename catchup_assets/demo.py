@@ -162,7 +162,7 @@ class RangeStates:
 
 
 def judge_from_records(
-    records: RecordStore, keys: Iterable[str], retry: RetryPolicy
+    records: RecordStore, keys: Iterable[str], retry: RetryPolicy, memory_cap_bytes: int | None = None
 ) -> tuple[set[str], dict[str, str]]:
     """Done and condemned ranges, decided from the attempt records as the dispatcher decides them."""
     keys = list(keys)
@@ -177,7 +177,7 @@ def judge_from_records(
     history = {key: past_attempts(by_key[key], done_by_key[key], resets.get(key, 0)) for key in keys}
     done, condemned = set(), {}
     for key in keys:
-        decision = decide(history[key], retry)
+        decision = decide(history[key], retry, memory_cap_bytes)
         if decision.action is Action.DONE:
             done.add(key)
         elif decision.action is Action.CONDEMNED:
@@ -187,7 +187,8 @@ def judge_from_records(
 
 def observe(catchup: CatchupResource, mission: str, keys: list[str], backend: Backend | None = None) -> RangeStates:
     """Done and condemned from the attempt records; in flight from the backend itself (L10)."""
-    done, condemned = judge_from_records(RecordStore(Store(catchup.root()), mission), keys, catchup.retry_policy())
+    records = RecordStore(Store(catchup.root()), mission)
+    done, condemned = judge_from_records(records, keys, catchup.retry_policy(), catchup.placement().ladder.cap_bytes)
     wanted = set(keys)
     backend = backend or catchup.backend_for(mission)  # an observer of its own, not the dispatcher's
     live = {s.range_key for s in backend.observe() if s.live and s.range_key in wanted}
@@ -312,7 +313,7 @@ def run_one(
     summary = summarize(
         mission,
         [r for i, r in records.items() if i in done],
-        catchup.tier_ladder(),
+        catchup.placement().tiers,
         len(keys),
         len(states.condemned),
         time_scale=catchup.sim_speed,

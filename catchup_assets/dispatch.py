@@ -31,7 +31,7 @@ from catchup_assets.outcomes import Action, Outcome, PastAttempt, RetryPolicy, c
 from catchup_assets.profile import range_row
 from catchup_assets.ranges import LedgerRange
 from catchup_assets.records import AttemptRecord, RecordStore
-from catchup_assets.sizing import ProfileIndex, SizingPolicy, Tiers, size_range
+from catchup_assets.sizing import Placement, ProfileIndex
 
 log = logging.getLogger(__name__)
 
@@ -56,8 +56,7 @@ class DispatchConfig:
     parallelism: int
     overlap: int = 320
     retry: RetryPolicy = RetryPolicy()
-    sizing: SizingPolicy = SizingPolicy()
-    tiers: Tiers = Tiers()
+    placement: Placement = Placement()
     profile: ProfileIndex | None = None
     deadline_seconds: int | None = None
     env: Mapping[str, str] = field(default_factory=dict)
@@ -201,7 +200,7 @@ class Dispatcher:
         self._reset_after = self.records.load_resets(self.by_key) if self.by_key else {}
         if self.cfg.reset_condemned:
             for key in self.by_key:
-                if decide(self._history(key), self.cfg.retry).action is Action.CONDEMNED:
+                if self._decide(key).action is Action.CONDEMNED:
                     last = max(self._done[key])
                     self.records.mark_reset(key, last)
                     self._reset_after[key] = last
@@ -228,8 +227,11 @@ class Dispatcher:
     def _history(self, key: str) -> list[PastAttempt]:
         return past_attempts(self._recs[key], self._done[key], self._reset_after.get(key, 0))
 
+    def _decide(self, key: str):
+        return decide(self._history(key), self.cfg.retry, self.cfg.placement.ladder.cap_bytes)
+
     def _judge(self, key: str, already: bool = False) -> None:
-        decision = decide(self._history(key), self.cfg.retry)
+        decision = self._decide(key)
         if not decision.final or key in self._results:
             return
         recs = list(self._recs[key].values())
@@ -320,7 +322,7 @@ class Dispatcher:
 
     def _spec(self, key: str, attempt: int, n_oom: int) -> AttemptSpec:
         rng = self.by_key[key]
-        s = size_range(rng.last, self.cfg.profile, self.cfg.tiers, self.cfg.sizing, self.cfg.retry, n_oom)
+        s = self.cfg.placement.size(rng.last, self.cfg.profile, n_oom)
         return AttemptSpec(
             mission=self.cfg.mission,
             range_key=key,

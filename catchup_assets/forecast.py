@@ -18,9 +18,8 @@ import heapq
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from catchup_assets.outcomes import RetryPolicy
 from catchup_assets.ranges import LedgerRange
-from catchup_assets.sizing import ProfileIndex, SizingPolicy, Tiers, size_range
+from catchup_assets.sizing import Placement, ProfileIndex
 
 WHAT_IF_FACTORS = (0.5, 1.0, 2.0)
 
@@ -52,9 +51,7 @@ class RangeEstimate:
 def estimates(
     ordered: Sequence[LedgerRange],
     profile: ProfileIndex | None,
-    tiers: Tiers,
-    sizing: SizingPolicy,
-    retry: RetryPolicy,
+    placement: Placement,
 ) -> list[RangeEstimate] | None:
     """Predicted seconds and node share of each range in dispatch order; None if none is measured."""
     if profile is None or not len(profile):
@@ -62,12 +59,12 @@ def estimates(
     top = profile.top()
     out = []
     for r in ordered:
-        s = size_range(r.last, profile, tiers, sizing, retry)
+        s = placement.size(r.last, profile)
         m = profile.lookup(r.last) or top
         seconds = m.seconds if m is not None and m.seconds is not None else top.seconds if top else None
         if seconds is None:
             return None  # no seconds to borrow: the profile cannot time a mission
-        tier = tiers.by_name(s.tier)
+        tier = placement.tiers.by_name(s.tier)
         measured = m is not None and m.last_ledger == r.last and m.seconds is not None
         out.append(RangeEstimate(r.key, float(seconds), 1.0 / tier.pods_per_node, measured))
     return out

@@ -165,7 +165,7 @@ def profile_metadata(mission: str, out, plan_keys: set[str], memory_scale: float
 
 def tier_map_metadata(mission: str, rows: Sequence[dict[str, Any]], url: str, catchup) -> dict[str, Any]:
     counts = Counter(r["tier"] for r in rows)
-    order = [t.name for t in catchup.tier_ladder().all()]
+    order = [t.name for t in catchup.placement().tiers.all()]
     names = [n for n in order if counts.get(n)]
     fig, ax = _figure(1)
     ax = ax[0][0]

@@ -31,7 +31,7 @@ from catchup_assets.profile import PROFILE_SCHEMA, profile_rows
 from catchup_assets.profile_io import PreviousProfile, load_previous_profile
 from catchup_assets.ranges import ORDERS, LedgerRange, MissionSpan, dispatch_order, parse_key, plan_ranges
 from catchup_assets.records import RecordStore
-from catchup_assets.sizing import SizingPolicy, Tiers
+from catchup_assets.sizing import Placement
 from catchup_assets.storage import Store, validate_mission
 
 log = logging.getLogger(__name__)
@@ -50,8 +50,7 @@ class MissionConfig:
     order: str = "tip-first"
     previous_profile: str | None = None
     retry: RetryPolicy = RetryPolicy()
-    sizing: SizingPolicy = SizingPolicy()
-    tiers: Tiers = Tiers()
+    placement: Placement = Placement()
     deadline_seconds: int | None = None
     poll_seconds: float = 1.0
     status_every: int = 10
@@ -111,14 +110,14 @@ def prepare(config: MissionConfig, keys: list[str] | None = None) -> PreparedMis
             if m is not None and m.seconds is not None:
                 seconds[r.key] = m.seconds
     ordered = dispatch_order(planned, config.order, seconds)
-    plan = plan_table(ordered, config.span.overlap, previous.index, config.tiers, config.sizing, config.retry)
+    plan = plan_table(ordered, config.span.overlap, previous.index, config.placement)
     return PreparedMission(config, ordered, previous, plan)
 
 
 def forecast_mission(prepared: PreparedMission, factors=WHAT_IF_FACTORS) -> list[Forecast]:
     """Predicted makespan and node-hours at the configured parallelism times each factor; [] unprofiled."""
     cfg = prepared.config
-    est = estimates(prepared.ordered, prepared.previous.index, cfg.tiers, cfg.sizing, cfg.retry)
+    est = estimates(prepared.ordered, prepared.previous.index, cfg.placement)
     return [] if est is None else what_if(est, cfg.parallelism, factors)
 
 
@@ -142,8 +141,7 @@ def run_mission(
         parallelism=cfg.parallelism,
         overlap=cfg.span.overlap,
         retry=cfg.retry,
-        sizing=cfg.sizing,
-        tiers=cfg.tiers,
+        placement=cfg.placement,
         profile=prepared.previous.index,
         deadline_seconds=cfg.deadline_seconds,
         env=dict(cfg.env),
@@ -179,16 +177,14 @@ def build_profile(storage_root: str, mission: str) -> ProfileOutput:
 def build_tier_map(
     storage_root: str,
     mission: str,
-    tiers: Tiers = Tiers(),
-    sizing: SizingPolicy = SizingPolicy(),
-    retry: RetryPolicy = RetryPolicy(),
+    placement: Placement = Placement(),
 ) -> tuple[pa.Table, str]:
     """Every planned range of the mission placed from its profile -> tier_map.parquet."""
     store = Store(storage_root)
     plan = read_table(store, f"{mission}/{PLAN_FILE}")
     ranges = sorted(parse_key(k) for k in plan.column("range_key").to_pylist())
     profile = read_table(store, f"{mission}/{PROFILE_FILE}").to_pylist()
-    table = tier_map_table(ranges, profile, tiers, sizing, retry)
+    table = tier_map_table(ranges, profile, placement)
     return table, write_table(store, f"{mission}/{TIER_MAP_FILE}", table)
 
 

@@ -145,7 +145,7 @@ def classify(obs: Observation) -> Outcome:
 
 @dataclass(frozen=True)
 class RetryPolicy:
-    """Per-class retry budgets and the OOM memory ladder (defaults: L5, L6).
+    """Per-class retry budgets (defaults: L5); the memory ladder is sizing's (L6).
 
     A budget is how many outcomes of that group a range may have and still be
     retried; `oom_rungs` counts the rungs tried, so 5 rungs run at
@@ -156,8 +156,6 @@ class RetryPolicy:
     oom_rungs: int = 5
     ordinary: int = 5
     failed: int = 0
-    memory_factor: float = 1.5
-    memory_cap_bytes: int = 48 * GiB
 
     def __post_init__(self) -> None:
         for name in ("environmental", "ordinary", "failed"):
@@ -165,11 +163,6 @@ class RetryPolicy:
                 raise ValueError(f"retry budget '{name}' must be >= 0, got {getattr(self, name)}")
         if self.oom_rungs < 1:
             raise ValueError(f"'oom_rungs' must be >= 1, got {self.oom_rungs}")
-        if self.memory_factor <= 1.0:
-            # 1.0 retries an OOM at the very limit that OOMed (L6).
-            raise ValueError(f"'memory_factor' must be > 1.0, got {self.memory_factor}")
-        if self.memory_cap_bytes <= 0:
-            raise ValueError(f"'memory_cap_bytes' must be > 0, got {self.memory_cap_bytes}")
 
     def allowed(self, group: BudgetGroup) -> int:
         """Outcomes of `group` a range may have and still be retried."""
@@ -179,10 +172,6 @@ class RetryPolicy:
             BudgetGroup.ORDINARY: self.ordinary,
             BudgetGroup.FAILED: self.failed,
         }[group]
-
-    def memory_for(self, base_bytes: int, n_oom: int) -> int:
-        """Memory for the next attempt: climbs by OOM count, never by attempt (L6)."""
-        return min(int(base_bytes * self.memory_factor**n_oom), self.memory_cap_bytes)
 
 
 @dataclass(frozen=True)
@@ -213,8 +202,12 @@ class Decision:
         return self.action is not Action.RETRY
 
 
-def decide(history: Sequence[PastAttempt], policy: RetryPolicy) -> Decision:
-    """Done, retry, or condemned, from the range's own finished attempts."""
+def decide(history: Sequence[PastAttempt], policy: RetryPolicy, memory_cap_bytes: int | None = None) -> Decision:
+    """Done, retry, or condemned, from the range's own finished attempts.
+
+    `memory_cap_bytes` is the memory ladder's top: an OOM there condemns, since a
+    retry would run at the very limit that OOMed.
+    """
     ordered = sorted(history, key=lambda a: a.attempt)
     counts = Counter(GROUP_OF[a.outcome] for a in ordered if a.outcome is not Outcome.OK)
     n_oom = counts[BudgetGroup.OOM]
@@ -236,8 +229,9 @@ def decide(history: Sequence[PastAttempt], policy: RetryPolicy) -> Decision:
         return Decision(Action.CONDEMNED, reason, n_oom, by_name)
     if (
         last.outcome is Outcome.OOM
+        and memory_cap_bytes is not None
         and last.memory_limit_bytes is not None
-        and last.memory_limit_bytes >= policy.memory_cap_bytes
+        and last.memory_limit_bytes >= memory_cap_bytes
     ):
         # Retrying at the cap would OOM at the identical limit again.
         reason = f"OOM at the memory cap ({last.memory_limit_bytes} bytes); chain {chain}"

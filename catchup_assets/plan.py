@@ -22,9 +22,8 @@ from typing import Any
 
 import pyarrow as pa
 
-from catchup_assets.outcomes import RetryPolicy
 from catchup_assets.ranges import LedgerRange
-from catchup_assets.sizing import ProfileIndex, RangeMeasure, SizingPolicy, Tiers, size_range
+from catchup_assets.sizing import Placement, ProfileIndex, RangeMeasure
 
 PLAN_SCHEMA = pa.schema(
     [
@@ -59,13 +58,11 @@ def plan_table(
     ordered: Sequence[LedgerRange],
     overlap: int,
     profile: ProfileIndex | None,
-    tiers: Tiers,
-    sizing: SizingPolicy,
-    retry: RetryPolicy,
+    placement: Placement,
 ) -> pa.Table:
     rows = []
     for rank, r in enumerate(ordered):
-        s = size_range(r.last, profile, tiers, sizing, retry)
+        s = placement.size(r.last, profile)
         rows.append(
             {
                 "range_key": r.key,
@@ -97,15 +94,13 @@ def measures_from_rows(rows: Iterable[dict[str, Any]]) -> list[RangeMeasure]:
 def tier_map_table(
     ranges: Sequence[LedgerRange],
     profile_rows: Iterable[dict[str, Any]],
-    tiers: Tiers,
-    sizing: SizingPolicy,
-    retry: RetryPolicy,
+    placement: Placement,
 ) -> pa.Table:
     """Where each range goes next mission, sized from this profile, and what it costs there."""
     index = ProfileIndex(measures_from_rows(profile_rows))
     out = []
     for r in ranges:
-        s = size_range(r.last, index, tiers, sizing, retry)
+        s = placement.size(r.last, index)
         m = index.lookup(r.last)
         secs = s.predicted_seconds
         out.append(
@@ -119,7 +114,7 @@ def tier_map_table(
                 "peak_anon_bytes": m.peak_anon_bytes if m else None,
                 "peak_working_set_bytes": m.peak_working_set_bytes if m else None,
                 "seconds": secs,
-                "node_hours": None if secs is None else secs / 3600 / tiers.by_name(s.tier).pods_per_node,
+                "node_hours": None if secs is None else secs / 3600 / placement.tiers.by_name(s.tier).pods_per_node,
             }
         )
     return pa.Table.from_pylist(out, schema=TIER_MAP_SCHEMA)

@@ -17,7 +17,7 @@ from pydantic import Field, model_validator
 from catchup_assets.backends.base import Backend
 from catchup_assets.backends.kubernetes.settings import K8sSettings
 from catchup_assets.outcomes import RetryPolicy
-from catchup_assets.sizing import GiB, SizingPolicy, Tier, Tiers, scaled_policy, scaled_tiers
+from catchup_assets.sizing import GiB, MemoryLadder, Placement, SizingPolicy, Tier, Tiers
 
 
 def mission_seed(seed: int, mission: str) -> int:
@@ -162,7 +162,7 @@ class CatchupResource(dg.ConfigurableResource):
 
     @model_validator(mode="after")
     def _check(self):
-        self.tier_ladder()  # an invalid ladder fails at load, naming the tier (L34)
+        self.placement()  # an invalid ladder or sizing fails at load, naming the field (L34)
         if self.backend == "kubernetes":
             if self.kubernetes is None:
                 raise ValueError("kubernetes: required when backend is 'kubernetes'")
@@ -194,26 +194,23 @@ class CatchupResource(dg.ConfigurableResource):
             oom_rungs=self.oom_rungs,
             ordinary=self.ordinary_budget,
             failed=self.failed_budget,
-            memory_factor=self.memory_factor,
-            memory_cap_bytes=int(self.memory_cap_gib * GiB * self.memory_scale),
         )
 
-    def sizing_policy(self) -> SizingPolicy:
-        base = SizingPolicy(
-            margin=self.margin,
-            cache_headroom_bytes=int(self.cache_headroom_gib * GiB),
-            unprofiled_memory_bytes=int(self.unprofiled_memory_gib * GiB),
-        )
-        return scaled_policy(base, self.memory_scale)
-
-    def tier_ladder(self) -> Tiers:
+    def placement(self) -> Placement:
+        """Tiers, sizing and memory ladder as one value, in the demo's memory scale when it has one."""
         defaults = Tiers()
         tiers = Tiers(
             tuple(t.tier() for t in self.tiers) or defaults.ladder,
             self.unprofiled_tier.tier() if self.unprofiled_tier else defaults.unprofiled,
             self.no_profile_tier.tier() if self.no_profile_tier else defaults.no_profile,
         )
-        return scaled_tiers(tiers, self.memory_scale) if self.memory_scale != 1.0 else tiers
+        sizing = SizingPolicy(
+            margin=self.margin,
+            cache_headroom_bytes=int(self.cache_headroom_gib * GiB),
+            unprofiled_memory_bytes=int(self.unprofiled_memory_gib * GiB),
+        )
+        ladder = MemoryLadder(self.memory_factor, int(self.memory_cap_gib * GiB))
+        return Placement(tiers, sizing, ladder).scaled(self.memory_scale)
 
     def sim_env(self) -> dict[str, str]:
         return {
@@ -258,7 +255,7 @@ class CatchupResource(dg.ConfigurableResource):
         return KubernetesBackend(
             mission,
             cfg.settings(),
-            self.tier_ladder(),
+            self.placement().tiers,
             batch_api=kubernetes.client.BatchV1Api(api),
             core_api=kubernetes.client.CoreV1Api(api),
             spool_dir=os.path.join(self.work(), mission, "log-spool"),

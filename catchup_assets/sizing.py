@@ -11,8 +11,6 @@ import bisect
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from catchup_assets.outcomes import RetryPolicy
-
 GiB = 1024**3
 MiB = 1024**2
 
@@ -152,31 +150,60 @@ def base_memory(measure: RangeMeasure, policy: SizingPolicy) -> int:
     return int(measure.peak_anon_bytes * policy.margin + policy.cache_headroom_bytes)
 
 
-def size_range(
-    last_ledger: int,
-    profile: ProfileIndex | None,
-    tiers: Tiers,
-    policy: SizingPolicy,
-    retry: RetryPolicy,
-    n_oom: int = 0,
-) -> Sizing:
-    """Resources and tier for the next attempt of the range ending at `last_ledger`."""
-    measure = profile.lookup(last_ledger) if profile is not None and len(profile) else None
-    if measure is None:
-        catch_all = tiers.no_profile if profile is None or not len(profile) else tiers.unprofiled
-        base = min(policy.unprofiled_memory_bytes, catch_all.memory_cut_bytes)
-        memory = retry.memory_for(base, n_oom)
-        tier = catch_all if memory <= catch_all.memory_cut_bytes else tiers.ladder[tiers.index_for(memory)]
-        return _sizing(tier, memory, policy, False, base, None)
-    base = base_memory(measure, policy)
-    memory = retry.memory_for(base, n_oom)
-    idx = tiers.index_for(base)
-    ws = measure.peak_working_set_bytes
-    if ws is not None and ws > tiers.ladder[idx].memory_cut_bytes * policy.cache_bump_ratio:
-        idx += 1
-    idx = max(idx + n_oom, tiers.index_for(memory))
-    tier = tiers.ladder[min(idx, len(tiers.ladder) - 1)]
-    return _sizing(tier, memory, policy, True, base, measure.seconds)
+@dataclass(frozen=True)
+class MemoryLadder:
+    """How an OOMed range's memory climbs: by its OOM count, never its attempt number (L6)."""
+
+    factor: float = 1.5
+    cap_bytes: int = 48 * GiB
+
+    def __post_init__(self) -> None:
+        if not self.factor > 1.0:
+            # 1.0 retries an OOM at the very limit that OOMed (L6).
+            raise ValueError(f"memory ladder 'factor' must be > 1.0, got {self.factor}")
+        if self.cap_bytes <= 0:
+            raise ValueError(f"memory ladder 'cap_bytes' must be > 0, got {self.cap_bytes}")
+
+    def memory_for(self, base_bytes: int, n_oom: int) -> int:
+        """Memory for the next attempt after `n_oom` OOMs, at most the cap."""
+        return min(int(base_bytes * self.factor**n_oom), self.cap_bytes)
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where an attempt runs and how much memory it gets: the tier ladder, the sizing
+    rule and the memory ladder, one value that plan, tier map, forecast and dispatcher share."""
+
+    tiers: Tiers = Tiers()
+    sizing: SizingPolicy = SizingPolicy()
+    ladder: MemoryLadder = MemoryLadder()
+
+    def size(self, last_ledger: int, profile: ProfileIndex | None, n_oom: int = 0) -> Sizing:
+        """Resources and tier for the next attempt of the range ending at `last_ledger`."""
+        tiers, policy = self.tiers, self.sizing
+        measure = profile.lookup(last_ledger) if profile is not None and len(profile) else None
+        if measure is None:
+            catch_all = tiers.no_profile if profile is None or not len(profile) else tiers.unprofiled
+            base = min(policy.unprofiled_memory_bytes, catch_all.memory_cut_bytes)
+            memory = self.ladder.memory_for(base, n_oom)
+            tier = catch_all if memory <= catch_all.memory_cut_bytes else tiers.ladder[tiers.index_for(memory)]
+            return _sizing(tier, memory, policy, False, base, None)
+        base = base_memory(measure, policy)
+        memory = self.ladder.memory_for(base, n_oom)
+        idx = tiers.index_for(base)
+        ws = measure.peak_working_set_bytes
+        if ws is not None and ws > tiers.ladder[idx].memory_cut_bytes * policy.cache_bump_ratio:
+            idx += 1
+        idx = max(idx + n_oom, tiers.index_for(memory))
+        tier = tiers.ladder[min(idx, len(tiers.ladder) - 1)]
+        return _sizing(tier, memory, policy, True, base, measure.seconds)
+
+    def scaled(self, factor: float) -> Placement:
+        """Every memory figure times `factor` (the demo runs in MiB what production runs in GiB)."""
+        if factor == 1.0:
+            return self
+        ladder = MemoryLadder(self.ladder.factor, int(self.ladder.cap_bytes * factor))
+        return Placement(scaled_tiers(self.tiers, factor), scaled_policy(self.sizing, factor), ladder)
 
 
 def _sizing(tier: Tier, memory: int, policy: SizingPolicy, profiled: bool, base: int, seconds) -> Sizing:

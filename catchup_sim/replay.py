@@ -21,7 +21,7 @@ import pyarrow.parquet as pq
 
 from catchup_assets.mission import MissionConfig, prepare, run_mission
 from catchup_assets.sim.workload import Workload
-from catchup_assets.sizing import Tiers
+from catchup_assets.sizing import Placement, Tiers
 from catchup_assets.storage import Store
 from catchup_sim.virtual import VirtualBackend, VirtualClock
 
@@ -88,7 +88,7 @@ def replay(
         parallelism=slots,
         order=order,
         previous_profile=previous,
-        tiers=tiers,
+        placement=Placement(tiers=tiers),
         poll_seconds=poll_seconds,
         status_every=10**9,
     )

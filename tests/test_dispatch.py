@@ -12,7 +12,7 @@ from catchup_assets.outcomes import RetryPolicy
 from catchup_assets.profile import profile_rows
 from catchup_assets.ranges import MissionSpan, dispatch_order, plan_ranges
 from catchup_assets.records import RecordStore
-from catchup_assets.sizing import GiB
+from catchup_assets.sizing import GiB, MemoryLadder, Placement
 from catchup_assets.storage import Store
 from fakes import DISRUPTED, FAILED, INTERRUPTED, OOM, FakeBackend, FakeClock, Script
 
@@ -101,8 +101,13 @@ def test_L6_memory_climbs_by_oom_count_not_attempt_number(tmp_path):
 
 def test_L6_oom_at_the_cap_is_condemned_not_retried_at_the_same_limit(tmp_path):
     key = KEYS[0]
-    retry = RetryPolicy(memory_cap_bytes=16 * GiB, oom_rungs=10)
-    d, backend, _ = make(tmp_path, lambda s: Script(observation=OOM) if s.range_key == key else Script(), retry=retry)
+    placement = Placement(ladder=MemoryLadder(cap_bytes=16 * GiB))
+    d, backend, _ = make(
+        tmp_path,
+        lambda s: Script(observation=OOM) if s.range_key == key else Script(),
+        retry=RetryPolicy(oom_rungs=10),
+        placement=placement,
+    )
     result = d.run()
     limits = [s.memory_limit_bytes for s in backend.submitted if s.range_key == key]
     assert limits == [BASE, 16 * GiB]

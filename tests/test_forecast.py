@@ -5,9 +5,8 @@ from __future__ import annotations
 import pytest
 
 from catchup_assets.forecast import RangeEstimate, estimates, forecast, list_schedule, what_if
-from catchup_assets.outcomes import RetryPolicy
 from catchup_assets.ranges import LedgerRange, format_key
-from catchup_assets.sizing import GiB, ProfileIndex, RangeMeasure, SizingPolicy, Tiers
+from catchup_assets.sizing import GiB, Placement, ProfileIndex, RangeMeasure
 
 
 @pytest.mark.parametrize(
@@ -60,7 +59,7 @@ def r(k: int) -> LedgerRange:
 def test_estimates_borrow_from_above_and_from_the_top():
     profile = ProfileIndex([RangeMeasure(2000, 2 * GiB, None, 500.0), RangeMeasure(4000, 9 * GiB, None, 900.0)])
     ordered = [r(5), r(4), r(1)]  # r(5) is new history above the profile's top
-    out = estimates(ordered, profile, Tiers(), SizingPolicy(), RetryPolicy())
+    out = estimates(ordered, profile, Placement())
     assert [(e.key, e.seconds, e.measured) for e in out] == [
         (format_key(4001, 5000), 900.0, False),  # the top's seconds
         (format_key(3001, 4000), 900.0, True),
@@ -71,9 +70,9 @@ def test_estimates_borrow_from_above_and_from_the_top():
 
 
 def test_no_profile_no_forecast():
-    assert estimates([r(1)], None, Tiers(), SizingPolicy(), RetryPolicy()) is None
+    assert estimates([r(1)], None, Placement()) is None
     no_seconds = ProfileIndex([RangeMeasure(2000, 2 * GiB, None, None)])
-    assert estimates([r(1)], no_seconds, Tiers(), SizingPolicy(), RetryPolicy()) is None
+    assert estimates([r(1)], no_seconds, Placement()) is None
 
 
 def test_plan_command_predicts_what_the_dispatcher_then_does(tmp_path, capsys):

@@ -53,8 +53,7 @@ def test_a_small_mission_completes_on_a_real_cluster(tmp_path):
         storage_root=catchup.root(),
         parallelism=2,
         retry=catchup.retry_policy(),
-        sizing=catchup.sizing_policy(),
-        tiers=catchup.tier_ladder(),
+        placement=catchup.placement(),
         poll_seconds=5,
         env={"STELLAR_CORE": os.environ.get("CATCHUP_K8S_CORE", "stellar-core")},
     )

@@ -11,7 +11,7 @@ from catchup_assets.mission import MissionConfig, build_profile, build_tier_map,
 from catchup_assets.outcomes import RetryPolicy
 from catchup_assets.ranges import MissionSpan
 from catchup_assets.records import RecordStore
-from catchup_assets.sizing import SizingPolicy, Tiers, scaled_tiers
+from catchup_assets.sizing import MemoryLadder, Placement, SizingPolicy, Tiers, scaled_tiers
 from catchup_assets.storage import Store
 
 MiB = 1024**2
@@ -28,9 +28,11 @@ def mission(tmp_path_factory):
         span=SPAN,
         storage_root=str(root / "storage"),
         parallelism=4,
-        tiers=scaled_tiers(Tiers(), 1 / 200),
-        sizing=SizingPolicy(unprofiled_memory_bytes=BASE, cache_headroom_bytes=4 * MiB),
-        retry=RetryPolicy(memory_cap_bytes=512 * MiB),
+        placement=Placement(
+            scaled_tiers(Tiers(), 1 / 200),
+            SizingPolicy(unprofiled_memory_bytes=BASE, cache_headroom_bytes=4 * MiB),
+            MemoryLadder(cap_bytes=512 * MiB),
+        ),
         poll_seconds=0.1,
         env={
             "SIM_SPEED": "40000",
@@ -48,7 +50,7 @@ def mission(tmp_path_factory):
     prepared = prepare(cfg)
     result = run_mission(prepared, backend)
     out = build_profile(cfg.storage_root, "e2e")
-    out.tier_map = build_tier_map(cfg.storage_root, "e2e", cfg.tiers, cfg.sizing, cfg.retry)[0]
+    out.tier_map = build_tier_map(cfg.storage_root, "e2e", cfg.placement)[0]
     records = RecordStore(Store(cfg.storage_root), "e2e").load()[0]
     return cfg, backend, result, out, records
 
@@ -107,11 +109,12 @@ def test_profile_and_tier_map_row_by_row(mission):
     assert profile[D]["tx_apply_count"] > 0 and profile[D]["peak_ephemeral_bytes"] > 0
     tiers = {r["range_key"]: r for r in out.tier_map.to_pylist()}
     assert sorted(tiers) == sorted(profile)
+    sizing = cfg.placement.sizing
     for k, t in tiers.items():
-        want = int(profile[k]["peak_anon_bytes"] * cfg.sizing.margin + cfg.sizing.cache_headroom_bytes)
+        want = int(profile[k]["peak_anon_bytes"] * sizing.margin + sizing.cache_headroom_bytes)
         assert t["memory_request_bytes"] == want  # L27
-        cut = cfg.tiers.by_name(t["tier"]).memory_cut_bytes
-        assert want <= cut or t["tier"] == cfg.tiers.ladder[-1].name
+        cut = cfg.placement.tiers.by_name(t["tier"]).memory_cut_bytes
+        assert want <= cut or t["tier"] == cfg.placement.tiers.ladder[-1].name
     # the OOMed range needs more than any range that never OOMed
     assert tiers[A]["memory_request_bytes"] > max(tiers[k]["memory_request_bytes"] for k in (B, D))
     on_disk = read_table(Store(cfg.storage_root), "e2e/range_profile.parquet")
@@ -166,9 +169,12 @@ def test_L4_an_attempt_that_outgrows_its_disk_is_evicted_not_disrupted(tmp_path,
         storage_root=str(tmp_path / "storage"),
         parallelism=1,
         poll_seconds=0.1,
-        tiers=scaled_tiers(Tiers(), 1 / 200),
-        sizing=SizingPolicy(unprofiled_memory_bytes=BASE),
-        retry=RetryPolicy(environmental=0, memory_cap_bytes=512 * MiB),
+        placement=Placement(
+            scaled_tiers(Tiers(), 1 / 200),
+            SizingPolicy(unprofiled_memory_bytes=BASE),
+            MemoryLadder(cap_bytes=512 * MiB),
+        ),
+        retry=RetryPolicy(environmental=0),
         env={"SIM_SPEED": "10000", "SIM_MEMORY_SCALE": "0.001"},
     )
     backend = LocalBackend(tmp_path / "work", "disk", sample_interval=0.05, **disk)

@@ -1,6 +1,7 @@
 import pytest
 
 from catchup_assets.outcomes import GiB, Observation, Outcome, PastAttempt, RetryPolicy, classify, decide
+from catchup_assets.sizing import MemoryLadder
 
 F = frozenset
 
@@ -108,26 +109,35 @@ def test_L9_condemnation_names_the_evidence():
     assert "failed budget spent (1 > 0)" in d.reason and "exit 1" in d.reason and "a1:disrupted a2:failed" in d.reason
 
 
+LADDER = MemoryLadder()
+
+
 @pytest.mark.parametrize(
     "n_oom, expected", [(0, 4 * GiB), (1, 6 * GiB), (2, 9 * GiB), (3, int(13.5 * GiB)), (10, 48 * GiB)]
 )
 def test_L6_memory_ladder_by_oom_count_with_cap(n_oom, expected):
-    assert P.memory_for(4 * GiB, n_oom) == expected
+    assert LADDER.memory_for(4 * GiB, n_oom) == expected
 
 
 def test_L6_oom_rungs_treble_the_request_before_giving_up():
-    assert P.memory_for(GiB, P.oom_rungs - 1) >= 3 * GiB
+    assert LADDER.memory_for(GiB, P.oom_rungs - 1) >= 3 * GiB
+
+
+def test_L6_an_oom_at_the_ladder_s_cap_condemns():
+    h = [PastAttempt(1, Outcome.OOM, 48 * GiB)]
+    assert decide(h, P, LADDER.cap_bytes).action == "condemned"
+    assert decide(h, P, 64 * GiB).action == "retry"
 
 
 @pytest.mark.parametrize(
-    "kwargs, field",
+    "make, field",
     [
-        (dict(memory_factor=1.0), "memory_factor"),
-        (dict(oom_rungs=0), "oom_rungs"),
-        (dict(environmental=-1), "environmental"),
-        (dict(memory_cap_bytes=0), "memory_cap_bytes"),
+        (lambda: MemoryLadder(factor=1.0), "factor"),
+        (lambda: RetryPolicy(oom_rungs=0), "oom_rungs"),
+        (lambda: RetryPolicy(environmental=-1), "environmental"),
+        (lambda: MemoryLadder(cap_bytes=0), "cap_bytes"),
     ],
 )
-def test_L34_bad_policy_names_the_field(kwargs, field):
+def test_L34_bad_policy_names_the_field(make, field):
     with pytest.raises(ValueError, match=field):
-        RetryPolicy(**kwargs)
+        make()

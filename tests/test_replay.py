@@ -13,13 +13,12 @@ import pytest
 
 from catchup_assets.forecast import estimates, forecast
 from catchup_assets.mission import build_profile
-from catchup_assets.outcomes import RetryPolicy
 from catchup_assets.plan import measures_from_rows
 from catchup_assets.profile_io import PreviousProfile
 from catchup_assets.ranges import dispatch_order, plan_ranges
 from catchup_assets.records import RecordStore
 from catchup_assets.sim.workload import Workload, WorkloadShape
-from catchup_assets.sizing import ProfileIndex, SizingPolicy, Tiers
+from catchup_assets.sizing import Placement, ProfileIndex
 from catchup_assets.storage import Store
 from catchup_sim.replay import replay
 
@@ -69,7 +68,7 @@ def test_the_forecast_is_what_the_dispatcher_does(order, slots):
     prev_rows = w.profile_table().to_pylist()
     index = ProfileIndex(measures_from_rows(prev_rows))
     ordered = dispatch_order(plan_ranges(w.span), order, PreviousProfile("x", index, prev_rows).seconds_by_key)
-    f = forecast(estimates(ordered, index, Tiers(), SizingPolicy(), RetryPolicy()), slots)
+    f = forecast(estimates(ordered, index, Placement()), slots)
     # Each range waits at most one poll for its slot; the chain of waits is bounded by ranges per slot.
     assert f.makespan_seconds <= rep.makespan_seconds <= f.makespan_seconds + 10.0 * (120 / slots + 1)
     assert rep.lower_bound_seconds == pytest.approx(f.lower_bound_seconds)

@@ -1,11 +1,10 @@
 import pytest
 
-from catchup_assets.outcomes import RetryPolicy
-from catchup_assets.sizing import GiB, ProfileIndex, RangeMeasure, SizingPolicy, Tiers, size_range
+from catchup_assets.sizing import GiB, MemoryLadder, Placement, ProfileIndex, RangeMeasure, SizingPolicy, Tiers
 
 T = Tiers()
 P = SizingPolicy()  # margin 1.25, headroom 1 GiB
-R = RetryPolicy()
+PLACE = Placement(T, P, MemoryLadder())
 
 
 def profile(*measures):
@@ -42,13 +41,13 @@ def test_L25_measurement_free_entry_never_captures_ranges_below_it():
     ],
 )
 def test_L27_memory_from_anon_times_margin_plus_headroom_and_smallest_tier(anon, ws, tier, memory):
-    s = size_range(1000, profile((1000, anon, ws, 1.0)), T, P, R)
+    s = PLACE.size(1000, profile((1000, anon, ws, 1.0)))
     assert (s.tier, s.memory_request_bytes, s.memory_limit_bytes, s.profiled) == (tier, memory, memory, True)
 
 
 def test_L19_working_set_never_sizes_memory():
     # 862 MiB anon under a 12.7 GiB working set: memory comes from anon alone.
-    s = size_range(1000, profile((1000, 862 * 1024**2, int(12.7 * GiB), 1.0)), T, P, R)
+    s = PLACE.size(1000, profile((1000, 862 * 1024**2, int(12.7 * GiB), 1.0)))
     assert s.memory_request_bytes == int(862 * 1024**2 * 1.25 + GiB)
 
 
@@ -62,7 +61,7 @@ def test_L19_working_set_never_sizes_memory():
     ],
 )
 def test_L6_each_oom_climbs_memory_and_one_tier(n_oom, tier, memory):
-    s = size_range(1000, profile((1000, int(4 * GiB), None, 1.0)), T, P, R, n_oom=n_oom)
+    s = PLACE.size(1000, profile((1000, int(4 * GiB), None, 1.0)), n_oom=n_oom)
     assert (s.tier, s.memory_request_bytes) == (tier, memory)
 
 
@@ -76,14 +75,14 @@ def test_L6_each_oom_climbs_memory_and_one_tier(n_oom, tier, memory):
     ],
 )
 def test_L15_placement_of_unprofiled_ranges(prof, last, tier, profiled):
-    s = size_range(last, prof, T, P, R)
+    s = PLACE.size(last, prof)
     assert (s.tier, s.profiled) == (tier, profiled)
     if not profiled:
         assert s.memory_request_bytes == P.unprofiled_memory_bytes
 
 
 def test_unprofiled_range_leaves_its_catch_all_tier_when_ooms_outgrow_it():
-    s = size_range(1000, None, T, P, R, n_oom=2)  # 12 GiB * 2.25 = 27 GiB > nebula's 14 GiB cut
+    s = PLACE.size(1000, None, n_oom=2)  # 12 GiB * 2.25 = 27 GiB > nebula's 14 GiB cut
     assert s.tier == "giant" and s.memory_request_bytes == 27 * GiB
 
 
