@@ -18,7 +18,7 @@ from pathlib import Path
 from kubernetes.client import BatchV1Api, CoreV1Api
 
 from benchmarks.meter import DispatcherMeter, MachineLoad
-from benchmarks.sim_cluster import ClusterProcess, ClusterSpec, VariedAttempts, mission_ranges
+from benchmarks.sim_cluster import ClusterProcess, ClusterSpec, VariedAttempts, mission_config, mission_ranges
 from catchup_assets.backends.kubernetes.backend import KubernetesBackend
 from catchup_assets.backends.kubernetes.manifests import K8sSettings
 from catchup_assets.dispatch import DispatchConfig, Dispatcher, MissionResult
@@ -102,14 +102,10 @@ def run_k8s_mission(m: K8sMission, work_dir: str | Path | None = None) -> K8sMis
             stats_interval=m.stats_interval,
             log_interval=m.log_interval,
         )
-        config = DispatchConfig(
-            "m1",
-            mission_ranges(m.ranges),
-            parallelism=m.parallelism,
-            poll_seconds=m.poll_seconds,
-            peak_flush_seconds=m.peak_flush_seconds,
-            status_every=10**9,
+        mission = mission_config(
+            m.ranges, Path(tmp) / "storage", parallelism=m.parallelism, poll_seconds=m.poll_seconds, status_every=10**9
         )
+        config = DispatchConfig(mission, mission_ranges(m.ranges), peak_flush_seconds=m.peak_flush_seconds)
         dispatcher = Dispatcher(config, backend, RecordStore(Store(Path(tmp) / "storage"), "m1"), clock=cluster.clock)
         meter = DispatcherMeter(
             dispatcher,

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from benchmarks.meter import DispatcherMeter, MachineLoad
-from benchmarks.sim_cluster import mission_ranges
+from benchmarks.sim_cluster import mission_config, mission_ranges
 from catchup_assets.backends.local.backend import LocalBackend
 from catchup_assets.dispatch import DispatchConfig, Dispatcher, MissionResult
 from catchup_assets.records import RecordStore
@@ -122,9 +122,10 @@ def run_local_mission(m: LocalMission, work_dir: str | Path | None = None) -> Lo
     with tempfile.TemporaryDirectory(prefix="local-mission-", dir=work_dir) as tmp:
         work = Path(tmp)
         backend = _backend(m, work)
-        config = DispatchConfig(
-            "m1", mission_ranges(m.ranges), parallelism=m.parallelism, poll_seconds=m.poll_seconds, status_every=10**9
+        mission = mission_config(
+            m.ranges, work / "storage", parallelism=m.parallelism, poll_seconds=m.poll_seconds, status_every=10**9
         )
+        config = DispatchConfig(mission, mission_ranges(m.ranges))
         dispatcher = Dispatcher(config, backend, RecordStore(Store(work / "storage"), "m1"))
         meter = DispatcherMeter(
             dispatcher, backend, profile_steady_pass=m.profile_steady_pass, trace_steady_pass=m.trace_steady_pass

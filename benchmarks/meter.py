@@ -113,7 +113,7 @@ class DispatcherMeter:
 
     def _steady(self) -> bool:
         """In flight at the cap for the last pass, and past the first reads of the ramp."""
-        cap = self.dispatcher.cfg.parallelism
+        cap = self.dispatcher.mission.parallelism
         return len(self.passes) >= 2 and self.passes[-1].in_flight == cap and self.passes[-1].queued > 0
 
     def _pass(self, pass_once):
@@ -161,7 +161,7 @@ class DispatcherMeter:
 
     def steady_indices(self) -> list[int]:
         """Passes that began with every slot taken and work still queued, after the ramp."""
-        cap = self.dispatcher.cfg.parallelism
+        cap = self.dispatcher.mission.parallelism
         return [
             i
             for i in range(2, len(self.passes))

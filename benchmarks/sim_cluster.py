@@ -192,9 +192,21 @@ def split_requests(counts: dict[tuple[str, str], int]) -> tuple[int, int, int]:
     return lists, stats, sum(counts.values()) - lists - stats
 
 
+def mission_span(count: int, ledgers_per_range: int = 16_000):
+    from catchup_assets.ranges import MissionSpan
+
+    return MissionSpan(1, count * ledgers_per_range, ledgers_per_range=ledgers_per_range, overlap=320)
+
+
 def mission_ranges(count: int, ledgers_per_range: int = 16_000) -> Sequence:
     """`count` full ranges from genesis, tip first."""
-    from catchup_assets.ranges import MissionSpan, dispatch_order, plan_ranges
+    from catchup_assets.ranges import dispatch_order, plan_ranges
 
-    span = MissionSpan(1, count * ledgers_per_range, ledgers_per_range=ledgers_per_range, overlap=320)
-    return dispatch_order(plan_ranges(span), "tip-first")
+    return dispatch_order(plan_ranges(mission_span(count, ledgers_per_range)), "tip-first")
+
+
+def mission_config(count: int, storage_root: str, **settings):
+    """The MissionConfig of `mission_ranges(count)`, named m1."""
+    from catchup_assets.config import MissionConfig
+
+    return MissionConfig(mission="m1", span=mission_span(count), storage_root=str(storage_root), **settings)

@@ -12,6 +12,7 @@ from typing import Literal
 import dagster as dg
 from pydantic import Field
 
+from catchup_assets.config import DEFAULT_PARALLELISM
 from catchup_assets.dispatch import RangeResult, RangeStatus
 from catchup_assets.metadata import plan_metadata, profile_metadata, range_metadata, tier_map_metadata
 from catchup_assets.mission import (
@@ -52,7 +53,9 @@ class MissionPlanConfig(dg.Config):
     ledgers_per_range: int = 16000
     overlap: int = 320
     order: Literal["tip-first", "oldest-first", "longest-first"] = "tip-first"
-    parallelism: int = Field(default=1000, description="attempts in flight at once, across all runs of the mission")
+    parallelism: int = Field(
+        default=DEFAULT_PARALLELISM, description="attempts in flight at once, across all runs of the mission"
+    )
     previous_profile: str = Field(default="", description="range_profile.parquet of an earlier mission (path or URL)")
     deadline_seconds: int = Field(default=0, description="per attempt, 0 for none")
 

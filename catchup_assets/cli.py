@@ -8,6 +8,8 @@ import os
 import sys
 from pathlib import Path
 
+from catchup_assets.config import DEFAULT_PARALLELISM
+
 
 def _demo(args: argparse.Namespace) -> int:
     import warnings
@@ -131,7 +133,12 @@ def build_parser() -> argparse.ArgumentParser:
         "at the parallelism and at each what-if factor.",
     )
     pl.add_argument("--profile", required=True, help="range_profile.parquet of an earlier mission (path or fsspec URL)")
-    pl.add_argument("--parallelism", type=int, default=1000, help="attempts in flight at once (default 1000)")
+    pl.add_argument(
+        "--parallelism",
+        type=int,
+        default=DEFAULT_PARALLELISM,
+        help=f"attempts in flight at once (default {DEFAULT_PARALLELISM})",
+    )
     pl.add_argument("--order", default="longest-first", choices=["tip-first", "oldest-first", "longest-first"])
     pl.add_argument("--first-ledger", type=int, default=1)
     pl.add_argument("--last-ledger", type=int, default=0, help="the tip (default: the profile's highest ledger)")

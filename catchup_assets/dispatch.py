@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from enum import StrEnum
 from typing import Protocol
 
@@ -27,11 +27,12 @@ from catchup_assets.backends.base import (
     Phase,
     TransientBackendError,
 )
-from catchup_assets.outcomes import Action, Outcome, PastAttempt, RetryPolicy, classify, decide
+from catchup_assets.config import MissionConfig
+from catchup_assets.outcomes import Action, Outcome, PastAttempt, classify, decide
 from catchup_assets.profile import range_row
 from catchup_assets.ranges import LedgerRange
 from catchup_assets.records import AttemptRecord, RecordStore
-from catchup_assets.sizing import Placement, ProfileIndex
+from catchup_assets.sizing import ProfileIndex
 
 log = logging.getLogger(__name__)
 
@@ -51,17 +52,13 @@ class SystemClock:
 
 @dataclass(frozen=True)
 class DispatchConfig:
-    mission: str
+    """One dispatcher's work: the mission (its policies, declared there once), the ranges
+    this run was given in dispatch order, the profile they are sized from, and the
+    dispatcher's own watchfulness."""
+
+    mission: MissionConfig
     ranges: Sequence[LedgerRange]  # in dispatch order
-    parallelism: int
-    overlap: int = 320
-    retry: RetryPolicy = RetryPolicy()
-    placement: Placement = Placement()
     profile: ProfileIndex | None = None
-    deadline_seconds: int | None = None
-    env: Mapping[str, str] = field(default_factory=dict)
-    poll_seconds: float = 1.0
-    status_every: int = 10  # passes between status lines (L36)
     stall_seconds: float = 3600.0  # no completion for this long raises an alert (Z4)
     peak_flush_seconds: float = 60.0  # in-flight peaks made durable at most this often
     collect_tries: int = 3  # final reads of a finished attempt before recording without (L31)
@@ -71,8 +68,6 @@ class DispatchConfig:
     reset_condemned: bool = False
 
     def __post_init__(self) -> None:
-        if self.parallelism < 1:
-            raise ValueError(f"parallelism must be >= 1, got {self.parallelism}")
         keys = [r.key for r in self.ranges]
         if len(set(keys)) != len(keys):
             raise ValueError("ranges: duplicate range keys in the plan")
@@ -160,7 +155,9 @@ class Dispatcher:
         self.backend = backend
         self.records = records
         self.clock = clock or SystemClock()
-        self.on_status = on_status or (lambda s: log.info("mission %s: %s", config.mission, s.line()))
+        self.mission = config.mission
+        self.name = config.mission.mission
+        self.on_status = on_status or (lambda s: log.info("mission %s: %s", self.name, s.line()))
         self.on_result = on_result or (lambda r, already: None)
         self.by_key = {r.key: r for r in config.ranges}
         self.passes = 0
@@ -213,7 +210,7 @@ class Dispatcher:
 
     def _transient(self, call: str, exc: Exception) -> None:
         """A call the backend could not answer now: no range is charged; a later pass retries it."""
-        log.warning("mission %s: %s deferred to a later pass: %s", self.cfg.mission, call, exc)
+        log.warning("mission %s: %s deferred to a later pass: %s", self.name, call, exc)
 
     def _release_range(self, key: str) -> None:
         try:
@@ -228,7 +225,7 @@ class Dispatcher:
         return past_attempts(self._recs[key], self._done[key], self._reset_after.get(key, 0))
 
     def _decide(self, key: str):
-        return decide(self._history(key), self.cfg.retry, self.cfg.placement.ladder.cap_bytes)
+        return decide(self._history(key), self.mission.retry, self.mission.placement.ladder.cap_bytes)
 
     def _judge(self, key: str, already: bool = False) -> None:
         decision = self._decide(key)
@@ -269,7 +266,7 @@ class Dispatcher:
             if self._transient_passes == self.cfg.transient_alert_passes:
                 log.error(
                     "mission %s: the backend has not answered for %d consecutive passes: %s",
-                    self.cfg.mission,
+                    self.name,
                     self._transient_passes,
                     exc,
                 )
@@ -300,7 +297,7 @@ class Dispatcher:
             n_oom = sum(1 for a in done if self._recs[key][a].outcome == Outcome.OOM.value)
             attempt = max([0, max_attempt.get(key, 0), *done]) + 1
             queue.append((key, attempt, n_oom))
-        free = self.cfg.parallelism - live_total
+        free = self.mission.parallelism - live_total
         submitted = 0
         if self._blocked is None:
             for key, attempt, n_oom in queue[: max(free, 0)]:
@@ -311,37 +308,37 @@ class Dispatcher:
                     break
                 except DispatchBlocked as exc:
                     self._blocked = str(exc)
-                    log.error("mission %s: new dispatches stopped: %s", self.cfg.mission, exc)
+                    log.error("mission %s: new dispatches stopped: %s", self.name, exc)
                     break
                 submitted += 1
         status = self._status(len(live_keys) + submitted, len(queue) - submitted, live_total, mine)
         self._last_status = status
-        if self.passes % self.cfg.status_every == 0:
+        if self.passes % self.mission.status_every == 0:
             self.on_status(status)
         return status
 
     def _spec(self, key: str, attempt: int, n_oom: int) -> AttemptSpec:
         rng = self.by_key[key]
-        s = self.cfg.placement.size(rng.last, self.cfg.profile, n_oom)
+        s = self.mission.placement.size(rng.last, self.cfg.profile, n_oom)
         return AttemptSpec(
-            mission=self.cfg.mission,
+            mission=self.name,
             range_key=key,
             attempt=attempt,
             target_ledger=rng.last,
-            ledger_count=rng.catchup_count(self.cfg.overlap),
+            ledger_count=rng.catchup_count(self.mission.span.overlap),
             memory_request_bytes=s.memory_request_bytes,
             memory_limit_bytes=s.memory_limit_bytes,
             tier=s.tier,
             cpu_request=s.cpu_request,
             profiled=s.profiled,
-            deadline_seconds=self.cfg.deadline_seconds,
-            env=dict(self.cfg.env),
+            deadline_seconds=self.mission.deadline_seconds,
+            env=dict(self.mission.env),
         )
 
     def _submit(self, key: str, attempt: int, n_oom: int) -> None:
         spec = self._spec(key, attempt, n_oom)
         rec = AttemptRecord(
-            mission=self.cfg.mission,
+            mission=self.name,
             range_key=key,
             attempt=attempt,
             memory_request_bytes=spec.memory_request_bytes,
@@ -367,7 +364,7 @@ class Dispatcher:
             return
         self._flushed_at[ident] = now
         rec = AttemptRecord(
-            mission=self.cfg.mission,
+            mission=self.name,
             range_key=st.range_key,
             attempt=st.attempt,
             started_at=st.started_at,
@@ -403,7 +400,7 @@ class Dispatcher:
         seconds, estimated = self._seconds(st, prior)
         peaks = st.peaks.merge(collected.peaks)
         rec = AttemptRecord(
-            mission=self.cfg.mission,
+            mission=self.name,
             range_key=st.range_key,
             attempt=st.attempt,
             outcome=outcome.value,
@@ -462,13 +459,13 @@ class Dispatcher:
         completed = sum(1 for r in self._results.values() if r.status is RangeStatus.DONE)
         condemned = sum(1 for r in self._results.values() if r.status is RangeStatus.CONDEMNED)
         stragglers: tuple[str, ...] = ()
-        if in_flight and queued == 0 and in_flight <= self.cfg.parallelism // 2:
+        if in_flight and queued == 0 and in_flight <= self.mission.parallelism // 2:
             # Work in flight, nothing queued, most slots idle: name the slow ones (Z1).
             slow = sorted((s for s in mine if s.live and s.started_at), key=lambda s: s.started_at)[:5]
             stragglers = tuple(self._straggler(s, now) for s in slow)
         stalled = now - self._last_completion
         if in_flight and stalled > self.cfg.stall_seconds and not self._stall_warned:
-            log.error("mission %s: no range completed for %.0f s (Z4)", self.cfg.mission, stalled)
+            log.error("mission %s: no range completed for %.0f s (Z4)", self.name, stalled)
             self._stall_warned = True
         elif stalled <= self.cfg.stall_seconds:
             self._stall_warned = False
@@ -497,7 +494,7 @@ class Dispatcher:
         try:
             self.records.write_snapshot(recs, done)
         except Exception as exc:  # noqa: BLE001 - the snapshot is an optimisation, never a failure
-            log.warning("mission %s: attempt snapshot not written: %s", self.cfg.mission, exc)
+            log.warning("mission %s: attempt snapshot not written: %s", self.name, exc)
 
     # -- the loop -----------------------------------------------------------------
     def stop(self) -> None:
@@ -518,13 +515,13 @@ class Dispatcher:
                 if owed_passes > self.cfg.transient_alert_passes:
                     log.warning(
                         "mission %s: data of %s kept: the backend refused to free it; the next run frees it",
-                        self.cfg.mission,
+                        self.name,
                         sorted(self._release_owed),
                     )
                     break
             if self._blocked is not None and status.in_flight == 0:
                 break
-            self.clock.sleep(self.cfg.poll_seconds)
+            self.clock.sleep(self.mission.poll_seconds)
         self._snapshot()
         results = dict(self._results)
         why = f"not dispatched: {self._blocked}" if self._blocked else "not dispatched: dispatcher stopped"

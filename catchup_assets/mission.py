@@ -16,20 +16,20 @@ from __future__ import annotations
 import io
 import json
 import logging
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from catchup_assets.backends.base import Backend
+from catchup_assets.config import MissionConfig
 from catchup_assets.dispatch import Clock, DispatchConfig, Dispatcher, MissionResult, RangeResult, Status
 from catchup_assets.forecast import WHAT_IF_FACTORS, Forecast, estimates, what_if
-from catchup_assets.outcomes import RetryPolicy
 from catchup_assets.plan import plan_table, tier_map_table
 from catchup_assets.profile import PROFILE_SCHEMA, profile_rows
 from catchup_assets.profile_io import PreviousProfile, load_previous_profile
-from catchup_assets.ranges import ORDERS, LedgerRange, MissionSpan, dispatch_order, parse_key, plan_ranges
+from catchup_assets.ranges import LedgerRange, MissionSpan, dispatch_order, parse_key, plan_ranges
 from catchup_assets.records import RecordStore
 from catchup_assets.sizing import Placement
 from catchup_assets.storage import Store, validate_mission
@@ -39,31 +39,6 @@ log = logging.getLogger(__name__)
 PLAN_FILE = "plan.parquet"
 PROFILE_FILE = "range_profile.parquet"
 TIER_MAP_FILE = "tier_map.parquet"
-
-
-@dataclass(frozen=True)
-class MissionConfig:
-    mission: str
-    span: MissionSpan
-    storage_root: str
-    parallelism: int = 16
-    order: str = "tip-first"
-    previous_profile: str | None = None
-    retry: RetryPolicy = RetryPolicy()
-    placement: Placement = Placement()
-    deadline_seconds: int | None = None
-    poll_seconds: float = 1.0
-    status_every: int = 10
-    env: Mapping[str, str] = field(default_factory=dict)
-
-    def __post_init__(self) -> None:
-        validate_mission(self.mission)
-        if self.order not in ORDERS:
-            raise ValueError(f"order: unknown order {self.order!r}: choose one of {', '.join(ORDERS)}")
-        if self.parallelism < 1:
-            raise ValueError(f"parallelism must be >= 1, got {self.parallelism}")
-        if self.deadline_seconds is not None and self.deadline_seconds < 1:
-            raise ValueError(f"deadline_seconds must be >= 1, got {self.deadline_seconds}")
 
 
 @dataclass
@@ -135,20 +110,7 @@ def run_mission(
     store = Store(cfg.storage_root)
     if write_plan:
         write_table(store, f"{cfg.mission}/{PLAN_FILE}", prepared.plan)
-    dispatch_cfg = DispatchConfig(
-        mission=cfg.mission,
-        ranges=prepared.ordered,
-        parallelism=cfg.parallelism,
-        overlap=cfg.span.overlap,
-        retry=cfg.retry,
-        placement=cfg.placement,
-        profile=prepared.previous.index,
-        deadline_seconds=cfg.deadline_seconds,
-        env=dict(cfg.env),
-        poll_seconds=cfg.poll_seconds,
-        status_every=cfg.status_every,
-        reset_condemned=reset_condemned,
-    )
+    dispatch_cfg = DispatchConfig(cfg, prepared.ordered, prepared.previous.index, reset_condemned=reset_condemned)
     dispatcher = Dispatcher(
         dispatch_cfg, backend, RecordStore(store, cfg.mission), clock=clock, on_status=on_status, on_result=on_result
     )

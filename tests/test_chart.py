@@ -175,6 +175,9 @@ def test_configmap_carries_entrypoint_core_config_and_values(chart):
     assert cm.data["stellar-core.cfg"] == core_cfg
     run_config = yaml.safe_load(cm.data["run-config.yaml"])
     assert run_config["ops"]["mission_plan"]["config"]["parallelism"] == 77
+    # Unset, the value is left out and the project's one default applies.
+    unset = yaml.safe_load(decode(one(render(chart), "ConfigMap"), "V1ConfigMap").data["run-config.yaml"])
+    assert "parallelism" not in unset["ops"]["mission_plan"]["config"]
     cfg = run_config["resources"]["catchup"]["config"]
     assert cfg["storage_root"] == "s3://bucket/run-42"
     assert (cfg["environmental_budget"], cfg["oom_rungs"], cfg["ordinary_budget"], cfg["failed_budget"]) == (3, 2, 1, 0)

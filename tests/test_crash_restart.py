@@ -8,6 +8,7 @@ Nothing may be lost, nothing may run twice at once, nothing double-counted.
 
 import pytest
 
+from catchup_assets.config import MissionConfig
 from catchup_assets.dispatch import DispatchConfig, Dispatcher
 from catchup_assets.profile import profile_rows
 from catchup_assets.ranges import MissionSpan, dispatch_order, plan_ranges
@@ -15,7 +16,8 @@ from catchup_assets.records import RecordStore
 from catchup_assets.storage import Store
 from fakes import DISRUPTED, OOM, FakeBackend, FakeClock, Script
 
-RANGES = dispatch_order(plan_ranges(MissionSpan(1, 19200, ledgers_per_range=6400)))
+SPAN = MissionSpan(1, 19200, ledgers_per_range=6400)
+RANGES = dispatch_order(plan_ranges(SPAN))
 KEYS = [r.key for r in RANGES]
 TABLE = {(KEYS[0], 1): Script(observation=DISRUPTED, seconds=20), (KEYS[1], 1): Script(observation=OOM, seconds=7)}
 
@@ -48,7 +50,7 @@ def dispatcher(root, backend, clock, boundaries=None):
     if boundaries:
         for name in ("write", "mark_done"):
             boundaries.wrap(records, name)
-    cfg = DispatchConfig("m1", RANGES, parallelism=2, poll_seconds=5)
+    cfg = DispatchConfig(MissionConfig("m1", SPAN, str(root), parallelism=2, poll_seconds=5), RANGES)
     return Dispatcher(cfg, backend, records, clock=clock), records
 
 

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import logging
+from dataclasses import fields
 
 import pytest
 
 from catchup_assets.backends.base import AttemptSpec, Peaks
+from catchup_assets.config import MissionConfig
 from catchup_assets.dispatch import DispatchConfig, Dispatcher
 from catchup_assets.outcomes import RetryPolicy
 from catchup_assets.profile import profile_rows
@@ -22,11 +24,17 @@ KEYS = [r.key for r in RANGES]
 BASE = 12 * GiB
 
 
+MISSION_FIELDS = {f.name for f in fields(MissionConfig)}
+
+
 def make(tmp_path, script=lambda spec: Script(), parallelism=3, clock=None, backend=None, ranges=RANGES, **cfg):
+    """A dispatcher over `ranges`; `cfg` may name MissionConfig and DispatchConfig fields alike."""
     clock = clock or FakeClock()
     backend = backend or FakeBackend(clock, script)
     records = RecordStore(Store(tmp_path / "root"), "m1")
-    config = DispatchConfig(mission="m1", ranges=ranges, parallelism=parallelism, poll_seconds=5, **cfg)
+    settings = {k: v for k, v in cfg.items() if k in MISSION_FIELDS}
+    mission = MissionConfig("m1", SPAN, str(tmp_path / "root"), parallelism=parallelism, poll_seconds=5, **settings)
+    config = DispatchConfig(mission, ranges, **{k: v for k, v in cfg.items() if k not in MISSION_FIELDS})
     return Dispatcher(config, backend, records, clock=clock), backend, records
 
 

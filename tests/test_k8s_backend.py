@@ -7,6 +7,8 @@ and received, and on the attempt records.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 from kubernetes.client import BatchV1Api, CoreV1Api
 
@@ -200,7 +202,7 @@ def test_L11_a_job_created_by_someone_else_is_adopted_and_holds_its_slot(cluster
     first = backend(api, kubelet, tmp_path / "other")
     # Another dispatcher of the mission created attempt 1 of the tip range first.
     other = Dispatcher(
-        DispatchConfig("m1", prepared.ordered[:1], parallelism=1),
+        DispatchConfig(replace(cfg, parallelism=1), prepared.ordered[:1]),
         first,
         RecordStore(Store(cfg.storage_root), "m1"),
         clock=SimClock(kubelet),
@@ -247,7 +249,7 @@ def test_L11_two_dispatchers_over_disjoint_ranges_share_one_cap_by_counting_live
     halves = [prepared.ordered[:2], prepared.ordered[2:]]
     dispatchers = [
         Dispatcher(
-            DispatchConfig("m1", half, parallelism=2),
+            DispatchConfig(cfg, half),
             backend(api, kubelet, tmp_path / f"d{i}"),
             RecordStore(Store(cfg.storage_root), "m1"),
             clock=clock,

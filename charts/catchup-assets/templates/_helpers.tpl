@@ -104,6 +104,8 @@ app.kubernetes.io/component: code-location
 {{/* The launchpad's run config: the same settings, and the mission's parallelism. */}}
 {{- define "catchup.runConfig" -}}
 {{- $catchup := include "catchup.settings" . | fromJson -}}
-{{- $cfg := dict "resources" (dict "catchup" (dict "config" $catchup)) "ops" (dict "mission_plan" (dict "config" (dict "parallelism" .Values.parallelism))) -}}
+{{- $plan := dict -}}
+{{- if not (kindIs "invalid" .Values.parallelism) }}{{- $_ := set $plan "parallelism" .Values.parallelism -}}{{- end -}}
+{{- $cfg := dict "resources" (dict "catchup" (dict "config" $catchup)) "ops" (dict "mission_plan" (dict "config" $plan)) -}}
 {{- toYaml $cfg -}}
 {{- end -}}

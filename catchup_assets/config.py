@@ -1,0 +1,43 @@
+"""A mission's settings as one value: what it covers and the policies it runs under.
+
+The dispatcher, the planner and the Dagster assets all take this value; each
+setting has its one default here and is validated here, once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from catchup_assets.outcomes import RetryPolicy
+from catchup_assets.ranges import ORDERS, MissionSpan
+from catchup_assets.sizing import Placement
+from catchup_assets.storage import validate_mission
+
+# Attempts in flight at once, across every run of the mission (the seed ran 1000-2096).
+DEFAULT_PARALLELISM = 1000
+
+
+@dataclass(frozen=True)
+class MissionConfig:
+    mission: str
+    span: MissionSpan
+    storage_root: str
+    parallelism: int = DEFAULT_PARALLELISM
+    order: str = "tip-first"
+    previous_profile: str | None = None
+    retry: RetryPolicy = RetryPolicy()
+    placement: Placement = Placement()
+    deadline_seconds: int | None = None
+    poll_seconds: float = 1.0
+    status_every: int = 10
+    env: Mapping[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        validate_mission(self.mission)
+        if self.order not in ORDERS:
+            raise ValueError(f"order: unknown order {self.order!r}: choose one of {', '.join(ORDERS)}")
+        if self.parallelism < 1:
+            raise ValueError(f"parallelism must be >= 1, got {self.parallelism}")
+        if self.deadline_seconds is not None and self.deadline_seconds < 1:
+            raise ValueError(f"deadline_seconds must be >= 1, got {self.deadline_seconds}")
