@@ -7,11 +7,13 @@ previous profile) is the run config of `mission_plan`.
 
 import hashlib
 import os
+import typing
 from dataclasses import MISSING
 from dataclasses import fields as dataclass_fields
 from typing import Literal
 
 import dagster as dg
+import pydantic
 from pydantic import Field, model_validator
 
 from catchup_assets.backends.base import Backend
@@ -45,6 +47,43 @@ _K8S = {f.name: f.default for f in dataclass_fields(K8sSettings) if f.default is
 def _optional(name: str) -> bool:
     """A K8sSettings field that may be None: the launchpad's empty string means None there."""
     return "None" in str(next(f.type for f in dataclass_fields(K8sSettings) if f.name == name))
+
+
+def _config_of(policy: type, name: str, doc: str) -> type[dg.Config]:
+    """A Dagster config with the fields of the frozen dataclass `policy`, by name and default.
+
+    A `*_bytes` field is set in GiB, as `*_gib`: what an operator reads in the
+    launchpad. Adding a field to the policy adds it here, to the launchpad and to
+    the chart's pass-through values, with nothing else to write.
+    """
+    hints = typing.get_type_hints(policy)
+    spec = {}
+    for f in dataclass_fields(policy):
+        if f.name.endswith("_bytes"):
+            optional = type(None) in typing.get_args(hints[f.name])
+            spec[f.name[: -len("_bytes")] + "_gib"] = (
+                float | None if optional else float,
+                None if f.default is None else f.default / GiB,
+            )
+        else:
+            spec[f.name] = (hints[f.name], f.default)
+    return pydantic.create_model(name, __base__=dg.Config, __doc__=doc, **spec)
+
+
+def _policy_of(policy: type, config: dg.Config):
+    """The dataclass value a `_config_of` config holds; the dataclass validates it, naming the field."""
+    values = {}
+    for f in dataclass_fields(policy):
+        if f.name.endswith("_bytes"):
+            gib = getattr(config, f.name[: -len("_bytes")] + "_gib")
+            values[f.name] = None if gib is None else int(gib * GiB)
+        else:
+            values[f.name] = getattr(config, f.name)
+    return policy(**values)
+
+
+SizingConfig = _config_of(SizingPolicy, "SizingConfig", "How a profiled range is sized (L27).")
+LadderConfig = _config_of(MemoryLadder, "LadderConfig", "How an OOMed range's memory climbs (L6).")
 
 
 class TolerationConfig(dg.Config):
@@ -150,12 +189,9 @@ class CatchupResource(dg.ConfigurableResource):
     oom_rungs: int = Field(default=5, ge=1)
     ordinary_budget: int = Field(default=5, ge=0)
     failed_budget: int = Field(default=0, ge=0)
-    memory_factor: float = Field(default=1.5, gt=1.0)
-    memory_cap_gib: float = Field(default=48.0, gt=0)
+    ladder: LadderConfig = Field(default_factory=LadderConfig, description="the OOM memory ladder (L6)")
     # Sizing (L27).
-    margin: float = Field(default=1.25, ge=1.0)
-    cache_headroom_gib: float = Field(default=1.0, ge=0)
-    unprofiled_memory_gib: float = Field(default=12.0, gt=0)
+    sizing: SizingConfig = Field(default_factory=SizingConfig, description="sizing from the profile (L27)")
     tiers: list[TierConfig] = Field(default_factory=list, description="the ladder, smallest first; empty: defaults")
     unprofiled_tier: TierConfig | None = None
     no_profile_tier: TierConfig | None = None
@@ -204,12 +240,8 @@ class CatchupResource(dg.ConfigurableResource):
             self.unprofiled_tier.tier() if self.unprofiled_tier else defaults.unprofiled,
             self.no_profile_tier.tier() if self.no_profile_tier else defaults.no_profile,
         )
-        sizing = SizingPolicy(
-            margin=self.margin,
-            cache_headroom_bytes=int(self.cache_headroom_gib * GiB),
-            unprofiled_memory_bytes=int(self.unprofiled_memory_gib * GiB),
-        )
-        ladder = MemoryLadder(self.memory_factor, int(self.memory_cap_gib * GiB))
+        sizing = _policy_of(SizingPolicy, self.sizing)
+        ladder = _policy_of(MemoryLadder, self.ladder)
         return Placement(tiers, sizing, ladder).scaled(self.memory_scale)
 
     def sim_env(self) -> dict[str, str]:

@@ -45,7 +45,7 @@ def test_a_small_mission_completes_on_a_real_cluster(tmp_path):
             log_interval_seconds=60,
             core_config_file=os.environ["CATCHUP_K8S_CORE_CONFIG"],
         ),
-        unprofiled_memory_gib=2,
+        sizing={"unprofiled_memory_gib": 2},
     )
     cfg = MissionConfig(
         mission="smoke",

@@ -94,8 +94,8 @@ app.kubernetes.io/component: code-location
   "oom_rungs" .Values.budgets.oomRungs
   "ordinary_budget" .Values.budgets.ordinary
   "failed_budget" .Values.budgets.failed
-  "memory_factor" .Values.memoryFactor
-  "memory_cap_gib" .Values.memoryCapGib
+  "sizing" (.Values.sizing | default dict)
+  "ladder" (.Values.ladder | default dict)
   "tiers" $tiers
 -}}
 {{- toJson $catchup -}}

@@ -1,0 +1,75 @@
+"""Every sizing and memory-ladder knob reaches the placement from the resource and the chart alike.
+
+No table to keep: the test walks the fields of SizingPolicy and MemoryLadder,
+so a new knob is one field on the policy (and, to document it, one example in
+the chart's values.yaml); the resource and the chart pass it through by name.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import fields
+
+import pytest
+import yaml
+
+from catchup_assets.resources import CatchupResource
+from catchup_assets.sizing import GiB, MemoryLadder, SizingPolicy
+from test_chart import BASE, CHART, NS, _merge, helm
+
+POLICIES = {"sizing": SizingPolicy, "ladder": MemoryLadder}
+KNOBS = [(block, f) for block, policy in POLICIES.items() for f in fields(policy)]
+
+
+def knob(block: str, f) -> tuple[str, float, object]:
+    """(config key, a value unlike the default, what the policy then holds)."""
+    if f.name.endswith("_bytes"):
+        return f.name[: -len("_bytes")] + "_gib", 3.5, int(3.5 * GiB)
+    value = 3.0 if f.default is None else f.default * 1.5 + 0.25
+    return f.name, value, value
+
+
+def placement_part(resource: CatchupResource, block: str):
+    placement = resource.placement()
+    return placement.sizing if block == "sizing" else placement.ladder
+
+
+@pytest.mark.parametrize("block, f", KNOBS, ids=[f"{b}.{f.name}" for b, f in KNOBS])
+def test_settable_from_the_resource(block, f):
+    key, value, expected = knob(block, f)
+    part = placement_part(CatchupResource(**{block: {key: value}}), block)
+    assert getattr(part, f.name) == expected != f.default
+
+
+@pytest.fixture(scope="module")
+def chart():
+    with helm.Chart.load(CHART) as c:
+        yield c
+
+
+@pytest.mark.parametrize("block, f", KNOBS, ids=[f"{b}.{f.name}" for b, f in KNOBS])
+def test_settable_from_the_chart(chart, block, f):
+    key, value, expected = knob(block, f)
+    out = chart.render(values=_merge(BASE, {block: {key: value}}), name="cu", namespace=NS, is_install=True)
+    docs = [d for path, text in out.items() if path.endswith(".yaml") for d in yaml.safe_load_all(text) if d]
+    (cm,) = [d for d in docs if d["kind"] == "ConfigMap" and "catchup.json" in d.get("data", {})]
+    resource = CatchupResource(**json.loads(cm["data"]["catchup.json"]))
+    assert getattr(placement_part(resource, block), f.name) == expected
+
+
+def test_unset_knobs_keep_the_policy_s_defaults():
+    placement = CatchupResource().placement()
+    assert (placement.sizing, placement.ladder) == (SizingPolicy(), MemoryLadder())
+
+
+@pytest.mark.parametrize(
+    "block, key, value, field",
+    [
+        ("sizing", "margin", 0.9, "margin"),
+        ("ladder", "factor", 1.0, "factor"),
+        ("ladder", "cap_gib", 0, "cap_bytes"),
+    ],
+)
+def test_L34_a_bad_knob_is_refused_at_load_naming_it(block, key, value, field):
+    with pytest.raises(Exception, match=field):
+        CatchupResource(**{block: {key: value}})
