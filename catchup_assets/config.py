@@ -30,7 +30,7 @@ class MissionConfig:
     placement: Placement = Placement()
     deadline_seconds: int | None = None
     poll_seconds: float = 1.0
-    status_every: int = 10
+    status_every: int = 30  # passes between status lines: thin, not a line per pod (L36)
     env: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -39,5 +39,9 @@ class MissionConfig:
             raise ValueError(f"order: unknown order {self.order!r}: choose one of {', '.join(ORDERS)}")
         if self.parallelism < 1:
             raise ValueError(f"parallelism must be >= 1, got {self.parallelism}")
+        if not self.poll_seconds > 0:
+            raise ValueError(f"poll_seconds must be > 0, got {self.poll_seconds}")
+        if self.status_every < 1:
+            raise ValueError(f"status_every must be >= 1, got {self.status_every}")
         if self.deadline_seconds is not None and self.deadline_seconds < 1:
             raise ValueError(f"deadline_seconds must be >= 1, got {self.deadline_seconds}")

@@ -18,6 +18,7 @@ from pydantic import Field, model_validator
 
 from catchup_assets.backends.base import Backend
 from catchup_assets.backends.kubernetes.settings import K8sSettings
+from catchup_assets.config import MissionConfig
 from catchup_assets.outcomes import RetryPolicy
 from catchup_assets.sizing import GiB, MemoryLadder, Placement, SizingPolicy, Tier, Tiers
 
@@ -49,6 +50,11 @@ def _optional(name: str) -> bool:
     return "None" in str(next(f.type for f in dataclass_fields(K8sSettings) if f.name == name))
 
 
+class _Strict(dg.Config):
+    # A misspelt knob is refused at load, not silently left at its default (L34).
+    model_config = pydantic.ConfigDict(extra="forbid")
+
+
 def _config_of(policy: type, name: str, doc: str) -> type[dg.Config]:
     """A Dagster config with the fields of the frozen dataclass `policy`, by name and default.
 
@@ -67,7 +73,7 @@ def _config_of(policy: type, name: str, doc: str) -> type[dg.Config]:
             )
         else:
             spec[f.name] = (hints[f.name], f.default)
-    return pydantic.create_model(name, __base__=dg.Config, __doc__=doc, **spec)
+    return pydantic.create_model(name, __base__=_Strict, __doc__=doc, **spec)
 
 
 def _policy_of(policy: type, config: dg.Config):
@@ -84,9 +90,11 @@ def _policy_of(policy: type, config: dg.Config):
 
 SizingConfig = _config_of(SizingPolicy, "SizingConfig", "How a profiled range is sized (L27).")
 LadderConfig = _config_of(MemoryLadder, "LadderConfig", "How an OOMed range's memory climbs (L6).")
+RetryConfig = _config_of(RetryPolicy, "RetryConfig", "Retries each outcome class may spend (L5).")
+_MISSION = {f.name: f.default for f in dataclass_fields(MissionConfig) if f.default is not MISSING}
 
 
-class TolerationConfig(dg.Config):
+class TolerationConfig(_Strict):
     """One toleration every range pod gets, e.g. for a spot pool's taint."""
 
     key: str = ""
@@ -99,7 +107,7 @@ class TolerationConfig(dg.Config):
         return {k: v for k, v in self.model_dump().items() if v not in ("", None)}
 
 
-class KubernetesConfig(dg.Config):
+class KubernetesConfig(_Strict):
     """Where and how range Jobs run (backend: kubernetes); see README "Kubernetes backend".
 
     Every field of K8sSettings is a field here with the same name and default;
@@ -161,6 +169,8 @@ class KubernetesConfig(dg.Config):
 class CatchupResource(dg.ConfigurableResource):
     """Where a mission keeps its records and how its attempts run."""
 
+    model_config = pydantic.ConfigDict(extra="forbid")  # a misspelt setting is refused at load (L34)
+
     storage_root: str = Field(
         default="",
         description="local path or fsspec URL (s3://...); "
@@ -182,13 +192,9 @@ class CatchupResource(dg.ConfigurableResource):
     # Memory figures of the model, the ladder and the sizing are multiplied by
     # this: the embedded demo runs in MiB what production runs in GiB.
     memory_scale: float = Field(default=1.0, gt=0, le=1)
-    poll_seconds: float = Field(default=1.0, gt=0)
-    status_every: int = Field(default=30, ge=1)
-    # Retry budgets per outcome class (L5) and the memory ladder (L6).
-    environmental_budget: int = Field(default=20, ge=0)
-    oom_rungs: int = Field(default=5, ge=1)
-    ordinary_budget: int = Field(default=5, ge=0)
-    failed_budget: int = Field(default=0, ge=0)
+    poll_seconds: float = Field(default=_MISSION["poll_seconds"], description="seconds between dispatcher passes")
+    status_every: int = Field(default=_MISSION["status_every"], description="passes between status lines (L36)")
+    retry: RetryConfig = Field(default_factory=RetryConfig, description="retry budgets per outcome class (L5)")
     ladder: LadderConfig = Field(default_factory=LadderConfig, description="the OOM memory ladder (L6)")
     # Sizing (L27).
     sizing: SizingConfig = Field(default_factory=SizingConfig, description="sizing from the profile (L27)")
@@ -225,12 +231,7 @@ class CatchupResource(dg.ConfigurableResource):
         return os.path.join(os.path.dirname(os.path.abspath(root)), "work")
 
     def retry_policy(self) -> RetryPolicy:
-        return RetryPolicy(
-            environmental=self.environmental_budget,
-            oom_rungs=self.oom_rungs,
-            ordinary=self.ordinary_budget,
-            failed=self.failed_budget,
-        )
+        return _policy_of(RetryPolicy, self.retry)
 
     def placement(self) -> Placement:
         """Tiers, sizing and memory ladder as one value, in the demo's memory scale when it has one."""

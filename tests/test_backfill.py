@@ -60,7 +60,7 @@ def test_backfill_of_failed_ranges_runs_exactly_those_sharing_the_mission_cap(tm
         keys = instance.get_dynamic_partitions("ledger_ranges")
         hit = [keys[1], keys[4]]  # two groups that are not contiguous
         # A spot storm with no environmental budget condemns them mid-replay.
-        stormy = with_resource(disruption_rate=RATE, sim_seed=reclaim_seed(keys, hit, "mb"), environmental_budget=0)
+        stormy = with_resource(disruption_rate=RATE, sim_seed=reclaim_seed(keys, hit, "mb"), retry={"environmental": 0})
         first = run_ranges(instance, keys, "mb", stormy)
         assert not first.success
         st = statuses(instance, keys)

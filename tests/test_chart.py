@@ -164,7 +164,7 @@ def test_configmap_carries_entrypoint_core_config_and_values(chart):
             "storageMode": "ephemeral",
             "storageRoot": "s3://bucket/run-42",
             "parallelism": 77,
-            "budgets": {"environmental": 3, "oomRungs": 2, "ordinary": 1, "failed": 0},
+            "retry": {"environmental": 3, "oom_rungs": 2, "ordinary": 1, "failed": 0},
             "tiers": [{"name": "small", "memoryCutGib": 3, "nodeMemoryGib": 4, "cpu": 1}],
             "workerImage": {"repository": "stellar/stellar-core", "tag": "23.0.1"},
         },
@@ -180,7 +180,10 @@ def test_configmap_carries_entrypoint_core_config_and_values(chart):
     assert "parallelism" not in unset["ops"]["mission_plan"]["config"]
     cfg = run_config["resources"]["catchup"]["config"]
     assert cfg["storage_root"] == "s3://bucket/run-42"
-    assert (cfg["environmental_budget"], cfg["oom_rungs"], cfg["ordinary_budget"], cfg["failed_budget"]) == (3, 2, 1, 0)
+    from catchup_assets.outcomes import RetryPolicy
+    from catchup_assets.resources import CatchupResource
+
+    assert CatchupResource(**cfg).retry_policy() == RetryPolicy(environmental=3, oom_rungs=2, ordinary=1, failed=0)
     assert cfg["tiers"] == [{"name": "small", "memory_cut_gib": 3, "node_memory_gib": 4, "cpu": 1}]
     k8s = cfg["kubernetes"]
     assert k8s["storage_mode"] == "ephemeral"
@@ -285,7 +288,8 @@ def test_nodepools_only_when_enabled(chart):
     "bad, where",
     [
         ({"storageMode": "tape"}, "/storageMode"),
-        ({"budgets": {"environmental": -1}}, "/budgets/environmental"),
+        ({"retry": {"environmental": -1}}, "/retry/environmental"),
+        ({"retry": {"oomRungs": 2}}, "/retry"),  # an unknown key is refused, not ignored
         ({"image": {"repository": ""}}, "/image/repository"),
         ({"parallelism": 0}, "/parallelism"),
         ({"tiers": [{"name": "Big Tier", "memoryCutGib": 1, "nodeMemoryGib": 2, "cpu": 1}]}, "/tiers/0/name"),

@@ -90,10 +90,7 @@ app.kubernetes.io/component: code-location
   "work_dir" .Values.workDir
   "backend" "kubernetes"
   "kubernetes" $k8s
-  "environmental_budget" .Values.budgets.environmental
-  "oom_rungs" .Values.budgets.oomRungs
-  "ordinary_budget" .Values.budgets.ordinary
-  "failed_budget" .Values.budgets.failed
+  "retry" (.Values.retry | default dict)
   "sizing" (.Values.sizing | default dict)
   "ladder" (.Values.ladder | default dict)
   "tiers" $tiers

@@ -1,6 +1,6 @@
-"""Every sizing and memory-ladder knob reaches the placement from the resource and the chart alike.
+"""Every retry, sizing and memory-ladder knob reaches its policy from the resource and the chart alike.
 
-No table to keep: the test walks the fields of SizingPolicy and MemoryLadder,
+No table to keep: the test walks the fields of RetryPolicy, SizingPolicy and MemoryLadder,
 so a new knob is one field on the policy (and, to document it, one example in
 the chart's values.yaml); the resource and the chart pass it through by name.
 """
@@ -13,11 +13,12 @@ from dataclasses import fields
 import pytest
 import yaml
 
+from catchup_assets.outcomes import RetryPolicy
 from catchup_assets.resources import CatchupResource
 from catchup_assets.sizing import GiB, MemoryLadder, SizingPolicy
 from test_chart import BASE, CHART, NS, _merge, helm
 
-POLICIES = {"sizing": SizingPolicy, "ladder": MemoryLadder}
+POLICIES = {"retry": RetryPolicy, "sizing": SizingPolicy, "ladder": MemoryLadder}
 KNOBS = [(block, f) for block, policy in POLICIES.items() for f in fields(policy)]
 
 
@@ -25,11 +26,15 @@ def knob(block: str, f) -> tuple[str, float, object]:
     """(config key, a value unlike the default, what the policy then holds)."""
     if f.name.endswith("_bytes"):
         return f.name[: -len("_bytes")] + "_gib", 3.5, int(3.5 * GiB)
+    if isinstance(f.default, int):
+        return f.name, f.default + 2, f.default + 2
     value = 3.0 if f.default is None else f.default * 1.5 + 0.25
     return f.name, value, value
 
 
 def placement_part(resource: CatchupResource, block: str):
+    if block == "retry":
+        return resource.retry_policy()
     placement = resource.placement()
     return placement.sizing if block == "sizing" else placement.ladder
 
@@ -60,6 +65,7 @@ def test_settable_from_the_chart(chart, block, f):
 def test_unset_knobs_keep_the_policy_s_defaults():
     placement = CatchupResource().placement()
     assert (placement.sizing, placement.ladder) == (SizingPolicy(), MemoryLadder())
+    assert CatchupResource().retry_policy() == RetryPolicy()
 
 
 @pytest.mark.parametrize(
@@ -73,3 +79,21 @@ def test_unset_knobs_keep_the_policy_s_defaults():
 def test_L34_a_bad_knob_is_refused_at_load_naming_it(block, key, value, field):
     with pytest.raises(Exception, match=field):
         CatchupResource(**{block: {key: value}})
+
+
+@pytest.mark.parametrize("block, key", [("sizing", "marginn"), ("ladder", "cap"), ("retry", "environmentl")])
+def test_L34_a_misspelt_knob_is_refused_at_load_naming_it(block, key):
+    with pytest.raises(Exception, match=key):
+        CatchupResource(**{block: {key: 1}})
+
+
+@pytest.mark.parametrize(
+    "settings, key",
+    [
+        ({"environmental_budget": 0}, "environmental_budget"),  # the name before retry={...}
+        ({"backend": "kubernetes", "kubernetes": {"namespace": "n", "image": "i", "pvc_sise": "1Gi"}}, "pvc_sise"),
+    ],
+)
+def test_L34_an_unknown_resource_setting_is_refused_at_load(settings, key):
+    with pytest.raises(Exception, match=key):
+        CatchupResource(**settings)
