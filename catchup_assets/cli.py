@@ -4,11 +4,32 @@ from __future__ import annotations
 
 import argparse
 import logging
+import math
 import os
 import sys
 from pathlib import Path
 
 from catchup_assets.config import DEFAULT_PARALLELISM
+
+
+def number(kind: type, above: float | None = None, at_least: float | None = None):
+    """An argparse type: `kind`, finite, and above/at least a bound; refused naming the value (L34)."""
+
+    def parse(text: str):
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not {'an integer' if kind is int else 'a number'}") from None
+        if not math.isfinite(value):
+            raise argparse.ArgumentTypeError(f"{text!r} is not a finite number")
+        if above is not None and not value > above:
+            raise argparse.ArgumentTypeError(f"{text!r} must be > {above}")
+        if at_least is not None and not value >= at_least:
+            raise argparse.ArgumentTypeError(f"{text!r} must be >= {at_least}")
+        return value
+
+    parse.__name__ = kind.__name__  # argparse names the type in its messages
+    return parse
 
 
 def _demo(args: argparse.Namespace) -> int:
@@ -117,13 +138,20 @@ def build_parser() -> argparse.ArgumentParser:
         default="demo",
         help="where the demo keeps its Dagster home, storage, work and code location (default ./demo)",
     )
-    d.add_argument("--ranges", type=int, default=48, help="ranges the history is cut into (default 48)")
-    d.add_argument("--parallelism", type=int, default=8, help="attempts in flight at once (default 8)")
-    d.add_argument("--speed", type=float, default=300_000.0, help="simulated seconds per real second")
     d.add_argument(
-        "--disruption-rate", type=float, default=0.07, help="share of attempts hit by a simulated spot reclaim"
+        "--ranges", type=number(int, at_least=1), default=48, help="ranges the history is cut into (default 48)"
     )
-    d.add_argument("--seed", type=int, default=0)
+    d.add_argument(
+        "--parallelism", type=number(int, at_least=1), default=8, help="attempts in flight at once (default 8)"
+    )
+    d.add_argument("--speed", type=number(float, above=0), default=300_000.0, help="simulated seconds per real second")
+    d.add_argument(
+        "--disruption-rate",
+        type=number(float, at_least=0),
+        default=0.07,
+        help="share of attempts hit by a simulated spot reclaim",
+    )
+    d.add_argument("--seed", type=number(int), default=0)
     d.set_defaults(func=_demo)
     pl = sub.add_parser(
         "plan",
@@ -135,18 +163,20 @@ def build_parser() -> argparse.ArgumentParser:
     pl.add_argument("--profile", required=True, help="range_profile.parquet of an earlier mission (path or fsspec URL)")
     pl.add_argument(
         "--parallelism",
-        type=int,
+        type=number(int, at_least=1),
         default=DEFAULT_PARALLELISM,
         help=f"attempts in flight at once (default {DEFAULT_PARALLELISM})",
     )
     pl.add_argument("--order", default="longest-first", choices=["tip-first", "oldest-first", "longest-first"])
-    pl.add_argument("--first-ledger", type=int, default=1)
-    pl.add_argument("--last-ledger", type=int, default=0, help="the tip (default: the profile's highest ledger)")
-    pl.add_argument("--ledgers-per-range", type=int, default=16000)
-    pl.add_argument("--overlap", type=int, default=320)
+    pl.add_argument("--first-ledger", type=number(int, at_least=1), default=1)
+    pl.add_argument(
+        "--last-ledger", type=number(int, at_least=0), default=0, help="the tip (default: the profile's highest ledger)"
+    )
+    pl.add_argument("--ledgers-per-range", type=number(int, at_least=64), default=16000)
+    pl.add_argument("--overlap", type=number(int, at_least=0), default=320)
     pl.add_argument(
         "--what-if",
-        type=float,
+        type=number(float, above=0),
         nargs="+",
         default=[0.5, 1.0, 2.0],
         metavar="FACTOR",
@@ -158,8 +188,8 @@ def build_parser() -> argparse.ArgumentParser:
         help="write the profile of the seed-shaped workload model (for trying `plan` and the benchmarks)",
     )
     wl.add_argument("--out", required=True, help="where to write the range_profile.parquet")
-    wl.add_argument("--ranges", type=int, default=4000)
-    wl.add_argument("--seed", type=int, default=0)
+    wl.add_argument("--ranges", type=number(int, at_least=1), default=4000)
+    wl.add_argument("--seed", type=number(int), default=0)
     wl.set_defaults(func=_workload)
     pr = sub.add_parser("profile", help="rebuild a mission's profile and tier map from its attempt records")
     pr.add_argument("--root", required=True, help="storage root (path or fsspec URL)")

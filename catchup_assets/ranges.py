@@ -14,6 +14,8 @@ from dataclasses import dataclass
 CHECKPOINT_LEDGERS = 64
 DEFAULT_LEDGERS_PER_RANGE = 16000
 DEFAULT_OVERLAP = 320
+MAX_RANGES = 20_000  # per mission; the seed's full history was ~4800 at its finest grid
+MAX_LEDGER = 2**32 - 1  # ledger sequence numbers are uint32 in stellar-core
 ORDERS = ("tip-first", "oldest-first", "longest-first")
 
 _KEY_RE = re.compile(r"^(\d{10})-(\d{10})$")
@@ -55,7 +57,7 @@ def format_key(first: int, last: int) -> str:
 
 def parse_key(key: str) -> LedgerRange:
     """The inverse of `format_key`; refuses anything it would not produce."""
-    m = _KEY_RE.match(key) if isinstance(key, str) else None
+    m = _KEY_RE.fullmatch(key) if isinstance(key, str) else None  # not match: "$" passes a trailing newline
     if not m:
         raise RangeKeyError(
             f"range key {key!r} does not parse: expected FIRST-LAST as two 10-digit ledgers, e.g. 0059904001-0059920000"
@@ -74,11 +76,19 @@ class MissionSpan:
     last_ledger: int
     ledgers_per_range: int = DEFAULT_LEDGERS_PER_RANGE
     overlap: int = DEFAULT_OVERLAP
+    # A few times the seed's ~4800: a typo in one field must not plan millions of ranges.
+    max_ranges: int = MAX_RANGES
 
     def __post_init__(self) -> None:
         problems = []
+        for name in ("first_ledger", "last_ledger", "ledgers_per_range", "overlap", "max_ranges"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise ValueError(f"{name} must be an integer, got {value!r}")
         if self.first_ledger < 1:
             problems.append(f"first_ledger must be >= 1, got {self.first_ledger}")
+        if self.last_ledger > MAX_LEDGER:
+            problems.append(f"last_ledger must be a ledger number (<= {MAX_LEDGER}), got {self.last_ledger}")
         if self.last_ledger < self.first_ledger:
             problems.append(f"last_ledger ({self.last_ledger}) must be >= first_ledger ({self.first_ledger})")
         if self.ledgers_per_range <= 0 or self.ledgers_per_range % CHECKPOINT_LEDGERS:
@@ -89,6 +99,13 @@ class MissionSpan:
             problems.append(f"overlap must be >= 0, got {self.overlap}")
         if problems:
             raise ValueError("; ".join(problems))
+        # Counted before anything is built.
+        n = (self.last_ledger - 1) // self.ledgers_per_range - (self.first_ledger - 1) // self.ledgers_per_range + 1
+        if n > self.max_ranges:
+            raise ValueError(
+                f"ledgers_per_range {self.ledgers_per_range} cuts ledgers {self.first_ledger}..{self.last_ledger} "
+                f"into {n} ranges, more than max_ranges {self.max_ranges}"
+            )
 
 
 def plan_ranges(span: MissionSpan) -> list[LedgerRange]:

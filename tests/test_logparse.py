@@ -230,3 +230,25 @@ def test_L16_L24_parse_worker_log(lines: list[str], expected: WorkerLogFacts) ->
     expected_seconds = expected.tx_apply_seconds
     assert facts.tx_apply_seconds == (None if expected_seconds is None else pytest.approx(expected_seconds))
     assert facts == WorkerLogFacts(**{**expected.__dict__, "tx_apply_seconds": facts.tx_apply_seconds})
+
+
+@pytest.mark.parametrize(
+    "lines, expected",
+    [
+        # forged or corrupt numbers cost their one measurement, never the record's write (L12)
+        (REAL[:2] + [D + "           count = 99999999999999999999999"] + REAL[3:], (None, 1470.73)),
+        (REAL[:2] + [D + "           count = " + "9" * 5000] + REAL[3:], (None, 1470.73)),
+        (REAL[:11] + [D + "             sum = 1e400ms"] + REAL[12:], (1532, None)),
+        (REAL[:11] + [D + "             sum = -5ms"] + REAL[12:], (1532, None)),
+    ],
+)
+def test_L12_an_implausible_number_is_dropped_with_a_warning(lines, expected, caplog):
+    count, seconds = parse_tx_apply(lines)
+    assert count == expected[0]
+    assert seconds == (None if expected[1] is None else pytest.approx(expected[1]))
+    assert "out of range, dropped" in caplog.text or "9" * 5000 in "".join(lines)
+
+
+def test_L12_a_forged_resume_lcl_is_dropped():
+    facts = parse_worker_log(["RESUME: range K from LCL 12345678901234567890123 toward target 640"])
+    assert facts.resumed_from_ledger is None and facts.fresh_start is False

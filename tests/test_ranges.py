@@ -33,6 +33,8 @@ def test_key_round_trip(first, last, key):
         "0000000000-0000016000",
         "0000000001_0000016000",
         "0000000001-0000016000 ",
+        "0000000001-0000016000\n",  # re.match with "$" would take it: it must be refused (fullmatch)
+        "\n0000000001-0000016000",
         "../../etc-passwd",
         "000000001a-0000016000",
         None,
@@ -77,6 +79,11 @@ def test_catchup_argument_is_end_over_length_plus_overlap(rng, overlap, arg):
         (dict(first_ledger=10, last_ledger=5), "last_ledger"),
         (dict(first_ledger=1, last_ledger=5, ledgers_per_range=1000), "ledgers_per_range"),
         (dict(first_ledger=1, last_ledger=5, overlap=-1), "overlap"),
+        # one mistyped field must not plan millions of ranges: refused before any is built
+        (dict(first_ledger=1, last_ledger=1_000_000_000, ledgers_per_range=64), "max_ranges"),
+        (dict(first_ledger=1, last_ledger=2**32), "last_ledger"),
+        (dict(first_ledger=1, last_ledger=64000.5), "last_ledger"),
+        (dict(first_ledger=True, last_ledger=64000), "first_ledger"),
     ],
 )
 def test_bad_span_names_the_field(kwargs, field):
@@ -105,3 +112,9 @@ def test_L13_dispatch_order(order, seconds, expected):
 def test_L13_unknown_order_is_refused():
     with pytest.raises(ValueError, match="unknown order 'newest'"):
         dispatch_order(RS, "newest")
+
+
+def test_the_range_cap_is_a_setting_and_the_seed_s_history_fits_the_default():
+    assert len(plan_ranges(MissionSpan(1, 60_000_000, ledgers_per_range=12_800))) == 4688  # the seed's finest grid
+    with pytest.raises(ValueError, match="into 4 ranges, more than max_ranges 3"):
+        MissionSpan(1, 64000, max_ranges=3)

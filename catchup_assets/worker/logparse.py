@@ -8,6 +8,8 @@ metric the profile needs must survive the real log's shapes (L24).
 from __future__ import annotations
 
 import codecs
+import logging
+import math
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -58,7 +60,23 @@ def iter_lines(chunks: Iterable[bytes], max_line: int = 65536) -> Iterator[str]:
         yield "".join(pending)[:max_line]
 
 
+log = logging.getLogger(__name__)
+
 TX_APPLY_METRIC = "ledger.transaction.apply"
+INT64_MAX = 2**63 - 1  # what a record column holds: a larger value would crash its write, every time
+MAX_LEDGER = 2**32 - 1  # ledger sequence numbers are uint32
+
+
+def _plausible(value, limit: float, what: str):
+    """`value` if finite and within [0, limit], else None with a warning naming it: a forged or
+    corrupt number in a log must cost its one measurement, never the record or the pass."""
+    if value is None:
+        return None
+    if isinstance(value, float) and not math.isfinite(value) or not 0 <= value <= limit:
+        log.warning("worker log: %s %r out of range, dropped", what, value)
+        return None
+    return value
+
 
 # stellar-core's exit report names a metric as `metric 'NAME':` (reportCfgMetrics,
 # src/main/ApplicationImpl.cpp); older logs and medida's own ConsoleReporter::Run
@@ -69,7 +87,7 @@ _HEADER = re.compile(rf"(?:^|\s)(?:metric\s+'({_NAME})'|({_NAME})):\s*$")
 _PARTITION = re.compile(r"\[([A-Za-z]+) [A-Za-z]+\]")
 # A field line is the field alone, after an optional "[Partition LEVEL]" prefix.
 _PREFIX = r"^(?:.*\[[A-Za-z]+ [A-Za-z]+\])?\s*"
-_COUNT = re.compile(_PREFIX + r"count\s*=\s*(\d+)\s*$")
+_COUNT = re.compile(_PREFIX + r"count\s*=\s*(\d{1,30})\s*$")
 _SUM = re.compile(_PREFIX + r"sum\s*=\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*(ms|us|µs|ns|s)\s*$")
 _UNIT_SECONDS = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6, "ns": 1e-9}
 
@@ -110,11 +128,11 @@ class _TxApplyScanner:
         if self.count is None and "count" in line:
             m = _COUNT.match(line)
             if m:
-                self.count = int(m.group(1))
+                self.count = _plausible(int(m.group(1)), INT64_MAX, "tx-apply count")
                 return
         m = _SUM.match(line) if "sum" in line else None
         if m:
-            self.seconds = float(m.group(1)) * _UNIT_SECONDS[m.group(2)]
+            self.seconds = _plausible(float(m.group(1)) * _UNIT_SECONDS[m.group(2)], 1e12, "tx-apply seconds")
             self._open = False
 
 
@@ -139,8 +157,8 @@ class WorkerLogFacts:
 
 
 # Searched, not anchored: a collector may prefix each line with a timestamp.
-_RESUMED = re.compile(r"(?:^|\s)RESUME: range .* from LCL (\d+) toward target \d+\s*$")
-_COMPLETE = re.compile(r"(?:^|\s)RESUME: range .* already complete: LCL (\d+) >= target \d+\s*$")
+_RESUMED = re.compile(r"(?:^|\s)RESUME: range .* from LCL (\d{1,30}) toward target \d+\s*$")
+_COMPLETE = re.compile(r"(?:^|\s)RESUME: range .* already complete: LCL (\d{1,30}) >= target \d+\s*$")
 _DECLINED = re.compile(r"(?:^|\s)RESUME DECLINED:")
 
 
@@ -153,10 +171,10 @@ def parse_worker_log(lines: Iterable[str]) -> WorkerLogFacts:
     for line in lines:
         if "RESUME" in line:
             if m := _RESUMED.search(line):
-                resumed, fresh, complete = int(m.group(1)), False, False
+                resumed, fresh, complete = _plausible(int(m.group(1)), MAX_LEDGER, "resume LCL"), False, False
                 continue
             if m := _COMPLETE.search(line):
-                resumed, fresh, complete = int(m.group(1)), False, True
+                resumed, fresh, complete = _plausible(int(m.group(1)), MAX_LEDGER, "resume LCL"), False, True
                 continue
             if _DECLINED.search(line):
                 resumed, fresh, complete = None, True, False
