@@ -17,6 +17,8 @@ tier_map.parquet, one row per planned range (unmeasured ones on the catch-all ti
 
 from __future__ import annotations
 
+import logging
+import math
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -24,6 +26,8 @@ import pyarrow as pa
 
 from catchup_assets.ranges import LedgerRange
 from catchup_assets.sizing import Placement, ProfileIndex, RangeMeasure
+
+log = logging.getLogger(__name__)
 
 PLAN_SCHEMA = pa.schema(
     [
@@ -79,16 +83,47 @@ def plan_table(
     return pa.Table.from_pylist(rows, schema=PLAN_SCHEMA)
 
 
+MAX_LEDGER = 2**32 - 1
+MAX_BYTES = 2**50  # a PiB: no range's peak comes near it
+
+
+def _checked(row: dict[str, Any], field: str, kind: type, low: float, high: float):
+    """The row's `field` as `kind` if present, finite and in (low, high]; else None with a warning."""
+    value = row.get(field)
+    if value is None:
+        return None
+    try:
+        number = kind(value)
+        ok = math.isfinite(number) and low < number <= high
+    except (TypeError, ValueError, OverflowError):
+        ok = False
+    if not ok:
+        log.warning("profile row %s: %s %r out of range, not used", row.get("range_key"), field, value)
+        return None
+    return number
+
+
 def measures_from_rows(rows: Iterable[dict[str, Any]]) -> list[RangeMeasure]:
-    return [
-        RangeMeasure(
-            int(r["last_ledger"]),
-            None if r.get("peak_anon_bytes") is None else int(r["peak_anon_bytes"]),
-            None if r.get("peak_working_set_bytes") is None else int(r["peak_working_set_bytes"]),
-            None if r.get("seconds") is None else float(r["seconds"]),
+    """What sizing reads of each profile row, every value range-checked where it enters.
+
+    A row without a usable `last_ledger` is skipped; a bad peak or seconds is
+    left out of that row alone (a negative peak would size a negative request).
+    """
+    out = []
+    for r in rows:
+        last = _checked(r, "last_ledger", int, 0, MAX_LEDGER)
+        if last is None:
+            log.warning("profile row %s skipped: no usable last_ledger", r.get("range_key"))
+            continue
+        out.append(
+            RangeMeasure(
+                last,
+                _checked(r, "peak_anon_bytes", int, 0, MAX_BYTES),
+                _checked(r, "peak_working_set_bytes", int, 0, MAX_BYTES),
+                _checked(r, "seconds", float, 0, 1e9),
+            )
         )
-        for r in rows
-    ]
+    return out
 
 
 def tier_map_table(

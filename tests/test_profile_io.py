@@ -71,3 +71,61 @@ def test_L35_not_parquet_is_refused(tmp_path):
     bad.write_text("not a table")
     with pytest.raises(ProfileRefused, match="not a Parquet table"):
         load_previous_profile(str(bad))
+
+
+def test_L34_hostile_profile_values_are_left_out_row_by_row_and_the_plan_stays_sane(tmp_path, caplog):
+    """A negative peak once sized a negative memory request that crashed every restart at submit."""
+    import math
+
+    import pyarrow as pa
+
+    from catchup_assets.config import MissionConfig
+    from catchup_assets.mission import prepare
+    from catchup_assets.ranges import MissionSpan
+
+    rows = [
+        {
+            "range_key": "0000000001-0000016000",
+            "last_ledger": 16000,
+            "peak_anon_bytes": -5 * GiB,
+            "peak_working_set_bytes": GiB,
+            "seconds": 100.0,
+        },
+        {
+            "range_key": "0000016001-0000032000",
+            "last_ledger": None,
+            "peak_anon_bytes": GiB,
+            "peak_working_set_bytes": GiB,
+            "seconds": 100.0,
+        },
+        {
+            "range_key": "0000032001-0000048000",
+            "last_ledger": 48000,
+            "peak_anon_bytes": 2 * GiB,
+            "peak_working_set_bytes": -1,
+            "seconds": math.nan,
+        },
+        {
+            "range_key": "0000048001-0000064000",
+            "last_ledger": 64000,
+            "peak_anon_bytes": 3 * GiB,
+            "peak_working_set_bytes": 3 * GiB,
+            "seconds": math.inf,
+        },
+    ]
+    path = tmp_path / "hostile.parquet"
+    pq.write_table(pa.Table.from_pylist(rows), path)
+    previous = load_previous_profile(str(path))
+    assert [(m.last_ledger, m.peak_anon_bytes) for m in map(previous.index.lookup, (16000, 48000, 64000))] == [
+        (48000, 2 * GiB),  # the negative peak's row is unmeasured: it takes the nearest measured above (L25)
+        (48000, 2 * GiB),
+        (64000, 3 * GiB),
+    ]
+    assert previous.index.lookup(48000).seconds is None and previous.index.lookup(48000).peak_working_set_bytes is None
+    for field in ("peak_anon_bytes", "last_ledger", "seconds", "peak_working_set_bytes"):
+        assert field in caplog.text
+    cfg = MissionConfig(
+        "m1", MissionSpan(1, 64000), str(tmp_path / "s"), previous_profile=str(path), order="longest-first"
+    )
+    plan = prepare(cfg).plan.to_pylist()
+    assert all(r["memory_request_bytes"] > 0 for r in plan)
