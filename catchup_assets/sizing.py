@@ -8,11 +8,13 @@ each OOM moves it one more (L6) while the request climbs by the ladder.
 from __future__ import annotations
 
 import bisect
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
 GiB = 1024**3
 MiB = 1024**2
+TIER_NAME = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
 
 
 @dataclass(frozen=True)
@@ -56,6 +58,11 @@ class Tiers:
         names = [t.name for t in self.all()]
         if len(set(names)) != len(names):
             raise ValueError(f"tiers: duplicate tier names in {names}")
+        for name in names:
+            # A tier name becomes a node-selector label value, a taint value and a NodePool's
+            # name: refused here, at load, not at the first submit after Jobs were created.
+            if not isinstance(name, str) or not TIER_NAME.fullmatch(name):
+                raise ValueError(f"tier {name!r}: a name must be a DNS-1123 label (a-z, 0-9, '-', at most 63)")
         for t in self.all():
             if t.memory_cut_bytes <= 0 or t.memory_cut_bytes > t.node_memory_bytes:
                 raise ValueError(f"tier {t.name!r}: need 0 < memory_cut <= node_memory")

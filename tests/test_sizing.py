@@ -102,3 +102,11 @@ def test_L34_bad_sizing_policy_names_the_field(kwargs, msg):
 def test_L34_unknown_tier_is_refused_with_the_known_ones():
     with pytest.raises(ValueError, match="unknown tier 'giantess'.*dwarf"):
         T.by_name("giantess")
+
+
+@pytest.mark.parametrize("name", ["bad name;$(x)", "Giant", "", "-edge", "x" * 64, "a.b"])
+def test_L34_a_tier_name_that_cannot_be_a_label_is_refused_at_load(name):
+    from catchup_assets.resources import CatchupResource, TierConfig
+
+    with pytest.raises(Exception, match="DNS-1123 label"):
+        CatchupResource(tiers=[TierConfig(name=name, memory_cut_gib=1, node_memory_gib=2, cpu=1)])
