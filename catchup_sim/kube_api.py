@@ -161,6 +161,7 @@ class KubeApiServer:
         raw = h.rfile.read(length) if length else b""
         verb = resource = "?"
         headers: dict[str, str] = {}
+        truncate = False
         try:
             if url.path == "/version":
                 verb, resource = "get", "version"
@@ -172,6 +173,7 @@ class KubeApiServer:
                 self.requests.record(verb, resource)
                 fault = self.faults.take(method, url.path, verb, resource)
                 if fault is not None:
+                    truncate = fault.truncate
                     if fault.hang and self._stopping.wait(fault.hang):
                         return
                     if fault.status is not None:
@@ -197,6 +199,11 @@ class KubeApiServer:
             for key, value in headers.items():
                 h.send_header(key, value)
             h.end_headers()
+            if truncate:  # the body cut off mid-read, the connection gone
+                h.wfile.write(payload[: len(payload) // 2])
+                h.wfile.flush()
+                h.close_connection = True
+                return
             h.wfile.write(payload)
         except (BrokenPipeError, ConnectionResetError):
             h.close_connection = True  # the client gave up (a timeout test)

@@ -40,6 +40,9 @@ class Fault:
     status: int | None = None  # answer with this code and its Status body
     hang: float = 0.0  # stall this many seconds first (beyond the client's timeout)
     apply: bool = True  # after a hang with no status: still perform the request?
+    # Perform the request, promise the whole body (Content-Length), send half of it and
+    # close: the client's read fails with urllib3's ProtocolError (IncompleteRead).
+    truncate: bool = False
     count: int = 1
     method: str | None = None  # HTTP method, e.g. "POST"
     path: str | None = None  # regex searched in the URL path
@@ -73,8 +76,8 @@ class FaultInjector:
 
     def add(self, status: int | None = None, *, count: int = 1, **criteria) -> Fault:
         fault = Fault(status=status, count=count, **criteria)
-        if fault.status is None and not fault.hang:
-            raise ValueError("a fault needs a status, a hang, or both")
+        if fault.status is None and not fault.hang and not fault.truncate:
+            raise ValueError("a fault needs a status, a hang, a truncation, or both")
         with self._lock:
             self._rules.append(fault)
         return fault

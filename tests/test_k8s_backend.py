@@ -333,3 +333,20 @@ def test_L4_a_pod_that_fills_its_node_s_disk_is_evicted_not_disrupted(cluster, t
     assert [records[(A, a)].outcome for a in (1, 2)] == ["evicted", "ok"]
     assert "TerminationByKubelet" in first.reason and "larger consumption of ephemeral-storage" in first.reason
     assert first.peak_ephemeral_bytes == 95 * GiB
+
+
+def test_L5_cut_off_bodies_and_410s_are_retried_and_never_charged(cluster, tmp_path):
+    """A LIST or kubelet summary cut off mid-body, and 410 Gone on LIST and on deletes."""
+    api, kubelet = cluster
+    api.faults.add(truncate=True, verb="list", resource="jobs", count=2)
+    api.faults.add(truncate=True, verb="list", resource="pods", count=1)
+    api.faults.add(truncate=True, resource="nodes/proxy", count=2)
+    api.faults.add(status=410, verb="list", resource="pods", count=1)
+    api.faults.add(status=410, verb="delete", resource="jobs", count=1)
+    api.faults.add(status=410, verb="delete", resource="persistentvolumeclaims", count=1)
+    cfg = mission(tmp_path)
+    result = run_mission(prepare(cfg), backend(api, kubelet, tmp_path), clock=SimClock(kubelet))
+    assert api.faults.pending() == 0  # every fault was met
+    assert result.condemned.keys() == {C}
+    records, _ = RecordStore(Store(cfg.storage_root), "m1").load()
+    assert sorted(r.outcome for r in records.values()) == sorted(["oom", "ok", "disrupted", "ok", "failed", "ok"])

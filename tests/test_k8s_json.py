@@ -95,6 +95,6 @@ def test_dates_are_aware_and_unknown_attributes_fail_like_the_model():
 
 
 def test_list_items_views_every_item():
-    jobs = list_items(Body({"kind": "JobList", "items": [JOB, JOB]}), V1Job)
+    jobs = list_items(json.dumps({"kind": "JobList", "items": [JOB, JOB]}).encode(), V1Job)
     assert [j.status.conditions[0].reason for j in jobs] == ["PodFailurePolicy"] * 2
-    assert list_items(Body({"kind": "JobList", "items": None}), V1Job) == []
+    assert list_items(json.dumps({"kind": "JobList", "items": None}).encode(), V1Job) == []

@@ -42,7 +42,8 @@ from catchup_assets.worker.logparse import parse_worker_log
 
 log = logging.getLogger(__name__)
 
-TRANSIENT = frozenset({429, 500, 502, 503, 504})
+# 410 Gone on a LIST: the server's window moved; listing again is the cure.
+TRANSIENT = frozenset({410, 429, 500, 502, 503, 504})
 DEFAULT_CORE_CONFIG = 'NETWORK_PASSPHRASE="Public Global Stellar Network ; September 2015"\n'
 
 
@@ -102,11 +103,17 @@ class KubernetesBackend:
         self.blocked: str | None = None
 
     # -- API calls ----------------------------------------------------------
-    def _call(self, fn: Callable, *args, **kwargs):
-        """Retry what the API server could not answer now (L5: never a range's failure)."""
+    def _call(self, fn: Callable, *args, read: bool = False, **kwargs):
+        """Retry what the API server could not answer now (L5: never a range's failure).
+
+        `read`: the call is unpreloaded and its whole body is read inside the retry, so
+        a body cut off mid-read (urllib3 ProtocolError) is retried like a reset.
+        """
         delay = self.api_backoff
         for attempt in range(self.api_retries + 1):
             try:
+                if read:
+                    return fn(*args, _request_timeout=self.timeout, _preload_content=False, **kwargs).data
                 return fn(*args, _request_timeout=self.timeout, **kwargs)
             except ApiException as exc:
                 if exc.status not in TRANSIENT:
@@ -136,7 +143,7 @@ class KubernetesBackend:
         try:
             self._call(fn, name, self.ns, **kwargs)
         except ApiException as exc:
-            if exc.status != 404:
+            if exc.status not in (404, 410):  # already gone: what a delete wanted
                 raise
 
     def _read_log(self, pod_name: str, since: str | None):
@@ -178,12 +185,10 @@ class KubernetesBackend:
     def observe(self) -> list[AttemptState]:
         # Raw JSON read through model views: building the client's models costs seconds a pass at 2000.
         jobs = list_items(
-            self._call(self.batch.list_namespaced_job, self.ns, label_selector=self.selector, _preload_content=False),
-            V1Job,
+            self._call(self.batch.list_namespaced_job, self.ns, label_selector=self.selector, read=True), V1Job
         )
         pods = list_items(
-            self._call(self.core.list_namespaced_pod, self.ns, label_selector=self.selector, _preload_content=False),
-            V1Pod,
+            self._call(self.core.list_namespaced_pod, self.ns, label_selector=self.selector, read=True), V1Pod
         )
         by_job: dict[str, object] = {}
         for pod in pods:
@@ -254,10 +259,8 @@ class KubernetesBackend:
         for node, names in ours.items():
             try:
                 # Unpreloaded: the generated client would hand back a Python repr, not JSON.
-                resp = self._call(
-                    self.core.connect_get_node_proxy_with_path, node, "stats/summary", _preload_content=False
-                )
-                summary = json.loads(resp.data)
+                body = self._call(self.core.connect_get_node_proxy_with_path, node, "stats/summary", read=True)
+                summary = json.loads(body)
             except (ApiException, TransientBackendError, ValueError) as exc:
                 log.info("stats summary of node %s unavailable: %s", node, exc)
                 continue

@@ -52,6 +52,6 @@ def _convert(value: Any, typ: str) -> Any:
     return ModelView(value, getattr(k8s.models, typ))
 
 
-def list_items(response, item_model: type) -> list[ModelView]:
-    """The items of a LIST answered with `_preload_content=False`, as views of `item_model`."""
-    return [ModelView(item, item_model) for item in json.loads(response.data).get("items") or []]
+def list_items(body: bytes, item_model: type) -> list[ModelView]:
+    """The items of a LIST's whole JSON body (read unpreloaded), as views of `item_model`."""
+    return [ModelView(item, item_model) for item in json.loads(body).get("items") or []]
