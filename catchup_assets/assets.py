@@ -182,6 +182,7 @@ def range_catchup(context: dg.AssetExecutionContext, catchup: CatchupResource) -
             on_result=on_result,
             write_plan=False,
             reset_condemned=fresh,
+            holder=context.run.run_id,  # a retried step of this run takes its own claims back
         )
     except (KeyboardInterrupt, dg.DagsterExecutionInterruptedError):
         # Terminated from the UI: stop the attempts first, bounded (L37); their

@@ -10,8 +10,12 @@ second dispatcher sees the same picture.
 
 from __future__ import annotations
 
+import json
 import logging
+import os
+import socket
 import time
+import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
@@ -63,6 +67,12 @@ class DispatchConfig:
     peak_flush_seconds: float = 60.0  # in-flight peaks made durable at most this often
     collect_tries: int = 3  # final reads of a finished attempt before recording without (L31)
     transient_alert_passes: int = 10  # consecutive passes without an answer from the backend: alert
+    # Who claims attempts: a restart with the same holder (a retried step of one Dagster
+    # run) takes its own claims back; None: this dispatcher alone.
+    holder: str | None = None
+    # A claim this young whose attempt is neither seen nor recorded is another dispatcher's
+    # submit in flight: its range waits; older, the claimer died before submitting.
+    claim_grace_seconds: float = 120.0
     # An operator's new run over a condemned range grants it fresh budgets; a
     # retry of a dead dispatcher must not, or a mission would loop on it.
     reset_condemned: bool = False
@@ -175,6 +185,9 @@ class Dispatcher:
         # Flushed with the peaks, so a restart loses at most peak_flush_seconds of it.
         self._last_seen: dict[tuple[str, int], float] = {}
         self._release_owed: set[str] = set()  # completed ranges whose data a transient error kept
+        self.holder = config.holder or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        # Claims of other holders seen on the storage root, per range: attempt -> claimed at.
+        self._claims: dict[str, dict[int, float]] = {k: {} for k in self.by_key}
         self._transient_passes = 0  # consecutive passes the backend could not answer
         self._last_status: Status | None = None
         self._last_completion = self.clock.time()
@@ -295,14 +308,18 @@ class Dispatcher:
                 continue
             done = self._done[key]
             n_oom = sum(1 for a in done if self._recs[key][a].outcome == Outcome.OOM.value)
-            attempt = max([0, max_attempt.get(key, 0), *done]) + 1
+            pending = self._claimed_elsewhere(key, done)
+            if pending is None:
+                continue  # another dispatcher's submit of this range is in flight
+            attempt = max([0, max_attempt.get(key, 0), *done, pending]) + 1
             queue.append((key, attempt, n_oom))
         free = self.mission.parallelism - live_total
         submitted = 0
         if self._blocked is None:
             for key, attempt, n_oom in queue[: max(free, 0)]:
                 try:
-                    self._submit(key, attempt, n_oom)
+                    if not self._submit(key, attempt, n_oom):
+                        continue
                 except TransientBackendError as exc:
                     log.warning("submit of %s a%d deferred: %s", key, attempt, exc)
                     break
@@ -335,7 +352,36 @@ class Dispatcher:
             env=dict(self.mission.env),
         )
 
-    def _submit(self, key: str, attempt: int, n_oom: int) -> None:
+    def _claimed_elsewhere(self, key: str, done: set[int]) -> int | None:
+        """The highest attempt others claimed and left (0 if none), or None while one's submit is in flight."""
+        now, highest = self.clock.time(), 0
+        for attempt, at in self._claims[key].items():
+            if attempt in done:
+                continue
+            if now - at < self.cfg.claim_grace_seconds:
+                return None
+            highest = max(highest, attempt)  # claimed, never started: that number is spent
+        return highest
+
+    def _refresh(self, key: str) -> None:
+        """Read one range afresh: another dispatcher may have run and recorded attempts of it."""
+        recs, done, claims = self.records.load_range(key)
+        for attempt, rec in recs.items():
+            self._recs[key][attempt] = rec
+        self._done[key] |= done
+        self._claims[key] = claims
+        self._judge(key, already=True)
+
+    def _submit(self, key: str, attempt: int, n_oom: int) -> bool:
+        """Claim the attempt, make its sizing durable, start it; False if another holder has it."""
+        if not self.records.claim(key, attempt, self.holder, self.clock.time()):
+            if self._own_claim(key, attempt):
+                log.info("attempt %s a%d was claimed by this run before a restart: submitted again", key, attempt)
+            else:
+                # Whoever dispatches, a range has one live attempt: read what the other did.
+                log.warning("range %s attempt %d is claimed by another dispatcher: not started here", key, attempt)
+                self._refresh(key)
+                return False
         spec = self._spec(key, attempt, n_oom)
         rec = AttemptRecord(
             mission=self.name,
@@ -352,6 +398,14 @@ class Dispatcher:
             self.backend.submit(spec)
         except AlreadyExists:
             log.info("attempt %s exists already: adopted (still holds its slot)", spec.attempt_id)
+        return True
+
+    def _own_claim(self, key: str, attempt: int) -> bool:
+        try:
+            doc = json.loads(self.records.store.read_bytes(f"{self.name}/attempts/{key}/_claim-a{attempt:03d}"))
+            return doc.get("holder") == self.holder
+        except Exception:  # noqa: BLE001 - unreadable: not provably ours
+            return False
 
     def _flush_live(self, st: AttemptState) -> None:
         """Make a live attempt's peaks, start and last sighting durable, at most every peak_flush_seconds."""
@@ -379,6 +433,12 @@ class Dispatcher:
     def _finish(self, st: AttemptState) -> bool:
         """Record a finished attempt and release it. False if its final read must wait."""
         ident = (st.range_key, st.attempt)
+        if self.records.is_done(*ident):
+            # Another dispatcher recorded it first: a finished record is written once, so
+            # a second finisher's (possibly emptier) reading never replaces the first.
+            self._refresh(st.range_key)
+            self._release(st)
+            return True
         try:
             collected = self.backend.collect(st, self.records.log_url(*ident))
         except TransientBackendError as exc:

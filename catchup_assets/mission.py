@@ -105,12 +105,15 @@ def run_mission(
     on_result: Callable[[RangeResult, bool], None] | None = None,
     write_plan: bool = True,
     reset_condemned: bool = False,
+    holder: str | None = None,
 ) -> MissionResult:
     cfg = prepared.config
     store = Store(cfg.storage_root)
     if write_plan:
         write_table(store, f"{cfg.mission}/{PLAN_FILE}", prepared.plan)
-    dispatch_cfg = DispatchConfig(cfg, prepared.ordered, prepared.previous.index, reset_condemned=reset_condemned)
+    dispatch_cfg = DispatchConfig(
+        cfg, prepared.ordered, prepared.previous.index, reset_condemned=reset_condemned, holder=holder
+    )
     dispatcher = Dispatcher(
         dispatch_cfg, backend, RecordStore(store, cfg.mission), clock=clock, on_status=on_status, on_result=on_result
     )

@@ -20,6 +20,7 @@ warning (L12, L33); peaks merge by max (L20) and a late field fills a hole (L28)
 from __future__ import annotations
 
 import io
+import json
 import logging
 import re
 from collections.abc import Iterable, Mapping
@@ -36,6 +37,7 @@ SCHEMA_VERSION = 2  # 2 added last_seen_at and seconds_estimated; version 1 file
 SNAPSHOT_FILE = "attempt_records.parquet"
 PEAK_FIELDS = ("peak_anon_bytes", "peak_working_set_bytes", "peak_ephemeral_bytes")
 _RESET_FILE = re.compile(r"^attempts/(\d{10}-\d{10})/_reset-a(\d{3,})$")
+_CLAIM_FILE = re.compile(r"^attempts/(\d{10}-\d{10})/_claim-a(\d{3,})$")
 _ATTEMPT_FILE = re.compile(r"^attempts/(\d{10}-\d{10})/(?:a(\d{3,})\.(parquet)|_a(\d{3,})\.(done))$")
 
 
@@ -168,6 +170,9 @@ class RecordStore:
         self.store.write_bytes(self._rel(rec.range_key, rec.attempt, "parquet"), encode(merged))
         return merged
 
+    def is_done(self, range_key: str, attempt: int) -> bool:
+        return self.store.exists(self._rel(range_key, attempt, "done"))
+
     def mark_done(self, range_key: str, attempt: int) -> None:
         self.store.write_bytes(self._rel(range_key, attempt, "done"), b"")
 
@@ -192,7 +197,7 @@ class RecordStore:
         prefix = f"{self.mission}/"
         for rel in self.store.find(f"{self.mission}/attempts"):
             m = _ATTEMPT_FILE.match(rel[len(prefix) :]) if rel.startswith(prefix) else None
-            if not m and _RESET_FILE.match(rel[len(prefix) :]):
+            if not m and (_RESET_FILE.match(rel[len(prefix) :]) or _CLAIM_FILE.match(rel[len(prefix) :])):
                 continue
             if not m:
                 log.warning("ignoring unexpected file under attempts: %s", rel)
@@ -249,6 +254,40 @@ class RecordStore:
         pq.write_table(table, buf, compression="zstd")
         self.store.write_bytes(self._snapshot_rel(), buf.getvalue())
         return self.store.url(self._snapshot_rel())
+
+    def claim(self, range_key: str, attempt: int, holder: str, now: float) -> bool:
+        """Take attempt `attempt` of the range for `holder`, or False if someone has it already.
+
+        The claim outlives the attempt's Job, whose name is free again once the Job is
+        deleted: whoever dispatches, a range's attempt number is started once.
+        """
+        rel = f"{self.mission}/attempts/{range_key}/_claim-a{attempt:03d}"
+        return self.store.create_exclusive(rel, json.dumps({"holder": holder, "at": now}).encode())
+
+    def load_range(self, range_key: str) -> tuple[dict[int, AttemptRecord], set[int], dict[int, float]]:
+        """One range's records, done marks and claims (attempt -> claimed at), read afresh."""
+        records: dict[int, AttemptRecord] = {}
+        done: set[int] = set()
+        claims: dict[int, float] = {}
+        prefix = f"{self.mission}/"
+        for rel in self.store.find(f"{self.mission}/attempts/{range_key}"):
+            tail = rel[len(prefix) :] if rel.startswith(prefix) else rel
+            if c := _CLAIM_FILE.match(tail):
+                try:
+                    claims[int(c.group(2))] = float(json.loads(self.store.read_bytes(rel))["at"])
+                except Exception as exc:  # noqa: BLE001 - a torn claim still claims (L12)
+                    log.warning("claim %s unreadable (%s): taken as made now", rel, exc)
+                    claims[int(c.group(2))] = float("inf")
+                continue
+            m = _ATTEMPT_FILE.match(tail)
+            if not m or m.group(1) != range_key:
+                continue
+            attempt = int(m.group(2) or m.group(4))
+            if m.group(5):
+                done.add(attempt)
+            elif (rec := self.read_one(range_key, attempt)) is not None:
+                records[attempt] = rec
+        return records, done & set(records), claims
 
     def mark_reset(self, range_key: str, after_attempt: int) -> None:
         """An operator's new run over a condemned range: budgets count attempts after this one."""

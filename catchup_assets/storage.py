@@ -6,14 +6,18 @@ object store a single PUT, which is atomic by nature.
 
 from __future__ import annotations
 
+import logging
 import os
 import posixpath
 import re
+import threading
 import uuid
 
 import fsspec
 from fsspec.implementations.local import LocalFileSystem
 
+_CHECK_THEN_WRITE = threading.Lock()  # serialises this process's claims where the driver cannot
+_WARNED: dict[str, bool] = {}
 _MISSION_RE = re.compile(r"^[a-z0-9]([a-z0-9-]{0,38}[a-z0-9])?$")
 
 
@@ -59,6 +63,45 @@ class Store:
             os.replace(tmp, p)
         else:
             self.fs.pipe_file(p, data)
+
+    def create_exclusive(self, rel: str, data: bytes) -> bool:
+        """Write `rel` only if nothing is there yet, atomically; False if it already exists.
+
+        Locally `O_CREAT | O_EXCL`. Elsewhere the filesystem's exclusive mode ("xb"), which
+        object stores implement as a conditional put (S3 `If-None-Match: *`) where the
+        fsspec driver supports it; a driver that does not gets a check then a write, which
+        two writers can race (said once in the log).
+        """
+        p = self.path(rel)
+        if self.local:
+            os.makedirs(os.path.dirname(p), exist_ok=True)
+            try:
+                fd = os.open(p, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+            except FileExistsError:
+                return False
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+                f.flush()
+                os.fsync(f.fileno())
+            return True
+        try:
+            with self.fs.open(p, "xb") as f:
+                f.write(data)
+            return True
+        except FileExistsError:
+            return False
+        except (ValueError, NotImplementedError, TypeError):
+            pass  # no exclusive mode in this driver
+        with _CHECK_THEN_WRITE:
+            if self.fs.exists(p):
+                return False
+            if not _WARNED.get(type(self.fs).__name__):
+                _WARNED[type(self.fs).__name__] = True
+                logging.getLogger(__name__).warning(
+                    "%s has no exclusive create: attempt claims are checked, then written", type(self.fs).__name__
+                )
+            self.fs.pipe_file(p, data)
+            return True
 
     def read_bytes(self, rel: str) -> bytes:
         return self.fs.cat_file(self.path(rel))

@@ -50,7 +50,8 @@ def dispatcher(root, backend, clock, boundaries=None):
     if boundaries:
         for name in ("write", "mark_done"):
             boundaries.wrap(records, name)
-    cfg = DispatchConfig(MissionConfig("m1", SPAN, str(root), parallelism=2, poll_seconds=5), RANGES)
+    # One holder across the restart, as a retried step of one Dagster run: it takes its claims back.
+    cfg = DispatchConfig(MissionConfig("m1", SPAN, str(root), parallelism=2, poll_seconds=5), RANGES, holder="run-1")
     return Dispatcher(cfg, backend, records, clock=clock), records
 
 

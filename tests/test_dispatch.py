@@ -341,3 +341,34 @@ def test_constructing_a_dispatcher_does_no_io(tmp_path):
     assert (
         backend.released_ranges == [] and not (tmp_path / "root" / "m1" / "attempts" / KEYS[0] / "_reset-a001").exists()
     )
+
+
+def test_two_dispatchers_over_the_same_ranges_never_run_an_attempt_twice(tmp_path):
+    """A backfill of partitions a live run holds: two dispatchers, same ranges, same storage.
+
+    Each claims an attempt on the storage root before starting it, so the second reads
+    what the first did instead of starting attempt N again once the first released it."""
+    clock = FakeClock()
+    table = {(KEYS[0], 1): Script(observation=DISRUPTED, fresh_start=True), (KEYS[3], 1): Script(observation=OOM)}
+    backend = FakeBackend(
+        clock, lambda s: table.get((s.range_key, s.attempt), Script(seconds=7 + len(s.range_key) % 5))
+    )
+    records = RecordStore(Store(tmp_path / "root"), "m1")
+    mission = MissionConfig("m1", SPAN, str(tmp_path / "root"), parallelism=4, poll_seconds=5)
+    first, second = (
+        Dispatcher(DispatchConfig(mission, RANGES, holder=h), backend, records, clock=clock) for h in ("run-a", "run-b")
+    )
+    live_per_range = []
+    for _ in range(80):
+        for d in (first, second):
+            d.pass_once()
+            live = [s.range_key for s in backend.observe() if s.live]
+            live_per_range.append(max((live.count(k) for k in set(live)), default=0))
+        clock.sleep(5)
+    ids = [s.attempt_id for s in backend.submitted]
+    assert len(ids) == len(set(ids))  # no (range, attempt) started twice
+    assert max(live_per_range) == 1  # never two live attempts of one range
+    recs, done = records.load()
+    assert done == set(recs) and {k for k, _ in done} == set(KEYS)  # everything finished, once
+    assert all(r.tx_apply_count == 1000 for r in recs.values() if r.outcome == "ok")  # no finished record blanked
+    assert len(ids) == len(KEYS) + 2  # the reclaim and the OOM retried, once each
