@@ -78,6 +78,7 @@ def policies(catchup: CatchupResource) -> dict:
         placement=catchup.placement(),
         poll_seconds=catchup.poll_seconds,
         status_every=catchup.status_every,
+        profile_timeout_seconds=catchup.profile_timeout_seconds,
         env=catchup.attempt_env(),
     )
 

@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from catchup_assets.outcomes import RetryPolicy
+from catchup_assets.profile_io import PROFILE_TIMEOUT_SECONDS
 from catchup_assets.ranges import ORDERS, MissionSpan
 from catchup_assets.sizing import Placement
 from catchup_assets.storage import validate_mission
@@ -32,6 +33,7 @@ class MissionConfig:
     poll_seconds: float = 1.0
     status_every: int = 30  # passes between status lines: thin, not a line per pod (L36)
     env: Mapping[str, str] = field(default_factory=dict)
+    profile_timeout_seconds: float = PROFILE_TIMEOUT_SECONDS  # connect and total, a profile over http(s)
 
     def __post_init__(self) -> None:
         validate_mission(self.mission)
@@ -41,6 +43,8 @@ class MissionConfig:
             raise ValueError(f"parallelism must be >= 1, got {self.parallelism}")
         if not self.poll_seconds > 0:
             raise ValueError(f"poll_seconds must be > 0, got {self.poll_seconds}")
+        if not 0 < self.profile_timeout_seconds < float("inf"):
+            raise ValueError(f"profile_timeout_seconds must be > 0 and finite, got {self.profile_timeout_seconds}")
         if self.status_every < 1:
             raise ValueError(f"status_every must be >= 1, got {self.status_every}")
         if self.deadline_seconds is not None and self.deadline_seconds < 1:

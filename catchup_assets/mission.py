@@ -70,7 +70,7 @@ def prepare(config: MissionConfig, keys: list[str] | None = None) -> PreparedMis
 
     `keys` narrows the mission to those ranges (a backfill of some partitions).
     """
-    previous = load_previous_profile(config.previous_profile)
+    previous = load_previous_profile(config.previous_profile, config.profile_timeout_seconds)
     planned = plan_ranges(config.span)
     if keys is not None:
         wanted = {parse_key(k) for k in keys}

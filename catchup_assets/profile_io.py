@@ -39,12 +39,24 @@ class PreviousProfile:
         return {r["range_key"]: r["seconds"] for r in self.rows if r.get("seconds") is not None}
 
 
-def load_previous_profile(spec: str | None) -> PreviousProfile:
+PROFILE_TIMEOUT_SECONDS = 60.0  # a server that never answers, or drips, must not hold a launch
+
+
+def _open_options(spec: str, timeout: float) -> dict:
+    """Bounded reads: over http(s), aiohttp's connect and total timeouts."""
+    if spec.startswith(("http://", "https://")):
+        import aiohttp
+
+        return {"client_kwargs": {"timeout": aiohttp.ClientTimeout(total=timeout, connect=min(timeout, 10.0))}}
+    return {}
+
+
+def load_previous_profile(spec: str | None, timeout: float = PROFILE_TIMEOUT_SECONDS) -> PreviousProfile:
     if not spec or not str(spec).strip():
         return _unprofiled(spec, "no previous profile given: every range runs on the no-profile tier")
     spec = str(spec).strip()
     try:
-        with fsspec.open(spec, "rb") as f:
+        with fsspec.open(spec, "rb", **_open_options(spec, timeout)) as f:
             data = f.read()
     except FileNotFoundError as exc:
         # fsspec's HTTP filesystem reports a refused connection as not found too.

@@ -195,6 +195,9 @@ class CatchupResource(dg.ConfigurableResource):
     poll_seconds: float = Field(default=_MISSION["poll_seconds"], description="seconds between dispatcher passes")
     status_every: int = Field(default=_MISSION["status_every"], description="passes between status lines (L36)")
     retry: RetryConfig = Field(default_factory=RetryConfig, description="retry budgets per outcome class (L5)")
+    profile_timeout_seconds: float = Field(
+        default=_MISSION["profile_timeout_seconds"], description="connect and total, previous profile over http(s)"
+    )
     ladder: LadderConfig = Field(default_factory=LadderConfig, description="the OOM memory ladder (L6)")
     # Sizing (L27).
     sizing: SizingConfig = Field(default_factory=SizingConfig, description="sizing from the profile (L27)")

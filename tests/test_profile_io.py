@@ -129,3 +129,37 @@ def test_L34_hostile_profile_values_are_left_out_row_by_row_and_the_plan_stays_s
     )
     plan = prepare(cfg).plan.to_pylist()
     assert all(r["memory_request_bytes"] > 0 for r in plan)
+
+
+@pytest.mark.parametrize("drip", [False, True])
+def test_L35_a_server_that_never_answers_or_drips_is_given_up_on_in_bounded_time(drip):
+    """Once a silent URL held a launch for 605 s and a dripping one for 302 s."""
+    import socket
+    import time
+
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(4)
+    stop = threading.Event()
+
+    def serve():
+        conn, _ = server.accept()
+        if drip:  # headers promise a body that comes a byte at a time
+            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 100000\r\n\r\n")
+            while not stop.is_set() and not stop.wait(0.2):
+                try:
+                    conn.sendall(b"x")
+                except OSError:
+                    break
+        stop.wait(30)
+        conn.close()
+
+    threading.Thread(target=serve, daemon=True).start()
+    started = time.monotonic()
+    try:
+        prev = load_previous_profile(f"http://127.0.0.1:{server.getsockname()[1]}/p.parquet", timeout=2.0)
+    finally:
+        stop.set()
+        server.close()
+    assert time.monotonic() - started < 20
+    assert prev.index is None and "unreachable" in prev.warning
