@@ -354,14 +354,18 @@ class Dispatcher:
 
     def _claimed_elsewhere(self, key: str, done: set[int]) -> int | None:
         """The highest attempt others claimed and left (0 if none), or None while one's submit is in flight."""
-        now, highest = self.clock.time(), 0
-        for attempt, at in self._claims[key].items():
-            if attempt in done:
-                continue
-            if now - at < self.cfg.claim_grace_seconds:
+        now = self.clock.time()
+        open_claims = {a: at for a, at in self._claims[key].items() if a not in done}
+        if any(now - at < self.cfg.claim_grace_seconds for at in open_claims.values()):
+            return None
+        if open_claims:
+            # Past the grace and not seen: finished and released by its claimer, or never
+            # started. Only the records can tell: read them before spending the number.
+            self._refresh(key)
+            if key in self._results:
                 return None
-            highest = max(highest, attempt)  # claimed, never started: that number is spent
-        return highest
+            open_claims = {a: at for a, at in self._claims[key].items() if a not in self._done[key]}
+        return max(open_claims, default=0)  # claimed, never started: that number is spent
 
     def _refresh(self, key: str) -> None:
         """Read one range afresh: another dispatcher may have run and recorded attempts of it."""

@@ -343,7 +343,8 @@ def test_constructing_a_dispatcher_does_no_io(tmp_path):
     )
 
 
-def test_two_dispatchers_over_the_same_ranges_never_run_an_attempt_twice(tmp_path):
+@pytest.mark.parametrize("grace", [120.0, 1.0])  # 1 s: the other's claims go stale while its attempts run
+def test_two_dispatchers_over_the_same_ranges_never_run_an_attempt_twice(tmp_path, grace):
     """A backfill of partitions a live run holds: two dispatchers, same ranges, same storage.
 
     Each claims an attempt on the storage root before starting it, so the second reads
@@ -356,7 +357,8 @@ def test_two_dispatchers_over_the_same_ranges_never_run_an_attempt_twice(tmp_pat
     records = RecordStore(Store(tmp_path / "root"), "m1")
     mission = MissionConfig("m1", SPAN, str(tmp_path / "root"), parallelism=4, poll_seconds=5)
     first, second = (
-        Dispatcher(DispatchConfig(mission, RANGES, holder=h), backend, records, clock=clock) for h in ("run-a", "run-b")
+        Dispatcher(DispatchConfig(mission, RANGES, holder=h, claim_grace_seconds=grace), backend, records, clock=clock)
+        for h in ("run-a", "run-b")
     )
     live_per_range = []
     for _ in range(80):
@@ -372,3 +374,28 @@ def test_two_dispatchers_over_the_same_ranges_never_run_an_attempt_twice(tmp_pat
     assert done == set(recs) and {k for k, _ in done} == set(KEYS)  # everything finished, once
     assert all(r.tx_apply_count == 1000 for r in recs.values() if r.outcome == "ok")  # no finished record blanked
     assert len(ids) == len(KEYS) + 2  # the reclaim and the OOM retried, once each
+
+
+def test_a_stale_foreign_claim_is_checked_against_the_records_before_its_number_is_spent(tmp_path):
+    """Another dispatcher claimed attempt 1, ran it and released it while this one looked away:
+    past the grace the records, not the claim's age, decide whether the range still needs work."""
+    from catchup_assets.records import AttemptRecord
+
+    clock = FakeClock()
+    backend = FakeBackend(clock)
+    records = RecordStore(Store(tmp_path / "root"), "m1")
+    mission = MissionConfig("m1", SPAN, str(tmp_path / "root"), parallelism=10, poll_seconds=5)
+    key = KEYS[0]
+    assert records.claim(key, 1, "run-other", clock.time())  # the other run, between claim and submit
+    d = Dispatcher(
+        DispatchConfig(mission, RANGES, holder="run-here", claim_grace_seconds=60), backend, records, clock=clock
+    )
+    d.pass_once()
+    assert key not in {s.range_key for s in backend.submitted}  # its claim holds the range back
+    # The other run's attempt ran and was recorded ok, then its Job was released.
+    records.write(AttemptRecord("m1", key, 1, "ok", peak_anon_bytes=100, seconds=30.0, fresh_start=True))
+    records.mark_done(key, 1)
+    clock.sleep(120)
+    result = d.run()
+    assert key not in {s.range_key for s in backend.submitted}  # never run again
+    assert result.results[key].status == "done"
