@@ -350,3 +350,45 @@ def test_L5_cut_off_bodies_and_410s_are_retried_and_never_charged(cluster, tmp_p
     assert result.condemned.keys() == {C}
     records, _ = RecordStore(Store(cfg.storage_root), "m1").load()
     assert sorted(r.outcome for r in records.values()) == sorted(["oom", "ok", "disrupted", "ok", "failed", "ok"])
+
+
+def test_the_chart_s_rbac_grants_exactly_what_the_backend_calls(cluster, tmp_path):
+    """Least privilege, measured: every (verb, resource) the backend sent the API server during a
+    mission with every kind of outcome, against every grant of the chart's Role and ClusterRole."""
+    import helm_python as helm
+    from kubernetes.client import V1ConfigMap, V1ObjectMeta
+
+    from test_chart import CHART, render
+
+    api, kubelet = cluster
+    # The chart's worker ConfigMap, made by the chart's installer, not by the mission's account.
+    CoreV1Api(api.api_client).create_namespaced_config_map(
+        NS, V1ConfigMap(metadata=V1ObjectMeta(name="cu-worker"), data={"entrypoint.sh": "", "stellar-core.cfg": ""})
+    )
+    api.requests.reset()
+    b = KubernetesBackend(
+        "m1",
+        replace(SETTINGS, configmap="cu-worker"),
+        Tiers(),
+        batch_api=BatchV1Api(api.api_client),
+        core_api=CoreV1Api(api.api_client),
+        spool_dir=tmp_path / "spool",
+        clock=kubelet.clock,
+        sleeper=lambda s: None,
+        stats_interval=10,
+        log_interval=60,
+    )
+    result = run_mission(prepare(mission(tmp_path)), b, clock=SimClock(kubelet))
+    assert result.condemned.keys() == {C}  # the twin mission: oom, reclaim, failure, success
+    used = set(api.requests.snapshot())
+    with helm.Chart.load(CHART) as chart:
+        docs = render(chart)
+    granted = {
+        (verb, resource)
+        for doc in docs
+        if doc["kind"] in ("Role", "ClusterRole")
+        for rule in doc["rules"]
+        for resource in rule["resources"]
+        for verb in rule["verbs"]
+    }
+    assert used == granted, f"unused grants {sorted(granted - used)}; missing grants {sorted(used - granted)}"
