@@ -10,7 +10,6 @@ second dispatcher sees the same picture.
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import socket
@@ -379,7 +378,7 @@ class Dispatcher:
     def _submit(self, key: str, attempt: int, n_oom: int) -> bool:
         """Claim the attempt, make its sizing durable, start it; False if another holder has it."""
         if not self.records.claim(key, attempt, self.holder, self.clock.time()):
-            if self._own_claim(key, attempt):
+            if self.records.claim_holder(key, attempt) == self.holder:
                 log.info("attempt %s a%d was claimed by this run before a restart: submitted again", key, attempt)
             else:
                 # Whoever dispatches, a range has one live attempt: read what the other did.
@@ -403,13 +402,6 @@ class Dispatcher:
         except AlreadyExists:
             log.info("attempt %s exists already: adopted (still holds its slot)", spec.attempt_id)
         return True
-
-    def _own_claim(self, key: str, attempt: int) -> bool:
-        try:
-            doc = json.loads(self.records.store.read_bytes(f"{self.name}/attempts/{key}/_claim-a{attempt:03d}"))
-            return doc.get("holder") == self.holder
-        except Exception:  # noqa: BLE001 - unreadable: not provably ours
-            return False
 
     def _flush_live(self, st: AttemptState) -> None:
         """Make a live attempt's peaks, start and last sighting durable, at most every peak_flush_seconds."""

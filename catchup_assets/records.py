@@ -261,8 +261,19 @@ class RecordStore:
         The claim outlives the attempt's Job, whose name is free again once the Job is
         deleted: whoever dispatches, a range's attempt number is started once.
         """
-        rel = f"{self.mission}/attempts/{range_key}/_claim-a{attempt:03d}"
-        return self.store.create_exclusive(rel, json.dumps({"holder": holder, "at": now}).encode())
+        return self.store.create_exclusive(
+            self._claim_rel(range_key, attempt), json.dumps({"holder": holder, "at": now}).encode()
+        )
+
+    def claim_holder(self, range_key: str, attempt: int) -> str | None:
+        """Who holds the attempt's claim; None if there is none or it cannot be read."""
+        try:
+            return json.loads(self.store.read_bytes(self._claim_rel(range_key, attempt))).get("holder")
+        except Exception:  # noqa: BLE001 - unreadable: not provably anyone's
+            return None
+
+    def _claim_rel(self, range_key: str, attempt: int) -> str:
+        return f"{self.mission}/attempts/{range_key}/_claim-a{attempt:03d}"
 
     def load_range(self, range_key: str) -> tuple[dict[int, AttemptRecord], set[int], dict[int, float]]:
         """One range's records, done marks and claims (attempt -> claimed at), read afresh."""

@@ -100,10 +100,10 @@ def cluster():
         yield api, kubelet
 
 
-def backend(api, kubelet, tmp_path, **kw) -> KubernetesBackend:
+def backend(api, kubelet, tmp_path, settings=SETTINGS, **kw) -> KubernetesBackend:
     return KubernetesBackend(
         "m1",
-        SETTINGS,
+        settings,
         Tiers(),
         batch_api=BatchV1Api(api.api_client),
         core_api=CoreV1Api(api.api_client),
@@ -366,18 +366,7 @@ def test_the_chart_s_rbac_grants_exactly_what_the_backend_calls(cluster, tmp_pat
         NS, V1ConfigMap(metadata=V1ObjectMeta(name="cu-worker"), data={"entrypoint.sh": "", "stellar-core.cfg": ""})
     )
     api.requests.reset()
-    b = KubernetesBackend(
-        "m1",
-        replace(SETTINGS, configmap="cu-worker"),
-        Tiers(),
-        batch_api=BatchV1Api(api.api_client),
-        core_api=CoreV1Api(api.api_client),
-        spool_dir=tmp_path / "spool",
-        clock=kubelet.clock,
-        sleeper=lambda s: None,
-        stats_interval=10,
-        log_interval=60,
-    )
+    b = backend(api, kubelet, tmp_path, settings=replace(SETTINGS, configmap="cu-worker"))
     result = run_mission(prepare(mission(tmp_path)), b, clock=SimClock(kubelet))
     assert result.condemned.keys() == {C}  # the twin mission: oom, reclaim, failure, success
     used = set(api.requests.snapshot())
