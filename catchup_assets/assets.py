@@ -219,7 +219,10 @@ def range_profile(context: dg.AssetExecutionContext, catchup: CatchupResource):
     """Every range's memory, disk and time, aggregated over its resumed chain."""
     mission = current_mission(context)
     store = Store(catchup.root())
-    out = build_profile(catchup.root(), mission)
+    try:
+        out = build_profile(catchup.root(), mission)
+    except ValueError as exc:
+        raise refused("range_profile", exc) from exc
     plan_keys = set(read_table(store, f"{mission}/{PLAN_FILE}").column("range_key").to_pylist())
     rows = out.profile.to_pylist()
     profiled = {r["range_key"] for r in rows}
@@ -258,7 +261,10 @@ def range_profile(context: dg.AssetExecutionContext, catchup: CatchupResource):
 def tier_map(context: dg.AssetExecutionContext, catchup: CatchupResource):
     """The node tier and memory each range gets next mission (L15, L27)."""
     mission = current_mission(context)
-    table, url = build_tier_map(catchup.root(), mission, catchup.placement())
+    try:
+        table, url = build_tier_map(catchup.root(), mission, catchup.placement())
+    except ValueError as exc:
+        raise refused("tier_map", exc) from exc
     rows = table.to_pylist()
     known = {t.name for t in catchup.placement().tiers.all()}
     unplaced = [r["range_key"] for r in rows if r["tier"] not in known or not r["memory_request_bytes"]]

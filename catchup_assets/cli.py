@@ -41,6 +41,8 @@ def _demo(args: argparse.Namespace) -> int:
     warnings.filterwarnings("ignore", category=dg.BetaWarning)
     from catchup_assets.demo import DemoSettings, run_demo
 
+    if Path(args.dir).exists() and not Path(args.dir).is_dir():
+        raise ValueError(f"--dir: {args.dir} exists and is not a directory")
     settings = DemoSettings(
         directory=Path(args.dir).resolve(),
         ranges=args.ranges,
@@ -112,6 +114,10 @@ def _workload(args: argparse.Namespace) -> int:
 
     from catchup_assets.sim.workload import Workload
 
+    if Path(args.out).is_dir():
+        raise ValueError(
+            f"--out: {args.out} is a directory; name the file, e.g. {Path(args.out) / 'range_profile.parquet'}"
+        )
     model = Workload(ranges=args.ranges, seed=args.seed)
     pq.write_table(model.profile_table(), args.out)
     secs = sorted(c.seconds for c in model)
@@ -210,6 +216,9 @@ def run(argv: list[str] | None = None) -> int:
     except ValueError as exc:  # bad input: one clear line, no traceback (L34)
         print(f"catchup-assets: error: {exc}", file=sys.stderr)
         return 2
+    except OSError as exc:  # a path that cannot be written or read: named, no traceback
+        print(f"catchup-assets: error: {exc}", file=sys.stderr)
+        return 1
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -16,7 +16,7 @@ import socket
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import Protocol
 
@@ -34,7 +34,7 @@ from catchup_assets.config import MissionConfig
 from catchup_assets.outcomes import Action, Outcome, PastAttempt, classify, decide
 from catchup_assets.profile import range_row
 from catchup_assets.ranges import LedgerRange
-from catchup_assets.records import AttemptRecord, RecordStore
+from catchup_assets.records import AttemptRecord, RecordStore, UnrecordableRecord, unrecordable_fields
 from catchup_assets.sizing import ProfileIndex
 
 log = logging.getLogger(__name__)
@@ -66,6 +66,9 @@ class DispatchConfig:
     peak_flush_seconds: float = 60.0  # in-flight peaks made durable at most this often
     collect_tries: int = 3  # final reads of a finished attempt before recording without (L31)
     transient_alert_passes: int = 10  # consecutive passes without an answer from the backend: alert
+    # A pass that raises is retried after a poll; the same failure this many passes in a
+    # row stops the dispatcher with it as the cause, rather than looping on it for hours.
+    failing_passes_limit: int = 5
     # Who claims attempts: a restart with the same holder (a retried step of one Dagster
     # run) takes its own claims back; None: this dispatcher alone.
     holder: str | None = None
@@ -80,6 +83,10 @@ class DispatchConfig:
         keys = [r.key for r in self.ranges]
         if len(set(keys)) != len(keys):
             raise ValueError("ranges: duplicate range keys in the plan")
+
+
+class DispatcherStuck(RuntimeError):
+    """The same failure on consecutive passes: an operator must look (its cause is chained)."""
 
 
 class RangeStatus(StrEnum):
@@ -201,6 +208,8 @@ class Dispatcher:
         """
         if self._recovered:
             return
+        # File times are the wall clock's, whatever clock drives the passes.
+        self.records.sweep_tmp(time.time())
         recs, done = self.records.load(self.by_key)
         for (k, a), rec in recs.items():
             self._recs[k][a] = rec
@@ -396,7 +405,7 @@ class Dispatcher:
             log_path=self.records.log_url(key, attempt),
         )
         # The sizing is durable before the attempt exists, so a restart knows it.
-        self._recs[key][attempt] = self.records.write(rec, self._recs[key].get(attempt))
+        self._recs[key][attempt] = self._write(rec, self._recs[key].get(attempt))
         try:
             self.backend.submit(spec)
         except AlreadyExists:
@@ -424,7 +433,23 @@ class Dispatcher:
             peak_ephemeral_bytes=st.peaks.ephemeral_bytes,
             node=st.node,
         )
-        self._recs[st.range_key][st.attempt] = self.records.write(rec, prior)
+        self._recs[st.range_key][st.attempt] = self._write(rec, prior)
+
+    def _write(self, rec: AttemptRecord, prior: AttemptRecord | None) -> AttemptRecord:
+        """Write a record; values it cannot hold are dropped with a warning naming them.
+
+        A finished attempt whose evidence had such a value is recorded `unknown`, with
+        the reason, once: a value that cannot be encoded must not fail the pass, and so
+        every restart, forever.
+        """
+        try:
+            return self.records.write(rec, prior)
+        except UnrecordableRecord as exc:
+            log.error("range %s attempt %d: unrecordable values dropped: %s", rec.range_key, rec.attempt, exc)
+            changes: dict = dict.fromkeys(unrecordable_fields(rec))
+            if rec.outcome is not None:
+                changes |= {"outcome": Outcome.UNKNOWN.value, "reason": f"evidence not recordable: {exc}"[:500]}
+            return self.records.write(replace(rec, **changes), prior)
 
     def _finish(self, st: AttemptState) -> bool:
         """Record a finished attempt and release it. False if its final read must wait."""
@@ -479,7 +504,7 @@ class Dispatcher:
             node=st.node,
             log_path=collected.log_path,
         )
-        self._recs[st.range_key][st.attempt] = self.records.write(rec, prior)
+        self._recs[st.range_key][st.attempt] = self._write(rec, prior)
         self.records.mark_done(*ident)  # last, after the metrics (L32)
         self._done[st.range_key].add(st.attempt)
         self._release(st)  # only now: releasing deletes the last copy of logs and peaks
@@ -560,10 +585,27 @@ class Dispatcher:
     def blocked(self) -> str | None:
         return self._blocked
 
+    def _failed_pass(self, exc: Exception, streak: tuple[str, int]) -> tuple[str, int]:
+        """Count a pass that raised; raise DispatcherStuck once the same failure repeats enough."""
+        cause = f"{type(exc).__name__}: {exc}"
+        n = streak[1] + 1 if streak[0] == cause else 1
+        log.error("mission %s: pass %d failed (%d in a row): %s", self.name, self.passes, n, cause, exc_info=(n == 1))
+        if n >= self.cfg.failing_passes_limit:
+            self._snapshot()
+            raise DispatcherStuck(f"mission {self.name}: the same failure on {n} consecutive passes: {cause}") from exc
+        return cause, n
+
     def run(self) -> MissionResult:
         owed_passes = 0
+        streak = ("", 0)
         while not self._stop:
-            status = self.pass_once()
+            try:
+                status = self.pass_once()
+            except Exception as exc:  # noqa: BLE001 - counted, and fatal only when it repeats
+                streak = self._failed_pass(exc, streak)
+                self.clock.sleep(self.mission.poll_seconds)
+                continue
+            streak = ("", 0)
             if len(self._results) == len(self.by_key):
                 owed_passes = owed_passes + 1 if self._release_owed else 0
                 if not self._release_owed:

@@ -127,9 +127,21 @@ class ProfileOutput:
     url: str
 
 
+def require_plan(store: Store, mission: str) -> None:
+    """A mission to profile or map is a planned one: refused, naming where its plan should be,
+    before anything is written (a typo'd name must not leave an empty profile behind)."""
+    validate_mission(mission)
+    if not store.exists(f"{mission}/{PLAN_FILE}"):
+        raise ValueError(
+            f"mission {mission!r} has no plan at {store.url(f'{mission}/{PLAN_FILE}')}: "
+            "plan it first (mission_plan), or check the mission name and storage root"
+        )
+
+
 def build_profile(storage_root: str, mission: str) -> ProfileOutput:
     """Every finished attempt record of the mission -> range_profile.parquet."""
     store = Store(storage_root)
+    require_plan(store, mission)
     record_store = RecordStore(store, mission)
     records, done = record_store.load()
     if record_store.files_read:
@@ -146,6 +158,7 @@ def build_tier_map(
 ) -> tuple[pa.Table, str]:
     """Every planned range of the mission placed from its profile -> tier_map.parquet."""
     store = Store(storage_root)
+    require_plan(store, mission)
     plan = read_table(store, f"{mission}/{PLAN_FILE}")
     ranges = sorted(parse_key(k) for k in plan.column("range_key").to_pylist())
     profile = read_table(store, f"{mission}/{PROFILE_FILE}").to_pylist()

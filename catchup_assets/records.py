@@ -19,9 +19,11 @@ warning (L12, L33); peaks merge by max (L20) and a late field fills a hole (L28)
 
 from __future__ import annotations
 
+import hashlib
 import io
 import json
 import logging
+import math
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, fields
@@ -122,7 +124,47 @@ def merge(old: AttemptRecord | None, new: AttemptRecord) -> AttemptRecord:
     return AttemptRecord(**values)
 
 
+_INT_BOUNDS = {pa.int32(): (-(2**31), 2**31 - 1), pa.int64(): (-(2**63), 2**63 - 1)}
+_NON_NEGATIVE = (
+    *PEAK_FIELDS,
+    "seconds",
+    "tx_apply_count",
+    "tx_apply_seconds",
+    "resumed_from_ledger",
+    "memory_request_bytes",
+    "memory_limit_bytes",
+    "attempt",
+)
+
+
+class UnrecordableRecord(ValueError):
+    """A record with a value its schema cannot hold or no measurement can have."""
+
+
+def unrecordable_fields(rec: AttemptRecord) -> dict[str, object]:
+    """The fields of `rec` that cannot be written as they are: out of their column's range,
+    not finite, or negative where only a measurement >= 0 makes sense."""
+    bad: dict[str, object] = {}
+    for f in SCHEMA:
+        v = getattr(rec, f.name)
+        if v is None or isinstance(v, bool):
+            continue
+        if f.type in _INT_BOUNDS:
+            lo, hi = _INT_BOUNDS[f.type]
+            if not isinstance(v, int) or not lo <= v <= hi:
+                bad[f.name] = v
+        elif f.type == pa.float64() and (not isinstance(v, int | float) or not math.isfinite(v)):
+            bad[f.name] = v
+        if f.name in _NON_NEGATIVE and f.name not in bad and isinstance(v, int | float) and v < 0:
+            bad[f.name] = v
+    return bad
+
+
 def encode(rec: AttemptRecord) -> bytes:
+    if bad := unrecordable_fields(rec):
+        raise UnrecordableRecord(
+            f"{rec.range_key} a{rec.attempt}: " + ", ".join(f"{k}={v!r:.40}" for k, v in bad.items())
+        )
     table = pa.Table.from_pylist([vars(rec)], schema=SCHEMA)  # flat fields: no deep-copying asdict
     buf = io.BytesIO()
     pq.write_table(table, buf, compression="zstd")
@@ -145,6 +187,15 @@ def _record(row: dict, names: list[str]) -> AttemptRecord:
     if names == SCHEMA_V1_NAMES and version == 1:
         return AttemptRecord(**{**row, "schema_version": SCHEMA_VERSION})
     raise ValueError(f"unexpected columns or schema_version {version!r} ({len(names)} columns)")
+
+
+_DIGEST_KEY = "catchup_assets.rows_sha256"
+
+
+def _digest(rows: list[dict]) -> str:
+    """A digest of the snapshot's rows, kept in its footer: a snapshot whose rows were changed
+    by anything but write_snapshot is not trusted over the files it summarizes."""
+    return hashlib.sha256(json.dumps(rows, sort_keys=True, default=repr).encode()).hexdigest()
 
 
 class RecordStore:
@@ -221,9 +272,20 @@ class RecordStore:
                 records[ident] = self._checked(decode(self.store.read_bytes(rel)), key, attempt, rel)
             except Exception as exc:  # noqa: BLE001 - a bad file costs one attempt (L12)
                 log.warning("skipping unreadable attempt record %s: %s", rel, exc)
-        # A done mark without its record means the record was lost: not done.
+        # A done mark without its record means the record was lost: not done, and said so.
+        for key, attempt in sorted(done - set(records)):
+            log.warning(
+                "%s/attempts/%s: done mark of attempt %d has no readable record: the attempt counts as not done",
+                self.mission,
+                key,
+                attempt,
+            )
         done &= set(records)
         return records, done
+
+    def sweep_tmp(self, now: float) -> int:
+        """Remove half-written files a dead writer left under this mission (see Store.sweep_tmp)."""
+        return self.store.sweep_tmp(self.mission, now)
 
     def _snapshot_rel(self) -> str:
         return f"{self.mission}/{SNAPSHOT_FILE}"
@@ -233,11 +295,16 @@ class RecordStore:
         rel = self._snapshot_rel()
         try:
             table = pq.ParquetFile(pa.BufferReader(self.store.read_bytes(rel))).read()
-            recs = [_record(row, table.schema.names) for row in table.to_pylist()]
+            rows = table.to_pylist()
+            stamp = (table.schema.metadata or {}).get(_DIGEST_KEY.encode(), b"").decode()
+            if stamp != _digest(rows):
+                # Edited, or written by something else: the per-attempt files are the truth.
+                raise ValueError("its rows do not match the digest it was written with")
+            recs = [_record(row, table.schema.names) for row in rows]
         except FileNotFoundError:
             return {}
         except Exception as exc:  # noqa: BLE001 - a bad snapshot costs only speed
-            log.warning("ignoring unreadable snapshot %s (reading each record instead): %s", rel, exc)
+            log.warning("ignoring snapshot %s (reading each record instead): %s", rel, exc)
             return {}
         return {
             (r.range_key, r.attempt): r
@@ -250,6 +317,7 @@ class RecordStore:
         rows = self.read_snapshot()
         rows.update({i: records[i] for i in done if i in records and records[i].outcome is not None})
         table = pa.Table.from_pylist([vars(rows[i]) for i in sorted(rows)], schema=SCHEMA)
+        table = table.replace_schema_metadata({_DIGEST_KEY: _digest(table.to_pylist())})
         buf = io.BytesIO()
         pq.write_table(table, buf, compression="zstd")
         self.store.write_bytes(self._snapshot_rel(), buf.getvalue())

@@ -6,6 +6,7 @@ object store a single PUT, which is atomic by nature.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import posixpath
@@ -31,6 +32,20 @@ def validate_mission(name: str) -> str:
     return name
 
 
+class StorageError(OSError):
+    """A write the storage root refused (read-only, full, gone), naming the path."""
+
+
+def _refused(op: str, path: str, exc: Exception) -> StorageError:
+    why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc) or type(exc).__name__
+    err = StorageError(getattr(exc, "errno", None) or 0, f"storage root refused to {op} {path}: {why}")
+    err.filename = path
+    return err
+
+
+TMP_SWEEP_AGE_SECONDS = 3600.0  # a .tmp this old is a dead writer's, not a live one's
+
+
 class Store:
     """Relative paths under one root, on whatever filesystem the root names."""
 
@@ -41,7 +56,10 @@ class Store:
         self.local = isinstance(self.fs, LocalFileSystem)
         if self.local:
             self.base = os.path.abspath(self.base)
-            os.makedirs(self.base, exist_ok=True)
+            try:
+                os.makedirs(self.base, exist_ok=True)
+            except OSError as exc:
+                raise _refused("create", self.base, exc) from exc
 
     def path(self, rel: str) -> str:
         return posixpath.join(self.base, rel) if rel else self.base
@@ -53,16 +71,24 @@ class Store:
 
     def write_bytes(self, rel: str, data: bytes) -> None:
         p = self.path(rel)
-        if self.local:
+        if not self.local:
+            try:
+                self.fs.pipe_file(p, data)
+            except OSError as exc:
+                raise _refused("write", self.url(rel), exc) from exc
+            return
+        tmp = f"{p}.{uuid.uuid4().hex[:8]}.tmp"
+        try:
             os.makedirs(os.path.dirname(p), exist_ok=True)
-            tmp = f"{p}.{uuid.uuid4().hex[:8]}.tmp"
             with open(tmp, "wb") as f:
                 f.write(data)
                 f.flush()
                 os.fsync(f.fileno())
             os.replace(tmp, p)
-        else:
-            self.fs.pipe_file(p, data)
+        except OSError as exc:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)  # a full disk must not also keep half a file
+            raise _refused("write", p, exc) from exc
 
     def create_exclusive(self, rel: str, data: bytes) -> bool:
         """Write `rel` only if nothing is there yet, atomically; False if it already exists.
@@ -74,15 +100,21 @@ class Store:
         """
         p = self.path(rel)
         if self.local:
-            os.makedirs(os.path.dirname(p), exist_ok=True)
             try:
+                os.makedirs(os.path.dirname(p), exist_ok=True)
                 fd = os.open(p, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
             except FileExistsError:
                 return False
-            with os.fdopen(fd, "wb") as f:
-                f.write(data)
-                f.flush()
-                os.fsync(f.fileno())
+            except OSError as exc:
+                raise _refused("create", p, exc) from exc
+            try:
+                with os.fdopen(fd, "wb") as f:
+                    f.write(data)
+                    f.flush()
+                    os.fsync(f.fileno())
+            except OSError as exc:
+                # Written or not, the name is taken: it claims, as a torn claim does (L12).
+                raise _refused("write", p, exc) from exc
             return True
         try:
             with self.fs.open(p, "xb") as f:
@@ -129,5 +161,27 @@ class Store:
 
     def remove(self, rel: str) -> None:
         p = self.path(rel)
-        if self.fs.exists(p):
-            self.fs.rm(p, recursive=True)
+        try:
+            if self.fs.exists(p):
+                self.fs.rm(p, recursive=True)
+        except OSError as exc:
+            raise _refused("remove", self.url(rel), exc) from exc
+
+    def sweep_tmp(self, rel: str, now: float, older_than: float = TMP_SWEEP_AGE_SECONDS) -> int:
+        """Remove the `.tmp` files dead writers left under `rel` (local roots only: object
+        stores write in one PUT); a young one may be a live writer's and stays."""
+        if not self.local:
+            return 0
+        removed = 0
+        for d, _, files in os.walk(self.path(rel)):
+            for name in files:
+                if not name.endswith(".tmp"):
+                    continue
+                p = os.path.join(d, name)
+                with contextlib.suppress(OSError):
+                    if now - os.stat(p).st_mtime >= older_than:
+                        os.unlink(p)
+                        removed += 1
+        if removed:
+            logging.getLogger(__name__).warning("removed %d stale .tmp files under %s", removed, self.path(rel))
+        return removed

@@ -7,12 +7,16 @@ subprocesses and Kubernetes Jobs both sit behind these five calls.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Protocol
 
 from catchup_assets.outcomes import Observation
+
+log = logging.getLogger(__name__)
+MAX_BYTES = 2**63 - 1  # what a record's int64 column holds
 
 
 @dataclass(frozen=True)
@@ -48,6 +52,16 @@ class Peaks:
     anon_bytes: int | None = None
     working_set_bytes: int | None = None
     ephemeral_bytes: int | None = None
+
+    def __post_init__(self) -> None:
+        # Peaks enter from a kubelet's JSON or a supervisor's file: a value that is not a
+        # byte count (a string, a float, negative, past int64) costs that one sample,
+        # with a warning, never the merge, the record or the pass.
+        for name in ("anon_bytes", "working_set_bytes", "ephemeral_bytes"):
+            v = getattr(self, name)
+            if v is not None and (isinstance(v, bool) or not isinstance(v, int) or not 0 <= v <= MAX_BYTES):
+                log.warning("peak %s %r is not a byte count: dropped", name, v)
+                object.__setattr__(self, name, None)
 
     def merge(self, other: Peaks) -> Peaks:
         def mx(a: int | None, b: int | None) -> int | None:

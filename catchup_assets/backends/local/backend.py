@@ -37,6 +37,7 @@ from catchup_assets.backends.base import (
     AttemptState,
     Busy,
     Collected,
+    DispatchBlocked,
     Peaks,
     Phase,
 )
@@ -99,6 +100,7 @@ class LocalBackend:
         disruption_triggers: Mapping[str, str] | None = None,
         ephemeral_limit_bytes: int | None = None,
         node_disk_bytes: int | None = None,
+        min_free_bytes: int = 128 * 1024**2,
     ) -> None:
         self.mission = _safe(mission, "mission")
         self.root = Path(work_dir) / mission
@@ -119,6 +121,9 @@ class LocalBackend:
         # node it has to itself (supervisor.disk_eviction).
         self.ephemeral_limit_bytes = ephemeral_limit_bytes
         self.node_disk_bytes = node_disk_bytes
+        # Below this much free space in the work directory nothing new starts: a supervisor
+        # that cannot write its state dies without a verdict, and every retry would too.
+        self.min_free_bytes = min_free_bytes
         self.terminate_grace = terminate_grace
         self.python = python
         # Only caches of immutable files and children to reap: never a source
@@ -138,6 +143,8 @@ class LocalBackend:
     def submit(self, spec: AttemptSpec) -> None:
         if spec.mission != self.mission:
             raise ValueError(f"spec for mission {spec.mission!r} submitted to {self.mission!r}")
+        if (why := self._disk_full()) is not None:
+            raise DispatchBlocked(f"{why}: new attempts stopped until space is freed")
         d = self.attempt_dir(spec.attempt_id)
         data = self.data_dir(spec.range_key)
         self.attempts_dir.mkdir(parents=True, exist_ok=True)
@@ -297,9 +304,22 @@ class LocalBackend:
                 os.killpg(worker["pid"], signal.SIGKILL)
             except OSError:
                 pass
-        return AttemptState(
-            phase=Phase.FINISHED, observation=Observation(node_gone=True, message="supervisor vanished"), **running
-        )
+        why = self._disk_full()
+        message = "supervisor vanished" + (f" ({why})" if why else "")
+        return AttemptState(phase=Phase.FINISHED, observation=Observation(node_gone=True, message=message), **running)
+
+    def _disk_full(self) -> str | None:
+        """Why the work directory cannot take an attempt, or None if it can."""
+        where = self.root
+        while not where.exists() and where != where.parent:
+            where = where.parent  # not made yet: its filesystem is its nearest parent's
+        try:
+            free = shutil.disk_usage(where).free
+        except OSError:
+            return None  # not there yet: submit creates it and says so if it cannot
+        if free < self.min_free_bytes:
+            return f"work directory {self.root} is full: {free} bytes free, below min_free_bytes {self.min_free_bytes}"
+        return None
 
     # -- collect ----------------------------------------------------------
     def collect(self, state: AttemptState, log_dest: str) -> Collected:
