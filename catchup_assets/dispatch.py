@@ -34,7 +34,7 @@ from catchup_assets.config import MissionConfig
 from catchup_assets.outcomes import Action, Outcome, PastAttempt, classify, decide
 from catchup_assets.profile import range_row
 from catchup_assets.ranges import LedgerRange
-from catchup_assets.records import AttemptRecord, RecordStore, UnrecordableRecord, unrecordable_fields
+from catchup_assets.records import AttemptRecord, RecordStore, UnrecordableRecord, merge, unrecordable_fields
 from catchup_assets.sizing import ProfileIndex
 
 log = logging.getLogger(__name__)
@@ -195,6 +195,8 @@ class Dispatcher:
         # Claims of other holders seen on the storage root, per range: attempt -> claimed at.
         self._claims: dict[str, dict[int, float]] = {k: {} for k in self.by_key}
         self._transient_passes = 0  # consecutive passes the backend could not answer
+        # Attempts this dispatcher claimed and submitted: it alone writes them from memory.
+        self._mine: set[tuple[str, int]] = set()
         self._last_status: Status | None = None
         self._last_completion = self.clock.time()
         self._stall_warned = False
@@ -377,7 +379,7 @@ class Dispatcher:
 
     def _refresh(self, key: str) -> None:
         """Read one range afresh: another dispatcher may have run and recorded attempts of it."""
-        recs, done, claims = self.records.load_range(key)
+        recs, done, claims = self.records.load_range(key, other_than=self.holder)
         for attempt, rec in recs.items():
             self._recs[key][attempt] = rec
         self._done[key] |= done
@@ -387,13 +389,15 @@ class Dispatcher:
     def _submit(self, key: str, attempt: int, n_oom: int) -> bool:
         """Claim the attempt, make its sizing durable, start it; False if another holder has it."""
         if not self.records.claim(key, attempt, self.holder, self.clock.time()):
-            if self.records.claim_holder(key, attempt) == self.holder:
-                log.info("attempt %s a%d was claimed by this run before a restart: submitted again", key, attempt)
-            else:
-                # Whoever dispatches, a range has one live attempt: read what the other did.
+            # Whoever dispatches, a range has one live attempt: read what was done with it.
+            self._refresh(key)
+            if attempt in self._done[key] or key in self._results:
+                return False  # finished (by another dispatcher, or by this run before a restart)
+            if self.records.claim_holder(key, attempt) != self.holder:
                 log.warning("range %s attempt %d is claimed by another dispatcher: not started here", key, attempt)
-                self._refresh(key)
                 return False
+            log.info("attempt %s a%d was claimed by this run before a restart: submitted again", key, attempt)
+        self._mine.add((key, attempt))
         spec = self._spec(key, attempt, n_oom)
         rec = AttemptRecord(
             mission=self.name,
@@ -442,6 +446,12 @@ class Dispatcher:
         the reason, once: a value that cannot be encoded must not fail the pass, and so
         every restart, forever.
         """
+        ident = (rec.range_key, rec.attempt)
+        if ident not in self._mine:
+            # Another dispatcher may write this attempt too (its claimer, or a second run over
+            # the same ranges): merge over what storage holds now, so neither blanks the other.
+            stored = self.records.read_one(*ident)
+            prior = merge(prior, stored) if stored is not None else prior
         try:
             return self.records.write(rec, prior)
         except UnrecordableRecord as exc:

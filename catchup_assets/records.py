@@ -343,8 +343,11 @@ class RecordStore:
     def _claim_rel(self, range_key: str, attempt: int) -> str:
         return f"{self.mission}/attempts/{range_key}/_claim-a{attempt:03d}"
 
-    def load_range(self, range_key: str) -> tuple[dict[int, AttemptRecord], set[int], dict[int, float]]:
-        """One range's records, done marks and claims (attempt -> claimed at), read afresh."""
+    def load_range(
+        self, range_key: str, other_than: str | None = None
+    ) -> tuple[dict[int, AttemptRecord], set[int], dict[int, float]]:
+        """One range's records, done marks and claims (attempt -> claimed at; only those of
+        holders other than `other_than`), read afresh."""
         records: dict[int, AttemptRecord] = {}
         done: set[int] = set()
         claims: dict[int, float] = {}
@@ -353,7 +356,9 @@ class RecordStore:
             tail = rel[len(prefix) :] if rel.startswith(prefix) else rel
             if c := _CLAIM_FILE.match(tail):
                 try:
-                    claims[int(c.group(2))] = float(json.loads(self.store.read_bytes(rel))["at"])
+                    claim = json.loads(self.store.read_bytes(rel))
+                    if other_than is None or claim.get("holder") != other_than:
+                        claims[int(c.group(2))] = float(claim["at"])
                 except Exception as exc:  # noqa: BLE001 - a torn claim still claims (L12)
                     log.warning("claim %s unreadable (%s): taken as made now", rel, exc)
                     claims[int(c.group(2))] = float("inf")

@@ -181,6 +181,11 @@ class KubeApiServer:
                     if not fault.apply:
                         h.close_connection = True
                         return
+                    if fault.reset:
+                        with self.store.lock:
+                            self._dispatch(route, query, raw, h.headers)
+                        h.close_connection = True  # committed; the answer never leaves
+                        return
                 if self.latency:
                     time.sleep(self.latency)
                 with self.store.lock:

@@ -11,6 +11,7 @@ timed-out create that really happened is what turns the retry into a 409.
 from __future__ import annotations
 
 import copy
+import random
 import re
 import threading
 from collections import Counter, deque
@@ -43,6 +44,9 @@ class Fault:
     # Perform the request, promise the whole body (Content-Length), send half of it and
     # close: the client's read fails with urllib3's ProtocolError (IncompleteRead).
     truncate: bool = False
+    # Close the connection without an answer (a reset): after performing the request if
+    # `apply`, as when the server committed and the connection died on the way back.
+    reset: bool = False
     count: int = 1
     method: str | None = None  # HTTP method, e.g. "POST"
     path: str | None = None  # regex searched in the URL path
@@ -73,14 +77,48 @@ class FaultInjector:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._rules: list[Fault] = []
+        self._random: tuple[float, random.Random, float] | None = None
+        self.injected: Counter[str] = Counter()
 
     def add(self, status: int | None = None, *, count: int = 1, **criteria) -> Fault:
         fault = Fault(status=status, count=count, **criteria)
-        if fault.status is None and not fault.hang and not fault.truncate:
-            raise ValueError("a fault needs a status, a hang, a truncation, or both")
+        if fault.status is None and not fault.hang and not fault.truncate and not fault.reset:
+            raise ValueError("a fault needs a status, a hang, a truncation or a reset")
         with self._lock:
             self._rules.append(fault)
         return fault
+
+    def at_random(self, rate: float, seed: int, timeout_hang: float) -> Counter[str]:
+        """From now on each request misbehaves with probability `rate`, in one of the ways a
+        real API server and network do; returns the running count of injected kinds."""
+        self._random = (rate, random.Random(seed), timeout_hang)
+        return self.injected
+
+    def _draw(self, verb: str) -> Fault | None:
+        rate, rng, hang = self._random
+        if rng.random() >= rate:
+            return None
+        kinds = [
+            *(f"status {c}" for c in (429, 500, 503, 504)),
+            "reset before",
+            "reset after",  # committed, then the connection died: a retried create meets 409
+            "timeout",  # stalled past the client's timeout, then committed
+        ]
+        if verb in ("get", "list"):
+            kinds.append("cut-off body")
+        if verb in ("list", "delete"):
+            kinds.append("status 410")
+        kind = rng.choice(kinds)
+        self.injected[kind] += 1
+        if kind.startswith("status"):
+            # urllib3 itself retries a 429/503 that carries Retry-After, sleeping that long in
+            # real time; 0 takes the same path without the wait.
+            return Fault(status=int(kind.split()[1]), retry_after=0)
+        if kind == "cut-off body":
+            return Fault(truncate=True)
+        if kind == "timeout":
+            return Fault(hang=hang)
+        return Fault(reset=True, apply=kind == "reset after")
 
     def take(self, method: str, path: str, verb: str, resource: str) -> Fault | None:
         """The first armed fault matching this request, spending one of its uses."""
@@ -89,6 +127,8 @@ class FaultInjector:
                 if fault.hits < fault.count and fault.matches(method, path, verb, resource):
                     fault.hits += 1
                     return fault
+            if self._random is not None:
+                return self._draw(verb)
         return None
 
     def pending(self) -> int:

@@ -1,0 +1,148 @@
+"""R1: the dispatcher killed anywhere, restarted, and run twice at once (L10, L11, L20, T2).
+
+Seeded: each seed kills the dispatcher of one mission five times, in turn inside
+observe, collect, submit, release, a peak flush, a finish and halfway through a
+storage write, at a random call there, before or after the call took effect. The
+cluster runs on while the dispatcher is dead; a restart is a retried step (same
+claim holder) or a new run (another holder), with an empty log spool, as a new
+run pod has. Then two dispatchers over the same ranges at once, one of them killed.
+
+Every seed must end as a clean run does: 0 ranges lost, no attempt started twice,
+never two live attempts of one range (sampled between passes), no recorded
+measurement lowered or blanked, and the profile equal to the clean run's.
+`-m soak` runs 25 seeds (125 kills); the default run 4 (20 kills).
+"""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+
+import pytest
+
+from chaos import (
+    CONTEXTS,
+    KEYS,
+    Killed,
+    Killer,
+    SimClock,
+    Watch,
+    backend,
+    cluster,
+    dispatcher,
+    kill_plan,
+    mission,
+    profile,
+)
+
+C = KEYS[2]  # its archive is corrupt: condemned in every run
+DEAD_MAX = 60.0  # seconds a killed dispatcher stays dead: a run pod's restart
+
+
+def killed_mission(tmp_path, seed: int, kills: int):
+    """One mission, killed `kills` times at seeded points; its outcome and what was seen."""
+    rng = random.Random(seed)
+    with cluster() as (api, kubelet, runs):
+        cfg = mission(tmp_path)
+        watch = Watch(api, cfg)
+        clock = SimClock(kubelet, watch)
+        holder, fired = "run-1", Counter()
+        for n, kill in enumerate([*kill_plan(rng, kills), None]):
+            killer = Killer(kill)
+            d = dispatcher(cfg, backend(api, kubelet, tmp_path / f"spool{n}"), clock, holder, killer)
+            try:
+                result = d.run()
+                break
+            except Killed as k:
+                fired[str(k)] += 1
+                clock.sleep(rng.uniform(5, DEAD_MAX))  # dead until a new run pod starts: the cluster moves on
+                if rng.random() < 0.4:
+                    holder = f"run-{n + 2}"  # an operator's new run rather than a retried step
+        watch.check_records()
+        return result, profile(cfg), runs.doubled, watch, fired
+
+
+@pytest.fixture(scope="module")
+def clean(tmp_path_factory):
+    result, rows, doubled, watch, _ = killed_mission(tmp_path_factory.mktemp("clean"), 0, 0)
+    assert sorted(result.done) == sorted(k for k in KEYS if k != C) and result.condemned.keys() == {C}
+    assert doubled == [] and watch.two_live == [] and watch.lowered == []
+    return result, rows
+
+
+def check_like_clean(clean, result, rows, doubled, watch, seed):
+    clean_result, clean_rows = clean
+    assert sorted(result.done) == sorted(clean_result.done), seed  # 0 lost
+    assert result.condemned.keys() == clean_result.condemned.keys(), seed
+    assert doubled == [], seed  # no (range, attempt) started twice
+    assert watch.two_live == [], seed  # never two live attempts of one range
+    assert watch.lowered == [], seed  # nothing measured was lowered or blanked
+    assert rows.rows == clean_rows.rows, seed  # the profile a clean run makes
+    # A vanished leg's time runs to its last sighting: a dead dispatcher saw it earlier,
+    # by at most its dead time and a poll; never later than the clean run's.
+    assert rows.estimated.keys() == clean_rows.estimated.keys(), seed
+    for key, seconds in rows.estimated.items():
+        assert clean_rows.estimated[key] - DEAD_MAX - 10 <= seconds <= clean_rows.estimated[key] + 10, (seed, key)
+
+
+def kill_suite(tmp_path, clean, seeds, least: int):
+    fired: Counter[str] = Counter()
+    samples = 0
+    for seed in seeds:
+        result, rows, doubled, watch, hits = killed_mission(tmp_path / f"s{seed}", seed, kills=5)
+        check_like_clean(clean, result, rows, doubled, watch, seed)
+        fired += hits
+        samples += watch.samples
+    print(f"R1: {len(seeds)} seeds, {fired.total()} kills and restarts {dict(fired)}, {samples} samples")
+    assert fired.total() >= least and set(fired) == set(CONTEXTS)
+
+
+def test_R1_L10_killed_anywhere_and_restarted_a_mission_ends_as_a_clean_run(tmp_path, clean):
+    kill_suite(tmp_path, clean, range(1, 5), least=20)
+
+
+@pytest.mark.soak
+def test_R1_soak_a_hundred_kills(tmp_path, clean):
+    kill_suite(tmp_path, clean, range(100, 125), least=100)
+
+
+def two_dispatchers(tmp_path, seed: int):
+    """Two dispatchers over the same ranges, passes interleaved; the second is killed at
+    seeded points and restarted. Neither may start what the other claimed."""
+    rng = random.Random(seed)
+    with cluster() as (api, kubelet, runs):
+        cfg = mission(tmp_path)
+        watch = Watch(api, cfg, every=1)
+        clock = SimClock(kubelet, watch)
+        plan = kill_plan(rng, 3, cap=2)
+        first = dispatcher(cfg, backend(api, kubelet, tmp_path / "spool-a"), clock, "run-a")
+        second, kills, n = None, 0, 0
+        finished = {"a": False, "b": False}
+        for _ in range(400):
+            if second is None:
+                n += 1
+                killer = Killer(plan[kills] if kills < len(plan) else None)
+                second = dispatcher(cfg, backend(api, kubelet, tmp_path / f"spool-b{n}"), clock, f"run-b{n}", killer)
+            pair = [("a", first), ("b", second)]
+            rng.shuffle(pair)  # two processes: either may pass first
+            for name, d in pair:
+                try:
+                    s = d.pass_once()
+                except Killed:
+                    kills, second = kills + 1, None
+                    continue
+                finished[name] = s.completed + s.condemned == s.total
+            if all(finished.values()):
+                break
+            clock.sleep(cfg.poll_seconds)
+        watch.check_records()
+        result = first.run()  # everything is decided: one pass, and the results
+        return result, profile(cfg), runs.doubled, watch, kills
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_R1_L11_two_dispatchers_over_the_same_ranges_never_double_run(tmp_path, clean, seed):
+    result, rows, doubled, watch, kills = two_dispatchers(tmp_path, seed)
+    clean_result, clean_rows = clean
+    check_like_clean(clean, result, rows, doubled, watch, seed)
+    assert kills >= 1
