@@ -24,6 +24,7 @@ from catchup_assets.mission import (
     load_mission,
     prepare,
     read_table,
+    require_plan,
     run_mission,
     save_mission,
     write_table,
@@ -220,6 +221,7 @@ def range_profile(context: dg.AssetExecutionContext, catchup: CatchupResource):
     mission = current_mission(context)
     store = Store(catchup.root())
     try:
+        require_plan(store, mission)
         out = build_profile(catchup.root(), mission)
     except ValueError as exc:
         raise refused("range_profile", exc) from exc

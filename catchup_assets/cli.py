@@ -56,8 +56,10 @@ def _demo(args: argparse.Namespace) -> int:
 
 
 def _profile(args: argparse.Namespace) -> int:
-    from catchup_assets.mission import build_profile, build_tier_map
+    from catchup_assets.mission import build_profile, build_tier_map, require_plan
+    from catchup_assets.storage import Store
 
+    require_plan(Store(args.root), args.mission)  # before anything is written
     out = build_profile(args.root, args.mission)
     _, tier_map_url = build_tier_map(args.root, args.mission)
     print(f"{out.profile.num_rows} measured ranges, {len(out.unmeasured)} unmeasured")

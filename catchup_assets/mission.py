@@ -141,7 +141,6 @@ def require_plan(store: Store, mission: str) -> None:
 def build_profile(storage_root: str, mission: str) -> ProfileOutput:
     """Every finished attempt record of the mission -> range_profile.parquet."""
     store = Store(storage_root)
-    require_plan(store, mission)
     record_store = RecordStore(store, mission)
     records, done = record_store.load()
     if record_store.files_read:

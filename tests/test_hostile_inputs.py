@@ -22,7 +22,7 @@ from catchup_assets import cli
 from catchup_assets.backends.base import Peaks
 from catchup_assets.config import MissionConfig
 from catchup_assets.dispatch import DispatchConfig, Dispatcher, DispatcherStuck
-from catchup_assets.mission import build_profile, prepare
+from catchup_assets.mission import build_tier_map, prepare
 from catchup_assets.plan import measures_from_rows
 from catchup_assets.profile import PROFILE_SCHEMA
 from catchup_assets.profile_io import load_previous_profile
@@ -313,7 +313,7 @@ CASES = [
     ("storage blocked by a file", blocked_storage, ERROR, "root/m1"),
     ("storage root under a file", storage_root_is_a_file, ERROR, "file/root"),
     ("storage full", full_storage, ERROR, "m1/big"),
-    ("profile of an unplanned mission", lambda t: build_profile(str(t / "root"), "m1"), ERROR, "has no plan"),
+    ("profile of an unplanned mission", lambda t: build_tier_map(str(t / "root"), "m1"), ERROR, "has no plan"),
     # -- the command line ----------------------------------------------------------
     ("--what-if inf", lambda t: cli_run(["plan", "--profile", "p", "--what-if", "inf"]), ERROR, "'inf'"),
     ("--what-if 0", lambda t: cli_run(["plan", "--profile", "p", "--what-if", "0"]), ERROR, "must be > 0"),
