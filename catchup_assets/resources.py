@@ -18,6 +18,7 @@ from pydantic import Field, model_validator
 
 from catchup_assets.backends.base import Backend
 from catchup_assets.backends.kubernetes.settings import K8sSettings
+from catchup_assets.backends.kubernetes.stats import KubeletAccess
 from catchup_assets.config import MissionConfig
 from catchup_assets.outcomes import RetryPolicy
 from catchup_assets.sizing import GiB, MemoryLadder, Placement, SizingPolicy, Tier, Tiers
@@ -41,8 +42,9 @@ class TierConfig(dg.Config):
         )
 
 
-# Every K8sSettings default, declared there once; the config below takes them from here.
+# Every K8sSettings and KubeletAccess default, declared there once; the config below takes them from here.
 _K8S = {f.name: f.default for f in dataclass_fields(K8sSettings) if f.default is not MISSING}
+_KUBELET = {f.name: f.default for f in dataclass_fields(KubeletAccess)}
 
 
 def _optional(name: str) -> bool:
@@ -152,6 +154,30 @@ class KubernetesConfig(_Strict):
         default=1800.0, gt=0, description="interim log reads; a pod about to go and a finished one are read at once"
     )
     unschedulable_seconds: float = Field(default=900.0, gt=0)
+    # How peaks are read: from each node's kubelet, as metrics-server reads them (L19, stats.py).
+    kubelet_preferred_address_types: list[str] = Field(
+        default_factory=lambda: list(_KUBELET["preferred_address_types"]),
+        description="which of a Node's status.addresses to reach its kubelet at, first found wins",
+    )
+    kubelet_ca_file: str = Field(
+        default="", description="CA of the kubelets' serving certificates; empty: the cluster CA"
+    )
+    kubelet_insecure_skip_tls_verify: bool = Field(
+        default=_KUBELET["insecure_skip_tls_verify"],
+        description="do not verify kubelets' certificates (self-signed kubelet certs): the token is then exposed",
+    )
+    kubelet_token_file: str = Field(
+        default=_KUBELET["token_file"], description="the bearer token kubelets see; default: the pod's ServiceAccount's"
+    )
+
+    def kubelet_access(self) -> KubeletAccess:
+        """The KubeletAccess these fields make (each `kubelet_<field>`); it checks them, naming the field."""
+        return KubeletAccess(
+            preferred_address_types=tuple(self.kubelet_preferred_address_types),
+            ca_file=self.kubelet_ca_file or None,
+            insecure_skip_tls_verify=self.kubelet_insecure_skip_tls_verify,
+            token_file=self.kubelet_token_file,
+        )
 
     def settings(self) -> K8sSettings:
         """The K8sSettings these fields make, every field taken by name (one place, no copying by hand)."""
@@ -212,6 +238,7 @@ class CatchupResource(dg.ConfigurableResource):
             if self.kubernetes is None:
                 raise ValueError("kubernetes: required when backend is 'kubernetes'")
             self.kubernetes.settings()  # a bad namespace, image or quantity fails at load
+            self.kubernetes.kubelet_access()
         return self
 
     def root(self) -> str:
@@ -294,6 +321,7 @@ class CatchupResource(dg.ConfigurableResource):
             self.placement().tiers,
             batch_api=kubernetes.client.BatchV1Api(api),
             core_api=kubernetes.client.CoreV1Api(api),
+            kubelet=cfg.kubelet_access(),
             spool_dir=os.path.join(self.work(), mission, "log-spool"),
             core_config_text=core_config,
             stats_interval=cfg.stats_interval_seconds,

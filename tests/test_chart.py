@@ -124,12 +124,14 @@ def test_role_grants_exactly_the_listed_verbs(chart):
     assert not any(res == "secrets" or res.startswith("secrets/") for _, res in grants)
 
 
-def test_cluster_role_is_only_nodes_proxy_get(chart):
+def test_cluster_role_is_only_nodes_and_nodes_stats_get(chart):
+    """The Node (where its kubelet is) and /stats/* on the kubelet; never nodes/proxy (every kubelet path)."""
     docs = render(chart)
     cr = decode(one(docs, "ClusterRole"), "V1ClusterRole")
     assert cr.aggregation_rule is None
     assert [(r.api_groups, r.resources, r.verbs, r.resource_names, r.non_resource_urls) for r in cr.rules] == [
-        ([""], ["nodes/proxy"], ["get"], None, None)
+        ([""], ["nodes"], ["get"], None, None),
+        ([""], ["nodes/stats"], ["get"], None, None),
     ]
 
 
