@@ -155,6 +155,7 @@ class KubernetesConfig(_Strict):
     )
     unschedulable_seconds: float = Field(default=900.0, gt=0)
     # How peaks are read: from each node's kubelet, as metrics-server reads them (L19, stats.py).
+    # Each KubeletAccess field, prefixed `kubelet_`.
     kubelet_preferred_address_types: list[str] = Field(
         default_factory=lambda: list(_KUBELET["preferred_address_types"]),
         description="which of a Node's status.addresses to reach its kubelet at, first found wins",
@@ -164,20 +165,20 @@ class KubernetesConfig(_Strict):
     )
     kubelet_insecure_skip_tls_verify: bool = Field(
         default=_KUBELET["insecure_skip_tls_verify"],
-        description="do not verify kubelets' certificates (self-signed kubelet certs): the token is then exposed",
+        description="INSECURE: do not verify kubelets' certificates; whoever intercepts gets the token",
     )
     kubelet_token_file: str = Field(
         default=_KUBELET["token_file"], description="the bearer token kubelets see; default: the pod's ServiceAccount's"
     )
+    kubelet_connect_timeout: float = Field(default=_KUBELET["connect_timeout"], gt=0)
+    kubelet_read_timeout: float = Field(default=_KUBELET["read_timeout"], gt=0)
 
     def kubelet_access(self) -> KubeletAccess:
-        """The KubeletAccess these fields make (each `kubelet_<field>`); it checks them, naming the field."""
-        return KubeletAccess(
-            preferred_address_types=tuple(self.kubelet_preferred_address_types),
-            ca_file=self.kubelet_ca_file or None,
-            insecure_skip_tls_verify=self.kubelet_insecure_skip_tls_verify,
-            token_file=self.kubelet_token_file,
-        )
+        """The KubeletAccess these `kubelet_*` fields make, every field taken by name; it checks them."""
+        values = {f.name: getattr(self, f"kubelet_{f.name}") for f in dataclass_fields(KubeletAccess)}
+        values["preferred_address_types"] = tuple(values["preferred_address_types"])
+        values["ca_file"] = values["ca_file"] or None
+        return KubeletAccess(**values)
 
     def settings(self) -> K8sSettings:
         """The K8sSettings these fields make, every field taken by name (one place, no copying by hand)."""

@@ -298,6 +298,8 @@ def test_nodepools_only_when_enabled(chart):
         ({"tiers": [{"name": "t", "memoryCutGib": -1, "nodeMemoryGib": 2, "cpu": 1}]}, "/tiers/0/memoryCutGib"),
         ({"pvcSize": "lots"}, "/pvcSize"),
         ({"karpenter": {"enabled": "yes"}}, "/karpenter/enabled"),
+        ({"kubelet": {"preferredAddressTypes": ["NodeIP"]}}, "/kubelet/preferredAddressTypes/0"),
+        ({"kubelet": {"caFile": "/ca.crt", "insecureSkipTLSVerify": True}}, "/kubelet"),
     ],
     ids=lambda x: x if isinstance(x, str) else None,
 )

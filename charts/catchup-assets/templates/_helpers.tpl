@@ -69,6 +69,9 @@ app.kubernetes.io/component: code-location
   "configmap" (include "catchup.configmapName" .)
   "core_config_key" .Values.coreConfigKey
   "kubeconfig" ""
+  "kubelet_preferred_address_types" .Values.kubelet.preferredAddressTypes
+  "kubelet_ca_file" (.Values.kubelet.caFile | default "")
+  "kubelet_insecure_skip_tls_verify" .Values.kubelet.insecureSkipTLSVerify
 -}}
 {{- /* Unset (null) values are left out: the project's own default applies. */ -}}
 {{- range $key, $field := dict "pooled" "pooled" "runAsNonRoot" "run_as_non_root" "runAsUser" "run_as_user" "clusterVersion" "cluster_version" -}}
