@@ -265,6 +265,22 @@ def test_deployment_runs_the_code_location_as_non_root(chart):
     assert svc.spec.selector.items() <= dep.spec.template.metadata.labels.items()
 
 
+def test_the_code_location_pod_mounts_no_token_and_run_pods_keep_theirs(chart):
+    """The gRPC server never calls the Kubernetes API; the run pods K8sRunLauncher starts under the
+    mission's ServiceAccount (its container context) dispatch range Jobs and need the token."""
+    docs = render(chart)
+    pod = decode(one(docs, "Deployment"), "V1Deployment").spec.template.spec
+    assert pod.automount_service_account_token is False
+    assert not any(v.projected or v.secret for v in pod.volumes)  # no token volume by another route
+    env = {e.name: e.value for e in pod.containers[0].env}
+    run_pods = json.loads(env["DAGSTER_CLI_API_GRPC_CONTAINER_CONTEXT"])["k8s"]
+    named = run_pods["service_account_name"]
+    (sa,) = [d for d in docs if d["kind"] == "ServiceAccount" and d["metadata"]["name"] == named]
+    assert decode(sa, "V1ServiceAccount").automount_service_account_token in (None, True)  # mounted in run pods
+    launcher = yaml.safe_load(DAGSTER_VALUES.read_text())["runLauncher"]["config"]["k8sRunLauncher"]
+    assert "automountServiceAccountToken" not in json.dumps(launcher)  # the dagster values do not take it away
+
+
 def test_nodepools_only_when_enabled(chart):
     assert not [d for d in render(chart) if d["kind"] == "NodePool"]
     tiers = [
