@@ -119,7 +119,9 @@ class KubernetesConfig(_Strict):
     namespace: str
     image: str = Field(description="stellar-core image with /bin/sh (the worker script is mounted)")
     image_pull_policy: str = _K8S["image_pull_policy"]
-    service_account: str = Field(default="", description="empty: the namespace's default")
+    worker_service_account: str = Field(
+        default="", description="the range pods' ServiceAccount (no Role, no token); empty: the namespace's default"
+    )
     storage_mode: Literal["pvc", "ephemeral"] = _K8S["storage_mode"]
     storage_class: str = Field(default="", description="pvc mode; empty: the cluster's default class")
     pvc_size: str = _K8S["pvc_size"]

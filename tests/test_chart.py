@@ -69,10 +69,16 @@ def decode(doc: dict, model: str):
     return _api.deserialize(SimpleNamespace(data=json.dumps(doc)), model)
 
 
-def one(docs: list[dict], kind: str) -> dict:
-    found = [d for d in docs if d["kind"] == kind]
-    assert len(found) == 1, f"{kind}: {len(found)} documents"
+def one(docs: list[dict], kind: str, name: str | None = None) -> dict:
+    found = [d for d in docs if d["kind"] == kind and name in (None, d["metadata"]["name"])]
+    assert len(found) == 1, f"{kind} {name or ''}: {len(found)} documents"
     return found[0]
+
+
+def catchup_json(docs: list[dict]) -> dict:
+    """The `catchup` resource settings the code location loads (its ConfigMap's catchup.json)."""
+    (cm,) = [d for d in docs if d["kind"] == "ConfigMap" and "catchup.json" in d.get("data", {})]
+    return json.loads(cm["data"]["catchup.json"])
 
 
 MODELS = {
@@ -137,7 +143,9 @@ def test_cluster_role_is_only_nodes_and_nodes_stats_get(chart):
 
 def test_bindings_bind_the_mission_service_account(chart):
     docs = render(chart)
-    sa = decode(one(docs, "ServiceAccount"), "V1ServiceAccount").metadata.name
+    dep = decode(one(docs, "Deployment"), "V1Deployment")
+    sa = decode(one(docs, "ServiceAccount", dep.spec.template.spec.service_account_name), "V1ServiceAccount")
+    sa = sa.metadata.name
     role = one(docs, "Role")["metadata"]["name"]
     cr = one(docs, "ClusterRole")["metadata"]["name"]
     rb = decode(one(docs, "RoleBinding"), "V1RoleBinding")
@@ -148,8 +156,27 @@ def test_bindings_bind_the_mission_service_account(chart):
         assert [(s.kind, s.name, s.namespace) for s in b.subjects] == [("ServiceAccount", sa, NS)]
     # Only these two bindings exist, so nothing else reaches Secrets.
     assert sum(d["kind"].endswith("Binding") for d in docs) == 2
-    dep = decode(one(docs, "Deployment"), "V1Deployment")
-    assert dep.spec.template.spec.service_account_name == sa
+
+
+def test_worker_pods_run_under_their_own_account_without_a_token(chart):
+    """The range Jobs built from this release's settings name the chart's worker ServiceAccount,
+    which no binding grants anything and whose token neither the account nor the pod mounts."""
+    from catchup_assets.backends.base import AttemptSpec
+    from catchup_assets.backends.kubernetes.manifests import job_manifest, to_dict
+    from catchup_assets.resources import CatchupResource
+
+    docs = render(chart, {"workerServiceAccount": {"name": "range-pods"}})
+    resource = CatchupResource(**catchup_json(docs))
+    spec = AttemptSpec("m1", "0000000001-0000016000", 1, 16000, 16320, 2**30, 2**30, "dwarf", 1.0)
+    tier = resource.placement().tiers.by_name("dwarf")
+    pod = to_dict(job_manifest(spec, tier, False, resource.kubernetes.settings()))["spec"]["template"]["spec"]
+    assert (pod["serviceAccountName"], pod["automountServiceAccountToken"]) == ("range-pods", False)
+    worker = decode(one(docs, "ServiceAccount", "range-pods"), "V1ServiceAccount")
+    assert worker.automount_service_account_token is False
+    mission = one(docs, "Deployment")["spec"]["template"]["spec"]["serviceAccountName"]
+    assert mission != "range-pods"
+    subjects = [s["name"] for d in docs if d["kind"].endswith("Binding") for s in d["subjects"]]
+    assert "range-pods" not in subjects and mission in subjects
 
 
 def test_worker_entrypoint_copy_is_the_package_s():
@@ -193,7 +220,8 @@ def test_configmap_carries_entrypoint_core_config_and_values(chart):
     assert k8s["image"] == "stellar/stellar-core:23.0.1"
     # The range Jobs mount the chart's ConfigMap (the Role cannot create one).
     assert k8s["configmap"] == cm.metadata.name
-    assert k8s["service_account"] == one(docs, "ServiceAccount")["metadata"]["name"]
+    assert k8s["worker_service_account"] == "cu-catchup-assets-worker"
+    assert one(docs, "ServiceAccount", k8s["worker_service_account"])
 
 
 def test_run_config_is_accepted_by_the_resource(chart):

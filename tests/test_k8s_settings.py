@@ -26,7 +26,7 @@ CASES = {
     "namespace": ("other-ns", {"_namespace": "other-ns"}, "other-ns"),
     "image": ("r.example/core:23", {"workerImage": {"repository": "r.example/core", "tag": "23"}}, "r.example/core:23"),
     "image_pull_policy": ("Always", {"workerImage": {"pullPolicy": "Always"}}, "Always"),
-    "service_account": ("sa-x", {"serviceAccount": {"name": "sa-x"}}, "sa-x"),
+    "worker_service_account": ("sa-x", {"workerServiceAccount": {"name": "sa-x"}}, "sa-x"),
     "storage_mode": ("ephemeral", {"storageMode": "ephemeral"}, "ephemeral"),
     "storage_class": ("fast", {"storageClass": "fast"}, "fast"),
     "pvc_size": ("200Gi", {"pvcSize": "200Gi"}, "200Gi"),

@@ -36,6 +36,11 @@ app.kubernetes.io/component: code-location
 {{- default (printf "%s-mission" (include "catchup.fullname" .)) .Values.serviceAccount.name -}}
 {{- end -}}
 
+{{/* The range pods' own account: bound to nothing, its token never mounted. */}}
+{{- define "catchup.workerServiceAccountName" -}}
+{{- default (printf "%s-worker" (include "catchup.fullname" .)) .Values.workerServiceAccount.name -}}
+{{- end -}}
+
 {{- define "catchup.configmapName" -}}
 {{- printf "%s-worker" (include "catchup.fullname" .) -}}
 {{- end -}}
@@ -56,7 +61,7 @@ app.kubernetes.io/component: code-location
   "namespace" .Release.Namespace
   "image" (include "catchup.image" .Values.workerImage)
   "image_pull_policy" .Values.workerImage.pullPolicy
-  "service_account" (include "catchup.serviceAccountName" .)
+  "worker_service_account" (include "catchup.workerServiceAccountName" .)
   "storage_mode" .Values.storageMode
   "storage_class" (.Values.storageClass | default "")
   "pvc_size" .Values.pvcSize
