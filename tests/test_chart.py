@@ -24,7 +24,9 @@ ROOT = Path(__file__).resolve().parents[1]
 CHART = ROOT / "charts" / "catchup-assets"
 DAGSTER_VALUES = ROOT / "charts" / "dagster-values.yaml"
 K8S_VERSION = "1.30"
-NS = "catchup"
+NS = "catchup"  # the release's, where the dagster chart keeps its Postgres Secret
+MISSION_NS = "catchup-missions"  # the default mission namespace: "<release namespace>-missions"
+WORKER_CM, LOCATION_CM = "cu-catchup-assets-worker", "cu-catchup-assets-location"
 BASE = {"image": {"repository": "ghcr.io/stellar/catchup-assets", "tag": "1.2.3"}}
 
 # What the mission's ServiceAccount may do in its namespace, exactly (README, issue 5).
@@ -113,7 +115,7 @@ def test_every_object_validates_and_decodes(chart, values):
         model = decode(doc, MODELS[doc["kind"]])
         assert model.metadata.name
         if doc["kind"] not in ("ClusterRole", "ClusterRoleBinding"):
-            assert model.metadata.namespace == NS
+            assert model.metadata.namespace in (NS, MISSION_NS)
 
 
 def test_role_grants_exactly_the_listed_verbs(chart):
@@ -158,6 +160,33 @@ def test_bindings_bind_the_mission_service_account(chart):
     assert sum(d["kind"].endswith("Binding") for d in docs) == 2
 
 
+def test_range_jobs_and_the_mission_s_role_live_in_a_namespace_without_dagster_s_secrets(chart):
+    """Whoever may create Jobs in a namespace may mount any Secret there into a pod; the run pods'
+    token may create Jobs, so it may do so only in the mission namespace, apart from the release's
+    (where the dagster chart keeps its Postgres Secret, which run pods read as env)."""
+    docs = render(chart)
+    where = {(d["kind"], d["metadata"]["name"]): d["metadata"].get("namespace") for d in docs}
+    mission_sa = one(docs, "Deployment")["spec"]["template"]["spec"]["serviceAccountName"]
+    assert catchup_json(docs)["kubernetes"]["namespace"] == MISSION_NS != NS
+    assert where[("Role", "cu-catchup-assets-mission")] == where[("RoleBinding", "cu-catchup-assets-mission")]
+    assert where[("Role", "cu-catchup-assets-mission")] == MISSION_NS
+    assert where[("ConfigMap", WORKER_CM)] == where[("ServiceAccount", "cu-catchup-assets-worker")] == MISSION_NS
+    # The mission's account, the code location and its settings stay in the release namespace, and so
+    # do the run pods (the dagster values' jobNamespace, the code location's container context).
+    assert where[("ServiceAccount", mission_sa)] == where[("Deployment", "cu-catchup-assets")] == NS
+    assert where[("ConfigMap", LOCATION_CM)] == NS
+    (container,) = one(docs, "Deployment")["spec"]["template"]["spec"]["containers"]
+    env = {e["name"]: e.get("value") for e in container["env"]}
+    assert json.loads(env["DAGSTER_CLI_API_GRPC_CONTAINER_CONTEXT"])["k8s"]["namespace"] == NS
+    rb = decode(one(docs, "RoleBinding"), "V1RoleBinding")
+    assert [(s.name, s.namespace) for s in rb.subjects] == [(mission_sa, NS)]
+    # No Role in the release namespace: the token creates nothing there.
+    assert [d for d in docs if d["kind"] == "Role" and d["metadata"]["namespace"] == NS] == []
+    # The operator's choice of namespace is taken as given.
+    docs = render(chart, {"missionNamespace": "ranges"})
+    assert catchup_json(docs)["kubernetes"]["namespace"] == one(docs, "Role")["metadata"]["namespace"] == "ranges"
+
+
 def test_worker_pods_run_under_their_own_account_without_a_token(chart):
     """The range Jobs built from this release's settings name the chart's worker ServiceAccount,
     which no binding grants anything and whose token neither the account nor the pod mounts."""
@@ -198,14 +227,14 @@ def test_configmap_carries_entrypoint_core_config_and_values(chart):
             "workerImage": {"repository": "stellar/stellar-core", "tag": "23.0.1"},
         },
     )
-    cm = decode(one(docs, "ConfigMap"), "V1ConfigMap")
+    cm = decode(one(docs, "ConfigMap", WORKER_CM), "V1ConfigMap")
     packaged = (ROOT / "catchup_assets" / "worker" / "entrypoint.sh").read_text()
     assert cm.data["entrypoint.sh"] == packaged
     assert cm.data["stellar-core.cfg"] == core_cfg
-    run_config = yaml.safe_load(cm.data["run-config.yaml"])
+    run_config = yaml.safe_load(one(docs, "ConfigMap", LOCATION_CM)["data"]["run-config.yaml"])
     assert run_config["ops"]["mission_plan"]["config"]["parallelism"] == 77
     # Unset, the value is left out and the project's one default applies.
-    unset = yaml.safe_load(decode(one(render(chart), "ConfigMap"), "V1ConfigMap").data["run-config.yaml"])
+    unset = yaml.safe_load(one(render(chart), "ConfigMap", LOCATION_CM)["data"]["run-config.yaml"])
     assert "parallelism" not in unset["ops"]["mission_plan"]["config"]
     cfg = run_config["resources"]["catchup"]["config"]
     assert cfg["storage_root"] == "s3://bucket/run-42"
@@ -216,9 +245,9 @@ def test_configmap_carries_entrypoint_core_config_and_values(chart):
     assert cfg["tiers"] == [{"name": "small", "memory_cut_gib": 3, "node_memory_gib": 4, "cpu": 1}]
     k8s = cfg["kubernetes"]
     assert k8s["storage_mode"] == "ephemeral"
-    assert k8s["namespace"] == NS
+    assert k8s["namespace"] == MISSION_NS == cm.metadata.namespace
     assert k8s["image"] == "stellar/stellar-core:23.0.1"
-    # The range Jobs mount the chart's ConfigMap (the Role cannot create one).
+    # The range Jobs mount the chart's ConfigMap (the Role cannot create one), in their namespace.
     assert k8s["configmap"] == cm.metadata.name
     assert k8s["worker_service_account"] == "cu-catchup-assets-worker"
     assert one(docs, "ServiceAccount", k8s["worker_service_account"])
@@ -228,10 +257,10 @@ def test_run_config_is_accepted_by_the_resource(chart):
     """The rendered `catchup` resource config validates as CatchupResource / KubernetesConfig."""
     from catchup_assets.resources import CatchupResource
 
-    cm = one(render(chart), "ConfigMap")
+    cm = one(render(chart), "ConfigMap", LOCATION_CM)
     cfg = yaml.safe_load(cm["data"]["run-config.yaml"])["resources"]["catchup"]["config"]
     res = CatchupResource(**cfg)
-    assert res.backend == "kubernetes" and res.kubernetes.namespace == NS
+    assert res.backend == "kubernetes" and res.kubernetes.namespace == MISSION_NS
     assert [t.name for t in res.tiers][:2] == ["dwarf", "subgiant"]
 
 
@@ -343,6 +372,7 @@ def test_nodepools_only_when_enabled(chart):
         ({"pvcSize": "lots"}, "/pvcSize"),
         ({"karpenter": {"enabled": "yes"}}, "/karpenter/enabled"),
         ({"kubelet": {"preferredAddressTypes": ["NodeIP"]}}, "/kubelet/preferredAddressTypes/0"),
+        ({"missionNamespace": "Missions"}, "/missionNamespace"),
         ({"kubelet": {"caFile": "/ca.crt", "insecureSkipTLSVerify": True}}, "/kubelet"),
     ],
     ids=lambda x: x if isinstance(x, str) else None,
@@ -431,11 +461,13 @@ def test_the_code_location_loads_this_releases_settings(chart, tmp_path):
 
     assert (CHART / "files" / "catchup_location.py").read_text() == _LOCATION_SOURCE
     docs = render(chart)
-    cm = one(docs, "ConfigMap")
+    cm = one(docs, "ConfigMap", LOCATION_CM)
     assert cm["data"]["catchup_location.py"] == _LOCATION_SOURCE
     settings = json.loads(cm["data"]["catchup.json"])
     resource = CatchupResource(**settings)
-    assert resource.backend == "kubernetes" and resource.kubernetes.configmap == cm["metadata"]["name"]
+    assert resource.backend == "kubernetes" and resource.kubernetes.configmap == WORKER_CM
+    volumes = one(docs, "Deployment")["spec"]["template"]["spec"]["volumes"]
+    assert next(v for v in volumes if v["name"] == "location")["configMap"]["name"] == LOCATION_CM
     deploy = one(docs, "Deployment")
     args = deploy["spec"]["template"]["spec"]["containers"][0]["args"]
     assert args[:2] == ["-f", "/etc/catchup/catchup_location.py"]

@@ -23,7 +23,7 @@ TOLERATION = {"key": "karpenter.sh/capacity-type", "operator": "Equal", "value":
 
 # field -> (value given to KubernetesConfig, chart values (and release namespace), what K8sSettings holds)
 CASES = {
-    "namespace": ("other-ns", {"_namespace": "other-ns"}, "other-ns"),
+    "namespace": ("other-ns", {"missionNamespace": "other-ns"}, "other-ns"),
     "image": ("r.example/core:23", {"workerImage": {"repository": "r.example/core", "tag": "23"}}, "r.example/core:23"),
     "image_pull_policy": ("Always", {"workerImage": {"pullPolicy": "Always"}}, "Always"),
     "worker_service_account": ("sa-x", {"workerServiceAccount": {"name": "sa-x"}}, "sa-x"),
@@ -77,15 +77,14 @@ def chart():
 @pytest.mark.parametrize("field", sorted(CASES))
 def test_settable_from_the_chart(chart, field):
     _, values, expected = CASES[field]
-    values = dict(values)
-    namespace = values.pop("_namespace", NS)
-    out = chart.render(values=_merge(BASE, values), name="cu", namespace=namespace, is_install=True)
+    out = chart.render(values=_merge(BASE, values), name="cu", namespace=NS, is_install=True)
     docs = [d for path, text in out.items() if path.endswith(".yaml") for d in yaml.safe_load_all(text) if d]
     (cm,) = [d for d in docs if d["kind"] == "ConfigMap" and "catchup.json" in d.get("data", {})]
     settings = CatchupResource(**json.loads(cm["data"]["catchup.json"])).kubernetes.settings()
     assert getattr(settings, field) == expected
-    if field == "core_config_key":
-        assert expected in cm["data"]  # the chart's ConfigMap holds the core config under that key
+    if field == "core_config_key":  # the ConfigMap the range Jobs mount holds the core config under that key
+        (worker,) = [d for d in docs if d["kind"] == "ConfigMap" and d["metadata"]["name"] == settings.configmap]
+        assert expected in worker["data"] and worker["metadata"]["namespace"] == settings.namespace
 
 
 # KubeletAccess field -> (KubernetesConfig `kubelet_<field>` value, chart values or None, what KubeletAccess holds).

@@ -36,6 +36,12 @@ app.kubernetes.io/component: code-location
 {{- default (printf "%s-mission" (include "catchup.fullname" .)) .Values.serviceAccount.name -}}
 {{- end -}}
 
+{{/* Where range Jobs, their PVCs, the worker ConfigMap and account, and the mission's Role live:
+not the release's namespace, which holds Dagster's Secrets (values.yaml, missionNamespace). */}}
+{{- define "catchup.missionNamespace" -}}
+{{- default (printf "%s-missions" .Release.Namespace | trunc 63 | trimSuffix "-") .Values.missionNamespace -}}
+{{- end -}}
+
 {{/* The range pods' own account: bound to nothing, its token never mounted. */}}
 {{- define "catchup.workerServiceAccountName" -}}
 {{- default (printf "%s-worker" (include "catchup.fullname" .)) .Values.workerServiceAccount.name -}}
@@ -43,6 +49,10 @@ app.kubernetes.io/component: code-location
 
 {{- define "catchup.configmapName" -}}
 {{- printf "%s-worker" (include "catchup.fullname" .) -}}
+{{- end -}}
+
+{{- define "catchup.locationConfigmapName" -}}
+{{- printf "%s-location" (include "catchup.fullname" .) -}}
 {{- end -}}
 
 {{- define "catchup.image" -}}
@@ -58,7 +68,7 @@ app.kubernetes.io/component: code-location
 {{- $tiers = append $tiers $t -}}
 {{- end -}}
 {{- $k8s := dict
-  "namespace" .Release.Namespace
+  "namespace" (include "catchup.missionNamespace" .)
   "image" (include "catchup.image" .Values.workerImage)
   "image_pull_policy" .Values.workerImage.pullPolicy
   "worker_service_account" (include "catchup.workerServiceAccountName" .)
