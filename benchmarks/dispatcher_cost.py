@@ -104,7 +104,7 @@ def measure(case: Case) -> Measured:
         )
         extra = {
             "nodes": run.nodes,
-            "summaries": run.requests.get(("get", "nodes/proxy"), 0),
+            "summaries": run.requests.get(("get", "nodes/stats"), 0),
             "polled reads": run.log_reads["first"] + run.log_reads["interim"],
             "final reads": run.log_reads["final"],
         }

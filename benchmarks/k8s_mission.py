@@ -21,6 +21,7 @@ from benchmarks.meter import DispatcherMeter, MachineLoad
 from benchmarks.sim_cluster import ClusterProcess, ClusterSpec, VariedAttempts, mission_config, mission_ranges
 from catchup_assets.backends.kubernetes.backend import KubernetesBackend
 from catchup_assets.backends.kubernetes.manifests import K8sSettings
+from catchup_assets.backends.kubernetes.stats import KubeletAccess
 from catchup_assets.dispatch import DispatchConfig, Dispatcher, MissionResult
 from catchup_assets.records import RecordStore
 from catchup_assets.sizing import Tiers
@@ -96,6 +97,8 @@ def run_k8s_mission(m: K8sMission, work_dir: str | Path | None = None) -> K8sMis
             Tiers(),
             batch_api=BatchV1Api(api),
             core_api=CoreV1Api(api),
+            # Each node's kubelet over HTTPS, as in production: the cluster CA and a projected token.
+            kubelet=KubeletAccess(ca_file=cluster.kubelet_ca_file, token_file=cluster.kubelet_token_file),
             spool_dir=Path(tmp) / "spool",
             clock=cluster.clock.time,
             sleeper=lambda s: None,

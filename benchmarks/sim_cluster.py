@@ -1,11 +1,12 @@
 """The simulated Kubernetes cluster in a process of its own, moved by the dispatcher's clock.
 
-The API server (`sim.kube_api`) and the kubelet (`sim.kubelet`) run in a
-child process, so whatever this process measures (CPU, RSS, tracemalloc) is
-the dispatcher's alone; the official client talks HTTP to the child as it
-would to a real API server. Time is virtual: the dispatcher's `sleep` moves
-the child's kubelet forward and a mirror clock here by the same amount, so
-both sides always agree on "now".
+The API server (`sim.kube_api`) and the kubelet (`sim.kubelet`, each node's
+/stats/summary served over HTTPS by `sim.kubelet_server`) run in a child
+process, so whatever this process measures (CPU, RSS, tracemalloc) is the
+dispatcher's alone; the official client talks HTTP to the child as it would to
+a real API server, and the backend reads each node's kubelet as in production.
+Time is virtual: the dispatcher's `sleep` moves the child's kubelet forward and
+a mirror clock here by the same amount, so both sides always agree on "now".
 """
 
 from __future__ import annotations
@@ -65,11 +66,14 @@ def _serve(conn, parent_end, spec: ClusterSpec) -> None:
     """The child: an API server and a kubelet, stepped on request until told to stop or orphaned."""
     from catchup_sim.kube_api import KubeApiServer
     from catchup_sim.kubelet import Kubelet
+    from catchup_sim.kubelet_server import KubeletServer
 
     parent_end.close()  # forked with both ends: only then does a dead parent read as EOF here
 
     with KubeApiServer() as api:
         kubelet = Kubelet(api.store, script=spec.attempts, stats_period=spec.stats_period)
+        kubelets = KubeletServer(kubelet)
+        token = kubelets.project_token("system:serviceaccount:catchup:mission")
         n = spec.pods_per_node
         for i in range(spec.nodes):
             kubelet.add_node(
@@ -83,11 +87,17 @@ def _serve(conn, parent_end, spec: ClusterSpec) -> None:
                     "ephemeral-storage": f"{(n + 1) * 100}Gi",
                 },
             )
-        conn.send(api.host)
+        conn.send((api.host, kubelets.ca_file, str(token)))
+
+        def requests() -> dict[tuple[str, str], int]:
+            # What the API server served and what the kubelets authorized: distinct keys.
+            return {**api.requests.snapshot(), **kubelets.requests.snapshot()}
+
         while True:
             try:
                 op, arg = conn.recv()
             except EOFError:
+                kubelets.stop()
                 return
             if op == "advance":
                 # Two steps: pods of the Jobs just created start a second later, not a
@@ -96,12 +106,13 @@ def _serve(conn, parent_end, spec: ClusterSpec) -> None:
                 kubelet.advance(settle, tick=settle)
                 if arg > settle:
                     kubelet.advance(arg - settle, tick=arg - settle)
-                conn.send(api.requests.snapshot())
+                conn.send(requests())
             elif op == "requests":
-                conn.send(api.requests.snapshot())
+                conn.send(requests())
             elif op == "count":
                 conn.send(api.store.count(*arg))
             elif op == "stop":
+                kubelets.stop()
                 conn.send(None)
                 return
 
@@ -120,6 +131,7 @@ class ClusterProcess:
         self._conn = None
         self._proc = None
         self.host = ""
+        self.kubelet_ca_file = self.kubelet_token_file = ""  # what a run pod's ServiceAccount volume holds
 
     def __enter__(self) -> ClusterProcess:
         parent, child = self._ctx.Pipe()
@@ -127,7 +139,7 @@ class ClusterProcess:
         self._proc.start()
         child.close()
         self._conn = parent
-        self.host = parent.recv()
+        self.host, self.kubelet_ca_file, self.kubelet_token_file = parent.recv()
         return self
 
     def __exit__(self, *exc) -> None:
@@ -186,10 +198,11 @@ def request_delta(after: dict, before: dict) -> dict[tuple[str, str], int]:
 
 
 def split_requests(counts: dict[tuple[str, str], int]) -> tuple[int, int, int]:
-    """(per-pass LISTs, kubelet summaries through the node proxy, everything else)."""
+    """(per-pass LISTs, per-node reads, everything else). Per node: the kubelet summaries,
+    read from each kubelet, and one GET of each Node (where its kubelet is, then cached)."""
     lists = sum(n for (verb, _), n in counts.items() if verb == "list")
-    stats = sum(n for (_, res), n in counts.items() if res == "nodes/proxy")
-    return lists, stats, sum(counts.values()) - lists - stats
+    per_node = sum(n for (_, res), n in counts.items() if res in ("nodes/stats", "nodes"))
+    return lists, per_node, sum(counts.values()) - lists - per_node
 
 
 def mission_span(count: int, ledgers_per_range: int = 16_000):

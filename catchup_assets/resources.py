@@ -18,6 +18,7 @@ from pydantic import Field, model_validator
 
 from catchup_assets.backends.base import Backend
 from catchup_assets.backends.kubernetes.settings import K8sSettings
+from catchup_assets.backends.kubernetes.stats import KubeletAccess
 from catchup_assets.config import MissionConfig
 from catchup_assets.outcomes import RetryPolicy
 from catchup_assets.sizing import GiB, MemoryLadder, Placement, SizingPolicy, Tier, Tiers
@@ -41,8 +42,9 @@ class TierConfig(dg.Config):
         )
 
 
-# Every K8sSettings default, declared there once; the config below takes them from here.
+# Every K8sSettings and KubeletAccess default, declared there once; the config below takes them from here.
 _K8S = {f.name: f.default for f in dataclass_fields(K8sSettings) if f.default is not MISSING}
+_KUBELET = {f.name: f.default for f in dataclass_fields(KubeletAccess)}
 
 
 def _optional(name: str) -> bool:
@@ -117,7 +119,9 @@ class KubernetesConfig(_Strict):
     namespace: str
     image: str = Field(description="stellar-core image with /bin/sh (the worker script is mounted)")
     image_pull_policy: str = _K8S["image_pull_policy"]
-    service_account: str = Field(default="", description="empty: the namespace's default")
+    worker_service_account: str = Field(
+        default="", description="the range pods' ServiceAccount (no Role, no token); empty: the namespace's default"
+    )
     storage_mode: Literal["pvc", "ephemeral"] = _K8S["storage_mode"]
     storage_class: str = Field(default="", description="pvc mode; empty: the cluster's default class")
     pvc_size: str = _K8S["pvc_size"]
@@ -152,6 +156,31 @@ class KubernetesConfig(_Strict):
         default=1800.0, gt=0, description="interim log reads; a pod about to go and a finished one are read at once"
     )
     unschedulable_seconds: float = Field(default=900.0, gt=0)
+    # How peaks are read: from each node's kubelet, as metrics-server reads them (L19, stats.py).
+    # Each KubeletAccess field, prefixed `kubelet_`.
+    kubelet_preferred_address_types: list[str] = Field(
+        default_factory=lambda: list(_KUBELET["preferred_address_types"]),
+        description="which of a Node's status.addresses to reach its kubelet at, first found wins",
+    )
+    kubelet_ca_file: str = Field(
+        default="", description="CA of the kubelets' serving certificates; empty: the cluster CA"
+    )
+    kubelet_insecure_skip_tls_verify: bool = Field(
+        default=_KUBELET["insecure_skip_tls_verify"],
+        description="INSECURE: do not verify kubelets' certificates; whoever intercepts gets the token",
+    )
+    kubelet_token_file: str = Field(
+        default=_KUBELET["token_file"], description="the bearer token kubelets see; default: the pod's ServiceAccount's"
+    )
+    kubelet_connect_timeout: float = Field(default=_KUBELET["connect_timeout"], gt=0)
+    kubelet_read_timeout: float = Field(default=_KUBELET["read_timeout"], gt=0)
+
+    def kubelet_access(self) -> KubeletAccess:
+        """The KubeletAccess these `kubelet_*` fields make, every field taken by name; it checks them."""
+        values = {f.name: getattr(self, f"kubelet_{f.name}") for f in dataclass_fields(KubeletAccess)}
+        values["preferred_address_types"] = tuple(values["preferred_address_types"])
+        values["ca_file"] = values["ca_file"] or None
+        return KubeletAccess(**values)
 
     def settings(self) -> K8sSettings:
         """The K8sSettings these fields make, every field taken by name (one place, no copying by hand)."""
@@ -212,6 +241,7 @@ class CatchupResource(dg.ConfigurableResource):
             if self.kubernetes is None:
                 raise ValueError("kubernetes: required when backend is 'kubernetes'")
             self.kubernetes.settings()  # a bad namespace, image or quantity fails at load
+            self.kubernetes.kubelet_access()
         return self
 
     def root(self) -> str:
@@ -294,6 +324,7 @@ class CatchupResource(dg.ConfigurableResource):
             self.placement().tiers,
             batch_api=kubernetes.client.BatchV1Api(api),
             core_api=kubernetes.client.CoreV1Api(api),
+            kubelet=cfg.kubelet_access(),
             spool_dir=os.path.join(self.work(), mission, "log-spool"),
             core_config_text=core_config,
             stats_interval=cfg.stats_interval_seconds,

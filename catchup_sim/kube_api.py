@@ -5,8 +5,10 @@ selector and a create per attempt. kmock ignores `labelSelector` (every
 filter would be re-added through its reactions) and costs ~12 ms per create;
 a stdlib `ThreadingHTTPServer` on 127.0.0.1 with keep-alive costs well under
 a millisecond per request, needs no new dependency, and lets us add what kmock
-does not model: pod logs with `sinceTime`, the kubelet's `/stats/summary`
-through the node proxy, fault injection and per-verb request accounting.
+does not model: pod logs with `sinceTime`, fault injection and per-verb
+request accounting. The kubelets' `/stats/summary` is served by the kubelets
+themselves (kubelet_server.py), as the backend reads it; the node proxy is
+not served.
 
 Start it as a context manager; the official client talks to it unmodified:
 
@@ -60,15 +62,12 @@ class Route:
         if self.ns is not None and not res.namespaced:
             raise _NO_ROUTE
         self.plural, self.name, self.sub = plural, name and unquote(name), sub
-        self.rest = unquote(rest or "")
+        if rest:
+            raise _NO_ROUTE  # nothing served lies below a subresource
         self.resource = f"{plural}/{sub}" if sub else plural
-        if (
-            sub not in (None, "log", "proxy", "status")
-            or (sub == "log" and plural != "pods")
-            or (sub == "proxy" and plural != "nodes")
-        ):
+        if sub not in (None, "log", "status") or (sub == "log" and plural != "pods"):
             raise _NO_ROUTE
-        if sub in ("log", "proxy") and method != "GET":
+        if sub == "log" and method != "GET":
             raise ApiError(405, "MethodNotAllowed", f"the simulated server only serves GET on {plural}/{sub}")
         if name is None:
             if method == "GET":
@@ -217,8 +216,6 @@ class KubeApiServer:
         store, res = self.store, RESOURCES[r.plural]
         if r.sub == "log":
             return 200, serve_log(store, r.ns, r.name, query)
-        if r.sub == "proxy":
-            return 200, self._node_proxy(r.name, r.rest)
         if query.get("dryRun"):
             raise ApiError(400, "BadRequest", "dryRun is not supported by the simulated server")
         if r.verb == "watch":
@@ -267,16 +264,6 @@ class KubeApiServer:
         # Items of a typed list carry no apiVersion/kind, as from the real server.
         page = [{k: v for k, v in o.items() if k not in ("apiVersion", "kind")} for o in items[start:end]]
         return {"kind": f"{res.kind}List", "apiVersion": res.api_version, "metadata": meta, "items": page}
-
-    def _node_proxy(self, node: str, path: str) -> dict:
-        if self.store.live("nodes", None, node) is None:
-            raise not_found("nodes", "", node)
-        if path.strip("/") != "stats/summary":
-            raise _NO_ROUTE
-        kubelet = self.store.kubelet
-        if kubelet is None:
-            return {"node": {"nodeName": node}, "pods": []}
-        return kubelet.stats_summary(node)
 
 
 def _json_body(raw: bytes):

@@ -51,7 +51,7 @@ class Fault:
     method: str | None = None  # HTTP method, e.g. "POST"
     path: str | None = None  # regex searched in the URL path
     verb: str | None = None  # API verb: create/get/list/delete/patch/update
-    resource: str | None = None  # "jobs", "pods", "pods/log", "nodes/proxy", ...
+    resource: str | None = None  # "jobs", "pods", "pods/log", "nodes"; a kubelet's: "nodes/stats"
     retry_after: int = 1
     message: str | None = None
     hits: int = 0

@@ -22,9 +22,17 @@ from catchup_sim.kube_meta import set_condition
 
 RESOURCES = ("cpu", "memory", "ephemeral-storage")
 DEFAULT_ALLOCATABLE = {"cpu": "16", "memory": "64Gi", "ephemeral-storage": "200Gi", "pods": "110"}
+KUBELET_PORT = 10250  # the kubelet's default --port
 
 
-def node_manifest(name: str, labels: dict | None, taints: list[dict] | None, allocatable: dict | None, ip: str) -> dict:
+def node_manifest(
+    name: str,
+    labels: dict | None,
+    taints: list[dict] | None,
+    allocatable: dict | None,
+    ip: str,
+    kubelet_port: int = KUBELET_PORT,
+) -> dict:
     alloc = {**DEFAULT_ALLOCATABLE, **(allocatable or {})}
     return {
         "metadata": {
@@ -43,7 +51,10 @@ def node_manifest(name: str, labels: dict | None, taints: list[dict] | None, all
                     "message": "kubelet is posting ready status",
                 }
             ],
+            # Where the node's kubelet is (Kubernetes API reference, NodeStatus): NodeAddress
+            # {type, address}, and DaemonEndpoint's port, whose JSON name is "Port".
             "addresses": [{"type": "InternalIP", "address": ip}, {"type": "Hostname", "address": name}],
+            "daemonEndpoints": {"kubeletEndpoint": {"Port": kubelet_port}},
             "nodeInfo": {
                 "architecture": "amd64",
                 "bootID": name,

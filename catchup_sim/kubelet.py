@@ -29,7 +29,7 @@ from catchup_sim.kube_jobs import JobController
 from catchup_sim.kube_meta import ManualClock, rfc3339
 from catchup_sim.kube_meta import set_condition as _condition
 from catchup_sim.kube_pod import blocker, core_stamp, ephemeral_limit, pod_stats
-from catchup_sim.kube_sched import bind_claims, node_manifest, schedule_pending
+from catchup_sim.kube_sched import KUBELET_PORT, bind_claims, node_manifest, schedule_pending
 from catchup_sim.kube_script import DISRUPTION_MESSAGES, GiB, MiB, Script, first_crossing, usage_at
 from catchup_sim.kube_store import Store
 
@@ -73,6 +73,7 @@ class Kubelet:
         self._ips = 0
         self._thread: threading.Thread | None = None
         self._stop = threading.Event()
+        self.endpoints = None  # a KubeletServer (kubelet_server.py) serving each node's /stats/summary
         store.kubelet = self
 
     # --- nodes ------------------------------------------------------------------
@@ -81,8 +82,10 @@ class Kubelet:
         self, name: str, labels: dict | None = None, taints: list[dict] | None = None, allocatable: dict | None = None
     ) -> dict:
         self._ips += 1
-        ip = f"10.0.{self._ips // 250}.{self._ips % 250 + 1}"
-        manifest = node_manifest(name, labels, taints, allocatable, ip)
+        ip, port = f"10.0.{self._ips // 250}.{self._ips % 250 + 1}", KUBELET_PORT
+        if self.endpoints is not None:  # served: the Node says where, as a real one does
+            ip, port = self.endpoints.open(name)
+        manifest = node_manifest(name, labels, taints, allocatable, ip, port)
         return self.store.create("nodes", None, manifest)
 
     def remove_node(self, name: str) -> None:
@@ -91,7 +94,12 @@ class Kubelet:
         The real pod GC waits for the node controller's grace periods first; here
         the pods go at once, which is the case an observer must survive anyway."""
         with self.store.lock:
-            self.store.delete("nodes", None, name)
+            self._drop_node(name)
+
+    def _drop_node(self, name: str) -> None:
+        self.store.delete("nodes", None, name)
+        if self.endpoints is not None:
+            self.endpoints.close(name)  # its kubelet went with it
 
     # --- driving ------------------------------------------------------------------
 
@@ -210,7 +218,7 @@ class Kubelet:
             if drop_node:
                 node = pod["spec"]["nodeName"]
                 if self.store.live("nodes", None, node) is not None:
-                    self.store.delete("nodes", None, node)
+                    self._drop_node(node)
                 self._pod_gc(t)
                 return False
             if run.stage != "done":

@@ -19,7 +19,7 @@ def test_k8s_api_smoke(tmp_path):
     for kind in ("jobs", "persistentvolumeclaims"):
         assert counts[("create", kind)] == counts[("delete", kind)] == run.attempts
     assert counts[("list", "jobs")] == counts[("list", "pods")] == run.passes
-    assert counts[("get", "nodes/proxy")] > 0
+    assert counts[("get", "nodes/stats")] > 0 and ("get", "nodes/proxy") not in counts  # from each kubelet
     assert run.log_reads["first"] == run.log_reads["final"] == run.attempts
     assert sum(run.log_reads.values()) == counts[("get", "pods/log")]
     assert math.isfinite(k8s_api.per_attempt(run)) and k8s_api.per_attempt(run) >= 4

@@ -3,8 +3,9 @@
 helm-python-sdk embeds Helm's Go SDK, so no binary, cluster or network is
 involved. Each rendered document is checked against the Kubernetes 1.30
 OpenAPI schema (kubernetes-validate, strict) and decoded into
-`kubernetes.client` models; the assertions are about behaviour: least
-privilege, values reaching the objects, the schema refusing bad values.
+`kubernetes.client` models; the assertions are about behaviour: values
+reaching the objects, the schema refusing bad values (least privilege:
+test_chart_privilege.py).
 """
 
 from __future__ import annotations
@@ -24,7 +25,9 @@ ROOT = Path(__file__).resolve().parents[1]
 CHART = ROOT / "charts" / "catchup-assets"
 DAGSTER_VALUES = ROOT / "charts" / "dagster-values.yaml"
 K8S_VERSION = "1.30"
-NS = "catchup"
+NS = "catchup"  # the release's, where the dagster chart keeps its Postgres Secret
+MISSION_NS = "catchup-missions"  # the default mission namespace: "<release namespace>-missions"
+WORKER_CM, LOCATION_CM = "cu-catchup-assets-worker", "cu-catchup-assets-location"
 BASE = {"image": {"repository": "ghcr.io/stellar/catchup-assets", "tag": "1.2.3"}}
 
 # What the mission's ServiceAccount may do in its namespace, exactly (README, issue 5).
@@ -69,10 +72,16 @@ def decode(doc: dict, model: str):
     return _api.deserialize(SimpleNamespace(data=json.dumps(doc)), model)
 
 
-def one(docs: list[dict], kind: str) -> dict:
-    found = [d for d in docs if d["kind"] == kind]
-    assert len(found) == 1, f"{kind}: {len(found)} documents"
+def one(docs: list[dict], kind: str, name: str | None = None) -> dict:
+    found = [d for d in docs if d["kind"] == kind and name in (None, d["metadata"]["name"])]
+    assert len(found) == 1, f"{kind} {name or ''}: {len(found)} documents"
     return found[0]
+
+
+def catchup_json(docs: list[dict]) -> dict:
+    """The `catchup` resource settings the code location loads (its ConfigMap's catchup.json)."""
+    (cm,) = [d for d in docs if d["kind"] == "ConfigMap" and "catchup.json" in d.get("data", {})]
+    return json.loads(cm["data"]["catchup.json"])
 
 
 MODELS = {
@@ -107,47 +116,7 @@ def test_every_object_validates_and_decodes(chart, values):
         model = decode(doc, MODELS[doc["kind"]])
         assert model.metadata.name
         if doc["kind"] not in ("ClusterRole", "ClusterRoleBinding"):
-            assert model.metadata.namespace == NS
-
-
-def test_role_grants_exactly_the_listed_verbs(chart):
-    docs = render(chart)
-    role = decode(one(docs, "Role"), "V1Role")
-    grants: dict[tuple[str, str], set[str]] = {}
-    for rule in role.rules:
-        assert not rule.resource_names and not rule.non_resource_urls
-        for group in rule.api_groups:
-            for res in rule.resources:
-                assert "*" not in (group, res) and "*" not in rule.verbs
-                grants.setdefault((group, res), set()).update(rule.verbs)
-    assert grants == ROLE_GRANTS
-    assert not any(res == "secrets" or res.startswith("secrets/") for _, res in grants)
-
-
-def test_cluster_role_is_only_nodes_proxy_get(chart):
-    docs = render(chart)
-    cr = decode(one(docs, "ClusterRole"), "V1ClusterRole")
-    assert cr.aggregation_rule is None
-    assert [(r.api_groups, r.resources, r.verbs, r.resource_names, r.non_resource_urls) for r in cr.rules] == [
-        ([""], ["nodes/proxy"], ["get"], None, None)
-    ]
-
-
-def test_bindings_bind_the_mission_service_account(chart):
-    docs = render(chart)
-    sa = decode(one(docs, "ServiceAccount"), "V1ServiceAccount").metadata.name
-    role = one(docs, "Role")["metadata"]["name"]
-    cr = one(docs, "ClusterRole")["metadata"]["name"]
-    rb = decode(one(docs, "RoleBinding"), "V1RoleBinding")
-    crb = decode(one(docs, "ClusterRoleBinding"), "V1ClusterRoleBinding")
-    assert (rb.role_ref.kind, rb.role_ref.name) == ("Role", role)
-    assert (crb.role_ref.kind, crb.role_ref.name) == ("ClusterRole", cr)
-    for b in (rb, crb):
-        assert [(s.kind, s.name, s.namespace) for s in b.subjects] == [("ServiceAccount", sa, NS)]
-    # Only these two bindings exist, so nothing else reaches Secrets.
-    assert sum(d["kind"].endswith("Binding") for d in docs) == 2
-    dep = decode(one(docs, "Deployment"), "V1Deployment")
-    assert dep.spec.template.spec.service_account_name == sa
+            assert model.metadata.namespace in (NS, MISSION_NS)
 
 
 def test_worker_entrypoint_copy_is_the_package_s():
@@ -169,14 +138,14 @@ def test_configmap_carries_entrypoint_core_config_and_values(chart):
             "workerImage": {"repository": "stellar/stellar-core", "tag": "23.0.1"},
         },
     )
-    cm = decode(one(docs, "ConfigMap"), "V1ConfigMap")
+    cm = decode(one(docs, "ConfigMap", WORKER_CM), "V1ConfigMap")
     packaged = (ROOT / "catchup_assets" / "worker" / "entrypoint.sh").read_text()
     assert cm.data["entrypoint.sh"] == packaged
     assert cm.data["stellar-core.cfg"] == core_cfg
-    run_config = yaml.safe_load(cm.data["run-config.yaml"])
+    run_config = yaml.safe_load(one(docs, "ConfigMap", LOCATION_CM)["data"]["run-config.yaml"])
     assert run_config["ops"]["mission_plan"]["config"]["parallelism"] == 77
     # Unset, the value is left out and the project's one default applies.
-    unset = yaml.safe_load(decode(one(render(chart), "ConfigMap"), "V1ConfigMap").data["run-config.yaml"])
+    unset = yaml.safe_load(one(render(chart), "ConfigMap", LOCATION_CM)["data"]["run-config.yaml"])
     assert "parallelism" not in unset["ops"]["mission_plan"]["config"]
     cfg = run_config["resources"]["catchup"]["config"]
     assert cfg["storage_root"] == "s3://bucket/run-42"
@@ -187,21 +156,22 @@ def test_configmap_carries_entrypoint_core_config_and_values(chart):
     assert cfg["tiers"] == [{"name": "small", "memory_cut_gib": 3, "node_memory_gib": 4, "cpu": 1}]
     k8s = cfg["kubernetes"]
     assert k8s["storage_mode"] == "ephemeral"
-    assert k8s["namespace"] == NS
+    assert k8s["namespace"] == MISSION_NS == cm.metadata.namespace
     assert k8s["image"] == "stellar/stellar-core:23.0.1"
-    # The range Jobs mount the chart's ConfigMap (the Role cannot create one).
+    # The range Jobs mount the chart's ConfigMap (the Role cannot create one), in their namespace.
     assert k8s["configmap"] == cm.metadata.name
-    assert k8s["service_account"] == one(docs, "ServiceAccount")["metadata"]["name"]
+    assert k8s["worker_service_account"] == "cu-catchup-assets-worker"
+    assert one(docs, "ServiceAccount", k8s["worker_service_account"])
 
 
 def test_run_config_is_accepted_by_the_resource(chart):
     """The rendered `catchup` resource config validates as CatchupResource / KubernetesConfig."""
     from catchup_assets.resources import CatchupResource
 
-    cm = one(render(chart), "ConfigMap")
+    cm = one(render(chart), "ConfigMap", LOCATION_CM)
     cfg = yaml.safe_load(cm["data"]["run-config.yaml"])["resources"]["catchup"]["config"]
     res = CatchupResource(**cfg)
-    assert res.backend == "kubernetes" and res.kubernetes.namespace == NS
+    assert res.backend == "kubernetes" and res.kubernetes.namespace == MISSION_NS
     assert [t.name for t in res.tiers][:2] == ["dwarf", "subgiant"]
 
 
@@ -296,6 +266,9 @@ def test_nodepools_only_when_enabled(chart):
         ({"tiers": [{"name": "t", "memoryCutGib": -1, "nodeMemoryGib": 2, "cpu": 1}]}, "/tiers/0/memoryCutGib"),
         ({"pvcSize": "lots"}, "/pvcSize"),
         ({"karpenter": {"enabled": "yes"}}, "/karpenter/enabled"),
+        ({"kubelet": {"preferredAddressTypes": ["NodeIP"]}}, "/kubelet/preferredAddressTypes/0"),
+        ({"missionNamespace": "Missions"}, "/missionNamespace"),
+        ({"kubelet": {"caFile": "/ca.crt", "insecureSkipTLSVerify": True}}, "/kubelet"),
     ],
     ids=lambda x: x if isinstance(x, str) else None,
 )
@@ -383,11 +356,13 @@ def test_the_code_location_loads_this_releases_settings(chart, tmp_path):
 
     assert (CHART / "files" / "catchup_location.py").read_text() == _LOCATION_SOURCE
     docs = render(chart)
-    cm = one(docs, "ConfigMap")
+    cm = one(docs, "ConfigMap", LOCATION_CM)
     assert cm["data"]["catchup_location.py"] == _LOCATION_SOURCE
     settings = json.loads(cm["data"]["catchup.json"])
     resource = CatchupResource(**settings)
-    assert resource.backend == "kubernetes" and resource.kubernetes.configmap == cm["metadata"]["name"]
+    assert resource.backend == "kubernetes" and resource.kubernetes.configmap == WORKER_CM
+    volumes = one(docs, "Deployment")["spec"]["template"]["spec"]["volumes"]
+    assert next(v for v in volumes if v["name"] == "location")["configMap"]["name"] == LOCATION_CM
     deploy = one(docs, "Deployment")
     args = deploy["spec"]["template"]["spec"]["containers"][0]["args"]
     assert args[:2] == ["-f", "/etc/catchup/catchup_location.py"]

@@ -14,6 +14,7 @@ from kubernetes.client import BatchV1Api, CoreV1Api
 
 from catchup_assets.backends.kubernetes.backend import KubernetesBackend
 from catchup_assets.backends.kubernetes.manifests import K8sSettings, pvc_name
+from catchup_assets.backends.kubernetes.stats import KubeletAccess
 from catchup_assets.dispatch import DispatchConfig, Dispatcher
 from catchup_assets.mission import MissionConfig, build_profile, build_tier_map, prepare, run_mission
 from catchup_assets.outcomes import RetryPolicy
@@ -25,11 +26,13 @@ from catchup_assets.storage import Store
 from catchup_sim.kube_api import KubeApiServer
 from catchup_sim.kube_script import Script, Usage
 from catchup_sim.kubelet import Kubelet
+from catchup_sim.kubelet_server import KubeletServer
 
 NS = "catchup"
 SPAN = MissionSpan(59_712_001, 59_968_000, ledgers_per_range=64_000, overlap=320)
 A, B, C, D = "0059904001-0059968000", "0059840001-0059904000", "0059776001-0059840000", "0059712001-0059776000"
 SETTINGS = K8sSettings(namespace=NS, image="stellar/stellar-core:22")
+SA_USER = f"system:serviceaccount:{NS}:cu-mission"  # whom TokenReview says the run pod's token is
 
 
 def medida(count: int) -> list[str]:
@@ -88,6 +91,8 @@ class SimClock:
 def cluster():
     with KubeApiServer() as api:
         kubelet = Kubelet(api.store, script=script, stats_period=10.0)
+        kubelets = KubeletServer(kubelet)  # each node's kubelet on a loopback port of its own, over HTTPS
+        kubelets.project_token(SA_USER)
         tiers = Tiers()
         for tier in tiers.all():
             for n in range(3):
@@ -98,15 +103,23 @@ def cluster():
                     allocatable={"memory": str(tier.node_memory_bytes), "cpu": "64"},
                 )
         yield api, kubelet
+        kubelets.stop()
 
 
-def backend(api, kubelet, tmp_path, settings=SETTINGS, **kw) -> KubernetesBackend:
+def kubelet_access(kubelet: Kubelet, **kw) -> KubeletAccess:
+    """The run pod's view: the cluster CA and its ServiceAccount token, as files."""
+    kubelets = kubelet.endpoints
+    return KubeletAccess(**{"ca_file": kubelets.ca_file, "token_file": str(kubelets.token_files[SA_USER]), **kw})
+
+
+def backend(api, kubelet, tmp_path, settings=SETTINGS, access: KubeletAccess | None = None, **kw) -> KubernetesBackend:
     return KubernetesBackend(
         "m1",
         settings,
         Tiers(),
         batch_api=BatchV1Api(api.api_client),
         core_api=CoreV1Api(api.api_client),
+        kubelet=access or kubelet_access(kubelet),
         spool_dir=tmp_path / "spool",
         clock=kubelet.clock,
         sleeper=lambda s: None,
@@ -172,15 +185,22 @@ def test_api_requests_per_attempt_stay_flat(cluster, tmp_path):
     """Recorded figure (this mission): 2 LISTs per pass; per attempt a Job create
     and delete, a PVC create (409 after the first), one final log read, plus a
     PVC delete per completed range: 22 + 6 log reads over 6 attempts = 4.67 per
-    attempt (target <= 6). Interim log reads add duration / log_interval each."""
+    attempt (target <= 6). Interim log reads add duration / log_interval each.
+    Per node, not per attempt: one GET of the Node (its kubelet's address, then
+    cached) and the kubelet summaries, which go to the kubelet, not the API server."""
     api, kubelet = cluster
     cfg = mission(tmp_path)
     result = run_mission(prepare(cfg), backend(api, kubelet, tmp_path, log_interval=10**9), clock=SimClock(kubelet))
     counts = api.requests.snapshot()
     attempts = sum(r.attempts for r in result.results.values())
     assert counts[("list", "jobs")] == counts[("list", "pods")] == result.passes
-    per_attempt = sum(n for (verb, res), n in counts.items() if verb != "list" and res != "nodes/proxy") / attempts
+    per_attempt = sum(n for (verb, res), n in counts.items() if verb != "list" and res != "nodes") / attempts
     assert per_attempt <= 6, sorted(counts.items())
+    records, _ = RecordStore(Store(cfg.storage_root), "m1").load()
+    nodes = {r.node for r in records.values() if r.node}
+    assert 0 < counts[("get", "nodes")] <= len(nodes)  # each Node read once, however many passes sampled it
+    summaries = kubelet.endpoints.requests.count("get", "nodes/stats")
+    assert counts[("get", "nodes")] <= summaries <= result.passes * len(nodes)
 
 
 def test_L5_transient_api_errors_are_retried_and_never_charged_to_a_range(cluster, tmp_path):
@@ -336,25 +356,29 @@ def test_L4_a_pod_that_fills_its_node_s_disk_is_evicted_not_disrupted(cluster, t
 
 
 def test_L5_cut_off_bodies_and_410s_are_retried_and_never_charged(cluster, tmp_path):
-    """A LIST or kubelet summary cut off mid-body, and 410 Gone on LIST and on deletes."""
+    """A LIST, a Node or a kubelet summary cut off mid-body, and 410 Gone on LIST and on deletes.
+    A summary cut off is not retried in its pass: the next sample, stats_interval later, reads it."""
     api, kubelet = cluster
     api.faults.add(truncate=True, verb="list", resource="jobs", count=2)
     api.faults.add(truncate=True, verb="list", resource="pods", count=1)
-    api.faults.add(truncate=True, resource="nodes/proxy", count=2)
+    api.faults.add(truncate=True, verb="get", resource="nodes", count=1)
+    kubelet.endpoints.faults.add(truncate=True, resource="nodes/stats", count=2)
     api.faults.add(status=410, verb="list", resource="pods", count=1)
     api.faults.add(status=410, verb="delete", resource="jobs", count=1)
     api.faults.add(status=410, verb="delete", resource="persistentvolumeclaims", count=1)
     cfg = mission(tmp_path)
     result = run_mission(prepare(cfg), backend(api, kubelet, tmp_path), clock=SimClock(kubelet))
-    assert api.faults.pending() == 0  # every fault was met
+    assert api.faults.pending() == kubelet.endpoints.faults.pending() == 0  # every fault was met
     assert result.condemned.keys() == {C}
     records, _ = RecordStore(Store(cfg.storage_root), "m1").load()
     assert sorted(r.outcome for r in records.values()) == sorted(["oom", "ok", "disrupted", "ok", "failed", "ok"])
+    assert all(r.peak_anon_bytes for r in records.values() if r.outcome == "ok")  # later samples read them
 
 
 def test_the_chart_s_rbac_grants_exactly_what_the_backend_calls(cluster, tmp_path):
-    """Least privilege, measured: every (verb, resource) the backend sent the API server during a
-    mission with every kind of outcome, against every grant of the chart's Role and ClusterRole."""
+    """Least privilege, measured: every (verb, resource) the backend sent the API server, and every
+    one the kubelets authorized (as they ask the API server, by SubjectAccessReview), during a mission
+    with every kind of outcome, against every grant of the chart's Role and ClusterRole."""
     import helm_python as helm
     from kubernetes.client import V1ConfigMap, V1ObjectMeta
 
@@ -369,7 +393,9 @@ def test_the_chart_s_rbac_grants_exactly_what_the_backend_calls(cluster, tmp_pat
     b = backend(api, kubelet, tmp_path, settings=replace(SETTINGS, configmap="cu-worker"))
     result = run_mission(prepare(mission(tmp_path)), b, clock=SimClock(kubelet))
     assert result.condemned.keys() == {C}  # the twin mission: oom, reclaim, failure, success
-    used = set(api.requests.snapshot())
+    by_kubelets = set(kubelet.endpoints.requests.snapshot())
+    assert by_kubelets == {("get", "nodes/stats")}  # /stats/summary only: never /pods, /containerLogs, ...
+    used = set(api.requests.snapshot()) | by_kubelets
     with helm.Chart.load(CHART) as chart:
         docs = render(chart)
     granted = {

@@ -8,7 +8,12 @@ Run against a cluster you may create Jobs in (kind, minikube, a dev cluster):
     uv run pytest -m cluster tests/test_k8s_cluster_smoke.py
 
 The namespace must exist and the kubeconfig's user needs the RBAC listed in
-the README ("Kubernetes backend"). The image must carry `/bin/sh` and
+the README ("Kubernetes backend"). Peaks are read from each node's kubelet, so
+from outside the cluster the nodes' addresses must be reachable (kind: they
+are, from its host) and the kubelets need a token they accept and a CA:
+CATCHUP_K8S_KUBELET_TOKEN_FILE (e.g. `kubectl create token SA > token`),
+CATCHUP_K8S_KUBELET_CA_FILE, or CATCHUP_K8S_KUBELET_INSECURE=1 for self-signed
+kubelet certificates (kind's). The image must carry `/bin/sh` and
 `stellar-core` on PATH; with `CATCHUP_K8S_CORE=/path` another binary is used.
 CATCHUP_K8S_CORE_CONFIG names a stellar-core config that can catch up pubnet
 offline (history archives, `DATABASE` and `BUCKET_DIR_PATH` under /data).
@@ -44,6 +49,15 @@ def test_a_small_mission_completes_on_a_real_cluster(tmp_path):
             pooled=False,
             log_interval_seconds=60,
             core_config_file=os.environ["CATCHUP_K8S_CORE_CONFIG"],
+            kubelet_insecure_skip_tls_verify=os.environ.get("CATCHUP_K8S_KUBELET_INSECURE") == "1",
+            **{
+                field: os.environ[env]
+                for field, env in (
+                    ("kubelet_token_file", "CATCHUP_K8S_KUBELET_TOKEN_FILE"),
+                    ("kubelet_ca_file", "CATCHUP_K8S_KUBELET_CA_FILE"),
+                )
+                if os.environ.get(env)
+            },
         ),
         sizing={"unprofiled_memory_gib": 2},
     )

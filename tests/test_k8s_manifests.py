@@ -239,6 +239,9 @@ def test_L17_env_that_would_override_or_break_the_worker_refused(env):
 def test_worker_pod_has_no_api_access_and_runs_unprivileged():
     p = pod_of(job())
     assert p["automountServiceAccountToken"] is False
+    assert "serviceAccountName" not in p  # unset: the namespace's default account, still without its token
+    p = pod_of(job(worker_service_account="cu-worker"))
+    assert (p["serviceAccountName"], p["automountServiceAccountToken"]) == ("cu-worker", False)
     assert p["securityContext"]["runAsNonRoot"] is True and p["securityContext"]["runAsUser"] == 10001
     assert "runAsNonRoot" not in pod_of(job(run_as_non_root=False, run_as_user=None)).get("securityContext", {})
     worker = next(v for v in p["volumes"] if v["name"] == "worker")["configMap"]
@@ -336,7 +339,7 @@ def test_bad_name_inputs_refused(mission, key, attempt):
         ("namespace", "catchup\n"),
         ("image", "bad image"),
         ("image_pull_policy", "Sometimes"),
-        ("service_account", "Not_OK"),
+        ("worker_service_account", "Not_OK"),
         ("storage_mode", "s3"),
         ("storage_class", "UPPER"),
         ("pvc_size", "lots"),

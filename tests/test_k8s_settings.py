@@ -15,6 +15,7 @@ import pytest
 import yaml
 
 from catchup_assets.backends.kubernetes.settings import K8sSettings
+from catchup_assets.backends.kubernetes.stats import KubeletAccess
 from catchup_assets.resources import CatchupResource, KubernetesConfig
 from test_chart import BASE, CHART, NS, _merge, helm
 
@@ -22,10 +23,10 @@ TOLERATION = {"key": "karpenter.sh/capacity-type", "operator": "Equal", "value":
 
 # field -> (value given to KubernetesConfig, chart values (and release namespace), what K8sSettings holds)
 CASES = {
-    "namespace": ("other-ns", {"_namespace": "other-ns"}, "other-ns"),
+    "namespace": ("other-ns", {"missionNamespace": "other-ns"}, "other-ns"),
     "image": ("r.example/core:23", {"workerImage": {"repository": "r.example/core", "tag": "23"}}, "r.example/core:23"),
     "image_pull_policy": ("Always", {"workerImage": {"pullPolicy": "Always"}}, "Always"),
-    "service_account": ("sa-x", {"serviceAccount": {"name": "sa-x"}}, "sa-x"),
+    "worker_service_account": ("sa-x", {"workerServiceAccount": {"name": "sa-x"}}, "sa-x"),
     "storage_mode": ("ephemeral", {"storageMode": "ephemeral"}, "ephemeral"),
     "storage_class": ("fast", {"storageClass": "fast"}, "fast"),
     "pvc_size": ("200Gi", {"pvcSize": "200Gi"}, "200Gi"),
@@ -76,12 +77,59 @@ def chart():
 @pytest.mark.parametrize("field", sorted(CASES))
 def test_settable_from_the_chart(chart, field):
     _, values, expected = CASES[field]
-    values = dict(values)
-    namespace = values.pop("_namespace", NS)
-    out = chart.render(values=_merge(BASE, values), name="cu", namespace=namespace, is_install=True)
+    out = chart.render(values=_merge(BASE, values), name="cu", namespace=NS, is_install=True)
     docs = [d for path, text in out.items() if path.endswith(".yaml") for d in yaml.safe_load_all(text) if d]
     (cm,) = [d for d in docs if d["kind"] == "ConfigMap" and "catchup.json" in d.get("data", {})]
     settings = CatchupResource(**json.loads(cm["data"]["catchup.json"])).kubernetes.settings()
     assert getattr(settings, field) == expected
-    if field == "core_config_key":
-        assert expected in cm["data"]  # the chart's ConfigMap holds the core config under that key
+    if field == "core_config_key":  # the ConfigMap the range Jobs mount holds the core config under that key
+        (worker,) = [d for d in docs if d["kind"] == "ConfigMap" and d["metadata"]["name"] == settings.configmap]
+        assert expected in worker["data"] and worker["metadata"]["namespace"] == settings.namespace
+
+
+# KubeletAccess field -> (KubernetesConfig `kubelet_<field>` value, chart values or None, what KubeletAccess holds).
+# None: not a chart value (the run pod's own ServiceAccount token; the client's timeouts).
+KUBELET_CASES = {
+    "preferred_address_types": (
+        ["Hostname", "InternalIP"],
+        {"kubelet": {"preferredAddressTypes": ["Hostname", "InternalIP"]}},
+        ("Hostname", "InternalIP"),
+    ),
+    "ca_file": ("/etc/kubelet-ca/ca.crt", {"kubelet": {"caFile": "/etc/kubelet-ca/ca.crt"}}, "/etc/kubelet-ca/ca.crt"),
+    "insecure_skip_tls_verify": (True, {"kubelet": {"insecureSkipTLSVerify": True}}, True),
+    "token_file": ("/var/run/other/token", None, "/var/run/other/token"),
+    "connect_timeout": (2.0, None, 2.0),
+    "read_timeout": (3.0, None, 3.0),
+}
+
+
+def test_every_kubelet_setting_has_a_row_and_the_resource_s_default():
+    assert set(KUBELET_CASES) == {f.name for f in fields(KubeletAccess)}
+    assert KubernetesConfig(namespace="ns", image="i").kubelet_access() == KubeletAccess()
+
+
+@pytest.mark.parametrize("field", sorted(KUBELET_CASES))
+def test_kubelet_setting_from_the_resource_and_the_chart(chart, field):
+    value, values, expected = KUBELET_CASES[field]
+    access = KubernetesConfig(namespace="ns", image="i", **{f"kubelet_{field}": value}).kubelet_access()
+    assert getattr(access, field) == expected != getattr(KubeletAccess(), field)
+    if values is None:
+        return
+    out = chart.render(values=_merge(BASE, values), name="cu", namespace=NS, is_install=True)
+    docs = [d for path, text in out.items() if path.endswith(".yaml") for d in yaml.safe_load_all(text) if d]
+    (cm,) = [d for d in docs if d["kind"] == "ConfigMap" and "catchup.json" in d.get("data", {})]
+    resource = CatchupResource(**json.loads(cm["data"]["catchup.json"]))
+    assert getattr(resource.kubernetes.kubelet_access(), field) == expected
+
+
+@pytest.mark.parametrize(
+    "bad, why",
+    [
+        ({"kubelet_preferred_address_types": []}, "non-empty"),
+        ({"kubelet_preferred_address_types": ["InternalIP", "NodeIP"]}, "names a type other than"),
+        ({"kubelet_ca_file": "/ca.crt", "kubelet_insecure_skip_tls_verify": True}, "choose one"),
+    ],
+)
+def test_a_bad_kubelet_setting_is_refused_at_load_naming_it(bad, why):
+    with pytest.raises(ValueError, match=why):
+        CatchupResource(backend="kubernetes", kubernetes={"namespace": "ns", "image": "i", **bad})

@@ -274,6 +274,14 @@ def test_hang_past_client_timeout_still_creates_so_the_retry_is_409(cluster):
     assert err.value.status == 409
 
 
+def test_the_node_proxy_is_not_served(cluster):
+    """Summaries come from the kubelets themselves (kubelet_server.py): nothing may lean on the proxy."""
+    api, _, _, core = cluster
+    with pytest.raises(ApiException) as err:
+        core.connect_get_node_proxy_with_path("n1", "stats/summary")
+    assert err.value.status == 404
+
+
 def test_request_accounting_per_verb_and_resource(cluster):
     api, kubelet, batch, core = cluster
     api.requests.reset()
@@ -282,14 +290,14 @@ def test_request_accounting_per_verb_and_resource(cluster):
     batch.list_namespaced_job("ns", label_selector="mission=m1")
     core.list_namespaced_pod("ns", label_selector="mission=m1")
     core.read_namespaced_pod_log(api.store.list("pods")[0]["metadata"]["name"], "ns")
-    core.connect_get_node_proxy_with_path("n1", "stats/summary")
+    core.read_node("n1")
     batch.delete_namespaced_job("r1", "ns", propagation_policy="Background")
     assert api.requests.snapshot() == {
         ("create", "jobs"): 1,
         ("list", "jobs"): 1,
         ("list", "pods"): 1,
         ("get", "pods/log"): 1,
-        ("get", "nodes/proxy"): 1,
+        ("get", "nodes"): 1,
         ("delete", "jobs"): 1,
     }
     assert api.requests.total == 6 and api.requests.count(verb="list") == 2

@@ -145,7 +145,7 @@ def test_node_gone_takes_the_pod_and_its_logs(sim):
     kubelet.advance(25)
     assert api.store.count("nodes") == 0 and api.store.count("pods") == 0
     with pytest.raises(ApiException) as err:
-        core.connect_get_node_proxy_with_path("n1", "stats/summary")
+        core.read_node("n1")
     assert err.value.status == 404
     assert batch.read_namespaced_job("r1", "ns").status.failed == 1
 
@@ -386,7 +386,8 @@ def test_a_multi_megabyte_carriage_return_line_arrives_in_16k_entries(sim):
 
 
 def test_stats_summary_reports_running_pods_of_that_node_from_the_curve(sim):
-    """L19: rss, working set and ephemeral per pod container, one request per node."""
+    """L19: rss, working set and ephemeral per pod container, one summary per node
+    (served over HTTPS by kubelet_server.py, tested in test_sim_kubelet_server.py)."""
     api, kubelet, batch, core, scripts = sim
     kubelet.add_node("n2", labels={"tier": "large"})
     curve = [(0.0, Usage(0, 0, 0)), (100.0, Usage(1 * GiB, 4 * GiB, 10 * GiB))]
@@ -399,8 +400,7 @@ def test_stats_summary_reports_running_pods_of_that_node_from_the_curve(sim):
     kubelet.advance(25, tick=5)
 
     def summary(node: str) -> dict:
-        resp = core.connect_get_node_proxy_with_path(node, "stats/summary", _preload_content=False)
-        return json.loads(resp.data)
+        return json.loads(json.dumps(kubelet.stats_summary(node)))  # as it goes over the wire
 
     n1 = summary("n1")
     assert n1["node"]["nodeName"] == "n1"

@@ -2,7 +2,8 @@
 
 Per pass: one LIST of the mission's Jobs and one of its pods (label
 selectors), a kubelet summary per node at most every `stats_interval` seconds
-whatever the number of pods on it (L19), and log polls at most every
+whatever the number of pods on it, read from the kubelet itself (L19,
+stats.py), and log polls at most every
 `log_interval` per attempt with bounded concurrency (L30), at once for a pod
 about to go, and a final read when it ends (L31). Everything is
 injected (APIs, clock, sleeper), as dagster-k8s's client does, so every call
@@ -11,7 +12,6 @@ is testable against an API server of the tests' own.
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 from collections.abc import Callable
@@ -36,6 +36,7 @@ from catchup_assets.backends.kubernetes import manifests as m
 from catchup_assets.backends.kubernetes.json_views import list_items
 from catchup_assets.backends.kubernetes.logs import POLLABLE, LogSpool
 from catchup_assets.backends.kubernetes.observe import CONTAINER, attempt_state, waiting
+from catchup_assets.backends.kubernetes.stats import KubeletAccess, KubeletReader, KubeletRefused
 from catchup_assets.outcomes import Observation
 from catchup_assets.sizing import Tiers
 from catchup_assets.worker.logparse import parse_worker_log
@@ -67,6 +68,7 @@ class KubernetesBackend:
         *,
         batch_api: BatchV1Api,
         core_api: CoreV1Api,
+        kubelet: KubeletAccess,
         spool_dir: str | Path,
         core_config_text: str = DEFAULT_CORE_CONFIG,
         clock: Callable[[], float] = time.time,
@@ -92,6 +94,11 @@ class KubernetesBackend:
         self.unschedulable_seconds, self.config_error_seconds = unschedulable_seconds, config_error_seconds
         self.api_retries, self.api_backoff, self.timeout = api_retries, api_backoff, request_timeout
         self.spool = LogSpool(spool_dir, self._read_log, log_concurrency)
+        self.kubelet = KubeletReader(kubelet, read_node=lambda name: self._call(self.core.read_node, name))
+        # Why peaks cannot be read, while they cannot (L19): reported once per cause, never
+        # raised out of a pass, since a mission without peaks still catches up.
+        self.kubelet_refused: str | None = None
+        self._refusals: set[str] = set()
         # What the last pass saw, and measurements only this process has taken.
         # None of it decides anything a restart could change: peaks are flushed
         # to the records by the dispatcher and merge by max (L20).
@@ -258,12 +265,16 @@ class KubernetesBackend:
                 ours.setdefault(pod.spec.node_name, {})[pod.metadata.name] = aid
         for node, names in ours.items():
             try:
-                # Unpreloaded: the generated client would hand back a Python repr, not JSON.
-                body = self._call(self.core.connect_get_node_proxy_with_path, node, "stats/summary", read=True)
-                summary = json.loads(body)
-            except (ApiException, TransientBackendError, ValueError) as exc:
+                summary = self.kubelet.summary(node)
+            except KubeletRefused as exc:
+                self._kubelet_refused(exc)
+                continue
+            except TransientBackendError as exc:
                 log.info("stats summary of node %s unavailable: %s", node, exc)
                 continue
+            if self.kubelet_refused is not None:
+                log.warning("mission %s: kubelet summaries are read again (node %s)", self.mission, node)
+                self.kubelet_refused, self._refusals = None, set()
             for p in summary.get("pods", []):
                 aid = names.get(p.get("podRef", {}).get("name"))
                 if aid is None:
@@ -274,6 +285,12 @@ class KubernetesBackend:
                     mem.get("rssBytes"), mem.get("workingSetBytes"), (p.get("ephemeral-storage") or {}).get("usedBytes")
                 )
                 self._peaks[aid] = self._peaks.get(aid, Peaks()).merge(sample)  # L20
+
+    def _kubelet_refused(self, exc: KubeletRefused) -> None:
+        self.kubelet_refused = str(exc)
+        if exc.cause not in self._refusals:
+            self._refusals.add(exc.cause)
+            log.error("mission %s: memory and disk peaks cannot be read (L19): %s", self.mission, exc)
 
     def collect(self, state: AttemptState, log_dest: str) -> Collected:
         aid = state.attempt_id

@@ -280,7 +280,7 @@ def job_manifest(spec: AttemptSpec, tier: Tier | None, profiled: bool, settings:
         volumes=_volumes(spec, settings),
         node_selector=node_selector,
         tolerations=tolerations or None,
-        service_account_name=settings.service_account,
+        service_account_name=settings.worker_service_account,
         automount_service_account_token=False,  # the worker never calls the API
         enable_service_links=False,  # no env var per Service in the namespace
         security_context=_pod_security(settings),

@@ -38,7 +38,9 @@ class K8sSettings:
     namespace: str
     image: str
     image_pull_policy: str = "IfNotPresent"
-    service_account: str | None = None
+    # The range pods' own account: bound to no Role, its token never mounted (the worker calls no
+    # API). None: the namespace's `default`.
+    worker_service_account: str | None = None
     storage_mode: str = "pvc"  # "pvc" | "ephemeral"
     storage_class: str | None = None  # pvc mode; None = the cluster's default class
     pvc_size: str = "100Gi"
@@ -66,7 +68,7 @@ class K8sSettings:
             raise bad("image", "must be a non-empty image reference without spaces")
         if self.image_pull_policy not in ("Always", "IfNotPresent", "Never"):
             raise bad("image_pull_policy", "must be Always, IfNotPresent or Never")
-        for field in ("service_account", "storage_class", "configmap"):
+        for field in ("worker_service_account", "storage_class", "configmap"):
             value = getattr(self, field)
             if value is not None and (not isinstance(value, str) or not DNS_SUBDOMAIN_RE.fullmatch(value)):
                 raise bad(field, "is not a DNS-1123 subdomain")

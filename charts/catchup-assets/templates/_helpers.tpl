@@ -36,8 +36,23 @@ app.kubernetes.io/component: code-location
 {{- default (printf "%s-mission" (include "catchup.fullname" .)) .Values.serviceAccount.name -}}
 {{- end -}}
 
+{{/* Where range Jobs, their PVCs, the worker ConfigMap and account, and the mission's Role live:
+not the release's namespace, which holds Dagster's Secrets (values.yaml, missionNamespace). */}}
+{{- define "catchup.missionNamespace" -}}
+{{- default (printf "%s-missions" .Release.Namespace | trunc 63 | trimSuffix "-") .Values.missionNamespace -}}
+{{- end -}}
+
+{{/* The range pods' own account: bound to nothing, its token never mounted. */}}
+{{- define "catchup.workerServiceAccountName" -}}
+{{- default (printf "%s-worker" (include "catchup.fullname" .)) .Values.workerServiceAccount.name -}}
+{{- end -}}
+
 {{- define "catchup.configmapName" -}}
 {{- printf "%s-worker" (include "catchup.fullname" .) -}}
+{{- end -}}
+
+{{- define "catchup.locationConfigmapName" -}}
+{{- printf "%s-location" (include "catchup.fullname" .) -}}
 {{- end -}}
 
 {{- define "catchup.image" -}}
@@ -53,10 +68,10 @@ app.kubernetes.io/component: code-location
 {{- $tiers = append $tiers $t -}}
 {{- end -}}
 {{- $k8s := dict
-  "namespace" .Release.Namespace
+  "namespace" (include "catchup.missionNamespace" .)
   "image" (include "catchup.image" .Values.workerImage)
   "image_pull_policy" .Values.workerImage.pullPolicy
-  "service_account" (include "catchup.serviceAccountName" .)
+  "worker_service_account" (include "catchup.workerServiceAccountName" .)
   "storage_mode" .Values.storageMode
   "storage_class" (.Values.storageClass | default "")
   "pvc_size" .Values.pvcSize
@@ -69,6 +84,9 @@ app.kubernetes.io/component: code-location
   "configmap" (include "catchup.configmapName" .)
   "core_config_key" .Values.coreConfigKey
   "kubeconfig" ""
+  "kubelet_preferred_address_types" .Values.kubelet.preferredAddressTypes
+  "kubelet_ca_file" (.Values.kubelet.caFile | default "")
+  "kubelet_insecure_skip_tls_verify" .Values.kubelet.insecureSkipTLSVerify
 -}}
 {{- /* Unset (null) values are left out: the project's own default applies. */ -}}
 {{- range $key, $field := dict "pooled" "pooled" "runAsNonRoot" "run_as_non_root" "runAsUser" "run_as_user" "clusterVersion" "cluster_version" -}}
