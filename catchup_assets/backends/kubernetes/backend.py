@@ -18,7 +18,6 @@ from collections.abc import Callable
 from importlib import resources
 from pathlib import Path
 
-import fsspec
 from kubernetes.client import ApiException, BatchV1Api, CoreV1Api, V1DeleteOptions, V1Job, V1Pod
 from urllib3.exceptions import HTTPError as Urllib3Error
 
@@ -36,6 +35,7 @@ from catchup_assets.backends.kubernetes import manifests as m
 from catchup_assets.backends.kubernetes.json_views import list_items
 from catchup_assets.backends.kubernetes.logs import POLLABLE, LogSpool
 from catchup_assets.backends.kubernetes.observe import CONTAINER, attempt_state, waiting
+from catchup_assets.backends.shipping import archive, lines, ship
 from catchup_assets.outcomes import Observation
 from catchup_assets.sizing import Tiers
 from catchup_assets.worker.logparse import parse_worker_log
@@ -275,13 +275,19 @@ class KubernetesBackend:
                 )
                 self._peaks[aid] = self._peaks.get(aid, Peaks()).merge(sample)  # L20
 
-    def collect(self, state: AttemptState, log_dest: str) -> Collected:
+    def collect(self, state: AttemptState, log_url: Callable[[int], str]) -> Collected:
         aid = state.attempt_id
         pod_name, phase = self._pods.get(aid, (None, None))
         if phase in POLLABLE:
             self.spool.final_read(aid, pod_name)  # L31: at once, bounded
-        self.spool.archive(aid, lambda: fsspec.open(log_dest, "wb"))
-        facts = parse_worker_log(self.spool.lines(aid))
+        # The worker printed the earlier attempts' files it found on the volume first:
+        # each goes to its own attempt's log, never into this one's or its metrics.
+        parts = self.spool.split(aid)
+        log_dest = log_url(state.attempt)
+        archive(parts.own, log_dest)
+        if stored := ship(parts, state.attempt, log_url):
+            log.info("attempt %s shipped the logs of attempts %s", aid, stored)
+        facts = parse_worker_log(lines(parts.own))
         return Collected.from_log(facts, self._peaks.get(aid, Peaks()), log_dest)
 
     def release(self, state: AttemptState) -> None:
