@@ -42,7 +42,6 @@ def test_a_small_mission_completes_on_a_real_cluster(tmp_path):
             kubeconfig=os.path.expanduser(os.environ.get("KUBECONFIG", "~/.kube/config")),
             storage_mode="ephemeral",
             pooled=False,
-            log_interval_seconds=60,
             core_config_file=os.environ["CATCHUP_K8S_CORE_CONFIG"],
         ),
         sizing={"unprofiled_memory_gib": 2},
