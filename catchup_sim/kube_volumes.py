@@ -65,7 +65,8 @@ class Volumes:
             number = name[len(prefix) : -len(".log")]
             if name == target.name or not (name.startswith(prefix) and name.endswith(".log") and number.isdigit()):
                 continue
-            out += shipped.section(int(number), name, files[name])
+            content = "".join(f"{line}\n" for line in files[name]).encode()
+            out += shipped.section(int(number), name, content).decode().split("\n")[:-1]
             files[name + shipped.SHIPPED_SUFFIX] = files.pop(name)
         return out
 

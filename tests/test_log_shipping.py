@@ -15,7 +15,7 @@ def text(*lines_: str) -> bytes:
 
 
 def section(attempt: int, *lines_: str) -> bytes:
-    return text(*shipped.section(attempt, shipped.log_file(attempt), lines_))
+    return shipped.section(attempt, shipped.log_file(attempt), text(*lines_))
 
 
 def test_L31_sections_go_apart_and_the_parser_sees_only_the_attempt_s_own_lines(tmp_path):
@@ -47,6 +47,21 @@ def test_L31_a_section_whose_end_never_came_runs_to_the_end_and_only_its_own_end
         src.write_bytes(data)
         parts = split_log(src, tmp_path / "own.log")
         assert parts.shipped == {} and parts.own.read_bytes() == data
+
+
+def test_L31_whatever_a_shipped_file_ends_with_its_section_ends_at_its_end_line(tmp_path):
+    """The entrypoint prints a newline of its own before the end line; splitting takes it off again."""
+    src = tmp_path / "spool.log"
+    for content, back in [
+        (b"a\n", b"a\n"),
+        (b"a\n\n", b"a\n\n"),  # an empty last line of the file's own is kept
+        (b"", b""),
+        (b"cut off mid-li", b"cut off mid-li\n"),  # its writer was killed mid-line
+        (b"a\n\0\0\0", b"a\n\0\0\0\n"),  # NULs where a crash left the file's tail unwritten
+    ]:
+        src.write_bytes(shipped.section(1, "logs/a001.log", content) + b"own\n")
+        parts = split_log(src, tmp_path / "own.log")
+        assert parts.shipped[1].read_bytes() == back and parts.own.read_bytes() == b"own\n", content
 
 
 def test_L31_a_shipped_log_is_stored_where_the_stored_one_is_missing_shorter_or_torn(tmp_path):

@@ -66,7 +66,8 @@ def test_L31_a_reclaimed_attempt_s_log_stays_on_its_pvc_and_the_next_attempt_shi
     batch.create_namespaced_job(NS, m.job_manifest(spec(2), None, False, SETTINGS))
     kubelet.advance(40)
     # The next pod's log opens with attempt 1's file exactly as entrypoint.sh prints it, then its own.
-    assert pod_log(core, 2) == [*shipped.section(1, "logs/a001.log", left), scripts[2].lines[0]]
+    printed = shipped.section(1, "logs/a001.log", "".join(f"{ln}\n" for ln in left).encode())
+    assert pod_log(core, 2) == [*printed.decode().split("\n")[:-1], scripts[2].lines[0]]
     assert kubelet.volumes.files(volume) == {"logs/a001.log.shipped": left, "logs/a002.log": [scripts[2].lines[0]]}
 
     # The files go with the claim.

@@ -30,8 +30,8 @@ def run_bytes(shell: str, env: dict[str, str]) -> subprocess.CompletedProcess[by
     return subprocess.run([shell, str(ENTRYPOINT)], env=env, capture_output=True, timeout=60)
 
 
-def shipped_bytes(attempt: int, lines: list[str]) -> bytes:
-    return "".join(f"{ln}\n" for ln in shipped.section(attempt, shipped.log_file(attempt), lines)).encode()
+def shipped_bytes(attempt: int, content: bytes) -> bytes:
+    return shipped.section(attempt, shipped.log_file(attempt), content)
 
 
 def own_part(out: bytes) -> bytes:
@@ -49,7 +49,7 @@ def test_L31_earlier_logs_are_shipped_once_between_markers_and_the_attempt_s_own
     fourth = run_bytes(shell, worker_env(data, CATCHUP_ATTEMPT="4"))
     assert fourth.returncode == 0, fourth.stderr
     # Exactly what shipped.section renders, in file order, before anything of attempt 4's own.
-    prefix = shipped_bytes(1, ["first attempt", "cut off mid-li"]) + shipped_bytes(3, ["third attempt"])
+    prefix = shipped_bytes(1, b"first attempt\ncut off mid-li") + shipped_bytes(3, b"third attempt\n")
     assert fourth.stdout.startswith(prefix + f"WORKER: range {KEY} target 640 count 320\n".encode())
     assert sorted(p.name for p in logs.iterdir()) == [
         "a001.log.shipped",
@@ -63,7 +63,7 @@ def test_L31_earlier_logs_are_shipped_once_between_markers_and_the_attempt_s_own
 
     fifth = run_bytes(shell, worker_env(data, CATCHUP_ATTEMPT="5"))
     assert fifth.returncode == 0, fifth.stderr
-    own4 = (logs / "a004.log.shipped").read_text().splitlines()
+    own4 = (logs / "a004.log.shipped").read_bytes()
     assert fifth.stdout.startswith(shipped_bytes(4, own4) + b"WORKER: ")  # 1 and 3 are not sent twice
     assert b"RESUME: range " + KEY.encode() + b" already complete" in own_part(fifth.stdout)
 

@@ -77,9 +77,9 @@ ship_earlier_logs() {
         printf '==> shipped log of attempt %s begins (%s on the volume) <==\n' "$n" "$f"
         copied=yes
         cat -- "$f" || copied=
-        # A file cut off mid-line (its writer was killed) still ends before the marker.
-        [ -z "$(tail -c 1 -- "$f")" ] || printf '\n'
-        printf '==> shipped log of attempt %s ends <==\n' "$n"
+        # A newline of its own first, always: the end line stays a whole line whatever
+        # the file ends with (a line cut off by a kill, a read that failed midway).
+        printf '\n==> shipped log of attempt %s ends <==\n' "$n"
         [ -z "$copied" ] || mv -f -- "$f" "$f.shipped" || :
     done
 }

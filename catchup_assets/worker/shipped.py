@@ -37,9 +37,14 @@ def end_line(attempt: int) -> str:
     return f"==> shipped log of attempt {attempt} ends <=="
 
 
-def section(attempt: int, path: str, lines: Iterable[str]) -> list[str]:
-    """The lines entrypoint.sh prints to ship one file (a last line cut off mid-way ends on its own line)."""
-    return [begin_line(attempt, path), *lines, end_line(attempt)]
+def section(attempt: int, path: str, content: bytes) -> bytes:
+    """Exactly what entrypoint.sh prints to ship the file `path` (relative to the data dir) holding `content`.
+
+    The end line always follows a newline of its own, so it is a whole line whatever the
+    file's last bytes are (a line cut off when its writer was killed, NULs a crash left);
+    `split` drops that one empty line again.
+    """
+    return f"{begin_line(attempt, path)}\n".encode() + content + f"\n{end_line(attempt)}\n".encode()
 
 
 def begins(line: bytes) -> int | None:
@@ -60,22 +65,30 @@ def split(pieces: Iterable[bytes]) -> Iterator[tuple[int | None, bytes]]:
     `pieces` are the log's bytes in order, each either a whole line with its
     newline or part of a longer one (as `readline(limit)` gives them); only a
     whole line can be a marker, so a long line costs no memory here (L29). The
-    marker lines themselves are dropped. Inside a section only its own end line
-    closes it; a section whose end never came (the pod went while shipping)
-    runs to the end of the log.
+    marker lines, and the empty line the entrypoint prints before an end line,
+    are dropped; a begin line yields an empty piece of its section. Inside a
+    section only its own end line closes it; a section whose end never came
+    (the pod went while shipping) runs to the end of the log.
     """
     inside: int | None = None
+    held: bytes | None = None  # an empty line in a section: the entrypoint's, if the end line follows
     at_start = True
     for piece in pieces:
         whole = at_start and piece.endswith(b"\n")
         at_start = piece.endswith(b"\n")
-        if whole and piece.startswith(b"==> "):
-            if inside is None:
-                n = begins(piece)
-                if n is not None:
-                    inside = n
-                    continue
-            elif ends(piece, inside):
-                inside = None
-                continue
+        if inside is not None and whole and ends(piece, inside):
+            inside, held = None, None
+            continue
+        if held is not None:
+            yield inside, held
+            held = None
+        if inside is None and whole and (n := begins(piece)) is not None:
+            inside = n
+            yield n, b""  # the section exists even if the file was empty
+            continue
+        if inside is not None and whole and piece in (b"\n", b"\r\n"):
+            held = piece
+            continue
         yield inside, piece
+    if held is not None:
+        yield inside, held
