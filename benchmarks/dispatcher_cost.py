@@ -105,7 +105,7 @@ def measure(case: Case) -> Measured:
         extra = {
             "nodes": run.nodes,
             "summaries": run.requests.get(("get", "nodes/stats"), 0),
-            "polled reads": run.log_reads["first"] + run.log_reads["interim"],
+            "polled reads": run.log_reads["doomed"],  # only pods about to go are read while there
             "final reads": run.log_reads["final"],
         }
         leftovers = run.jobs_left
@@ -215,7 +215,7 @@ def read_per_attempt(m: Measured) -> tuple[float, int]:
 
 
 def event_cpu(m: Measured) -> float:
-    """CPU of what happens once per attempt or per log_interval, whatever the cadence (s, whole run)."""
+    """CPU of what happens once per attempt (or per pod about to go), whatever the cadence (s, whole run)."""
     return sum(m.cpu.get(k, 0.0) for k in ("submit", "finish", "flush", "log polls"))
 
 
@@ -255,7 +255,7 @@ def activity_table(results: list[Measured]) -> list[list[object]]:
                 1000 * _per(c.get("finish", 0), e.get("finish", 0)),
                 1000 * _per(c.get("flush", 0), e.get("flush", 0)),
                 _per(e.get("flush", 0), m.attempts),
-                1000 * _per(c.get("log polls", 0), x["polled reads"]) if k8s else "-",
+                1000 * _per(c.get("log polls", 0), x["polled reads"]) if k8s and x["polled reads"] else "-",
                 1000 * _per(c.get("kubelet summaries", 0), x["summaries"]) if k8s else "-",
             ]
         )
@@ -306,7 +306,6 @@ def at_production_cadence(m: Measured, poll: float = 1.0) -> str:
         "starts and ends": n / mean_seconds * _per(c.get("submit", 0) + c.get("finish", 0), e.get("finish", 0)),
     }
     if m.case.path == "kubernetes":
-        per_second["interim log reads"] = n / 1800 * _per(c.get("log polls", 0), m.extra["polled reads"])
         per_second[f"kubelet summaries ({m.extra['nodes']} nodes)"] = (
             m.extra["nodes"] / 10 * _per(c.get("kubelet summaries", 0), m.extra["summaries"])
         )
@@ -381,21 +380,22 @@ EXPLAIN = """What each figure is. CPU is `time.process_time()` of the dispatcher
 (the backend's log-poll threads too), nothing of the simulated cluster (a child process) or of the
 supervisors (processes of their own).
 
-The read is what every pass does whatever else happens: Kubernetes, `observe()` without the interim
-log polls and kubelet summaries nested in it (the two LISTs, their JSON read through model views,
+The read is what every pass does whatever else happens: Kubernetes, `observe()` without the log
+reads of pods about to go and the kubelet summaries nested in it (the two LISTs, their JSON read through model views,
 one state per Job); local, `observe()` (per attempt directory: status, peaks, supervisor and worker files,
 a liveness check of the supervisor's pid). Per in-flight attempt it is the median over passes that
 began at least a quarter full, each divided by its own in-flight count (passes counted in brackets); "at
 the cap" multiplies it back. A steady pass began with every slot taken and ranges queued; "as run" is
 the mean of those passes' CPU (neither the profiled nor the traced pass), and it holds whatever landed
 in the pass: starts, ends, flushes, log reads. Event CPU per attempt is submit + finish + peak flushes
-+ interim log polls over the attempts; CPU per attempt, whole run, is every pass and the closing
++ log reads of pods about to go over the attempts; CPU per attempt, whole run, is every pass and the closing
 snapshot over the attempts, so it holds the read too, as often as the run read.
 
 Per event: submit (sizing, the durable record, the Job and PVC or the supervisor's directory and
 process), finish (final log read and archive, record, done mark, release, freeing the range's PVC or
 data directory), a peak flush (the in-flight record rewritten with its peaks, at most every 60 s per
-live attempt), an interim log poll (pool threads), a kubelet summary (one node's /stats/summary).
+live attempt), a log read of a pod about to go (pool threads; none when nothing is reclaimed), a
+kubelet summary (one node's /stats/summary).
 
 Memory is the RSS of the dispatcher's process: baseline before the first pass (interpreter, imports:
 the Kubernetes client alone is ~86 MiB, pyarrow ~38 MiB and the pandas it imports on its first
@@ -407,9 +407,10 @@ allocated and still held after it; no RSS after the traced pass is used above.
 
 The Kubernetes runs take passes 1800 virtual seconds apart (attempts of 600-20,000 s), so a pass there
 does the work of ~1800 production passes (poll_seconds 1 s): many starts and ends, a peak flush of
-every live attempt, an interim log read of every running pod. The local runs take real time and
-the production poll (1 s) but attempts of 20-60 s (stand-ins) or ~35-55 s (the simulated core at 16x),
-so they start and end far more often per pass than hours-long ranges would."""
+every live attempt. No running pod's log is read: the worker keeps it on the range's volume. The
+local runs take real time and the production poll (1 s) but attempts of 20-60 s (stand-ins) or
+~35-55 s (the simulated core at 16x), so they start and end far more often per pass than hours-long
+ranges would."""
 
 
 def cases(smoke: bool) -> list[Case]:

@@ -38,7 +38,6 @@ class K8sMission:
     poll_seconds: float = 1800.0  # virtual seconds between passes
     attempts: VariedAttempts = VariedAttempts()
     pods_per_node: int = 50
-    log_interval: float = 1800.0  # KubernetesBackend's default
     stats_interval: float = 10.0  # KubernetesBackend's default
     peak_flush_seconds: float = 60.0  # DispatchConfig's default
     profile_steady_pass: bool = False
@@ -56,7 +55,7 @@ class K8sMissionRun:
     requests: dict[tuple[str, str], int]
     after_pass: list[dict[tuple[str, str], int]]  # cumulative request counts after each pass
     meter: DispatcherMeter
-    log_reads: Counter = field(default_factory=Counter)  # first / interim / final
+    log_reads: Counter = field(default_factory=Counter)  # doomed (a pod about to go) / final
     wall: float = 0.0
     nodes: int = 0
     jobs_left: int = 0
@@ -74,14 +73,11 @@ class K8sMissionRun:
 
 
 def _count_log_reads(backend: KubernetesBackend, reads: Counter) -> None:
-    """Tell a pod's first log read from the interim ones; whatever else is read is a final read."""
+    """Count the reads observe() makes (only of a pod about to go); whatever else is read is a final read."""
     poll_many = backend.spool.poll_many
-    seen: set[str] = set()
 
     def counted(targets):
-        for aid, _ in targets:
-            reads["interim" if aid in seen else "first"] += 1
-            seen.add(aid)
+        reads["doomed"] += len(targets)
         return poll_many(targets)
 
     backend.spool.poll_many = counted
@@ -103,7 +99,6 @@ def run_k8s_mission(m: K8sMission, work_dir: str | Path | None = None) -> K8sMis
             clock=cluster.clock.time,
             sleeper=lambda s: None,
             stats_interval=m.stats_interval,
-            log_interval=m.log_interval,
         )
         mission = mission_config(
             m.ranges, Path(tmp) / "storage", parallelism=m.parallelism, poll_seconds=m.poll_seconds, status_every=10**9
@@ -128,7 +123,7 @@ def run_k8s_mission(m: K8sMission, work_dir: str | Path | None = None) -> K8sMis
             result = dispatcher.run()
         wall, run_cpu = time.perf_counter() - t0, time.process_time() - c0
         requests = cluster.requests()
-        reads["final"] = requests.get(("get", "pods/log"), 0) - reads["first"] - reads["interim"]
+        reads["final"] = requests.get(("get", "pods/log"), 0) - reads["doomed"]
         jobs_left = cluster.count("jobs", NAMESPACE)
         api.close()
         backend.spool._pool.shutdown(wait=True)

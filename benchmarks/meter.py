@@ -41,7 +41,7 @@ class PassRow:
 
     @property
     def reconcile_read(self) -> float:
-        """observe() without the interim log polls and kubelet summaries nested in it: the per-pass read."""
+        """observe() without the log reads (pods about to go) and kubelet summaries in it: the per-pass read."""
         a = self.activity
         return a.get("observe", 0.0) - a.get("log polls", 0.0) - a.get("kubelet summaries", 0.0)
 

@@ -18,6 +18,7 @@ import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from enum import StrEnum
+from functools import partial
 from typing import Protocol
 
 from catchup_assets.backends.base import (
@@ -471,7 +472,7 @@ class Dispatcher:
             self._release(st)
             return True
         try:
-            collected = self.backend.collect(st, self.records.log_url(*ident))
+            collected = self.backend.collect(st, partial(self.records.log_url, st.range_key))
         except TransientBackendError as exc:
             self._transient(f"final read of {ident[0]} a{ident[1]}", exc)
             return False  # not a try: the backend could not answer at all

@@ -152,9 +152,6 @@ class KubernetesConfig(_Strict):
     kubeconfig: str = Field(default="", description="empty: in-cluster config")
     context: str = ""
     stats_interval_seconds: float = Field(default=10.0, gt=0)
-    log_interval_seconds: float = Field(
-        default=1800.0, gt=0, description="interim log reads; a pod about to go and a finished one are read at once"
-    )
     unschedulable_seconds: float = Field(default=900.0, gt=0)
     # How peaks are read: from each node's kubelet, as metrics-server reads them (L19, stats.py).
     # Each KubeletAccess field, prefixed `kubelet_`.
@@ -328,7 +325,6 @@ class CatchupResource(dg.ConfigurableResource):
             spool_dir=os.path.join(self.work(), mission, "log-spool"),
             core_config_text=core_config,
             stats_interval=cfg.stats_interval_seconds,
-            log_interval=cfg.log_interval_seconds,
             unschedulable_seconds=cfg.unschedulable_seconds,
         )
 

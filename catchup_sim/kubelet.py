@@ -9,11 +9,13 @@ the timestamps a finely stepped one would: `startTime`, `startedAt` and
 
 What each attempt does comes from `script(obj) -> Script` (kube_script.py),
 called once per pod with the owning Job (or the bare Pod). Job bookkeeping
-lives in kube_jobs.py. Statuses follow Kubernetes 1.31: OOMKilled with exit
-137, `DisruptionTarget` conditions, eviction as phase Failed with reason
-Evicted and the kubelet's message (a node-pressure eviction also gets
-`DisruptionTarget`/`TerminationByKubelet`, one over the pod's own
-ephemeral-storage limit does not), pod deadline as reason DeadlineExceeded.
+lives in kube_jobs.py, the worker's log files on its data volume (which a
+PVC keeps past the pod and its node) in kube_volumes.py. Statuses follow
+Kubernetes 1.31: OOMKilled with exit 137, `DisruptionTarget` conditions,
+eviction as phase Failed with reason Evicted and the kubelet's message (a
+node-pressure eviction also gets `DisruptionTarget`/`TerminationByKubelet`,
+one over the pod's own ephemeral-storage limit does not), pod deadline as
+reason DeadlineExceeded.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from catchup_sim.kube_pod import blocker, core_stamp, ephemeral_limit, pod_stats
 from catchup_sim.kube_sched import KUBELET_PORT, bind_claims, node_manifest, schedule_pending
 from catchup_sim.kube_script import DISRUPTION_MESSAGES, GiB, MiB, Script, first_crossing, usage_at
 from catchup_sim.kube_store import Store
+from catchup_sim.kube_volumes import LogTarget, Volumes
 
 DEADLINE_MESSAGE = "Pod was active on the node longer than the specified deadline"
 TERMINAL = ("Succeeded", "Failed")
@@ -54,6 +57,7 @@ class Run:
     restart_at: float = 0.0
     # A termination under way: (exit time, exit code, remove the pod, drop the node)
     pending: tuple[float, int, bool, bool] | None = None
+    log_file: LogTarget | None = None  # the worker's log on its data volume (kube_volumes.py)
 
 
 class Kubelet:
@@ -69,6 +73,7 @@ class Kubelet:
         self.script = script or (lambda obj: Script())
         self.stats_period = stats_period  # the kubelet's stats housekeeping interval
         self.runs: dict[str, Run] = {}
+        self.volumes = Volumes()
         self.jobs = JobController(self)
         self._ips = 0
         self._thread: threading.Thread | None = None
@@ -122,6 +127,8 @@ class Kubelet:
             live = {p["metadata"]["uid"] for p in store.select("pods")}
             for uid in [u for u in self.runs if u not in live]:
                 del self.runs[uid]
+            claims = {f"pvc:{c['metadata']['uid']}" for c in store.select("persistentvolumeclaims")}
+            self.volumes.forget(claims | {f"pod:{uid}" for uid in live})
 
     def advance(self, seconds: float, tick: float = 1.0) -> None:
         """Move a ManualClock forward in ticks, stepping after each."""
@@ -333,6 +340,12 @@ class Kubelet:
         for kind in ("Ready", "ContainersReady"):
             _condition(pod, kind, "True", t)
         self._set_containers(pod, run, {"running": {"startedAt": rfc3339(t)}}, ready=True)
+        # The worker's first act: the earlier attempts' logs left on the volume, to the pod log only.
+        run.log_file = self.volumes.target(self.store, pod)
+        for line in self.volumes.start(run.log_file) if run.log_file else ():
+            self.store.logs.write(
+                pod["metadata"]["namespace"], pod["metadata"]["name"], container["name"], run.instance, t, line
+            )
 
     def _exit(self, pod: dict, run: Run, t: float, code: int, reason: str, force_phase: str | None = None) -> None:
         ran = run.stage in ("running", "done") or run.instance > 0
@@ -417,9 +430,10 @@ class Kubelet:
             t = run.t_start + offset
             if t > limit:
                 break
-            self.store.logs.write(
-                meta["namespace"], meta["name"], container, run.instance, t, text.replace("{now}", core_stamp(t))
-            )
+            text = text.replace("{now}", core_stamp(t))
+            self.store.logs.write(meta["namespace"], meta["name"], container, run.instance, t, text)
+            if run.log_file is not None:
+                self.volumes.append(run.log_file, text)  # tee: the volume keeps what the pod prints
             run.next_line += 1
 
     def _pod_gc(self, now: float) -> None:

@@ -171,8 +171,8 @@ class KubeletServer:
                 return None
             if fault.status is not None:
                 return fault.status, fault.error().message.encode(), False
-            if not fault.apply:
-                return None
+            if not fault.apply or fault.reset:
+                return None  # a GET: reset before or after reading, the client sees the same
         token = auth[len("Bearer ") :].strip() if auth and auth.lower().startswith("bearer ") else None
         user = self.tokens.get(token) if token else None
         if user is None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import heapq
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from catchup_assets.backends.base import AlreadyExists, AttemptSpec, AttemptState, Collected, Peaks, Phase
@@ -153,7 +154,7 @@ class VirtualBackend:
             out.append(a.seen)
         return out
 
-    def collect(self, state: AttemptState, log_dest: str) -> Collected:
+    def collect(self, state: AttemptState, log_url: Callable[[int], str]) -> Collected:
         a = self.attempts[state.attempt_id]
         cost = self.workload.by_key[state.range_key]
         share = a.progress_after - (0.0 if a.fresh else self.progress.get(state.range_key, 0.0))

@@ -19,6 +19,7 @@ from kubernetes.client import BatchV1Api, CoreV1Api
 
 from catchup_assets.backends.kubernetes.backend import KubernetesBackend
 from catchup_assets.backends.kubernetes.manifests import LABEL_ATTEMPT, LABEL_RANGE_KEY, K8sSettings
+from catchup_assets.backends.kubernetes.stats import KubeletAccess
 from catchup_assets.config import MissionConfig
 from catchup_assets.dispatch import DispatchConfig, Dispatcher
 from catchup_assets.mission import prepare
@@ -31,9 +32,11 @@ from catchup_assets.storage import Store
 from catchup_sim.kube_api import KubeApiServer
 from catchup_sim.kube_script import Script, Usage
 from catchup_sim.kubelet import Kubelet
+from catchup_sim.kubelet_server import KubeletServer
 
 NS = "catchup"
 SETTINGS = K8sSettings(namespace=NS, image="stellar/stellar-core:22")
+SA_USER = f"system:serviceaccount:{NS}:cu-mission"  # whom the run pod's token names
 SPAN = MissionSpan(59_456_001, 59_968_000, ledgers_per_range=64_000, overlap=320)
 KEYS = [f"{59_904_001 - 64_000 * i:010d}-{59_968_000 - 64_000 * i:010d}" for i in range(8)]
 A, B, C = KEYS[:3]
@@ -105,6 +108,8 @@ def cluster():
     with KubeApiServer() as api:
         runs = Runs()
         kubelet = Kubelet(api.store, script=runs, stats_period=10.0)
+        kubelets = KubeletServer(kubelet)  # each node's kubelet on its own loopback port, over HTTPS
+        kubelets.project_token(SA_USER)
         for tier in Tiers().all():
             for n in range(3):
                 kubelet.add_node(
@@ -113,7 +118,10 @@ def cluster():
                     taints=[{"key": SETTINGS.tier_taint_key, "value": tier.name, "effect": "NoSchedule"}],
                     allocatable={"memory": str(tier.node_memory_bytes), "cpu": "64"},
                 )
-        yield api, kubelet, runs
+        try:
+            yield api, kubelet, runs
+        finally:
+            kubelets.stop()
 
 
 def mission(root) -> MissionConfig:
@@ -127,6 +135,9 @@ def backend(api, kubelet, spool, **kw) -> KubernetesBackend:
         Tiers(),
         batch_api=BatchV1Api(api.api_client),
         core_api=CoreV1Api(api.api_client),
+        kubelet=KubeletAccess(
+            ca_file=kubelet.endpoints.ca_file, token_file=str(kubelet.endpoints.token_files[SA_USER])
+        ),
         spool_dir=spool,
         clock=kubelet.clock,
         sleeper=lambda s: None,

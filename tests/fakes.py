@@ -106,7 +106,7 @@ class FakeBackend:
         self._fault("observe")
         return [self._state(a) for a in self.attempts.values()]
 
-    def collect(self, state: AttemptState, log_dest: str) -> Collected:
+    def collect(self, state: AttemptState, log_url: Callable[[int], str]) -> Collected:
         self._fault("collect")
         if self.collect_errors:
             self.collect_errors -= 1
@@ -114,7 +114,7 @@ class FakeBackend:
         s = self.attempts[state.attempt_id].script
         return Collected(
             peaks=s.peaks,
-            log_path=log_dest,
+            log_path=log_url(state.attempt),
             tx_apply_count=s.tx[0],
             tx_apply_seconds=s.tx[1],
             resumed_from_ledger=s.resumed_from,

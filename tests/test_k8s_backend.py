@@ -7,8 +7,10 @@ and received, and on the attempt records.
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from dataclasses import replace
 
+import fsspec
 import pytest
 from kubernetes.client import BatchV1Api, CoreV1Api
 
@@ -23,6 +25,7 @@ from catchup_assets.records import RecordStore
 from catchup_assets.sim.core_log import tx_apply_report
 from catchup_assets.sizing import GiB, Tiers
 from catchup_assets.storage import Store
+from catchup_assets.worker.logparse import parse_worker_log
 from catchup_sim.kube_api import KubeApiServer
 from catchup_sim.kube_script import Script, Usage
 from catchup_sim.kubelet import Kubelet
@@ -87,8 +90,9 @@ class SimClock:
         self.kubelet.advance(seconds, tick=5)
 
 
-@pytest.fixture
-def cluster():
+@contextmanager
+def sim_cluster():
+    """An API server and kubelet with three nodes per tier, running `script`."""
     with KubeApiServer() as api:
         kubelet = Kubelet(api.store, script=script, stats_period=10.0)
         kubelets = KubeletServer(kubelet)  # each node's kubelet on a loopback port of its own, over HTTPS
@@ -104,6 +108,12 @@ def cluster():
                 )
         yield api, kubelet
         kubelets.stop()
+
+
+@pytest.fixture
+def cluster():
+    with sim_cluster() as c:
+        yield c
 
 
 def kubelet_access(kubelet: Kubelet, **kw) -> KubeletAccess:
@@ -124,7 +134,7 @@ def backend(api, kubelet, tmp_path, settings=SETTINGS, access: KubeletAccess | N
         clock=kubelet.clock,
         sleeper=lambda s: None,
         stats_interval=10,
-        **{"log_interval": 60, **kw},
+        **kw,
     )
 
 
@@ -170,7 +180,12 @@ def test_twin_of_the_local_e2e_oom_resume_and_a_condemned_range(cluster, tmp_pat
     ]
     assert [r.outcome for r in chain(records, C)] == ["failed"]
     profile = {r["range_key"]: r for r in build_profile(cfg.storage_root, "m1").profile.to_pylist()}
-    assert profile[B]["peak_anon_bytes"] == 9 * GiB and profile[B]["tx_apply_count"] == 1700  # L21, L22
+    # L21, L22. Attempt 1's pod went with its node before anything read it: its exit report is in
+    # its log, shipped by attempt 2 after its record was written, not in the record.
+    assert b[0].tx_apply_count is None and b[1].tx_apply_count == 700
+    with fsspec.open(b[0].log_path, "rb", compression="gzip") as f:
+        assert parse_worker_log(f.read().decode().splitlines()).tx_apply_count == 1000
+    assert profile[B]["peak_anon_bytes"] == 9 * GiB and profile[B]["tx_apply_count"] == 700
     assert profile[B]["seconds"] == b[0].seconds + 300 and profile[B]["seconds_estimated"] is True
     assert profile[D]["seconds_estimated"] is False and profile[D]["peak_ephemeral_bytes"] == 2 * GiB
     tiers = {r["range_key"]: r["tier"] for r in build_tier_map(cfg.storage_root, "m1")[0].to_pylist()}
@@ -184,13 +199,14 @@ def test_twin_of_the_local_e2e_oom_resume_and_a_condemned_range(cluster, tmp_pat
 def test_api_requests_per_attempt_stay_flat(cluster, tmp_path):
     """Recorded figure (this mission): 2 LISTs per pass; per attempt a Job create
     and delete, a PVC create (409 after the first), one final log read, plus a
-    PVC delete per completed range: 22 + 6 log reads over 6 attempts = 4.67 per
-    attempt (target <= 6). Interim log reads add duration / log_interval each.
-    Per node, not per attempt: one GET of the Node (its kubelet's address, then
-    cached) and the kubelet summaries, which go to the kubelet, not the API server."""
+    PVC delete per completed range: 22 + 5 log reads (the reclaimed pod went
+    unread with its node) over 6 attempts = 4.5 per attempt (target <= 6). No
+    running pod's log is read, save one about to go. Per node, not per attempt:
+    one GET of the Node (its kubelet's address, then cached) and the kubelet
+    summaries, which go to the kubelet, not the API server."""
     api, kubelet = cluster
     cfg = mission(tmp_path)
-    result = run_mission(prepare(cfg), backend(api, kubelet, tmp_path, log_interval=10**9), clock=SimClock(kubelet))
+    result = run_mission(prepare(cfg), backend(api, kubelet, tmp_path), clock=SimClock(kubelet))
     counts = api.requests.snapshot()
     attempts = sum(r.attempts for r in result.results.values())
     assert counts[("list", "jobs")] == counts[("list", "pods")] == result.passes
@@ -302,8 +318,9 @@ def test_an_unschedulable_attempt_ends_with_its_cause_and_is_retried(cluster, tm
 
 
 def test_L31_a_pod_about_to_go_is_read_at_once_while_it_is_still_there(cluster, tmp_path):
-    """Interim reads are rare (log_interval); a pod marked for deletion is read on every pass
-    until it goes, or whatever it printed since the last read goes with it."""
+    """No running pod is read, save one about to go: a pod marked for deletion is read on every
+    pass until it goes, so what it printed reaches its own record (its volume keeps the log too,
+    but the next attempt's copy comes after the record)."""
     api, kubelet = cluster
 
     def evicted_then_ok(job):
@@ -328,7 +345,7 @@ def test_L31_a_pod_about_to_go_is_read_at_once_while_it_is_still_there(cluster, 
 
     kubelet.script = evicted_then_ok
     cfg = mission(tmp_path, span=MissionSpan(59_904_001, 59_968_000, ledgers_per_range=64_000, overlap=320))
-    run_mission(prepare(cfg), backend(api, kubelet, tmp_path, log_interval=10**9), clock=SimClock(kubelet))
+    run_mission(prepare(cfg), backend(api, kubelet, tmp_path), clock=SimClock(kubelet))
     records, _ = RecordStore(Store(cfg.storage_root), "m1").load()
     first = records[(A, 1)]
     assert first.outcome == "disrupted"

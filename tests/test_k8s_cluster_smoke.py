@@ -47,7 +47,6 @@ def test_a_small_mission_completes_on_a_real_cluster(tmp_path):
             kubeconfig=os.path.expanduser(os.environ.get("KUBECONFIG", "~/.kube/config")),
             storage_mode="ephemeral",
             pooled=False,
-            log_interval_seconds=60,
             core_config_file=os.environ["CATCHUP_K8S_CORE_CONFIG"],
             kubelet_insecure_skip_tls_verify=os.environ.get("CATCHUP_K8S_KUBELET_INSECURE") == "1",
             **{

@@ -73,6 +73,11 @@ def spec(
     )
 
 
+def to(dest: object):
+    """collect's log_url when only the attempt's own log is wanted: every attempt to dest."""
+    return lambda attempt: str(dest)
+
+
 def state_of(b: LocalBackend, aid: str) -> AttemptState | None:
     return next((s for s in b.observe() if s.attempt_id == aid), None)
 
@@ -116,8 +121,8 @@ def test_ok_run_finishes_with_times_peaks_and_gzip_log_L23_L19(tmp_path):
     # The data directory is the worker's cwd and outlives the attempt (L3).
     assert (b.data_dir(RANGE) / "blob").exists()
     dest = tmp_path / "logs" / "a1.log.gz"
-    c1 = b.collect(st, str(dest))
-    c2 = b.collect(st, str(dest))  # idempotent
+    c1 = b.collect(st, to(dest))
+    c2 = b.collect(st, to(dest))  # idempotent
     assert c1 == c2 and c1.log_path == str(dest)
     assert gzip.decompress(dest.read_bytes()) == b"hello\r\nworld\n"
     assert c1.peaks.anon_bytes >= 40 * MiB
@@ -145,7 +150,7 @@ def test_collect_to_fsspec_url_and_feeds_log_parser_L29_L31(tmp_path, monkeypatc
     s = spec()
     b.submit(s)
     st = wait_phase(b, s.attempt_id)
-    c = b.collect(st, "memory://archive/m1/a1.log.gz")
+    c = b.collect(st, to("memory://archive/m1/a1.log.gz"))
     with fsspec.open("memory://archive/m1/a1.log.gz", "rb", compression="gzip") as f:
         assert f.read() == b"line one\nline two\n"
     assert seen["lines"] == ["line one", "line two"]
@@ -158,7 +163,7 @@ def test_collect_with_the_real_log_parser_does_not_crash_L29(tmp_path):
     s = spec()
     b.submit(s)
     st = wait_phase(b, s.attempt_id)
-    c = b.collect(st, str(tmp_path / "l.gz"))
+    c = b.collect(st, to(tmp_path / "l.gz"))
     assert c.log_path == str(tmp_path / "l.gz")
 
 
@@ -302,7 +307,7 @@ def test_release_and_release_range_delete_what_they_should_L2_L3(tmp_path):
         b.release_range(RANGE)
     assert b.attempt_dir(s.attempt_id).exists() and b.data_dir(RANGE).exists()
     st = wait_phase(b, s.attempt_id)
-    b.collect(st, str(tmp_path / "a.log.gz"))
+    b.collect(st, to(tmp_path / "a.log.gz"))
     b.release(st)
     assert not b.attempt_dir(s.attempt_id).exists()
     assert b.observe() == []
@@ -327,7 +332,7 @@ def test_peaks_are_never_lowered_by_a_later_flush_L20(tmp_path):
     st = wait_phase(b, s.attempt_id)
     assert st.peaks.anon_bytes == big
     assert read_json(b.attempt_dir(s.attempt_id) / "status.json")["peaks"]["anon_bytes"] == big
-    assert b.collect(st, str(tmp_path / "l.gz")).peaks.anon_bytes == big
+    assert b.collect(st, to(tmp_path / "l.gz")).peaks.anon_bytes == big
 
 
 def test_env_values_reach_the_worker_verbatim_L17(tmp_path):

@@ -127,12 +127,16 @@ def test_L3_data_kept_only_for_the_condemned_range(mission):
     assert kept == [C]
 
 
-def test_logs_archived_compressed_per_attempt(mission):
-    _, _, _, _, records = mission
+def test_L31_logs_archived_compressed_per_attempt_each_with_its_own_lines_only(mission):
+    """A retry's worker ships the earlier attempt's file from the data dir into its own log;
+    collect takes it out again, so every archive holds its own attempt's run and nothing else."""
+    _, backend, _, _, records = mission
     for rec in records.values():
         with fsspec.open(rec.log_path, "rb") as f:
             text = gzip.decompress(f.read()).decode()
-        assert f"WORKER: range {rec.range_key}" in text
+        assert text.count(f"WORKER: range {rec.range_key}") == 1 and "==> shipped log" not in text
+    # The retries shipped their first attempts' files; the condemned range's own is still there.
+    assert sorted(p.name for p in (backend.data_root / C / "logs").iterdir()) == ["a001.log"]
     assert "Got an exception: Invariant" in gzip.decompress(open(chain(records, C)[0].log_path, "rb").read()).decode()
 
 

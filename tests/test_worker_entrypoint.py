@@ -2,7 +2,9 @@
 
 Each test sets up a data directory the way an earlier attempt would have left
 it, runs one attempt and asserts on what happened: exit code, the decision
-line, whether new-db ran, the marker, and the LCL the core saved.
+line, whether new-db ran, the marker, and the LCL the core saved. The worker
+prints stellar-core's stdout and stderr as one stream (its log file on the
+volume gets the same: test_worker_logs.py), so core output is read from stdout.
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ def worker_env(data: Path, key: str = KEY, target: str = "640", count: str = "32
         "RANGE_KEY": key,
         "CATCHUP_TARGET": target,
         "CATCHUP_COUNT": count,
+        "CATCHUP_ATTEMPT": "1",
         "DATA_DIR": str(data),
         "STELLAR_CORE": str(CORE),
         "SIM_SPEED": "20000",
@@ -76,8 +79,8 @@ def test_L16_never_started_declines_runs_new_db_writes_marker(shell: str, tmp_pa
     lines = result.stdout.splitlines()
     assert lines[0] == f"WORKER: range {KEY} target 640 count 320"
     assert lines[1].startswith("RESUME DECLINED: no range marker")
-    assert "* The next launch will catchup from the network afresh." in result.stderr  # new-db ran
-    assert "Applying buckets: LCL 320" in result.stderr
+    assert "* The next launch will catchup from the network afresh." in result.stdout  # new-db ran
+    assert "Applying buckets: LCL 320" in result.stdout
     assert (data / ".catchup-range").read_text() == KEY + "\n"
     assert lcl_of(data) == 640
 
@@ -87,7 +90,7 @@ def test_L24_the_worker_asks_stellar_core_for_the_tx_apply_metric(shell: str, tm
     data = prepare(tmp_path / "data", None, None)
     result = run(shell, worker_env(data))
     assert result.returncode == 0, result.stderr
-    count, seconds = parse_tx_apply(result.stderr.splitlines())
+    count, seconds = parse_tx_apply(result.stdout.splitlines())
     assert count and count > 0 and seconds and seconds > 0
 
 
@@ -142,10 +145,10 @@ def test_L16_resume_decision(
     result = run(shell, worker_env(data, count=count))
     assert result.returncode == 0, result.stderr
     assert decision(result.stdout) == expected
-    assert ("catchup from the network afresh" in result.stderr) is fresh
+    assert ("catchup from the network afresh" in result.stdout) is fresh
     if not fresh:
-        assert f"lastClosedLedger: {lcl}\n" in result.stderr
-        assert "buckets" not in result.stderr
+        assert f"lastClosedLedger: {lcl}\n" in result.stdout
+        assert "buckets" not in result.stdout
     assert (data / ".catchup-range").read_text() == KEY + "\n"
     assert lcl_of(data) == 640
 
@@ -156,7 +159,7 @@ def test_L16_already_complete_exits_zero_without_catchup(shell: str, tmp_path: P
     result = run(shell, worker_env(data))
     assert result.returncode == 0, result.stderr
     assert decision(result.stdout) == f"RESUME: range {KEY} already complete: LCL {lcl} >= target 640"
-    assert "Starting catchup" not in result.stderr and "afresh" not in result.stderr
+    assert "Starting catchup" not in result.stdout and "afresh" not in result.stdout
     assert lcl_of(data) == lcl
 
 
@@ -164,7 +167,7 @@ def test_L16_catchup_exit_code_passes_through(shell: str, tmp_path: Path) -> Non
     data = prepare(tmp_path / "data", None, None)
     result = run(shell, worker_env(data, SIM_FAIL_TARGETS="640"))
     assert result.returncode == 1
-    assert "[default FATAL] Got an exception: Invariant" in result.stderr
+    assert "[default FATAL] Got an exception: Invariant" in result.stdout
     assert (data / ".catchup-range").read_text() == KEY + "\n"
 
 
@@ -176,7 +179,7 @@ def test_L16_new_db_failure_stops_before_marker_and_catchup(shell: str, tmp_path
     log = tmp_path / "calls"
     result = run(shell, worker_env(data, STELLAR_CORE=str(stub), STUB_LOG=str(log)))
     assert result.returncode == 7
-    assert "ERROR: new-db failed with exit 7" in result.stderr
+    assert "ERROR: new-db failed with exit 7" in result.stdout
     assert log.read_text() == "stub new-db\n"
     assert not (data / ".catchup-range").exists()
 
@@ -184,15 +187,13 @@ def test_L16_new_db_failure_stops_before_marker_and_catchup(shell: str, tmp_path
 def test_L16_sigterm_reaches_core_exit_3_then_next_attempt_resumes(shell: str, tmp_path: Path) -> None:
     data = prepare(tmp_path / "data", None, None)
     env = worker_env(data, target="1280", count="1280", SIM_SPEED="20")
-    proc = subprocess.Popen(
-        [shell, str(ENTRYPOINT)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
-    )
-    assert proc.stderr is not None
-    for line in proc.stderr:
+    proc = subprocess.Popen([shell, str(ENTRYPOINT)], env=env, stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    for line in proc.stdout:
         if "applying ledger" in line:
             break
-    proc.send_signal(signal.SIGTERM)  # the shell exec'd: this pid is the core now
-    rest = proc.stderr.read()
+    proc.send_signal(signal.SIGTERM)  # to the shell, as the kubelet signals PID 1: it passes it on
+    rest = proc.stdout.read()
     assert proc.wait(timeout=10) == 3
     assert "* Catchup failed." in rest and "metric 'ledger.transaction.apply':" in rest
     saved = lcl_of(data)
@@ -201,8 +202,8 @@ def test_L16_sigterm_reaches_core_exit_3_then_next_attempt_resumes(shell: str, t
     again = run(shell, worker_env(data, target="1280", count="1280"))
     assert again.returncode == 0, again.stderr
     assert decision(again.stdout) == f"RESUME: range {KEY} from LCL {saved} toward target 1280"
-    assert f"lastClosedLedger: {saved}\n" in again.stderr
-    assert "afresh" not in again.stderr
+    assert f"lastClosedLedger: {saved}\n" in again.stdout
+    assert "afresh" not in again.stdout
     assert lcl_of(data) == 1280
 
 
@@ -223,7 +224,7 @@ def test_L17_hostile_values_pass_verbatim_and_never_execute(shell: str, tmp_path
         assert result.returncode == 0, result.stderr
         assert result.stdout.splitlines()[0] == f"WORKER: range {HOSTILE} target 640 count 320"
         assert decision(result.stdout).startswith(expected)
-        outputs.append(result.stderr)
+        outputs.append(result.stdout)
     assert f"Config from {conf}" in outputs[0]  # --conf reached new-db and catchup intact
     assert (data / ".catchup-range").read_text() == HOSTILE + "\n"
     assert lcl_of(data) == 640
@@ -242,6 +243,9 @@ BAD_INPUT = [
     ("CATCHUP_TARGET", "$(id)"),
     ("CATCHUP_COUNT", None),
     ("CATCHUP_COUNT", "3.5"),
+    ("CATCHUP_ATTEMPT", None),
+    ("CATCHUP_ATTEMPT", "a1"),
+    ("CATCHUP_ATTEMPT", "$(id)"),
     ("RANGE_KEY", None),
     ("RANGE_KEY", ""),
     ("DATA_DIR", None),

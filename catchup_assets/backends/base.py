@@ -8,7 +8,7 @@ subprocesses and Kubernetes Jobs both sit behind these five calls.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Protocol
@@ -175,8 +175,11 @@ class Backend(Protocol):
     def observe(self) -> list[AttemptState]:
         """Every attempt of this mission the backend still holds, live or finished."""
 
-    def collect(self, state: AttemptState, log_dest: str) -> Collected:
-        """Final read of a finished attempt: peaks, log archived to `log_dest`, metrics."""
+    def collect(self, state: AttemptState, log_url: Callable[[int], str]) -> Collected:
+        """Final read of a finished attempt: peaks, metrics, its log archived to
+        `log_url(state.attempt)`, and the logs of earlier attempts of the range that
+        its worker shipped from the volume, each to `log_url(n)` if that is missing
+        or shorter (L31)."""
 
     def release(self, state: AttemptState) -> None:
         """Forget a finished attempt whose record is durable (delete the Job) (L2, L32)."""

@@ -3,9 +3,10 @@
 Per pass: one LIST of the mission's Jobs and one of its pods (label
 selectors), a kubelet summary per node at most every `stats_interval` seconds
 whatever the number of pods on it, read from the kubelet itself (L19,
-stats.py), and log polls at most every
-`log_interval` per attempt with bounded concurrency (L30), at once for a pod
-about to go, and a final read when it ends (L31). Everything is
+stats.py), and a log read, with bounded concurrency (L30), of a pod about to
+go only. Otherwise a pod's log is read once, when it ends (L31): the worker
+keeps its log on the range's volume too, and the next attempt ships it if the
+pod went with its node. Everything is
 injected (APIs, clock, sleeper), as dagster-k8s's client does, so every call
 is testable against an API server of the tests' own.
 """
@@ -18,7 +19,6 @@ from collections.abc import Callable
 from importlib import resources
 from pathlib import Path
 
-import fsspec
 from kubernetes.client import ApiException, BatchV1Api, CoreV1Api, V1DeleteOptions, V1Job, V1Pod
 from urllib3.exceptions import HTTPError as Urllib3Error
 
@@ -37,6 +37,7 @@ from catchup_assets.backends.kubernetes.json_views import list_items
 from catchup_assets.backends.kubernetes.logs import POLLABLE, LogSpool
 from catchup_assets.backends.kubernetes.observe import CONTAINER, attempt_state, waiting
 from catchup_assets.backends.kubernetes.stats import KubeletAccess, KubeletReader, KubeletRefused
+from catchup_assets.backends.shipping import archive, lines, ship
 from catchup_assets.outcomes import Observation
 from catchup_assets.sizing import Tiers
 from catchup_assets.worker.logparse import parse_worker_log
@@ -49,7 +50,11 @@ DEFAULT_CORE_CONFIG = 'NETWORK_PASSPHRASE="Public Global Stellar Network ; Septe
 
 
 def _doomed(pod) -> bool:
-    """A pod about to go (reclaim notice, deletion): read its log now, while it is there (L31)."""
+    """A pod about to go (reclaim notice, deletion): read its log now, while it is there (L31).
+
+    Its volume keeps the log anyway, but only a read now gets it into this attempt's record
+    (its exit report, L24): the next attempt's copy arrives after the record is written.
+    """
     if pod.metadata.deletion_timestamp is not None:
         return True
     return any(c.type == "DisruptionTarget" and c.status == "True" for c in (pod.status.conditions or ()))
@@ -74,7 +79,6 @@ class KubernetesBackend:
         clock: Callable[[], float] = time.time,
         sleeper: Callable[[float], None] = time.sleep,
         stats_interval: float = 10.0,
-        log_interval: float = 1800.0,
         log_concurrency: int = 16,
         unschedulable_seconds: float = 900.0,
         config_error_seconds: float = 120.0,
@@ -90,7 +94,7 @@ class KubernetesBackend:
         self.selector = m.mission_selector(mission)
         self.core_config_text = core_config_text
         self.clock, self.sleeper = clock, sleeper
-        self.stats_interval, self.log_interval = stats_interval, log_interval
+        self.stats_interval = stats_interval
         self.unschedulable_seconds, self.config_error_seconds = unschedulable_seconds, config_error_seconds
         self.api_retries, self.api_backoff, self.timeout = api_retries, api_backoff, request_timeout
         self.spool = LogSpool(spool_dir, self._read_log, log_concurrency)
@@ -105,7 +109,6 @@ class KubernetesBackend:
         self._pods: dict[str, tuple[str, str]] = {}  # attempt id -> (pod name, phase)
         self._peaks: dict[str, Peaks] = {}
         self._last_stats = float("-inf")
-        self._last_log: dict[str, float] = {}
         self._configmap_ready = False
         self.blocked: str | None = None
 
@@ -212,15 +215,12 @@ class KubernetesBackend:
             aid = state.attempt_id
             if pod is not None:
                 seen[aid] = (pod.metadata.name, pod.status.phase if pod.status else "Unknown")
-                due = now - self._last_log.get(aid, float("-inf")) >= self.log_interval
-                if pod.status and pod.status.phase in POLLABLE and (due or _doomed(pod)):
+                if pod.status and pod.status.phase in POLLABLE and _doomed(pod):
                     to_poll.append((aid, pod.metadata.name))
             if state.live:
                 state = self._never_starting(state, pod, now) or state
             states.append(self._with_peaks(state))
         self._pods = seen
-        for aid, _ in to_poll:
-            self._last_log[aid] = now
         self.spool.poll_many(to_poll)
         return states
 
@@ -292,13 +292,19 @@ class KubernetesBackend:
             self._refusals.add(exc.cause)
             log.error("mission %s: memory and disk peaks cannot be read (L19): %s", self.mission, exc)
 
-    def collect(self, state: AttemptState, log_dest: str) -> Collected:
+    def collect(self, state: AttemptState, log_url: Callable[[int], str]) -> Collected:
         aid = state.attempt_id
         pod_name, phase = self._pods.get(aid, (None, None))
         if phase in POLLABLE:
             self.spool.final_read(aid, pod_name)  # L31: at once, bounded
-        self.spool.archive(aid, lambda: fsspec.open(log_dest, "wb"))
-        facts = parse_worker_log(self.spool.lines(aid))
+        # The worker printed the earlier attempts' files it found on the volume first:
+        # each goes to its own attempt's log, never into this one's or its metrics.
+        parts = self.spool.split(aid)
+        log_dest = log_url(state.attempt)
+        archive(parts.own, log_dest)
+        if stored := ship(parts, state.attempt, log_url):
+            log.info("attempt %s shipped the logs of attempts %s", aid, stored)
+        facts = parse_worker_log(lines(parts.own))
         return Collected.from_log(facts, self._peaks.get(aid, Peaks()), log_dest)
 
     def release(self, state: AttemptState) -> None:
@@ -306,7 +312,6 @@ class KubernetesBackend:
         self._delete(self.batch.delete_namespaced_job, name, body=V1DeleteOptions(propagation_policy="Background"))
         self.spool.forget(state.attempt_id)
         self._peaks.pop(state.attempt_id, None)
-        self._last_log.pop(state.attempt_id, None)
 
     def release_range(self, range_key: str) -> None:
         if self.settings.storage_mode == "pvc":

@@ -10,7 +10,6 @@ node). A terminal or vanished pod gets its final read at once (L31).
 
 from __future__ import annotations
 
-import gzip
 import logging
 import os
 import re
@@ -20,6 +19,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from catchup_assets.backends.shipping import SplitLog, lines, split_log
 from catchup_assets.worker.logparse import iter_lines
 
 log = logging.getLogger(__name__)
@@ -120,19 +120,15 @@ class LogSpool:
             if self.poll(attempt_id, pod_name):
                 return
 
-    def archive(self, attempt_id: str, dest_open: Callable[[], object]) -> None:
-        src = self.path(attempt_id)
-        data = src.read_bytes() if src.exists() else b""
-        with dest_open() as f:
-            f.write(gzip.compress(data))
+    def split(self, attempt_id: str) -> SplitLog:
+        """The attempt's own lines and the earlier logs its worker shipped, as files here (L31)."""
+        return split_log(self.path(attempt_id), self.dir / f"{attempt_id}.own.log")
 
     def lines(self, attempt_id: str) -> Iterator[str]:
-        src = self.path(attempt_id)
-        if src.exists():
-            with open(src, "rb") as f:
-                yield from iter_lines(iter(lambda: f.read(CHUNK), b""))
+        return lines(self.path(attempt_id))
 
     def forget(self, attempt_id: str) -> None:
         with self._lock:
             self._cursors.pop(attempt_id, None)
-        self.path(attempt_id).unlink(missing_ok=True)
+        for path in (self.path(attempt_id), *self.dir.glob(f"{attempt_id}.own.log*")):
+            path.unlink(missing_ok=True)

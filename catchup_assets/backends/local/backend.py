@@ -25,10 +25,9 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
-import fsspec
 import psutil
 
 from catchup_assets.backends.base import (
@@ -47,6 +46,7 @@ from catchup_assets.backends.local.supervisor import (
     read_json,
     write_json_atomic,
 )
+from catchup_assets.backends.shipping import archive, ship, split_log
 from catchup_assets.outcomes import Observation
 
 log = logging.getLogger(__name__)
@@ -322,8 +322,9 @@ class LocalBackend:
         return None
 
     # -- collect ----------------------------------------------------------
-    def collect(self, state: AttemptState, log_dest: str) -> Collected:
-        """Archive the log (gzip) to `log_dest`, parse it, merge peaks. Idempotent."""
+    def collect(self, state: AttemptState, log_url: Callable[[int], str]) -> Collected:
+        """Archive the attempt's own log (gzip), store the earlier logs it shipped (L31),
+        parse its own lines, merge peaks. Idempotent."""
         d = self.attempt_dir(state.attempt_id)
         peaks = state.peaks
         status = self._json(state.attempt_id, d / "status.json") or {}
@@ -331,12 +332,17 @@ class LocalBackend:
         src = d / "worker.log"
         if not src.exists():
             return Collected(peaks=peaks)
-        _archive(src, log_dest)
+        # The worker printed the earlier attempts' files it found in the data dir first.
+        parts = split_log(src, d / "own.log")
+        log_dest = log_url(state.attempt)
+        archive(parts.own, log_dest)
+        if stored := ship(parts, state.attempt, log_url):
+            log.info("attempt %s shipped the logs of attempts %s", state.attempt_id, stored)
         facts = None
         try:
             from catchup_assets.worker.logparse import iter_lines, parse_worker_log
 
-            with open(src, "rb") as f:
+            with open(parts.own, "rb") as f:
                 facts = parse_worker_log(iter_lines(iter(lambda: f.read(LOG_CHUNK), b"")))
         except Exception as e:  # a log never kills the pass (L29); the archive is kept
             log.warning("log of %s not parsed: %s", state.attempt_id, e)
@@ -437,18 +443,3 @@ def _remove(path: Path) -> None:
     except FileNotFoundError:
         return
     shutil.rmtree(trash, ignore_errors=True)
-
-
-def _archive(src: Path, dest: str) -> None:
-    """gzip src to dest, a local path or an fsspec URL; never a partial dest."""
-    local = "://" not in dest or dest.startswith("file://")
-    if local:
-        final = Path(dest.removeprefix("file://"))
-        final.parent.mkdir(parents=True, exist_ok=True)
-        target = str(final.with_name(f".{final.name}.{os.getpid()}.tmp"))
-    else:
-        target = dest  # object stores publish on close
-    with open(src, "rb") as f, fsspec.open(target, "wb", compression="gzip") as out:
-        shutil.copyfileobj(f, out, LOG_CHUNK)
-    if local:
-        os.replace(target, final)
