@@ -156,3 +156,16 @@ def test_our_range_tags_are_dagster_s():
         ASSET_PARTITION_RANGE_END_TAG,
         DAGSTER_WILL_RETRY,
     )
+
+
+@pytest.mark.parametrize("mission", ["m9", "Bad;name"])
+def test_L34_profile_job_of_an_unknown_mission_is_refused_and_writes_nothing(instance, tmp_path, mission):
+    plan(instance, "m1", 2)
+    result = defs.resolve_job_def("profile_job").execute_in_process(
+        instance=instance, tags={MISSION_TAG: mission}, raise_on_error=False
+    )
+    assert not result.success
+    assert "range_profile" in failure_text(result) and (
+        "has no plan" in failure_text(result) or "mission name" in failure_text(result)
+    )
+    assert not list((tmp_path / "storage").glob("*/range_profile.parquet"))  # no empty profile left behind

@@ -148,3 +148,63 @@ def test_R1_L11_two_dispatchers_over_the_same_ranges_never_double_run(tmp_path, 
     clean_result, clean_rows = clean
     check_like_clean(clean, result, rows, doubled, watch, seed)
     assert kills >= 1
+
+
+def test_R1_L11_two_local_dispatchers_in_two_threads_start_each_attempt_once(tmp_path):
+    """The local backend, real subprocesses, two dispatchers over the same six ranges at once
+    (the reviewers' repro): each attempt starts once, and every finished record keeps its
+    measurements (a second dispatcher's emptier reading never blanks them)."""
+    import threading
+
+    from catchup_assets.backends.local.backend import LocalBackend
+    from catchup_assets.config import MissionConfig
+    from catchup_assets.mission import prepare, run_mission
+    from catchup_assets.ranges import MissionSpan
+    from catchup_assets.records import RecordStore
+    from catchup_assets.sizing import MemoryLadder, Placement, SizingPolicy, Tiers, scaled_tiers
+    from catchup_assets.storage import Store
+
+    mib = 1024**2
+    cfg = MissionConfig(
+        "m2",
+        MissionSpan(59_584_001, 59_968_000, ledgers_per_range=64_000, overlap=320),
+        str(tmp_path / "storage"),
+        parallelism=3,
+        placement=Placement(
+            scaled_tiers(Tiers(), 1 / 200),
+            SizingPolicy(unprofiled_memory_bytes=64 * mib, cache_headroom_bytes=4 * mib),
+            MemoryLadder(cap_bytes=512 * mib),
+        ),
+        poll_seconds=0.05,
+        env={"SIM_SPEED": "40000", "SIM_MEMORY_SCALE": "0.001"},
+    )
+    started: Counter[str] = Counter()
+    lock = threading.Lock()
+    results, errors = {}, []
+
+    def one(name: str) -> None:
+        be = LocalBackend(tmp_path / "work", "m2", sample_interval=0.05)
+        real = be.submit
+
+        def submit(spec):
+            real(spec)  # AlreadyExists: the other dispatcher's, not a start
+            with lock:
+                started[spec.attempt_id] += 1
+
+        be.submit = submit
+        try:
+            results[name] = run_mission(prepare(cfg), be, holder=name, write_plan=name == "a")
+        except Exception as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=one, args=(n,)) for n in ("a", "b")]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=240)
+    assert errors == [] and set(results) == {"a", "b"}
+    assert all(sorted(r.done) == sorted(r.results) for r in results.values())  # 6 done, both agree
+    assert [k for k, n in started.items() if n > 1] == []
+    records, done = RecordStore(Store(cfg.storage_root), "m2").load()
+    ok = [r for i, r in records.items() if i in done and r.outcome == "ok"]
+    assert len(ok) == 6 and all(r.tx_apply_count and r.fresh_start is not None and r.tier for r in ok)
