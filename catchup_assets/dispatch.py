@@ -70,6 +70,9 @@ class DispatchConfig:
     # A pass that raises is retried after a poll; the same failure this many passes in a
     # row stops the dispatcher with it as the cause, rather than looping on it for hours.
     failing_passes_limit: int = 5
+    # The attempt snapshot is rewritten every this many finished attempts, not only at the
+    # end: a run that dies leaves at most this many records for the next reader to open.
+    snapshot_every: int = 250
     # Who claims attempts: a restart with the same holder (a retried step of one Dagster
     # run) takes its own claims back; None: this dispatcher alone.
     holder: str | None = None
@@ -198,6 +201,7 @@ class Dispatcher:
         self._transient_passes = 0  # consecutive passes the backend could not answer
         # Attempts this dispatcher claimed and submitted: it alone writes them from memory.
         self._mine: set[tuple[str, int]] = set()
+        self._finished_since_snapshot = 0
         self._last_status: Status | None = None
         self._last_completion = self.clock.time()
         self._stall_warned = False
@@ -518,6 +522,9 @@ class Dispatcher:
         self._recs[st.range_key][st.attempt] = self._write(rec, prior)
         self.records.mark_done(*ident)  # last, after the metrics (L32)
         self._done[st.range_key].add(st.attempt)
+        self._finished_since_snapshot += 1
+        if self._finished_since_snapshot >= self.cfg.snapshot_every:
+            self._snapshot()
         self._release(st)  # only now: releasing deletes the last copy of logs and peaks
         if outcome is not Outcome.OK:
             log.warning("range %s attempt %d: %s (%s)", st.range_key, st.attempt, outcome.value, rec.reason)
@@ -581,6 +588,7 @@ class Dispatcher:
 
     def _snapshot(self) -> None:
         """Leave this run's finished records in one file for the profile and the next start."""
+        self._finished_since_snapshot = 0
         recs = {(k, a): r for k, by_a in self._recs.items() for a, r in by_a.items()}
         done = {(k, a) for k, attempts in self._done.items() for a in attempts}
         try:

@@ -140,6 +140,9 @@ class KubernetesConfig(_Strict):
     extra_tolerations: list[TolerationConfig] = Field(
         default_factory=list, description="added to every range pod, e.g. the spot pools' taints"
     )
+    extra_node_selector: dict[str, str] = Field(
+        default_factory=dict, description="labels every range pod's node must carry besides its tier's"
+    )
     pooled: bool = Field(default=_K8S["pooled"], description="tiers are dedicated node pools (L15)")
     run_as_non_root: bool = _K8S["run_as_non_root"]
     run_as_user: int | None = Field(default=_K8S["run_as_user"], description="None: the image's own user")
@@ -186,6 +189,8 @@ class KubernetesConfig(_Strict):
             value = getattr(self, f.name)
             if f.name == "extra_tolerations":
                 value = tuple(t.spec() for t in value)
+            elif f.name == "extra_node_selector":
+                value = tuple(sorted(value.items()))
             elif value == "" and _optional(f.name):
                 value = None
             values[f.name] = value

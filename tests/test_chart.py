@@ -241,8 +241,8 @@ def test_nodepools_only_when_enabled(chart):
     ]
     docs = render(chart, {"karpenter": {"enabled": True}, "tiers": tiers})
     pools = [d for d in docs if d["kind"] == "NodePool"]
-    assert [p["apiVersion"] for p in pools] == ["karpenter.sh/v1"] * 2
-    for pool, tier in zip(pools, tiers, strict=True):
+    assert [p["apiVersion"] for p in pools] == ["karpenter.sh/v1"] * 4  # and the two catch-alls
+    for pool, tier in zip(pools, tiers, strict=False):
         spec = pool["spec"]["template"]["spec"]
         assert pool["spec"]["template"]["metadata"]["labels"] == {"catchup.stellar.org/tier": tier["name"]}
         assert spec["taints"] == [{"key": "catchup.stellar.org/tier", "value": tier["name"], "effect": "NoSchedule"}]
@@ -252,6 +252,48 @@ def test_nodepools_only_when_enabled(chart):
             assert all(isinstance(v, str) for v in req.get("values", []))
         # The pool's label is what the range Jobs' nodeSelector uses.
         assert pool["metadata"]["name"] == f"catchup-{tier['name']}"
+
+
+def test_a_nodepool_for_every_tier_the_sizing_can_choose(chart):
+    """The catch-alls (nebula: no profile; protostar: unmeasured) have pools like the ladder's, and
+    a tier's own capacity types override the default (spot for the small, on-demand for the big)."""
+    from catchup_assets.resources import CatchupResource
+
+    tiers = [
+        {"name": "small", "memoryCutGib": 3, "nodeMemoryGib": 4, "cpu": 1},
+        {"name": "big", "memoryCutGib": 28, "nodeMemoryGib": 32, "cpu": 4, "capacityTypes": ["on-demand"]},
+    ]
+    docs = render(chart, {"karpenter": {"enabled": True, "capacityTypes": ["spot"]}, "tiers": tiers})
+    pools = {d["metadata"]["name"]: d["spec"]["template"]["spec"] for d in docs if d["kind"] == "NodePool"}
+    chosen = CatchupResource(**catchup_json(docs)).placement().tiers.all()
+    assert sorted(pools) == sorted(f"catchup-{t.name}" for t in chosen)
+    assert {t.name for t in chosen} >= {"nebula", "protostar"}
+    capacity = {n: next(r["values"] for r in p["requirements"] if r["key"] == "karpenter.sh/capacity-type")
+                for n, p in pools.items()}  # fmt: skip
+    assert capacity == {"catchup-small": ["spot"], "catchup-big": ["on-demand"], "catchup-protostar": ["spot"],
+                        "catchup-nebula": ["spot"]}  # fmt: skip
+    nebula = pools["catchup-nebula"]
+    assert nebula["taints"] == [{"key": "catchup.stellar.org/tier", "value": "nebula", "effect": "NoSchedule"}]
+
+
+def test_the_range_pods_placement_is_settable_from_values(chart):
+    """extraNodeSelector and extraTolerations reach the pod spec of a range Job the backend builds."""
+    from catchup_assets.backends.base import AttemptSpec
+    from catchup_assets.backends.kubernetes.manifests import job_manifest
+    from catchup_assets.resources import CatchupResource
+
+    docs = render(chart, {"extraNodeSelector": {"topology.kubernetes.io/zone": "us-east-1a"},
+                          "extraTolerations": [{"key": "karpenter.sh/capacity-type", "operator": "Equal",
+                                                "value": "spot", "effect": "NoSchedule"}]})  # fmt: skip
+    res = CatchupResource(**catchup_json(docs))
+    nebula = res.placement().tiers.no_profile
+    spec = AttemptSpec("m1", "0000000001-0000016000", 1, 16000, 16320, 2**30, 2**31, nebula.name)
+    pod = job_manifest(spec, nebula, False, res.kubernetes.settings()).spec.template.spec
+    assert pod.node_selector == {"topology.kubernetes.io/zone": "us-east-1a", "catchup.stellar.org/tier": "nebula"}
+    assert {(t.key, t.value) for t in pod.tolerations} == {
+        ("catchup.stellar.org/tier", "nebula"),
+        ("karpenter.sh/capacity-type", "spot"),
+    }
 
 
 @pytest.mark.parametrize(
@@ -268,6 +310,12 @@ def test_nodepools_only_when_enabled(chart):
         ({"karpenter": {"enabled": "yes"}}, "/karpenter/enabled"),
         ({"kubelet": {"preferredAddressTypes": ["NodeIP"]}}, "/kubelet/preferredAddressTypes/0"),
         ({"missionNamespace": "Missions"}, "/missionNamespace"),
+        ({"extraNodeSelector": {"zone": "a b"}}, "/extraNodeSelector/zone"),
+        ({"noProfileTier": {"name": "Nebula", "memoryCutGib": 1, "nodeMemoryGib": 2, "cpu": 1}}, "/noProfileTier/name"),
+        (
+            {"tiers": [{"name": "t", "memoryCutGib": 1, "nodeMemoryGib": 2, "cpu": 1, "capacityTypes": ["cheap"]}]},
+            "/tiers/0/capacityTypes/0",
+        ),
         ({"kubelet": {"caFile": "/ca.crt", "insecureSkipTLSVerify": True}}, "/kubelet"),
     ],
     ids=lambda x: x if isinstance(x, str) else None,

@@ -399,3 +399,20 @@ def test_a_stale_foreign_claim_is_checked_against_the_records_before_its_number_
     result = d.run()
     assert key not in {s.range_key for s in backend.submitted}  # never run again
     assert result.results[key].status == "done"
+
+
+def test_the_snapshot_is_rewritten_during_the_mission_so_a_killed_run_leaves_it_nearly_whole(tmp_path):
+    """P5: a run that dies between snapshots leaves fewer than `snapshot_every` finished
+    records outside the snapshot, so the next profile build opens only those."""
+    d, _, records = make(tmp_path, snapshot_every=2, parallelism=1)
+    snap = tmp_path / "root/m1/attempt_records.parquet"
+    done: set = set()
+    while len(done) < 3:  # the dispatcher "dies" once three attempts are finished
+        d.pass_once()
+        d.clock.sleep(5)
+        done = records.load()[1]
+    in_snapshot = records.read_snapshot()
+    assert snap.exists() and len(in_snapshot) >= 2 and set(in_snapshot) <= done
+    # Opened from their own files: what finished after the last snapshot, and the one in flight.
+    records.load()
+    assert records.files_read <= 2

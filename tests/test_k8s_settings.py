@@ -43,6 +43,11 @@ CASES = {
         {"extraTolerations": [{**TOLERATION, "tolerationSeconds": 30}]},
         ({**TOLERATION, "toleration_seconds": 30},),
     ),
+    "extra_node_selector": (
+        {"topology.kubernetes.io/zone": "us-east-1a"},
+        {"extraNodeSelector": {"topology.kubernetes.io/zone": "us-east-1a"}},
+        (("topology.kubernetes.io/zone", "us-east-1a"),),
+    ),
     "pooled": (False, {"pooled": False}, False),
     "run_as_non_root": (False, {"runAsNonRoot": False}, False),
     "run_as_user": (2000, {"runAsUser": 2000}, 2000),

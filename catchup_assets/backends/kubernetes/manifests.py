@@ -172,8 +172,9 @@ def _env(spec: AttemptSpec, settings: K8sSettings) -> list[k.V1EnvVar]:
 def _placement(tier: Tier | None, settings: K8sSettings) -> tuple[dict[str, str] | None, list[k.V1Toleration]]:
     """L15: in pooled clusters every tier, catch-alls included, is a labelled, tainted pool."""
     extra = [_toleration(t) for t in settings.extra_tolerations]
+    chosen = dict(settings.extra_node_selector)
     if not settings.pooled:
-        return None, extra
+        return chosen or None, extra
     if tier is None:
         raise ValueError("pooled k8s settings need a tier for every attempt")
     if not LABEL_VALUE_RE.fullmatch(tier.name) or len(tier.name) > 63:
@@ -182,7 +183,7 @@ def _placement(tier: Tier | None, settings: K8sSettings) -> tuple[dict[str, str]
     if settings.tier_taint_key is not None:
         # No effect given: tolerate the pool's taint whether it is NoSchedule or NoExecute.
         tolerations.insert(0, k.V1Toleration(key=settings.tier_taint_key, operator="Equal", value=tier.name))
-    return {settings.tier_node_label: tier.name}, tolerations
+    return {**chosen, settings.tier_node_label: tier.name}, tolerations
 
 
 def _owns_node(tier: Tier | None, profiled: bool, settings: K8sSettings) -> bool:

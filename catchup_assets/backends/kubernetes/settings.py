@@ -53,6 +53,8 @@ class K8sSettings:
     tier_node_label: str = "catchup.stellar.org/tier"
     tier_taint_key: str | None = "catchup.stellar.org/tier"  # taint value = tier name; None: untainted pools
     extra_tolerations: tuple[Mapping[str, Any], ...] = ()  # e.g. spot pools' taints
+    # Labels every range pod's node must carry besides its tier's, e.g. a zone or an arch.
+    extra_node_selector: tuple[tuple[str, str], ...] = ()
     pooled: bool = True  # tiers are dedicated node pools
     run_as_non_root: bool = True
     run_as_user: int | None = 10001  # None: the image's own user (must not be root if run_as_non_root)
@@ -98,6 +100,14 @@ class K8sSettings:
             raise bad("extra_tolerations", "must be a tuple of mappings")
         for t in self.extra_tolerations:
             check_toleration(t)  # raises naming the field
+        pairs = self.extra_node_selector
+        if not isinstance(pairs, tuple) or not all(isinstance(p, tuple) and len(p) == 2 for p in pairs):
+            raise bad("extra_node_selector", "must be a tuple of (label key, value) pairs")
+        for key, value in pairs:
+            if not _qualified_name(key) or key == self.tier_node_label:
+                raise bad("extra_node_selector", f"key {key!r} is not a label key, or is the tier label")
+            if not isinstance(value, str) or len(value) > 63 or not LABEL_VALUE_RE.fullmatch(value):
+                raise bad("extra_node_selector", f"value {value!r} of {key!r} is not a label value")
         for field in ("pooled", "run_as_non_root"):
             if not isinstance(getattr(self, field), bool):
                 raise bad(field, "must be a bool")

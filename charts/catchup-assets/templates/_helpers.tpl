@@ -59,13 +59,23 @@ not the release's namespace, which holds Dagster's Secrets (values.yaml, mission
 {{- printf "%s:%s" .repository .tag -}}
 {{- end -}}
 
+{{/* A tier of the values as the resource's TierConfig spells it. */}}
+{{- define "catchup.tierConfig" -}}
+{{- $t := dict "name" .name "memory_cut_gib" .memoryCutGib "node_memory_gib" .nodeMemoryGib "cpu" .cpu -}}
+{{- if .podsPerNode }}{{- $_ := set $t "pods_per_node" .podsPerNode -}}{{- end -}}
+{{- toJson $t -}}
+{{- end -}}
+
+{{/* Every tier the sizing can choose: the ladder, then the two catch-alls. */}}
+{{- define "catchup.allTiers" -}}
+{{- toJson (concat .Values.tiers (list .Values.unprofiledTier .Values.noProfileTier)) -}}
+{{- end -}}
+
 {{/* The `catchup` resource config (CatchupResource) this release implies, for the launchpad. */}}
 {{- define "catchup.settings" -}}
 {{- $tiers := list -}}
 {{- range .Values.tiers -}}
-{{- $t := dict "name" .name "memory_cut_gib" .memoryCutGib "node_memory_gib" .nodeMemoryGib "cpu" .cpu -}}
-{{- if .podsPerNode }}{{- $_ := set $t "pods_per_node" .podsPerNode -}}{{- end -}}
-{{- $tiers = append $tiers $t -}}
+{{- $tiers = append $tiers (include "catchup.tierConfig" . | fromJson) -}}
 {{- end -}}
 {{- $k8s := dict
   "namespace" (include "catchup.missionNamespace" .)
@@ -87,6 +97,7 @@ not the release's namespace, which holds Dagster's Secrets (values.yaml, mission
   "kubelet_preferred_address_types" .Values.kubelet.preferredAddressTypes
   "kubelet_ca_file" (.Values.kubelet.caFile | default "")
   "kubelet_insecure_skip_tls_verify" .Values.kubelet.insecureSkipTLSVerify
+  "extra_node_selector" (.Values.extraNodeSelector | default dict)
 -}}
 {{- /* Unset (null) values are left out: the project's own default applies. */ -}}
 {{- range $key, $field := dict "pooled" "pooled" "runAsNonRoot" "run_as_non_root" "runAsUser" "run_as_user" "clusterVersion" "cluster_version" -}}
@@ -112,6 +123,8 @@ not the release's namespace, which holds Dagster's Secrets (values.yaml, mission
   "sizing" (.Values.sizing | default dict)
   "ladder" (.Values.ladder | default dict)
   "tiers" $tiers
+  "unprofiled_tier" (include "catchup.tierConfig" .Values.unprofiledTier | fromJson)
+  "no_profile_tier" (include "catchup.tierConfig" .Values.noProfileTier | fromJson)
 -}}
 {{- toJson $catchup -}}
 {{- end -}}
