@@ -384,7 +384,9 @@ def test_shutdown_terminates_workers_and_verdicts_are_still_written_L37_Z5(tmp_p
         assert "signal" in st.observation.message
 
 
-def test_observe_is_cheap_per_attempt_L10(tmp_path):
+def test_observe_reads_every_attempt_from_its_registry_files_L10(tmp_path):
+    """What is live is read from the registry alone, by a backend that has cached nothing.
+    Its cost per attempt is measured in benchmarks/dispatcher_cost.py, not asserted here."""
     # Not through backend(): these fake "supervisors" are this very process.
     b = LocalBackend(tmp_path / "work", "m1")
     me = psutil.Process()
@@ -400,8 +402,6 @@ def test_observe_is_cheap_per_attempt_L10(tmp_path):
         else:
             (d / "status.json").write_text(json.dumps({"exit_code": 0}))
     fresh = LocalBackend(tmp_path / "work", "m1")
-    t0 = time.perf_counter()
     states = fresh.observe()
-    per = (time.perf_counter() - t0) / 300
     assert len(states) == 300 and sum(s.phase == "running" for s in states) == 200
-    assert per < 1e-3, f"{per * 1e6:.0f} us per attempt"
+    assert all(s.peaks.anon_bytes == 1 for s in states)
