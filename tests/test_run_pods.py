@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import uuid
+from pathlib import Path
 
 import dagster as dg
 import pytest
@@ -94,3 +95,39 @@ def test_a_launched_run_pod_mounts_the_code_location_and_its_settings(chart, tmp
     assert run_env["CATCHUP_STORAGE_ROOT"] == env["CATCHUP_STORAGE_ROOT"]
     assert pod["serviceAccountName"] == context["k8s"]["service_account_name"]
     assert container["image"] == server["image"]
+
+
+_TYPES = {"boolean": bool, "integer": int, "string": str}
+
+
+def unknown_keys(value, node: dict, path: str = "") -> list[str]:
+    """Where `value` leaves the schema written down in tests/data/dagster_chart_keys.yaml."""
+    if node.get("open"):
+        return []
+    if "enum" in node:
+        return [] if value in node["enum"] else [f"{path}: {value!r} not one of {node['enum']}"]
+    if "type" in node:
+        ok = isinstance(value, _TYPES[node["type"]]) and not (node["type"] == "integer" and isinstance(value, bool))
+        return [] if ok else [f"{path}: {value!r} is not {node['type']}"]
+    if "items" in node:
+        return [p for i, v in enumerate(value) for p in unknown_keys(v, node["items"], f"{path}[{i}]")]
+    keys = node.get("keys", {})
+    # Keys the schema does not name: refused at install where it is closed, silently ignored
+    # elsewhere. A typo is a mistake either way, so both are reported.
+    return [f"{path}.{k}: not a key of the dagster chart" for k in value if k not in keys] + [
+        p for k, v in value.items() if k in keys for p in unknown_keys(v, keys[k], f"{path}.{k}")
+    ]
+
+
+def test_dagster_values_use_only_keys_the_dagster_chart_knows():
+    written = yaml.safe_load((Path(__file__).parent / "data" / "dagster_chart_keys.yaml").read_text())
+    values = yaml.safe_load(DAGSTER_VALUES.read_text())
+    assert unknown_keys(values, written["root"]) == []
+    # The check itself: a misspelt key and a wrong type are caught.
+    bad = {**values, "runLauncher": {**values["runLauncher"], "config": {"k8sRunLauncher": {"jobNamespce": "x"}}}}
+    assert unknown_keys(bad, written["root"]) == [
+        ".runLauncher.config.k8sRunLauncher.jobNamespce: not a key of the dagster chart"
+    ]
+    assert unknown_keys({"telemetry": {"enabled": "no"}}, written["root"]) == [
+        ".telemetry.enabled: 'no' is not boolean"
+    ]
