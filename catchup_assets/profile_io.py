@@ -44,7 +44,6 @@ class PreviousProfile:
         return {r["range_key"]: r["seconds"] for r in self.rows if r.get("seconds") is not None}
 
 
-_NONE_INSTEAD = "; to run unprofiled, give no previous profile"
 PROFILE_TIMEOUT_SECONDS = 60.0  # a server that never answers, or drips, must not hold a launch
 
 
@@ -67,13 +66,11 @@ def load_previous_profile(spec: str | None, timeout: float = PROFILE_TIMEOUT_SEC
     except FileNotFoundError as exc:
         # fsspec's HTTP filesystem reports a refused connection as not found too.
         where = "does not exist" if "://" not in spec or spec.startswith("file://") else "is missing or unreachable"
-        raise ProfileUnavailable(f"previous profile {spec} {where} ({exc}){_NONE_INSTEAD}") from exc
+        raise ProfileUnavailable(f"previous profile {spec} {where} ({exc})") from exc
     except Exception as exc:  # noqa: BLE001 - any driver's failure, named with the URL
-        raise ProfileUnavailable(
-            f"previous profile {spec} is unreachable ({type(exc).__name__}: {exc}){_NONE_INSTEAD}"
-        ) from exc
+        raise ProfileUnavailable(f"previous profile {spec} is unreachable ({type(exc).__name__}: {exc})") from exc
     if not data:
-        raise ProfileUnavailable(f"previous profile {spec} is empty{_NONE_INSTEAD}")
+        raise ProfileUnavailable(f"previous profile {spec} is empty")
     try:
         table = pq.ParquetFile(pa.BufferReader(data)).read()  # not read_table: no dataset machinery
     except Exception as exc:  # noqa: BLE001

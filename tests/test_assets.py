@@ -141,6 +141,7 @@ def test_L35_missing_previous_profile_is_refused_naming_it_and_plans_nothing(ins
     nope = str(tmp_path / "nope.parquet")
     result = plan(instance, "m1", 2, previous_profile=nope)
     assert not result.success and f"previous profile {nope} does not exist" in failure_text(result)
+    assert "leave previous_profile empty" in failure_text(result)
     assert not list((tmp_path / "storage").glob("*/plan.parquet"))  # refused before anything is written
 
 

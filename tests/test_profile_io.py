@@ -70,7 +70,7 @@ def test_L35_a_given_profile_missing_unreachable_or_empty_is_refused_naming_it(t
     with pytest.raises(ProfileUnavailable, match=f"{re.escape(closed)} is missing or unreachable"):
         load_previous_profile(closed)
     (tmp_path / "empty.parquet").write_bytes(b"")
-    with pytest.raises(ProfileUnavailable, match="empty.parquet is empty; to run unprofiled, give no previous"):
+    with pytest.raises(ProfileUnavailable, match="empty.parquet is empty"):
         load_previous_profile(str(tmp_path / "empty.parquet"))
 
 
