@@ -51,7 +51,10 @@ class Store:
 
     def __init__(self, root: str | os.PathLike):
         root = os.fspath(root)
-        self.fs, self.base = fsspec.core.url_to_fs(root)
+        # Other processes (dispatchers, sensors, Dagster runs) write under this root: no
+        # listing this process made may answer for them later. s3fs's listing cache did,
+        # and exists() denied a done mark another dispatcher had written since.
+        self.fs, self.base = fsspec.core.url_to_fs(root, use_listings_cache=False)
         self.root = root
         self.local = isinstance(self.fs, LocalFileSystem)
         if self.local:

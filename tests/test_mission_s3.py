@@ -4,13 +4,10 @@ sized from the first's profile URL. The workers are the local backend's real sub
 on the simulated stellar-core; only the object store is moto."""
 
 import gzip
-import logging
 import os
-import threading
 import uuid
 
 import boto3
-import botocore.exceptions
 import fsspec
 import pytest
 
@@ -127,30 +124,3 @@ def test_a_missing_s3_profile_is_refused_naming_its_url(s3_bucket):
     url = f"s3://{s3_bucket}/nope/range_profile.parquet"
     with pytest.raises(ProfileUnavailable, match=f"previous profile {url} is missing or unreachable"):
         load_previous_profile(url)
-
-
-def test_claims_on_s3_are_an_atomic_conditional_put(s3_bucket, caplog):
-    """s3fs opens "xb" as a PUT with If-None-Match: *, which the server refuses (412) when the
-    key exists; no check-then-write fallback (its warning) is taken. Eight racing creators
-    of one key: exactly one wins and the object holds the winner's bytes."""
-    store = Store(f"s3://{s3_bucket}/root")
-    go = threading.Barrier(8)
-    won: dict[int, bool] = {}
-
-    def create(i):
-        go.wait()
-        won[i] = store.create_exclusive("m/attempts/k/_claim-a001", f"holder {i}".encode())
-
-    with caplog.at_level(logging.WARNING, logger="catchup_assets.storage"):
-        threads = [threading.Thread(target=create, args=(i,)) for i in range(8)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
-    (winner,) = [i for i, ok in won.items() if ok]
-    assert len(won) == 8 and store.read_bytes("m/attempts/k/_claim-a001") == f"holder {winner}".encode()
-    assert store.create_exclusive("m/attempts/k/_claim-a001", b"again") is False
-    assert "no exclusive create" not in caplog.text
-    # The server itself enforces the condition (what makes it atomic across processes).
-    with pytest.raises(botocore.exceptions.ClientError, match="PreconditionFailed"):
-        boto3.client("s3").put_object(Bucket=s3_bucket, Key="root/m/attempts/k/_claim-a001", Body=b"x", IfNoneMatch="*")
