@@ -33,18 +33,20 @@ def moto_s3():
         from moto.server import ThreadedMotoServer
     except ImportError as exc:
         pytest.skip(f"moto or s3fs not installed: {exc}")
-    import socket
+    import threading
 
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
-    try:
-        server.start()
-    except Exception as exc:  # noqa: BLE001 - a server that cannot start skips, never fails
-        pytest.skip(f"moto's S3 server did not start: {type(exc).__name__}: {exc}")
+    # Port 0: the kernel picks a free port at bind, so no other worker can take it first.
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    # start() waits for a ready event its thread sets only once bound: if binding fails it
+    # would wait forever, so it is waited for here, bounded.
+    starter = threading.Thread(target=server.start, daemon=True)
+    starter.start()
+    starter.join(timeout=30)
+    if starter.is_alive():
+        pytest.skip("moto's S3 server did not start within 30 s")
+    host, port = server.get_host_and_port()
     logging.getLogger("werkzeug").setLevel(logging.WARNING)  # one line per request otherwise
-    endpoint = f"http://127.0.0.1:{port}"
+    endpoint = f"http://{host}:{port}"
     with pytest.MonkeyPatch.context() as mp:
         for name in ("AWS_PROFILE", "AWS_SESSION_TOKEN", "AWS_ENDPOINT_URL"):
             mp.delenv(name, raising=False)
