@@ -29,7 +29,7 @@ from catchup_assets.mission import (
     save_mission,
     write_table,
 )
-from catchup_assets.profile_io import ProfileRefused
+from catchup_assets.profile_io import ProfileRefused, ProfileUnavailable
 from catchup_assets.ranges import MissionSpan, RangeKeyError, parse_key
 from catchup_assets.resources import CatchupResource
 from catchup_assets.storage import Store
@@ -123,6 +123,9 @@ def mission_plan(
     try:
         cfg = config.to_mission(catchup)
         prepared = prepare(cfg)
+    except ProfileUnavailable as exc:
+        hint = ValueError(f"{exc}; to run the mission unprofiled, leave previous_profile empty")
+        raise refused("mission_plan config refused", hint) from exc
     except (ValueError, ProfileRefused) as exc:
         raise refused("mission_plan config refused", exc) from exc
     store = Store(cfg.storage_root)

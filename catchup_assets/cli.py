@@ -72,10 +72,13 @@ def _plan(args: argparse.Namespace) -> int:
 
     from catchup_assets.forecast import forecast_rows
     from catchup_assets.mission import MissionConfig, forecast_mission, prepare
-    from catchup_assets.profile_io import load_previous_profile
+    from catchup_assets.profile_io import ProfileRefused, load_previous_profile
     from catchup_assets.ranges import MissionSpan
 
-    previous = load_previous_profile(args.profile)
+    try:
+        previous = load_previous_profile(args.profile)
+    except ProfileRefused as exc:
+        raise ValueError(f"--profile: {exc}") from exc
     if previous.index is None:
         raise ValueError(f"--profile: {previous.warning}")
     last = args.last_ledger or max(int(r["last_ledger"]) for r in previous.rows)

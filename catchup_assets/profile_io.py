@@ -1,9 +1,10 @@
 """Read a previous mission's profile from a path or URL (L35).
 
-A local path, `http(s)://`, `s3://` or any fsspec URL. An empty spec, a missing
-file or an unreachable server is a warning and an unprofiled mission; a
-profile that is there but unusable (not Parquet, lacking a column the sizer
-reads, no measured range) is refused before anything is dispatched.
+A local path, `http(s)://`, `s3://` or any fsspec URL. An empty spec is an
+unprofiled mission (a warning). A profile that was given is required: missing,
+unreachable, empty or unusable (not Parquet, lacking a column the sizer reads,
+no measured range), it is refused, naming the URL, before anything is
+dispatched; a typo in the URL must not quietly run every range unprofiled.
 """
 
 from __future__ import annotations
@@ -24,7 +25,11 @@ log = logging.getLogger(__name__)
 
 
 class ProfileRefused(ValueError):
-    """The previous profile exists but cannot size a mission."""
+    """The previous profile that was given cannot size a mission."""
+
+
+class ProfileUnavailable(ProfileRefused):
+    """The previous profile that was given could not be read at all (missing, unreachable, empty)."""
 
 
 @dataclass
@@ -61,13 +66,11 @@ def load_previous_profile(spec: str | None, timeout: float = PROFILE_TIMEOUT_SEC
     except FileNotFoundError as exc:
         # fsspec's HTTP filesystem reports a refused connection as not found too.
         where = "does not exist" if "://" not in spec or spec.startswith("file://") else "is missing or unreachable"
-        return _unprofiled(spec, f"previous profile {spec} {where} ({exc}): unprofiled mission")
-    except Exception as exc:  # noqa: BLE001 - unreachable is a warning, never a crash (L35)
-        return _unprofiled(
-            spec, f"previous profile {spec} is unreachable ({type(exc).__name__}: {exc}): unprofiled mission"
-        )
+        raise ProfileUnavailable(f"previous profile {spec} {where} ({exc})") from exc
+    except Exception as exc:  # noqa: BLE001 - any driver's failure, named with the URL
+        raise ProfileUnavailable(f"previous profile {spec} is unreachable ({type(exc).__name__}: {exc})") from exc
     if not data:
-        return _unprofiled(spec, f"previous profile {spec} is empty: unprofiled mission")
+        raise ProfileUnavailable(f"previous profile {spec} is empty")
     try:
         table = pq.ParquetFile(pa.BufferReader(data)).read()  # not read_table: no dataset machinery
     except Exception as exc:  # noqa: BLE001

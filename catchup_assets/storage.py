@@ -51,7 +51,10 @@ class Store:
 
     def __init__(self, root: str | os.PathLike):
         root = os.fspath(root)
-        self.fs, self.base = fsspec.core.url_to_fs(root)
+        # Other processes (dispatchers, sensors, Dagster runs) write under this root: no
+        # listing this process made may answer for them later. s3fs's listing cache did,
+        # and exists() denied a done mark another dispatcher had written since.
+        self.fs, self.base = fsspec.core.url_to_fs(root, use_listings_cache=False)
         self.root = root
         self.local = isinstance(self.fs, LocalFileSystem)
         if self.local:
@@ -95,8 +98,8 @@ class Store:
 
         Locally `O_CREAT | O_EXCL`. Elsewhere the filesystem's exclusive mode ("xb"), which
         object stores implement as a conditional put (S3 `If-None-Match: *`) where the
-        fsspec driver supports it; a driver that does not gets a check then a write, which
-        two writers can race (said once in the log).
+        fsspec driver supports it (s3fs does: tests/test_mission_s3.py); a driver that does
+        not gets a check then a write, which two writers can race (said once in the log).
         """
         p = self.path(rel)
         if self.local:

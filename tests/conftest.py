@@ -16,3 +16,62 @@ def restore_package_logging():
     """Benchmarks and replays quieten the package's logger; no test leaves it so for the next."""
     yield
     logging.getLogger("catchup_assets").setLevel(logging.NOTSET)
+
+
+@pytest.fixture(scope="session")
+def moto_s3():
+    """A real S3 API (moto's server on a free local port) for the whole session.
+
+    Pointed at the way an operator points s3fs at a non-AWS endpoint: the standard
+    AWS environment variables, no test hook in the code under test. Dummy credentials,
+    no profile files and no instance metadata: nothing here can reach real AWS. One
+    server per session because s3fs caches its filesystem (and so its endpoint) by
+    arguments, not by environment.
+    """
+    try:
+        import s3fs
+        from moto.server import ThreadedMotoServer
+    except ImportError as exc:
+        pytest.skip(f"moto or s3fs not installed: {exc}")
+    import threading
+
+    # Port 0: the kernel picks a free port at bind, so no other worker can take it first.
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    # start() waits for a ready event its thread sets only once bound: if binding fails it
+    # would wait forever, so it is waited for here, bounded.
+    starter = threading.Thread(target=server.start, daemon=True)
+    starter.start()
+    starter.join(timeout=30)
+    if starter.is_alive():
+        pytest.skip("moto's S3 server did not start within 30 s")
+    host, port = server.get_host_and_port()
+    logging.getLogger("werkzeug").setLevel(logging.WARNING)  # one line per request otherwise
+    endpoint = f"http://{host}:{port}"
+    with pytest.MonkeyPatch.context() as mp:
+        for name in ("AWS_PROFILE", "AWS_SESSION_TOKEN", "AWS_ENDPOINT_URL"):
+            mp.delenv(name, raising=False)
+        mp.setenv("AWS_ENDPOINT_URL_S3", endpoint)
+        mp.setenv("AWS_ACCESS_KEY_ID", "testing")
+        mp.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+        mp.setenv("AWS_DEFAULT_REGION", "us-east-1")
+        mp.setenv("AWS_CONFIG_FILE", os.devnull)
+        mp.setenv("AWS_SHARED_CREDENTIALS_FILE", os.devnull)
+        mp.setenv("AWS_EC2_METADATA_DISABLED", "true")
+        s3fs.S3FileSystem.clear_instance_cache()
+        try:
+            yield endpoint
+        finally:
+            s3fs.S3FileSystem.clear_instance_cache()
+            server.stop()
+
+
+@pytest.fixture
+def s3_bucket(moto_s3):
+    """A fresh, empty bucket on the session's S3 server; returns its name."""
+    import uuid
+
+    import fsspec
+
+    name = f"catchup-{uuid.uuid4().hex[:12]}"
+    fsspec.filesystem("s3").mkdir(name)
+    return name

@@ -137,8 +137,16 @@ def test_L35_previous_profile_with_no_ranges_is_refused(instance, tmp_path):
     assert not result.success and "has no ranges" in failure_text(result)
 
 
-def test_L35_missing_previous_profile_is_a_warning_and_an_unprofiled_mission(instance, tmp_path):
-    result = plan(instance, "m1", 2, previous_profile=str(tmp_path / "nope.parquet"))
+def test_L35_missing_previous_profile_is_refused_naming_it_and_plans_nothing(instance, tmp_path):
+    nope = str(tmp_path / "nope.parquet")
+    result = plan(instance, "m1", 2, previous_profile=nope)
+    assert not result.success and f"previous profile {nope} does not exist" in failure_text(result)
+    assert "leave previous_profile empty" in failure_text(result)
+    assert not list((tmp_path / "storage").glob("*/plan.parquet"))  # refused before anything is written
+
+
+def test_L35_no_previous_profile_is_an_unprofiled_mission(instance):
+    result = plan(instance, "m1", 2, previous_profile="")
     assert result.success
     meta = result.asset_materializations_for_node("mission_plan")[0].metadata
     assert meta["profiled_ranges"].value == 0 and meta["ranges_per_tier"].value == {"nebula": 2}

@@ -110,7 +110,7 @@ def test_plan_command_refuses_a_missing_profile(tmp_path, capsys):
     from catchup_assets.cli import run
 
     assert run(["plan", "--profile", str(tmp_path / "nope.parquet")]) == 2
-    assert "--profile" in capsys.readouterr().err
+    assert f"--profile: previous profile {tmp_path / 'nope.parquet'} does not exist" in capsys.readouterr().err
 
 
 def test_workload_command_writes_a_profile_plan_accepts(tmp_path, capsys):

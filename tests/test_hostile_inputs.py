@@ -301,7 +301,7 @@ CASES = [
         ERROR,
         "range_profile.parquet",
     ),
-    ("profile file missing", lambda t: load_previous_profile(str(t / "none.parquet")), WARNING, "none.parquet"),
+    ("profile file missing", lambda t: load_previous_profile(str(t / "none.parquet")), ERROR, "none.parquet does not"),
     # -- records and storage -------------------------------------------------------
     ("torn record", torn_record, WARNING, "a001.parquet"),
     ("record of another mission", foreign_record, WARNING, "describes m2"),

@@ -1,6 +1,7 @@
 """The previous profile from a path or a URL (L35)."""
 
 import functools
+import re
 import threading
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 
@@ -8,7 +9,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from catchup_assets.profile import profile_table
-from catchup_assets.profile_io import ProfileRefused, load_previous_profile
+from catchup_assets.profile_io import ProfileRefused, ProfileUnavailable, load_previous_profile
 from catchup_assets.records import AttemptRecord
 
 GiB = 1024**3
@@ -58,12 +59,19 @@ def test_L35_empty_spec_is_an_unprofiled_mission(spec):
     assert prev.index is None and "no previous profile" in prev.warning
 
 
-def test_L35_missing_or_unreachable_is_a_warning_not_a_crash(tmp_path, http_root):
-    assert "does not exist" in load_previous_profile(str(tmp_path / "nope.parquet")).warning
-    gone = load_previous_profile(f"{http_root}/nope.parquet")
-    assert gone.index is None and gone.warning
-    closed = load_previous_profile("http://127.0.0.1:9/range_profile.parquet")  # nothing listens on port 9
-    assert closed.index is None and "missing or unreachable" in closed.warning
+def test_L35_a_given_profile_missing_unreachable_or_empty_is_refused_naming_it(tmp_path, http_root):
+    """A typo'd URL once ran a whole mission unprofiled on a warning nobody read."""
+    nope = str(tmp_path / "nope.parquet")
+    with pytest.raises(ProfileUnavailable, match=f"previous profile {re.escape(nope)} does not exist"):
+        load_previous_profile(nope)
+    with pytest.raises(ProfileUnavailable, match=f"{http_root}/nope.parquet is missing or unreachable"):
+        load_previous_profile(f"{http_root}/nope.parquet")
+    closed = "http://127.0.0.1:9/range_profile.parquet"  # nothing listens on port 9
+    with pytest.raises(ProfileUnavailable, match=f"{re.escape(closed)} is missing or unreachable"):
+        load_previous_profile(closed)
+    (tmp_path / "empty.parquet").write_bytes(b"")
+    with pytest.raises(ProfileUnavailable, match="empty.parquet is empty"):
+        load_previous_profile(str(tmp_path / "empty.parquet"))
 
 
 def test_L35_not_parquet_is_refused(tmp_path):
@@ -156,10 +164,11 @@ def test_L35_a_server_that_never_answers_or_drips_is_given_up_on_in_bounded_time
 
     threading.Thread(target=serve, daemon=True).start()
     started = time.monotonic()
+    url = f"http://127.0.0.1:{server.getsockname()[1]}/p.parquet"
     try:
-        prev = load_previous_profile(f"http://127.0.0.1:{server.getsockname()[1]}/p.parquet", timeout=2.0)
+        with pytest.raises(ProfileUnavailable, match=f"{re.escape(url)} (is|is missing or) unreachable"):
+            load_previous_profile(url, timeout=2.0)
     finally:
         stop.set()
         server.close()
     assert time.monotonic() - started < 20
-    assert prev.index is None and "unreachable" in prev.warning

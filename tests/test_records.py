@@ -10,10 +10,12 @@ from catchup_assets.storage import Store, validate_mission
 KEY = "0000016001-0000032000"
 
 
-@pytest.fixture(params=["local", "memory"])
+@pytest.fixture(params=["local", "memory", "s3"])
 def store(request, tmp_path):
     if request.param == "local":
         return Store(tmp_path / "root")
+    if request.param == "s3":  # moto's S3 server (conftest.moto_s3)
+        return Store(f"s3://{request.getfixturevalue('s3_bucket')}/root")
     import uuid
 
     return Store(f"memory://catchup-{uuid.uuid4().hex}")
