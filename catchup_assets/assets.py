@@ -217,6 +217,11 @@ def range_catchup(context: dg.AssetExecutionContext, catchup: CatchupResource) -
     check_specs=[
         dg.AssetCheckSpec("covers_mission", asset="range_profile", description="every completed range is profiled"),
         dg.AssetCheckSpec("no_measurement_free_rows", asset="range_profile", description="L25: each row is measured"),
+        dg.AssetCheckSpec(
+            "only_completed_chains_size",
+            asset="range_profile",
+            description="a range that never completed sizes the next mission by its OOM floor only",
+        ),
     ],
 )
 def range_profile(context: dg.AssetExecutionContext, catchup: CatchupResource):
@@ -242,6 +247,19 @@ def range_profile(context: dg.AssetExecutionContext, catchup: CatchupResource):
             "planned": len(plan_keys),
             "profiled": len(profiled & plan_keys),
             "missing": dg.MetadataValue.json(missing[:50]),
+        },
+    )
+    partial = [
+        r["range_key"]
+        for r in rows
+        if not r["completed"] and (r["peak_anon_bytes"] != r["oom_floor_bytes"] or r["seconds"] is not None)
+    ]
+    yield dg.AssetCheckResult(
+        check_name="only_completed_chains_size",
+        passed=not partial,
+        metadata={
+            "sized_from_incomplete_chains": dg.MetadataValue.json(partial[:50]),
+            "condemned_by_oom_floor": len([r for r in rows if not r["completed"]]),
         },
     )
     junk = [r["range_key"] for r in rows if r["peak_anon_bytes"] is None]

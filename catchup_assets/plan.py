@@ -115,6 +115,15 @@ def measures_from_rows(rows: Iterable[dict[str, Any]]) -> list[RangeMeasure]:
         if last is None:
             log.warning("profile row %s skipped: no usable last_ledger", r.get("range_key"))
             continue
+        if r.get("completed") is False:
+            # A profile written before incomplete chains were left out may carry an early
+            # failure's peak: only the OOM floor of such a row may size a range (L21).
+            floor = _checked(r, "oom_floor_bytes", int, 0, MAX_BYTES)
+            if floor is None:
+                log.warning("profile row %s skipped: it never completed and never OOMed", r.get("range_key"))
+                continue
+            out.append(RangeMeasure(last, floor))
+            continue
         out.append(
             RangeMeasure(
                 last,

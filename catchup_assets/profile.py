@@ -14,6 +14,8 @@ Profile columns (one row per range; sizes in bytes, times in seconds):
     peak_working_set_bytes   max working set over the chain (cache pressure)
     peak_ephemeral_bytes     max bytes under the data directory
     oom_floor_bytes          largest memory limit the range OOMed at (0 if none)
+                             A range that never completed has a row only if it OOMed, with
+                             peak_anon_bytes = oom_floor_bytes and no other measurement.
     seconds                  compute seconds summed over the chain
     seconds_estimated        a leg's seconds were estimated (its pod vanished with its node:
                              start to last seen running) or unknown, so `seconds` is a lower bound
@@ -87,6 +89,26 @@ def chain_of(finished: Sequence[Any]) -> list[Any]:
     return list(finished[start : final_idx + 1])
 
 
+def _floor_row(final: Any, finished: Sequence[Any], ooms: Sequence[Any], oom_floor: int) -> dict[str, Any]:
+    """The row of a range that never completed but OOMed: its OOM floor and nothing else measured."""
+    rng = parse_key(final.range_key)
+    return {
+        **dict.fromkeys(PROFILE_SCHEMA.names),
+        "range_key": final.range_key,
+        "first_ledger": rng.first,
+        "last_ledger": rng.last,
+        "peak_anon_bytes": oom_floor,
+        "oom_floor_bytes": oom_floor,
+        "seconds_estimated": True,
+        "attempts": len(finished),
+        "oom_count": len(ooms),
+        "chain_attempts": 0,
+        "outcomes": " ".join(a.outcome for a in finished),
+        "completed": False,
+        "mission": final.mission,
+    }
+
+
 def range_row(attempts: Sequence[Any]) -> dict[str, Any] | None:
     """One profile row for a range from its attempt records, or None if unmeasured (L25)."""
     finished = sorted((a for a in attempts if a.outcome is not None), key=lambda a: a.attempt)
@@ -96,6 +118,11 @@ def range_row(attempts: Sequence[Any]) -> dict[str, Any] | None:
     final = chain[-1]
     ooms = [a for a in finished if a.outcome == Outcome.OOM]
     oom_floor = _max(a.memory_limit_bytes for a in ooms) or 0
+    if final.outcome != Outcome.OK:
+        # Never completed: what its attempts measured stopped where they did (a corrupt
+        # archive fails in half a second at a tenth of the range's memory), so it sizes
+        # nothing. Only an OOM's limit is known to be below its demand (L21).
+        return _floor_row(final, finished, ooms, oom_floor) if oom_floor else None
     anon = _max(a.peak_anon_bytes for a in chain)
     if anon is None and not oom_floor:
         return None  # measurement-free: it would capture every range below it (L25)

@@ -82,7 +82,12 @@ def test_profile_and_tier_map_assets_pass_their_checks_and_feed_the_next_plan(in
     run_ranges(instance, keys, "m1")
     result = defs.resolve_job_def("profile_job").execute_in_process(instance=instance, tags={MISSION_TAG: "m1"})
     checks = {c.check_name: c.passed for c in result.get_asset_check_evaluations()}
-    assert checks == {"covers_mission": True, "no_measurement_free_rows": True, "every_range_placed": True}
+    assert checks == {
+        "covers_mission": True,
+        "no_measurement_free_rows": True,
+        "only_completed_chains_size": True,
+        "every_range_placed": True,
+    }
     meta = {e.asset_key.path[-1]: e.materialization.metadata for e in result.get_asset_materialization_events()}
     assert meta["range_profile"]["profiled_ranges"].value == 3
     assert meta["range_profile"]["plot"].value.startswith("![plot](data:image/png;base64,")

@@ -97,9 +97,11 @@ def test_L16_L21_L22_disrupted_attempt_resumes_and_the_chain_is_summed(mission):
 def test_profile_and_tier_map_row_by_row(mission):
     cfg, _, _, out, records = mission
     profile = {r["range_key"]: r for r in out.profile.to_pylist()}
-    assert sorted(profile) == sorted([A, B, C, D])
-    assert [profile[k]["completed"] for k in (A, B, C, D)] == [True, True, False, True]
-    assert profile[C]["outcomes"] == "failed" and profile[D]["outcomes"] == "ok"
+    # C failed for real and never OOMed: what its attempt measured before the corrupt archive
+    # stopped it sizes nothing, so it has no row (issue 14: only completed chains size).
+    assert sorted(profile) == sorted([A, B, D]) and out.unmeasured == [C]
+    assert [profile[k]["completed"] for k in (A, B, D)] == [True, True, True]
+    assert profile[D]["outcomes"] == "ok"
     for k, r in profile.items():
         assert (
             r["peak_anon_bytes"] > 5 * MiB
@@ -108,9 +110,13 @@ def test_profile_and_tier_map_row_by_row(mission):
         assert r["seconds"] > 0 and r["last_ledger"] == int(k[-10:])
     assert profile[D]["tx_apply_count"] > 0 and profile[D]["peak_ephemeral_bytes"] > 0
     tiers = {r["range_key"]: r for r in out.tier_map.to_pylist()}
-    assert sorted(tiers) == sorted(profile)
+    assert sorted(tiers) == sorted([A, B, C, D])  # every planned range is placed
+    # Unmeasured, C is sized as the measured range above it (B), not from its own failed attempt.
+    assert tiers[C]["peak_anon_bytes"] == profile[B]["peak_anon_bytes"]
     sizing = cfg.placement.sizing
     for k, t in tiers.items():
+        if k == C:
+            continue
         want = int(profile[k]["peak_anon_bytes"] * sizing.margin + sizing.cache_headroom_bytes)
         assert t["memory_request_bytes"] == want  # L27
         cut = cfg.placement.tiers.by_name(t["tier"]).memory_cut_bytes
@@ -118,7 +124,7 @@ def test_profile_and_tier_map_row_by_row(mission):
     # the OOMed range needs more than any range that never OOMed
     assert tiers[A]["memory_request_bytes"] > max(tiers[k]["memory_request_bytes"] for k in (B, D))
     on_disk = read_table(Store(cfg.storage_root), "e2e/range_profile.parquet")
-    assert on_disk.num_rows == 4
+    assert on_disk.num_rows == 3
 
 
 def test_L3_data_kept_only_for_the_condemned_range(mission):

@@ -132,6 +132,41 @@ def test_condemned_oom_range_keeps_its_floor():
     assert row["peak_anon_bytes"] == 8 * GiB and row["oom_count"] == 5 and row["completed"] is False
 
 
+@pytest.mark.parametrize(
+    "attempts, anon",
+    [
+        # a corrupt archive fails in half a second at a fraction of the range's memory: no row
+        ([rec(1, "failed", GiB // 8, GiB // 4, 0.5, True)], None),
+        # reclaimed, then failed: the reclaimed leg's peak is as partial as the failure's
+        ([rec(1, "disrupted", 6 * GiB, None, 300, True), rec(2, "failed", GiB, None, 1, False)], None),
+        # still in flight when the run stopped: a partial chain sizes nothing either
+        ([rec(1, "disrupted", 6 * GiB, None, 300, True)], None),
+        # condemned after OOMs: only the floor, never the peaks its attempts reached
+        ([rec(1, "oom", 7 * GiB, None, 50, True, limit=6 * GiB), rec(2, "failed", GiB, None, 1, True)], 6 * GiB),
+    ],
+)
+def test_only_a_completed_chain_measures_a_range_else_its_oom_floor(attempts, anon):
+    row = range_row(attempts)
+    if anon is None:
+        assert row is None
+    else:
+        assert row["peak_anon_bytes"] == row["oom_floor_bytes"] == anon and row["completed"] is False
+        assert row["peak_working_set_bytes"] is None and row["seconds"] is None and row["tx_apply_count"] is None
+
+
+def test_an_older_profile_s_incomplete_row_sizes_by_its_oom_floor_or_not_at_all(caplog):
+    """A profile written before incomplete chains were left out may carry an early failure's peak."""
+    from catchup_assets.plan import measures_from_rows
+
+    early = {"range_key": KEY, "last_ledger": 32000, "peak_anon_bytes": GiB // 8, "completed": False}
+    floor = {**early, "last_ledger": 48000, "oom_floor_bytes": 6 * GiB, "peak_anon_bytes": 7 * GiB}
+    done = {**early, "last_ledger": 64000, "completed": True, "seconds": 5.0}
+    measures = measures_from_rows([early, floor, done])
+    assert [(m.last_ledger, m.peak_anon_bytes, m.seconds) for m in measures] == [(48000, 6 * GiB, None),
+                                                                                (64000, GiB // 8, 5.0)]  # fmt: skip
+    assert "never completed and never OOMed" in caplog.text
+
+
 def test_L25_unmeasured_ranges_are_left_out_per_record():
     measured = [
         rec(1, "ok", GiB, None, 10, True, key="0000000001-0000016000"),
