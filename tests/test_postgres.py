@@ -10,7 +10,6 @@ Without PostgreSQL binaries the tests are skipped, not failed.
 """
 
 import logging
-import os
 import time
 import uuid
 
@@ -51,32 +50,26 @@ def pg_instance(pg_server, tmp_path, monkeypatch):
             yield instance, {**pg_server, "dbname": db}
 
 
-def backfill(instance, keys, env: dict[str, str]) -> list[dg.DagsterRun]:
+def backfill(instance, keys) -> list[dg.DagsterRun]:
     """Backfill `keys` as the UI and the daemons do; wait for its runs; return them finished.
 
-    `env` is set while the code server starts, so the runs it launches inherit it.
+    Each call starts its own code server, so the runs it launches inherit the environment as it is now.
     """
-    saved = {k: os.environ.get(k) for k in env}
-    os.environ.update(env)
-    try:
-        with define_out_of_process_context(DEFS_FILE, None, instance) as context:
-            result = execute_dagster_graphql(
-                context,
-                LAUNCH_PARTITION_BACKFILL_MUTATION,
-                {"backfillParams": {"assetSelection": [{"path": ["range_catchup"]}], "partitionNames": keys}},
-            )
-            assert result.data["launchPartitionBackfill"]["__typename"] == "LaunchBackfillSuccess", result.data
-            backfill_id = result.data["launchPartitionBackfill"]["backfillId"]
-            list(execute_backfill_iteration(context.process_context, logging.getLogger("backfill")))
-            runs = instance.get_runs(filters=dg.RunsFilter(tags={"dagster/backfill": backfill_id}))
-            list(QueuedRunCoordinatorDaemon(interval_seconds=1).run_iteration(context.process_context))
-            deadline = time.monotonic() + 180
-            while time.monotonic() < deadline and any(not instance.get_run_by_id(r.run_id).is_finished for r in runs):
-                time.sleep(0.5)
-            return [instance.get_run_by_id(r.run_id) for r in runs]
-    finally:
-        for k, v in saved.items():
-            os.environ.pop(k, None) if v is None else os.environ.__setitem__(k, v)
+    with define_out_of_process_context(DEFS_FILE, None, instance) as context:
+        result = execute_dagster_graphql(
+            context,
+            LAUNCH_PARTITION_BACKFILL_MUTATION,
+            {"backfillParams": {"assetSelection": [{"path": ["range_catchup"]}], "partitionNames": keys}},
+        )
+        assert result.data["launchPartitionBackfill"]["__typename"] == "LaunchBackfillSuccess", result.data
+        backfill_id = result.data["launchPartitionBackfill"]["backfillId"]
+        list(execute_backfill_iteration(context.process_context, logging.getLogger("backfill")))
+        runs = instance.get_runs(filters=dg.RunsFilter(tags={"dagster/backfill": backfill_id}))
+        list(QueuedRunCoordinatorDaemon(interval_seconds=1).run_iteration(context.process_context))
+        deadline = time.monotonic() + 180
+        while time.monotonic() < deadline and any(not instance.get_run_by_id(r.run_id).is_finished for r in runs):
+            time.sleep(0.5)
+        return [instance.get_run_by_id(r.run_id) for r in runs]
 
 
 def range_tags(run: dg.DagsterRun) -> tuple[str, str]:
@@ -91,7 +84,7 @@ def rows_in_postgres(server: dict, run_id: str) -> int:
 
 @pytest.mark.slow
 def test_L9_mission_on_the_chart_s_postgres_instance_condemned_range_fails_alone_and_its_backfill_completes(
-    pg_instance,
+    pg_instance, monkeypatch
 ):
     instance, server = pg_instance
     # The chart's storage, not the embedded default's SQLite.
@@ -106,7 +99,8 @@ def test_L9_mission_on_the_chart_s_postgres_instance_condemned_range_fails_alone
 
     # One backfill over the mission's partitions is one run (the asset's single-run backfill policy);
     # the broken archive condemns `bad` in it.
-    (run,) = backfill(instance, keys, {FAIL_TARGETS_ENV: str(int(bad[-10:]))})
+    monkeypatch.setenv(FAIL_TARGETS_ENV, str(int(bad[-10:])))
+    (run,) = backfill(instance, keys)
     assert range_tags(run) == (keys[0], keys[-1])
     assert run.status == dg.DagsterRunStatus.FAILURE
     errors = " ".join(
@@ -123,7 +117,8 @@ def test_L9_mission_on_the_chart_s_postgres_instance_condemned_range_fails_alone
     assert rows_in_postgres(server, run.run_id) == len(instance.all_logs(run.run_id)) > 0
 
     # The archive is fixed; the operator backfills the failed range alone.
-    (again,) = backfill(instance, [bad], {FAIL_TARGETS_ENV: ""})
+    monkeypatch.delenv(FAIL_TARGETS_ENV)
+    (again,) = backfill(instance, [bad])
     assert range_tags(again) == (bad, bad)
     assert again.status == dg.DagsterRunStatus.SUCCESS
     assert set(statuses(instance, keys).values()) == {dg.AssetPartitionStatus.MATERIALIZED}
