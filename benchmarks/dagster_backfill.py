@@ -1,7 +1,8 @@
 """Through Dagster: one backfill (a single run) of 4000 partitions, from launch to 2000 attempts live.
 
 The backfill goes the way the UI and the daemons send it, on a temporary
-instance with the project's instance config (dagster.yaml): the UI's GraphQL
+instance with the project's instance config (dagster.yaml; `--storage postgres`:
+the Helm chart's, dagster-postgres on a throwaway server): the UI's GraphQL
 mutation `launchPartitionBackfill` over an out-of-process code location
 (benchmarks/dagster_location.py: the project's definitions, attempts on a
 `VirtualBackend` over the seed-shaped `Workload`), then one backfill daemon
@@ -39,12 +40,11 @@ from pathlib import Path
 import dagster as dg
 import psutil
 import pyarrow.parquet as pq
-import yaml
 
 from benchmarks.dagster_location import ENV, VirtualCatchupResource, build_defs
+from benchmarks.dagster_storage import dir_bytes, instance_storage
 from benchmarks.report import write_result
 from catchup_assets.assets import policies
-from catchup_assets.home import INSTANCE_YAML
 from catchup_assets.mission import MissionConfig, prepare, run_mission
 from catchup_assets.ranges import MissionSpan
 from catchup_assets.sim.workload import Workload
@@ -87,10 +87,6 @@ def read_notes(path: Path) -> list[dict]:
 
 def first(notes: list[dict], event: str, pid: int | None = None) -> dict | None:
     return next((n for n in notes if n["event"] == event and (pid is None or n["pid"] == pid)), None)
-
-
-def dir_bytes(path: Path) -> int:
-    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file()) if path.exists() else 0
 
 
 def plan_config(args, previous: str) -> dict:
@@ -192,9 +188,11 @@ def measure_dagster(args, tmp: Path, previous: str) -> dict:
     quiet.setLevel(logging.WARNING)
     out: dict = {}
     with (
-        environment(bench_env(args, storage, report, profile)),
-        dg.instance_for_test(temp_dir=str(home), overrides=yaml.safe_load(INSTANCE_YAML)) as instance,
+        instance_storage(args.storage, home, args.postgres_url) as store,
+        environment({**bench_env(args, storage, report, profile), **store.env}),
+        dg.instance_for_test(temp_dir=str(home), overrides=store.overrides) as instance,
     ):
+        out["storage_label"], out["storage_what"] = store.size_label, store.what
         t = time.perf_counter()
         settings = {"ranges": args.ranges, "live": args.live, "speed": args.speed, "poll_seconds": args.poll}
         plan = (
@@ -210,7 +208,7 @@ def measure_dagster(args, tmp: Path, previous: str) -> dict:
         t = time.perf_counter()
         with define_out_of_process_context(LOCATION_FILE, None, instance) as context:
             out["code_server_s"] = time.perf_counter() - t
-            history_before = dir_bytes(home / "history")
+            history_before = store.size_bytes()
             t0 = time.time()
             result = execute_dagster_graphql(
                 context,
@@ -269,7 +267,7 @@ def measure_dagster(args, tmp: Path, previous: str) -> dict:
         out["run_tags"] = {k: v for k, v in run.tags.items() if k.startswith("dagster/asset_partition_range")}
         entries = list(instance.all_logs(run_id))
         out["events"] = entries_summary(entries, serialize_value)
-        out["history_bytes"] = dir_bytes(home / "history") - history_before
+        out["history_bytes"] = store.size_bytes() - history_before
         out["compute_log_bytes"] = dir_bytes(home / "storage")
         materialized = instance.get_materialized_partitions(dg.AssetKey("range_catchup"))
         out["materialized"] = len(materialized)
@@ -475,6 +473,18 @@ def bench(argv: list[str] | None = None) -> dict:
         f"partition; subset: what-if with {PLANNED_SUBSET_ENV}=true (one per run, but a failed "
         "run's partitions are not marked failed)",
     )
+    p.add_argument(
+        "--storage",
+        choices=["sqlite", "postgres"],
+        default="sqlite",
+        help="the instance's run, event log and schedule storage: the embedded default's SQLite, or the Helm "
+        "chart's dagster-postgres (a throwaway local server unless --postgres-url)",
+    )
+    p.add_argument(
+        "--postgres-url",
+        default=None,
+        help="with --storage postgres: an existing empty database, postgresql+psycopg2://user:password@host:port/db",
+    )
     p.add_argument("--smoke", action="store_true", help="tiny sizes (40 partitions, 20 live, 20000x), for the tests")
     p.add_argument("--out", type=Path, default=None, help="directory for the result file")
     p.add_argument("--keep", type=Path, default=None, help="keep the instance and storage under this directory")
@@ -516,10 +526,13 @@ def bench(argv: list[str] | None = None) -> dict:
     result = report(args, d, direct, leftovers, (load_before, load_mid, load_after), total, warm_s, others)
     path = write_result(
         "dagster_backfill",
-        "Through Dagster: one backfill of a mission, launch to attempts live",
+        "Through Dagster: one backfill of a mission, launch to attempts live"
+        + (" (Postgres storage)" if args.storage == "postgres" else ""),
         result["tables"],
         result["notes"],
         out_dir=args.out,
+        # The SQLite figures stay beside the Postgres ones.
+        file_stem="dagster_backfill" if args.storage == "sqlite" else "dagster_backfill_postgres",
     )
     return {"dagster": d, "direct": direct, "leftovers": leftovers, "live_s": result["live_s"], "path": path}
 
@@ -547,7 +560,7 @@ def report(
         *[[f"  {k}", v, f"{v / n:.3f}"] for k, v in sorted(ev["by_type"].items(), key=lambda kv: -kv[1])],
         ["serialized entries, bytes", f"{ev['serialized_bytes']:,}", f"{ev['serialized_bytes'] / n:,.0f}"],
         [
-            "SQLite growth (history/: runs.db, run shard, index.db), bytes",
+            d["storage_label"],
             f"{d['history_bytes']:,}",
             f"{d['history_bytes'] / n:,.0f}",
         ],
@@ -624,8 +637,13 @@ def report(
         + ". "
         f"The backfill daemon iteration that creates the run took {iteration:.1f} s"
         + (
-            f": it writes the run's {planned} ASSET_MATERIALIZATION_PLANNED events one by one, each opening SQLite "
-            f"connections and committing to the run's shard and to the index ({iteration / planned * 1000:.1f} ms "
+            f": it writes the run's {planned} ASSET_MATERIALIZATION_PLANNED events one by one, "
+            + (
+                "each opening SQLite connections and committing to the run's shard and to the index"
+                if args.storage == "sqlite"
+                else "each its own Postgres transaction (insert, asset index updates, commit, NOTIFY)"
+            )
+            + f" ({iteration / planned * 1000:.1f} ms "
             "of the iteration per planned event; "
             if planned > 1
             else f" with {planned} ASSET_MATERIALIZATION_PLANNED event for the whole partition range ("
@@ -675,10 +693,9 @@ def report(
         ),
         "",
         "Event log: every entry of the run (`instance.all_logs`), including the materialization-planned events the "
-        "backfill daemon writes; bytes as Dagster serializes them, and the growth of the instance's SQLite files "
-        "between the launch and the run's end. The instance is the embedded default's (SQLite under DAGSTER_HOME); "
-        "the Helm chart's Postgres storage writes the same entries with a different cost per entry, not measured "
-        "here. Wall: the run's own event timestamps; the baseline is `run_mission` "
+        "backfill daemon writes; bytes as Dagster serializes them, and the growth of the instance's storage "
+        f"between the launch and the run's end. {d['storage_what']} Wall: the run's own event timestamps; the "
+        "baseline is `run_mission` "
         "in the benchmark process, after the Dagster run, over a fresh storage root, with the same resource's "
         "policies and backend"
         + (

@@ -53,8 +53,9 @@ def write_result(
     tables: Sequence[tuple[str, Sequence[str], Sequence[Sequence[object]]]],
     notes: str = "",
     out_dir: Path | None = None,
+    file_stem: str | None = None,
 ) -> Path:
-    """Write `results/<name>.md` with each (caption, header, rows) table; print it; return the path."""
+    """Write `results/<file_stem or name>.md` with each (caption, header, rows) table; print it; return the path."""
     out_dir = out_dir or RESULTS
     out_dir.mkdir(parents=True, exist_ok=True)
     command = "uv run python -m benchmarks." + name + (" " + " ".join(sys.argv[1:]) if sys.argv[1:] else "")
@@ -65,7 +66,7 @@ def write_result(
     if notes:
         parts += [notes.strip(), ""]
     text = "\n".join(parts)
-    path = out_dir / f"{name}.md"
+    path = out_dir / f"{file_stem or name}.md"
     path.write_text(text)
     print(text)
     return path

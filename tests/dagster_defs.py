@@ -4,6 +4,8 @@ The storage root comes from $CATCHUP_STORAGE_ROOT at run time (each test sets
 its own); memory and time are scaled down so a range takes a second.
 """
 
+import os
+
 import dagster as dg
 
 from catchup_assets.assets import mission_plan, range_catchup, range_profile, tier_map
@@ -11,8 +13,17 @@ from catchup_assets.jobs import mission_plan_job, profile_job, range_catchup_job
 from catchup_assets.resources import CatchupResource
 
 LEDGERS_PER_RANGE = 1_250_048  # the simulated history in 48 ranges
+# Ranges (their last ledger) whose archive is broken in the runs a code server launches: those processes
+# import this file afresh and inherit the environment, so a test condemns ranges there by setting it.
+FAIL_TARGETS_ENV = "CATCHUP_TEST_FAIL_TARGETS"
 
-catchup = CatchupResource(memory_scale=1 / 200, sim_speed=300_000, poll_seconds=0.1, status_every=5)
+catchup = CatchupResource(
+    memory_scale=1 / 200,
+    sim_speed=300_000,
+    poll_seconds=0.1,
+    status_every=5,
+    sim_fail_targets=[int(t) for t in os.environ.get(FAIL_TARGETS_ENV, "").split(",") if t],
+)
 defs = dg.Definitions(
     assets=[mission_plan, range_catchup, range_profile, tier_map],
     jobs=[mission_plan_job, range_catchup_job, profile_job],

@@ -7,12 +7,16 @@ import pytest
 
 from benchmarks import dagster_backfill
 from benchmarks.report import table_rows
+from pg_server import missing_reason
 
 
 @pytest.mark.slow
-def test_dagster_backfill_smoke(tmp_path):
+@pytest.mark.parametrize("storage", ["sqlite", "postgres"])
+def test_dagster_backfill_smoke(tmp_path, storage):
+    if storage == "postgres" and missing_reason():
+        pytest.skip(missing_reason())
     children = {p.pid for p in psutil.Process().children(recursive=True)}
-    out = dagster_backfill.bench(["--smoke", "--out", str(tmp_path)])
+    out = dagster_backfill.bench(["--smoke", "--storage", storage, "--out", str(tmp_path)])
     d, direct = out["dagster"], out["direct"]
 
     # One backfill, one run, launched by the queue daemon into its own process, drove every range.
@@ -31,8 +35,9 @@ def test_dagster_backfill_smoke(tmp_path):
     assert direct["done"] == 40 and direct["submits"] >= 40
 
     text = out["path"].read_text()
-    assert out["path"] == tmp_path / "dagster_backfill.md"
+    assert out["path"] == tmp_path / ("dagster_backfill.md" if storage == "sqlite" else "dagster_backfill_postgres.md")
     assert "command: `uv run python -m benchmarks.dagster_backfill" in text and "machine:" in text
+    assert ("(Postgres storage)" in text.splitlines()[0]) == (storage == "postgres")
     captions = (
         "Launch to 20 attempts live (40 partitions, one run; seconds since the mutation was sent)",
         "Event log of the run that drove all 40 ranges",
@@ -48,6 +53,8 @@ def test_dagster_backfill_smoke(tmp_path):
     ):
         assert rows[label][0] != "n/a", label
     assert rows["event-log entries of the run"][0] == str(d["events"]["count"])
+    growth = "SQLite growth" if storage == "sqlite" else "Postgres database growth (pg_database_size)"
+    assert any(label.startswith(growth) for label in rows)
     assert "run_mission without Dagster (same workload, backend, poll)" in rows
     # Nothing the benchmark started is left running.
     assert {p.pid for p in psutil.Process().children(recursive=True)} <= children

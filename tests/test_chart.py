@@ -355,6 +355,8 @@ def test_dagster_values_point_at_this_code_location(chart):
     assert (server["host"], server["port"]) == (svc["metadata"]["name"], svc["spec"]["ports"][0]["port"])
     assert values["dagster-user-deployments"]["enabled"] is False
     assert values["postgresql"]["enabled"] is True
+    # The driver dagster-postgres installs; tests/test_postgres.py runs on these values when it can.
+    assert values["postgresql"]["postgresqlScheme"] == "postgresql+psycopg2"
     launcher = values["runLauncher"]
     assert launcher["type"] == "K8sRunLauncher"
     k8s = launcher["config"]["k8sRunLauncher"]
