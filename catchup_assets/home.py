@@ -72,6 +72,15 @@ run_monitoring:
   poll_interval_seconds: 60
   max_resume_run_attempts: 0
 
+# The dispatcher's warnings and alerts (a condemned range, no completion for a
+# long time, new dispatches stopped, a backend not answering) are logged by the
+# `catchup_assets` loggers: captured into the run's event log, so the UI shows
+# them on the run.
+python_logs:
+  python_log_level: WARNING
+  managed_python_loggers:
+    - catchup_assets
+
 telemetry:
   enabled: false
 

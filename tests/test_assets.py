@@ -1,5 +1,8 @@
 """The assets on a real temporary Dagster instance, attempts on the local backend."""
 
+import logging
+from pathlib import Path
+
 import dagster as dg
 import pandas as pd
 import pytest
@@ -10,6 +13,7 @@ from catchup_assets.resources import CatchupResource, TierConfig
 from dagster_defs import catchup, defs, plan_config
 
 RANGE = dg.AssetKey("range_catchup")
+ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture
@@ -182,3 +186,19 @@ def test_L34_profile_job_of_an_unknown_mission_is_refused_and_writes_nothing(ins
         "has no plan" in failure_text(result) or "mission name" in failure_text(result)
     )
     assert not list((tmp_path / "storage").glob("*/range_profile.parquet"))  # no empty profile left behind
+
+
+def test_the_dispatcher_s_alerts_reach_the_run_s_event_log(tmp_path, monkeypatch):
+    """With the repository's instance config (python_logs), a condemned range's alert, logged by the
+    dispatcher's module logger, is an event of the run: the UI shows it on the run's page."""
+    import yaml
+
+    monkeypatch.setenv("CATCHUP_STORAGE_ROOT", str(tmp_path / "storage"))
+    logs = yaml.safe_load((ROOT / "dagster.yaml").read_text())["python_logs"]
+    (tmp_path / "home").mkdir()
+    with dg.instance_for_test(temp_dir=str(tmp_path / "home"), overrides={"python_logs": logs}) as inst:
+        assert plan(inst, "m1", 2).success
+        keys = inst.get_dynamic_partitions("ledger_ranges")
+        result = run_ranges(inst, keys, "m1", with_resource(sim_fail_targets=[int(keys[0][-10:])]))
+        messages = [e.user_message for e in inst.all_logs(result.run_id) if e.level >= logging.WARNING]
+    assert any(f"range {keys[0]} condemned: failed budget spent" in m for m in messages)
