@@ -79,6 +79,8 @@ def policies(catchup: CatchupResource) -> dict:
         placement=catchup.placement(),
         poll_seconds=catchup.poll_seconds,
         status_every=catchup.status_every,
+        stall_seconds=catchup.stall_seconds,
+        stall_factor=catchup.stall_factor,
         profile_timeout_seconds=catchup.profile_timeout_seconds,
         env=catchup.attempt_env(),
     )

@@ -34,6 +34,11 @@ class MissionConfig:
     status_every: int = 30  # passes between status lines: thin, not a line per pod (L36)
     env: Mapping[str, str] = field(default_factory=dict)
     profile_timeout_seconds: float = PROFILE_TIMEOUT_SECONDS  # connect and total, a profile over http(s)
+    # An attempt is overdue past stall_factor x its profiled seconds, and never before
+    # stall_seconds (the whole threshold for an unprofiled range); the mission has stalled
+    # (Z4) when nothing completed for stall_seconds and every attempt in flight is overdue.
+    stall_seconds: float = 3600.0
+    stall_factor: float = 2.0
 
     def __post_init__(self) -> None:
         validate_mission(self.mission)
@@ -45,6 +50,10 @@ class MissionConfig:
             raise ValueError(f"poll_seconds must be > 0, got {self.poll_seconds}")
         if not 0 < self.profile_timeout_seconds < float("inf"):
             raise ValueError(f"profile_timeout_seconds must be > 0 and finite, got {self.profile_timeout_seconds}")
+        if not 0 < self.stall_seconds < float("inf"):
+            raise ValueError(f"stall_seconds must be > 0 and finite, got {self.stall_seconds}")
+        if not 1 <= self.stall_factor < float("inf"):
+            raise ValueError(f"stall_factor must be >= 1 and finite, got {self.stall_factor}")
         if self.status_every < 1:
             raise ValueError(f"status_every must be >= 1, got {self.status_every}")
         if self.deadline_seconds is not None and self.deadline_seconds < 1:

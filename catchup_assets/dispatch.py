@@ -63,7 +63,6 @@ class DispatchConfig:
     mission: MissionConfig
     ranges: Sequence[LedgerRange]  # in dispatch order
     profile: ProfileIndex | None = None
-    stall_seconds: float = 3600.0  # no completion for this long raises an alert (Z4)
     peak_flush_seconds: float = 60.0  # in-flight peaks made durable at most this often
     collect_tries: int = 3  # final reads of a finished attempt before recording without (L31)
     transient_alert_passes: int = 10  # consecutive passes without an answer from the backend: alert
@@ -205,6 +204,7 @@ class Dispatcher:
         self._last_status: Status | None = None
         self._last_completion = self.clock.time()
         self._stall_warned = False
+        self._overdue_warned: set[str] = set()
 
     def recover(self) -> None:
         """Rebuild what this dispatcher knows from the records (L10); the first pass calls it.
@@ -557,16 +557,31 @@ class Dispatcher:
         now = self.clock.time()
         completed = sum(1 for r in self._results.values() if r.status is RangeStatus.DONE)
         condemned = sum(1 for r in self._results.values() if r.status is RangeStatus.CONDEMNED)
+        running = [s for s in mine if s.live and s.started_at]
+        overdue = {s.attempt_id: over for s in running if (over := self._overrun(s, now)) is not None}
+        for s in running:
+            if s.attempt_id in overdue and s.attempt_id not in self._overdue_warned:
+                self._overdue_warned.add(s.attempt_id)
+                log.warning("range %s: overdue: %s", s.range_key, self._straggler(s, now))
         stragglers: tuple[str, ...] = ()
         if in_flight and queued == 0 and in_flight <= self.mission.parallelism // 2:
-            # Work in flight, nothing queued, most slots idle: name the slow ones (Z1).
-            slow = sorted((s for s in mine if s.live and s.started_at), key=lambda s: s.started_at)[:5]
+            # Work in flight, nothing queued, most slots idle: name the slow ones (Z1), the
+            # most overdue against their profile first, else the longest running.
+            slow = sorted(running, key=lambda s: (-overdue.get(s.attempt_id, 0.0), s.started_at))[:5]
             stragglers = tuple(self._straggler(s, now) for s in slow)
         stalled = now - self._last_completion
-        if in_flight and stalled > self.cfg.stall_seconds and not self._stall_warned:
-            log.error("mission %s: no range completed for %.0f s (Z4)", self.name, stalled)
+        # A stall (Z4): nothing completed for stall_seconds, and nothing in flight is on time:
+        # hours without a completion are normal while every range running is a long one.
+        is_stall = bool(running) and stalled > self.mission.stall_seconds and len(overdue) == len(running)
+        if is_stall and not self._stall_warned:
+            log.error(
+                "mission %s: stalled: no range completed for %.0f s and all %d in flight are overdue (Z4)",
+                self.name,
+                stalled,
+                len(running),
+            )
             self._stall_warned = True
-        elif stalled <= self.cfg.stall_seconds:
+        elif not is_stall:
             self._stall_warned = False
         return Status(
             self.passes,
@@ -579,6 +594,16 @@ class Dispatcher:
             stragglers,
             stalled,
         )
+
+    def _overrun(self, st: AttemptState, now: float) -> float | None:
+        """How far past its due time an attempt runs (running / due), or None while it is on time.
+
+        Due: stall_factor x its profiled seconds, and never before stall_seconds."""
+        m = self.cfg.profile.lookup(self.by_key[st.range_key].last) if self.cfg.profile else None
+        predicted = m.seconds if m and m.seconds else 0.0
+        due = max(self.mission.stall_seconds, self.mission.stall_factor * predicted)
+        running = now - (st.started_at or now)
+        return running / due if running > due else None
 
     def _straggler(self, st: AttemptState, now: float) -> str:
         running = now - (st.started_at or now)

@@ -225,6 +225,13 @@ class CatchupResource(dg.ConfigurableResource):
     memory_scale: float = Field(default=1.0, gt=0, le=1)
     poll_seconds: float = Field(default=_MISSION["poll_seconds"], description="seconds between dispatcher passes")
     status_every: int = Field(default=_MISSION["status_every"], description="passes between status lines (L36)")
+    stall_seconds: float = Field(
+        default=_MISSION["stall_seconds"],
+        description="an attempt is never overdue before this; Z4's no-completion time",
+    )
+    stall_factor: float = Field(
+        default=_MISSION["stall_factor"], description="overdue past this x its profiled seconds"
+    )
     retry: RetryConfig = Field(default_factory=RetryConfig, description="retry budgets per outcome class (L5)")
     profile_timeout_seconds: float = Field(
         default=_MISSION["profile_timeout_seconds"], description="connect and total, previous profile over http(s)"

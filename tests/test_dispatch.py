@@ -416,3 +416,35 @@ def test_the_snapshot_is_rewritten_during_the_mission_so_a_killed_run_leaves_it_
     # Opened from their own files: what finished after the last snapshot, and the one in flight.
     records.load()
     assert records.files_read <= 2
+
+
+def test_Z4_a_long_range_on_time_is_no_stall_and_one_past_its_profile_is_overdue(tmp_path, caplog):
+    """Hours without a completion are normal while every range in flight is a long one on time;
+    a range running past stall_factor x its profiled seconds is named overdue, and when every
+    range in flight is overdue, the mission has stalled."""
+    from catchup_assets.sizing import ProfileIndex, RangeMeasure
+
+    long_key, stuck_key = KEYS[0], KEYS[1]
+    by_end = {r.key: r.last for r in RANGES}
+    profile = ProfileIndex(
+        [RangeMeasure(by_end[long_key], GiB, GiB, 5000.0), RangeMeasure(by_end[stuck_key], GiB, GiB, 400.0)]
+    )
+    scripts = {long_key: Script(seconds=4900), stuck_key: Script(seconds=20000)}
+    d, _, _ = make(
+        tmp_path,
+        lambda s: scripts[s.range_key],
+        ranges=[r for r in RANGES if r.key in scripts],
+        profile=profile,
+        stall_seconds=300,
+        stall_factor=2.0,
+    )
+    with caplog.at_level(logging.WARNING, logger="catchup_assets.dispatch"):
+        while d.clock.time() - 1_700_000_000.0 < 4800:  # the long range is still on time
+            d.pass_once()
+            d.clock.sleep(5)
+        assert [m for m in caplog.messages if "overdue" in m] == [m for m in caplog.messages if stuck_key in m]
+        assert any(f"range {stuck_key}: overdue" in m and "profiled 400s" in m for m in caplog.messages)
+        assert not any("stalled" in m for m in caplog.messages)  # one range on time: no stall
+        d.run()
+    stalls = [m for m in caplog.messages if "stalled" in m]
+    assert len(stalls) == 1 and "all 1 in flight are overdue" in stalls[0]  # the long one done, the stuck one left
