@@ -27,6 +27,8 @@ class MissionConfig:
     parallelism: int = DEFAULT_PARALLELISM
     order: str = "tip-first"
     previous_profile: str | None = None
+    # Set when the mission was planned: the previous profile must still be exactly that file.
+    previous_profile_sha256: str | None = None
     retry: RetryPolicy = RetryPolicy()
     placement: Placement = Placement()
     deadline_seconds: int | None = None

@@ -70,7 +70,9 @@ def prepare(config: MissionConfig, keys: list[str] | None = None) -> PreparedMis
 
     `keys` narrows the mission to those ranges (a backfill of some partitions).
     """
-    previous = load_previous_profile(config.previous_profile, config.profile_timeout_seconds)
+    previous = load_previous_profile(
+        config.previous_profile, config.profile_timeout_seconds, config.previous_profile_sha256
+    )
     planned = plan_ranges(config.span)
     if keys is not None:
         wanted = {parse_key(k) for k in keys}
@@ -166,12 +168,26 @@ def build_tier_map(
 
 
 MISSION_FILE = "mission.json"
-_SPEC_FIELDS = ("mission", "order", "parallelism", "previous_profile", "deadline_seconds")
+_SPEC_FIELDS = ("mission", "order", "parallelism", "previous_profile", "previous_profile_sha256", "deadline_seconds")
+PREVIOUS_PROFILE_FILE = "previous_profile.parquet"
 
 
-def save_mission(store: Store, cfg: MissionConfig) -> str:
-    """The mission's own settings, so a later backfill of its ranges runs it the same way."""
+def save_mission(store: Store, cfg: MissionConfig, previous: PreviousProfile | None = None) -> str:
+    """The mission's own settings, so a later backfill of its ranges runs it the same way.
+
+    The previous profile the plan was sized from is copied beside them, with its digest:
+    every run of the mission dispatches from that copy, and refuses one that changed, so
+    the plan shown is the plan run (a profile edited or gone at its URL changes nothing).
+    """
     doc = {f: getattr(cfg, f) for f in _SPEC_FIELDS}
+    if previous is not None and previous.data:
+        rel = f"{cfg.mission}/{PREVIOUS_PROFILE_FILE}"
+        store.write_bytes(rel, previous.data)
+        doc.update(
+            previous_profile=store.url(rel),
+            previous_profile_sha256=previous.sha256,
+            previous_profile_source=cfg.previous_profile,
+        )
     doc.update(
         first_ledger=cfg.span.first_ledger,
         last_ledger=cfg.span.last_ledger,
@@ -189,7 +205,8 @@ def load_mission(store: Store, mission: str, **policies) -> MissionConfig:
     try:
         doc = json.loads(store.read_bytes(rel))
         span = MissionSpan(doc["first_ledger"], doc["last_ledger"], doc["ledgers_per_range"], doc["overlap"])
-        return MissionConfig(span=span, storage_root=store.root, **{f: doc[f] for f in _SPEC_FIELDS}, **policies)
+        fields = {f: doc.get(f) for f in _SPEC_FIELDS if f in doc or f == "previous_profile_sha256"}
+        return MissionConfig(span=span, storage_root=store.root, **fields, **policies)
     except FileNotFoundError:
         raise ValueError(f"mission {mission!r} has no {MISSION_FILE} under {store.root}: plan it first") from None
     except (KeyError, TypeError, json.JSONDecodeError) as exc:

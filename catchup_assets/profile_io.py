@@ -9,6 +9,7 @@ dispatched; a typo in the URL must not quietly run every range unprofiled.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 from dataclasses import dataclass, field
 from typing import Any
@@ -38,6 +39,8 @@ class PreviousProfile:
     index: ProfileIndex | None
     rows: list[dict[str, Any]] = field(default_factory=list)
     warning: str | None = None
+    data: bytes = b""  # the file as read: what the mission's snapshot of it holds
+    sha256: str | None = None
 
     @property
     def seconds_by_key(self) -> dict[str, float]:
@@ -56,7 +59,10 @@ def _open_options(spec: str, timeout: float) -> dict:
     return {}
 
 
-def load_previous_profile(spec: str | None, timeout: float = PROFILE_TIMEOUT_SECONDS) -> PreviousProfile:
+def load_previous_profile(
+    spec: str | None, timeout: float = PROFILE_TIMEOUT_SECONDS, expect_sha256: str | None = None
+) -> PreviousProfile:
+    """The profile at `spec`; with `expect_sha256`, refused unless it is exactly the file a plan saw."""
     if not spec or not str(spec).strip():
         return _unprofiled(spec, "no previous profile given: every range runs on the no-profile tier")
     spec = str(spec).strip()
@@ -71,6 +77,12 @@ def load_previous_profile(spec: str | None, timeout: float = PROFILE_TIMEOUT_SEC
         raise ProfileUnavailable(f"previous profile {spec} is unreachable ({type(exc).__name__}: {exc})") from exc
     if not data:
         raise ProfileUnavailable(f"previous profile {spec} is empty")
+    digest = hashlib.sha256(data).hexdigest()
+    if expect_sha256 is not None and digest != expect_sha256:
+        raise ProfileRefused(
+            f"previous profile snapshot {spec} was altered after the mission was planned "
+            f"(sha256 {digest[:12]}..., the plan saw {expect_sha256[:12]}...): plan the mission again"
+        )
     try:
         table = pq.ParquetFile(pa.BufferReader(data)).read()  # not read_table: no dataset machinery
     except Exception as exc:  # noqa: BLE001
@@ -83,7 +95,7 @@ def load_previous_profile(spec: str | None, timeout: float = PROFILE_TIMEOUT_SEC
     if not len(index):
         raise ProfileRefused(f"previous profile {spec} has no measured range (no peak_anon_bytes)")
     log.info("previous profile %s: %d measured ranges", spec, len(index))
-    return PreviousProfile(spec, index, rows)
+    return PreviousProfile(spec, index, rows, data=data, sha256=digest)
 
 
 def _unprofiled(spec: str | None, why: str) -> PreviousProfile:

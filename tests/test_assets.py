@@ -202,3 +202,28 @@ def test_the_dispatcher_s_alerts_reach_the_run_s_event_log(tmp_path, monkeypatch
         result = run_ranges(inst, keys, "m1", with_resource(sim_fail_targets=[int(keys[0][-10:])]))
         messages = [e.user_message for e in inst.all_logs(result.run_id) if e.level >= logging.WARNING]
     assert any(f"range {keys[0]} condemned: failed budget spent" in m for m in messages)
+
+
+def test_the_plan_is_what_runs_a_profile_changed_after_planning_is_refused_naming_the_snapshot(instance, tmp_path):
+    """mission_plan keeps a copy of the previous profile it sized from, with its digest: the
+    original may change or vanish (it does not matter), the copy may not (dispatch refuses)."""
+    import shutil
+
+    assert plan(instance, "m1", 2).success
+    keys = instance.get_dynamic_partitions("ledger_ranges")
+    assert run_ranges(instance, keys, "m1").success
+    defs.resolve_job_def("profile_job").execute_in_process(instance=instance, tags={MISSION_TAG: "m1"})
+    original = tmp_path / "previous.parquet"
+    shutil.copy(tmp_path / "storage/m1/range_profile.parquet", original)
+    assert plan(instance, "m2", 2, previous_profile=str(original)).success
+    snapshot = tmp_path / "storage/m2/previous_profile.parquet"
+    assert snapshot.read_bytes() == original.read_bytes()
+    original.unlink()  # gone at its URL after planning: the mission runs from its copy
+    assert run_ranges(instance, keys[:1], "m2").success
+    # The copy edited (a notebook "fixing" a peak): the run refuses before dispatching, naming it.
+    table = pd.read_parquet(snapshot)
+    table["peak_anon_bytes"] = table["peak_anon_bytes"] // 2
+    table.to_parquet(snapshot)
+    result = run_ranges(instance, keys[1:], "m2")
+    assert not result.success and f"previous profile snapshot {snapshot} was altered" in failure_text(result)
+    assert statuses(instance, keys[1:])[keys[1]] != dg.AssetPartitionStatus.MATERIALIZED
