@@ -14,7 +14,13 @@ from pydantic import Field
 
 from catchup_assets.config import DEFAULT_PARALLELISM
 from catchup_assets.dispatch import RangeResult, RangeStatus
-from catchup_assets.metadata import plan_metadata, profile_metadata, range_metadata, tier_map_metadata
+from catchup_assets.metadata import (
+    failure_metadata,
+    plan_metadata,
+    profile_metadata,
+    range_metadata,
+    tier_map_metadata,
+)
 from catchup_assets.mission import (
     PLAN_FILE,
     MissionConfig,
@@ -171,6 +177,15 @@ def range_catchup(context: dg.AssetExecutionContext, catchup: CatchupResource) -
     context.log.info(f"mission {mission}: {len(keys)} ranges, parallelism {cfg.parallelism}")
 
     def on_result(result: RangeResult, already: bool) -> None:
+        if result.status is RangeStatus.CONDEMNED and not already:
+            # The partition shows why this mission gave it up, not the last success of another.
+            context.log_event(
+                dg.AssetObservation(
+                    asset_key=context.asset_key,
+                    partition=result.range_key,
+                    metadata=failure_metadata(mission, result),
+                )
+            )
         if result.status is RangeStatus.DONE:
             context.log_event(
                 dg.AssetMaterialization(

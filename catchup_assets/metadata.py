@@ -126,6 +126,57 @@ def range_metadata(mission: str, result, adopted: bool) -> dict[str, Any]:
     return meta
 
 
+LOG_TAIL_LINES = 40
+LOG_TAIL_MAX_BYTES = 256 * 1024**2  # decompressed: past this, the tail is left to the log itself
+
+
+def log_tail(url: str, lines: int = LOG_TAIL_LINES) -> str:
+    """The last `lines` lines of an attempt's gzipped log, read in bounded lines (L29)."""
+    import collections
+    import gzip
+
+    import fsspec
+
+    from catchup_assets.worker.logparse import iter_lines
+
+    tail: collections.deque[str] = collections.deque(maxlen=lines)
+    read = 0
+    try:
+        with fsspec.open(url, "rb") as raw, gzip.open(raw) as f:
+
+            def chunks():
+                nonlocal read
+                while read < LOG_TAIL_MAX_BYTES and (chunk := f.read(1 << 20)):
+                    read += len(chunk)
+                    yield chunk
+
+            tail.extend(line[:1000] for line in iter_lines(chunks()))
+    except Exception as exc:  # noqa: BLE001 - evidence, not a reason to fail the run
+        return f"(log {url} not readable: {type(exc).__name__}: {exc})"
+    head = "(only the first 256 MiB read) " if read >= LOG_TAIL_MAX_BYTES else ""
+    return head + "\n".join(tail)
+
+
+def failure_metadata(mission: str, result) -> dict[str, Any]:
+    """A condemned range's evidence, on its partition: this mission's cause and the log's last lines."""
+    meta: dict[str, Any] = {
+        "mission": mission,
+        "cause": result.reason,
+        "attempts": result.attempts,
+        "outcomes": result.outcomes,
+        "tier": result.tier or "",
+        "memory_limit_bytes": result.memory_limit_bytes or 0,
+    }
+    if result.log_path:
+        meta["log_path"] = dg.MetadataValue.path(result.log_path)
+        fence = "`" * 3
+        tail = log_tail(result.log_path).replace(fence, "'" * 3)  # a log line cannot close the block
+        meta["log_tail"] = dg.MetadataValue.md(
+            f"Last {LOG_TAIL_LINES} lines of the last attempt's log:\n\n{fence}\n{tail}\n{fence}"
+        )
+    return meta
+
+
 def profile_plot(rows: Sequence[dict[str, Any]], memory_scale: float = 1.0) -> dg.MetadataValue:
     fig, axes = _figure(2)
     ax1, ax2 = axes[0][0], axes[1][0]

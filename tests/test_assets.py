@@ -227,3 +227,33 @@ def test_the_plan_is_what_runs_a_profile_changed_after_planning_is_refused_namin
     result = run_ranges(instance, keys[1:], "m2")
     assert not result.success and f"previous profile snapshot {snapshot} was altered" in failure_text(result)
     assert statuses(instance, keys[1:])[keys[1]] != dg.AssetPartitionStatus.MATERIALIZED
+
+
+def test_a_condemned_partition_carries_this_mission_s_cause_and_log_tail(instance):
+    """The partition page shows why this mission gave the range up: the cause, the outcome chain
+    and the last lines of its log (stellar-core's own error), not an earlier mission's success."""
+    assert plan(instance, "m1", 2).success
+    keys = instance.get_dynamic_partitions("ledger_ranges")
+    bad = keys[0]
+    run_ranges(instance, keys, "m1", with_resource(sim_fail_targets=[int(bad[-10:])]))
+    (obs,) = [r.asset_observation for r in instance.fetch_observations(RANGE, limit=10).records]
+    assert obs.partition == bad
+    meta = {k: v.value for k, v in obs.metadata.items()}
+    assert meta["mission"] == "m1" and meta["outcomes"] == "failed"
+    assert "failed budget spent" in meta["cause"] and "exit 1" in meta["cause"]
+    # stellar-core's own last words (sim/core.py prints them as the real one does)
+    assert "[default FATAL] Got an exception" in meta["log_tail"]
+    assert meta["log_path"].endswith("a001.log.gz")
+
+
+def test_the_log_tail_is_the_last_lines_and_an_unreadable_log_is_said_not_raised(tmp_path):
+    import gzip
+
+    from catchup_assets.metadata import log_tail
+
+    log = tmp_path / "a001.log.gz"
+    log.write_bytes(gzip.compress("".join(f"line {i}\n" for i in range(1000)).encode() + b"x" * 5000))
+    tail = log_tail(str(log)).splitlines()
+    assert len(tail) == 40 and tail[-2] == "line 999" and len(tail[-1]) == 1000  # a long line cut
+    (tmp_path / "torn.log.gz").write_bytes(b"not gzip")
+    assert log_tail(str(tmp_path / "torn.log.gz")).startswith(f"(log {tmp_path / 'torn.log.gz'} not readable")
