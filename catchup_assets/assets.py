@@ -87,6 +87,7 @@ def policies(catchup: CatchupResource) -> dict:
         status_every=catchup.status_every,
         stall_seconds=catchup.stall_seconds,
         stall_factor=catchup.stall_factor,
+        breaker_attempts=catchup.breaker_attempts,
         profile_timeout_seconds=catchup.profile_timeout_seconds,
         env=catchup.attempt_env(),
     )

@@ -41,6 +41,10 @@ class MissionConfig:
     # (Z4) when nothing completed for stall_seconds and every attempt in flight is overdue.
     stall_seconds: float = 3600.0
     stall_factor: float = 2.0
+    # Circuit breaker: this many finished attempts in a row failing with one signature
+    # (outcome, exit code, stellar-core's last error) pause dispatch with that cause;
+    # those ranges' budgets are not spent. 0: off.
+    breaker_attempts: int = 5
 
     def __post_init__(self) -> None:
         validate_mission(self.mission)
@@ -56,6 +60,12 @@ class MissionConfig:
             raise ValueError(f"stall_seconds must be > 0 and finite, got {self.stall_seconds}")
         if not 1 <= self.stall_factor < float("inf"):
             raise ValueError(f"stall_factor must be >= 1 and finite, got {self.stall_factor}")
+        if (
+            isinstance(self.breaker_attempts, bool)
+            or not isinstance(self.breaker_attempts, int)
+            or self.breaker_attempts < 0
+        ):
+            raise ValueError(f"breaker_attempts must be an integer >= 0 (0: off), got {self.breaker_attempts!r}")
         if self.status_every < 1:
             raise ValueError(f"status_every must be >= 1, got {self.status_every}")
         if self.deadline_seconds is not None and self.deadline_seconds < 1:

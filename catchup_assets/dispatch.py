@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import socket
 import time
 import uuid
@@ -86,6 +87,25 @@ class DispatchConfig:
         keys = [r.key for r in self.ranges]
         if len(set(keys)) != len(keys):
             raise ValueError("ranges: duplicate range keys in the plan")
+
+
+_VARIABLE = re.compile(r"\d+|[0-9a-f]{5}\b")  # numbers, range keys, pod-name suffixes
+
+
+def failure_signature(rec: AttemptRecord) -> str:
+    """What makes two failures the same: outcome, exit code, and stellar-core's last error
+    line (else the observation) with every number and pod-name suffix blanked out."""
+    reason = rec.reason or ""
+    text = reason.split("; last error: ", 1)[1] if "; last error: " in reason else reason
+    return f"{rec.outcome} exit {rec.exit_code}: {_VARIABLE.sub('#', text)[:200]}"
+
+
+def _reason(obs, collected: Collected, outcome: Outcome) -> str:
+    """The record's reason: the observation, and for a failure stellar-core's own last error."""
+    text = obs.summary() if obs is not None else "no observation"
+    if outcome is not Outcome.OK and collected.last_error:
+        text += f"; last error: {collected.last_error}"
+    return text
 
 
 class DispatcherStuck(RuntimeError):
@@ -201,6 +221,11 @@ class Dispatcher:
         # Attempts this dispatcher claimed and submitted: it alone writes them from memory.
         self._mine: set[tuple[str, int]] = set()
         self._finished_since_snapshot = 0
+        # The circuit breaker's run of identical failures, and the ranges it holds undecided.
+        self._streak: list[tuple[str, int]] = []
+        self._streak_sig: str | None = None
+        self._held: set[str] = set()
+        self._tripped = False
         self._last_status: Status | None = None
         self._last_completion = self.clock.time()
         self._stall_warned = False
@@ -317,9 +342,11 @@ class Dispatcher:
                 self._release(st)  # died (or was refused) between done mark and release last time
             elif not self._finish(st):
                 live_keys.add(st.range_key)  # its final read is still owed (L31)
+        if self._held and not live_keys and all(k in self._results or k in self._held for k in self.by_key):
+            self._release_held()  # nothing else left to tell a systemic failure from these ranges' own
         queue = []
         for key in self.by_key:
-            if key in self._results or key in live_keys:
+            if key in self._results or key in live_keys or key in self._held:
                 continue
             done = self._done[key]
             n_oom = sum(1 for a in done if self._recs[key][a].outcome == Outcome.OOM.value)
@@ -501,7 +528,7 @@ class Dispatcher:
             attempt=st.attempt,
             outcome=outcome.value,
             exit_code=obs.exit_code if obs else None,
-            reason=obs.summary() if obs else "no observation",
+            reason=_reason(obs, collected, outcome),
             started_at=st.started_at,
             finished_at=st.finished_at,
             last_seen_at=self._last_seen.pop(ident, None),
@@ -528,10 +555,63 @@ class Dispatcher:
         self._release(st)  # only now: releasing deletes the last copy of logs and peaks
         if outcome is not Outcome.OK:
             log.warning("range %s attempt %d: %s (%s)", st.range_key, st.attempt, outcome.value, rec.reason)
-        self._judge(st.range_key)
+        if not self._breaker_holds(st.range_key, st.attempt, outcome, rec):
+            self._judge(st.range_key)
         if st.range_key in self._results and self._results[st.range_key].status is RangeStatus.DONE:
             self._release_range(st.range_key)  # free the PVC at once (L3)
         return True
+
+    # -- the circuit breaker ---------------------------------------------------------
+    def _breaker_holds(self, key: str, attempt: int, outcome: Outcome, rec: AttemptRecord) -> bool:
+        """True if this finished attempt's range is held, undecided, in a run of identical failures.
+
+        A broken config or archive fails every range the same way; charged one by one, each
+        range would be condemned after its own budget. Failures are held while they repeat
+        one signature; a success or an OOM (the environment works), or a different failure,
+        releases them to be judged as usual; breaker_attempts of them in a row pause dispatch.
+        """
+        n = self.mission.breaker_attempts
+        if not n:
+            return False
+        if outcome is not Outcome.FAILED:
+            if outcome in (Outcome.OK, Outcome.OOM):
+                self._release_held()
+            return False
+        sig = failure_signature(rec)
+        if self._streak and sig != self._streak_sig:
+            if self._tripped:
+                return False  # another failure after the pause: its range's own, judged as usual
+            self._release_held()
+        self._streak_sig = sig
+        self._streak.append((key, attempt))
+        self._held.add(key)
+        if self._tripped:
+            self._spare(key, attempt)  # in flight when the breaker tripped: the same cause
+        elif len(self._streak) >= n:
+            self._trip()
+        return True
+
+    def _spare(self, key: str, attempt: int) -> None:
+        """Not the range's fault: a later run grants it its budgets untouched."""
+        self.records.mark_reset(key, attempt)
+        self._reset_after[key] = max(self._reset_after.get(key, 0), attempt)
+
+    def _release_held(self) -> None:
+        held, self._held, self._streak, self._streak_sig = sorted(self._held), set(), [], None
+        for key in held:
+            self._judge(key)
+
+    def _trip(self) -> None:
+        keys = sorted({k for k, _ in self._streak})
+        for key, attempt in self._streak:
+            self._spare(key, attempt)
+        self._tripped = True
+        cause = (
+            f"circuit breaker: {len(self._streak)} attempts in a row failed the same way ({self._streak_sig}); "
+            f"ranges {', '.join(keys)} keep their budgets; new dispatches stopped"
+        )
+        log.error("mission %s: %s", self.name, cause)
+        self._blocked = self._blocked or cause
 
     def _release(self, st: AttemptState) -> None:
         try:

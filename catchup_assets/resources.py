@@ -232,6 +232,10 @@ class CatchupResource(dg.ConfigurableResource):
     stall_factor: float = Field(
         default=_MISSION["stall_factor"], description="overdue past this x its profiled seconds"
     )
+    breaker_attempts: int = Field(
+        default=_MISSION["breaker_attempts"],
+        description="identical failures in a row that pause dispatch, budgets unspent; 0: off",
+    )
     retry: RetryConfig = Field(default_factory=RetryConfig, description="retry budgets per outcome class (L5)")
     profile_timeout_seconds: float = Field(
         default=_MISSION["profile_timeout_seconds"], description="connect and total, previous profile over http(s)"

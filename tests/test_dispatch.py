@@ -10,7 +10,7 @@ import pytest
 from catchup_assets.backends.base import AttemptSpec, Peaks
 from catchup_assets.config import MissionConfig
 from catchup_assets.dispatch import DispatchConfig, Dispatcher
-from catchup_assets.outcomes import RetryPolicy
+from catchup_assets.outcomes import Observation, RetryPolicy
 from catchup_assets.profile import profile_rows
 from catchup_assets.ranges import MissionSpan, dispatch_order, plan_ranges
 from catchup_assets.records import RecordStore
@@ -448,3 +448,47 @@ def test_Z4_a_long_range_on_time_is_no_stall_and_one_past_its_profile_is_overdue
         d.run()
     stalls = [m for m in caplog.messages if "stalled" in m]
     assert len(stalls) == 1 and "all 1 in flight are overdue" in stalls[0]  # the long one done, the stuck one left
+
+
+EXIT_2 = Observation(exit_code=2, termination_reason="Error")
+
+
+def test_a_systemic_failure_trips_the_breaker_once_with_budgets_unspent(tmp_path, caplog):
+    """Every range fails the same way (a broken config): after breaker_attempts in a row the
+    mission stops with that one cause; no range is condemned and a new run finds its budgets."""
+    d, backend, records = make(tmp_path, lambda s: Script(observation=FAILED), breaker_attempts=5)
+    with caplog.at_level(logging.ERROR, logger="catchup_assets.dispatch"):
+        result = d.run()
+    assert result.condemned == {} and result.done == []
+    assert {r.status.value for r in result.results.values()} == {"not_run"}
+    assert all("circuit breaker: 5 attempts in a row failed the same way" in r.reason for r in result.results.values())
+    assert len(backend.submitted) < len(KEYS)  # stopped early, not range by range
+    assert sum("circuit breaker" in m for m in caplog.messages) == 1
+    # Every range that failed, the five and those still in flight then, keeps its budgets.
+    assert set(records.load_resets(KEYS)) == {s.range_key for s in backend.submitted}
+    # The next run (the config fixed) runs those ranges afresh: nothing was charged to them.
+    d2, backend2, _ = make(tmp_path, lambda s: Script(), breaker_attempts=5)
+    assert sorted(d2.run().done) == sorted(KEYS)
+
+
+@pytest.mark.parametrize(
+    "script, condemned",
+    [
+        # one bad range among good ones: the first success releases it to its budget, as before
+        (lambda s: Script(observation=FAILED) if s.range_key == KEYS[0] else Script(), {KEYS[0]}),
+        # failures that differ (exit codes) are not one cause: each range is judged on its own
+        (lambda s: Script(observation=FAILED if KEYS.index(s.range_key) % 2 else EXIT_2), set(KEYS)),
+    ],
+    ids=["one-bad-range", "different-failures"],
+)
+def test_the_breaker_holds_nothing_that_is_not_systemic(tmp_path, script, condemned):
+    d, _, _ = make(tmp_path, script, breaker_attempts=3, parallelism=1)
+    result = d.run()
+    assert d.blocked is None
+    assert set(result.condemned) == condemned and len(result.done) == len(KEYS) - len(condemned)
+
+
+def test_a_lone_failing_range_is_judged_once_nothing_else_is_left(tmp_path):
+    d, _, _ = make(tmp_path, lambda s: Script(observation=FAILED), ranges=RANGES[:2], breaker_attempts=5)
+    result = d.run()
+    assert d.blocked is None and set(result.condemned) == {KEYS[0], KEYS[1]}

@@ -229,6 +229,13 @@ CASES = [
     ("span negative overlap", lambda t: MissionSpan(1, 16000, 16000, -1), ERROR, "overlap must be >= 0"),
     ("mission name with a shell", lambda t: MissionConfig("m;rm", MissionSpan(1, 64), "x"), ERROR, "mission name"),
     ("mission name too long", lambda t: MissionConfig("m" * 41, MissionSpan(1, 64), "x"), ERROR, "mission name"),
+    (
+        "breaker_attempts negative",
+        lambda t: MissionConfig("m1", MissionSpan(1, 64), "x", breaker_attempts=-1),
+        ERROR,
+        "breaker_attempts",
+    ),
+    ("stall_factor below 1", lambda t: MissionConfig("m1", MissionSpan(1, 64), "x", stall_factor=0.5), ERROR, "stall"),
     ("parallelism 0", lambda t: MissionConfig("m1", MissionSpan(1, 64), "x", parallelism=0), ERROR, "parallelism"),
     ("tier name with a shell", tier("bad name;$(x)"), ERROR, "bad name;$(x)"),
     ("tier name upper case", tier("Big"), ERROR, "'Big'"),

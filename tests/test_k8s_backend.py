@@ -424,3 +424,19 @@ def test_the_chart_s_rbac_grants_exactly_what_the_backend_calls(cluster, tmp_pat
         for verb in rule["verbs"]
     }
     assert used == granted, f"unused grants {sorted(granted - used)}; missing grants {sorted(used - granted)}"
+
+
+def test_a_mission_whose_every_range_fails_the_same_way_stops_with_one_cause(cluster, tmp_path):
+    """Every range's pod exits 1 with the same FATAL line (a broken core config): the breaker stops
+    the mission after three, names stellar-core's error, and charges no range's budget."""
+    api, kubelet = cluster
+    fatal = '{now} [default FATAL] Got an exception: Failed to parse "stellar-core.cfg": unknown key LOG_COLOR'
+    kubelet.script = lambda job: Script(duration=30, exit_code=1, lines=[fatal])
+    cfg = mission(tmp_path, parallelism=1, breaker_attempts=3)
+    result = run_mission(prepare(cfg), backend(api, kubelet, tmp_path), clock=SimClock(kubelet))
+    assert result.condemned == {} and result.done == []
+    cause = next(iter(result.results.values())).reason
+    assert "circuit breaker: 3 attempts in a row" in cause and "unknown key LOG_COLOR" in cause
+    assert api.requests.count("create", "jobs") == 3  # the fourth range never started
+    records = RecordStore(Store(cfg.storage_root), "m1")
+    assert set(records.load_resets()) == {k for k, _ in records.load()[0]}

@@ -195,3 +195,30 @@ def test_L4_an_attempt_that_outgrows_its_disk_is_evicted_not_disrupted(tmp_path,
     assert ("DisruptionTarget" in rec.reason) is disruption
     assert rec.peak_ephemeral_bytes > 4 * MiB
     assert A in result.condemned and "environmental budget spent" in result.condemned[A]
+
+
+def test_a_mission_whose_every_range_fails_the_same_way_stops_with_one_cause(tmp_path):
+    """A corrupt archive under every range: after breaker_attempts identical failures the mission
+    stops with stellar-core's own error as the cause, and no range's budget is spent."""
+    cfg = MissionConfig(
+        mission="broken",
+        span=SPAN,
+        storage_root=str(tmp_path / "storage"),
+        parallelism=1,
+        breaker_attempts=3,
+        placement=Placement(scaled_tiers(Tiers(), 1 / 200), SizingPolicy(unprofiled_memory_bytes=BASE)),
+        poll_seconds=0.1,
+        env={
+            "SIM_SPEED": "40000",
+            "SIM_MEMORY_SCALE": "0.001",
+            "SIM_FAIL_TARGETS": ",".join(k[-8:] for k in (A, B, C, D)),
+        },
+    )
+    result = run_mission(prepare(cfg), LocalBackend(tmp_path / "work", "broken", sample_interval=0.05))
+    assert result.condemned == {} and result.done == []
+    cause = next(iter(result.results.values())).reason
+    assert "circuit breaker: 3 attempts in a row failed the same way" in cause
+    assert '[default FATAL] Got an exception: Invariant "ConservationOfLumens" does not hold' in cause
+    records = RecordStore(Store(cfg.storage_root), "broken")
+    ran = {k for k, _ in records.load()[0]}
+    assert len(ran) == 3 and set(records.load_resets()) == ran  # the fourth never ran; none was charged

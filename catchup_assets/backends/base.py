@@ -122,6 +122,7 @@ class Collected:
     resumed_from_ledger: int | None = None
     fresh_start: bool | None = None
     already_complete: bool = False
+    last_error: str | None = None  # the worker log's last ERROR/FATAL line
 
     @classmethod
     def from_log(cls, facts, peaks: Peaks, log_path: str | None) -> Collected:
@@ -134,6 +135,7 @@ class Collected:
             resumed_from_ledger=facts.resumed_from_ledger,
             fresh_start=facts.fresh_start,
             already_complete=bool(facts.already_complete),
+            last_error=getattr(facts, "last_error", None),
         )
 
 

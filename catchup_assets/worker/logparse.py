@@ -154,12 +154,17 @@ class WorkerLogFacts:
     already_complete: bool
     tx_apply_count: int | None
     tx_apply_seconds: float | None
+    # The last ERROR or FATAL line, from its "[Partition LEVEL]" on (no timestamp, no node id):
+    # stellar-core's own word on why it stopped, e.g. "[default FATAL] Got an exception: ...".
+    last_error: str | None = None
 
 
 # Searched, not anchored: a collector may prefix each line with a timestamp.
 _RESUMED = re.compile(r"(?:^|\s)RESUME: range .* from LCL (\d{1,30}) toward target \d+\s*$")
 _COMPLETE = re.compile(r"(?:^|\s)RESUME: range .* already complete: LCL (\d{1,30}) >= target \d+\s*$")
 _DECLINED = re.compile(r"(?:^|\s)RESUME DECLINED:")
+# stellar-core's levels (src/util/Logging.cpp): ERROR and FATAL are the ones that say why it stopped.
+_ERROR = re.compile(r"\[[A-Za-z]+ (?:ERROR|FATAL)\] ")
 
 
 def parse_worker_log(lines: Iterable[str]) -> WorkerLogFacts:
@@ -168,7 +173,10 @@ def parse_worker_log(lines: Iterable[str]) -> WorkerLogFacts:
     resumed: int | None = None
     fresh: bool | None = None
     complete = False
+    last_error: str | None = None
     for line in lines:
+        if (m := _ERROR.search(line)) is not None:
+            last_error = line[m.start() :].strip()[:500]
         if "RESUME" in line:
             if m := _RESUMED.search(line):
                 resumed, fresh, complete = _plausible(int(m.group(1)), MAX_LEDGER, "resume LCL"), False, False
@@ -180,4 +188,4 @@ def parse_worker_log(lines: Iterable[str]) -> WorkerLogFacts:
                 resumed, fresh, complete = None, True, False
                 continue
         scanner.feed(line)
-    return WorkerLogFacts(resumed, fresh, complete, scanner.count, scanner.seconds)
+    return WorkerLogFacts(resumed, fresh, complete, scanner.count, scanner.seconds, last_error)
