@@ -303,6 +303,11 @@ def test_the_range_pods_placement_is_settable_from_values(chart):
         ({"retry": {"environmental": -1}}, "/retry/environmental"),
         ({"retry": {"oomRungs": 2}}, "/retry"),  # an unknown key is refused, not ignored
         ({"image": {"repository": ""}}, "/image/repository"),
+        # A moving tag: the code server and the run pods it launches could run different code.
+        ({"image": {"tag": "latest"}}, "/image/tag"),
+        ({"image": {"tag": "sha256:abc123"}}, "/image/tag"),  # a digest is 64 hex digits
+        ({"image": {"tag": "1.2.3@sha256"}}, "/image/tag"),
+        ({"workerImage": {"tag": "latest"}}, "/workerImage/tag"),
         ({"parallelism": 0}, "/parallelism"),
         ({"tiers": [{"name": "Big Tier", "memoryCutGib": 1, "nodeMemoryGib": 2, "cpu": 1}]}, "/tiers/0/name"),
         ({"tiers": [{"name": "t", "memoryCutGib": -1, "nodeMemoryGib": 2, "cpu": 1}]}, "/tiers/0/memoryCutGib"),
@@ -326,9 +331,31 @@ def test_schema_refuses_bad_values_at_render(chart, bad, where):
     assert where in str(e.value)
 
 
-def test_schema_requires_the_image_repository(chart):
+def test_schema_requires_the_image_repository_and_tag(chart):
     with pytest.raises(helm.HelmValuesError, match="/image/repository"):
         chart.render(values={}, name="cu", namespace=NS, is_install=True)
+    # No default tag: the chart's own would be `latest` in all but name.
+    with pytest.raises(helm.HelmValuesError, match="/image/tag"):
+        chart.render(values={"image": {"repository": "r/x"}}, name="cu", namespace=NS, is_install=True)
+
+
+@pytest.mark.parametrize(
+    "tag, reference",
+    [
+        ("1.2.3", "ghcr.io/stellar/catchup-assets:1.2.3"),
+        ("sha256:" + "0a" * 32, "ghcr.io/stellar/catchup-assets@sha256:" + "0a" * 32),
+        ("@sha256:" + "0a" * 32, "ghcr.io/stellar/catchup-assets@sha256:" + "0a" * 32),
+    ],
+    ids=["tag", "digest", "@digest"],
+)
+def test_image_is_a_tag_or_a_digest(chart, tag, reference):
+    docs = render(chart, {"image": {"tag": tag, "pullPolicy": "Always"}})
+    (c,) = decode(one(docs, "Deployment"), "V1Deployment").spec.template.spec.containers
+    assert c.image == reference and c.image_pull_policy == "Always"
+    # The run pods the K8sRunLauncher starts take the code server's image (DAGSTER_CURRENT_IMAGE).
+    env = {e.name: e.value for e in c.env}
+    assert env["DAGSTER_CURRENT_IMAGE"] == reference
+    assert json.loads(env["DAGSTER_CLI_API_GRPC_CONTAINER_CONTEXT"])["k8s"]["image_pull_policy"] == "Always"
 
 
 def test_schema_is_draft07_and_accepts_the_defaults():

@@ -55,8 +55,14 @@ not the release's namespace, which holds Dagster's Secrets (values.yaml, mission
 {{- printf "%s-location" (include "catchup.fullname" .) -}}
 {{- end -}}
 
+{{/* repository:tag, or repository@sha256:... for a digest (the schema admits only these). */}}
 {{- define "catchup.image" -}}
-{{- printf "%s:%s" .repository .tag -}}
+{{- $ref := trimPrefix "@" .tag -}}
+{{- if hasPrefix "sha256:" $ref -}}
+{{- printf "%s@%s" .repository $ref -}}
+{{- else -}}
+{{- printf "%s:%s" .repository $ref -}}
+{{- end -}}
 {{- end -}}
 
 {{/* A tier of the values as the resource's TierConfig spells it. */}}
