@@ -5,15 +5,12 @@ mission_plan -> range_catchup[range] -> range_profile -> tier_map. See docs/desi
 logs one AssetMaterialization per range instead.
 """
 
-import time
 from collections.abc import Iterator
-from typing import Literal
 
 import dagster as dg
-from pydantic import Field
 
-from catchup_assets.config import DEFAULT_PARALLELISM
-from catchup_assets.dispatch import RangeResult, RangeStatus
+from catchup_assets.dispatch import HEALTH_DISPATCH, HEALTH_STALL, RangeResult, RangeStatus
+from catchup_assets.launchpad import MissionPlanConfig, check_limits, policies, superseded
 from catchup_assets.metadata import (
     failure_metadata,
     plan_metadata,
@@ -23,7 +20,6 @@ from catchup_assets.metadata import (
 )
 from catchup_assets.mission import (
     PLAN_FILE,
-    MissionConfig,
     build_profile,
     build_tier_map,
     forecast_mission,
@@ -35,8 +31,17 @@ from catchup_assets.mission import (
     save_mission,
     write_table,
 )
+from catchup_assets.ownership import (
+    RANGE_KEY,
+    SUPERSEDED,
+    MissionAmbiguous,
+    condemned_by,
+    has_history,
+    latest_marks,
+    owning_mission,
+)
 from catchup_assets.profile_io import ProfileRefused, ProfileUnavailable
-from catchup_assets.ranges import MissionSpan, RangeKeyError, parse_key
+from catchup_assets.ranges import RangeKeyError, parse_key, plan_ranges
 from catchup_assets.resources import CatchupResource
 from catchup_assets.storage import Store
 
@@ -49,48 +54,8 @@ RANGE_END_TAG = "dagster/asset_partition_range_end"
 # Set by Dagster on a failed run it will retry (run_retries).
 WILL_RETRY_TAG = "dagster/will_retry"
 PLAN_KEY = dg.AssetKey("mission_plan")
-
-
-class MissionPlanConfig(dg.Config):
-    """One mission. Everything is checked before a range is dispatched (L34)."""
-
-    mission: str = Field(default="", description="name; empty: m-<UTC time>")
-    first_ledger: int = Field(default=1, description="first ledger of the span")
-    last_ledger: int = Field(description="last ledger of the span (the tip)")
-    ledgers_per_range: int = 16000
-    overlap: int = 320
-    order: Literal["tip-first", "oldest-first", "longest-first"] = "tip-first"
-    parallelism: int = Field(
-        default=DEFAULT_PARALLELISM, description="attempts in flight at once, across all runs of the mission"
-    )
-    previous_profile: str = Field(default="", description="range_profile.parquet of an earlier mission (path or URL)")
-    deadline_seconds: int = Field(default=0, description="per attempt, 0 for none")
-
-    def to_mission(self, catchup: CatchupResource) -> MissionConfig:
-        return MissionConfig(
-            mission=self.mission or time.strftime("m-%Y%m%d-%H%M%S", time.gmtime()),
-            span=MissionSpan(self.first_ledger, self.last_ledger, self.ledgers_per_range, self.overlap),
-            storage_root=catchup.root(),
-            parallelism=self.parallelism,
-            order=self.order,
-            previous_profile=self.previous_profile or None,
-            deadline_seconds=self.deadline_seconds or None,
-            **policies(catchup),
-        )
-
-
-def policies(catchup: CatchupResource) -> dict:
-    return dict(
-        retry=catchup.retry_policy(),
-        placement=catchup.placement(),
-        poll_seconds=catchup.poll_seconds,
-        status_every=catchup.status_every,
-        stall_seconds=catchup.stall_seconds,
-        stall_factor=catchup.stall_factor,
-        breaker_attempts=catchup.breaker_attempts,
-        profile_timeout_seconds=catchup.profile_timeout_seconds,
-        env=catchup.attempt_env(),
-    )
+# A stall may end by itself (a slow range completes); stopped dispatch needs an operator.
+HEALTH_SEVERITY = {HEALTH_STALL: dg.AssetCheckSeverity.WARN, HEALTH_DISPATCH: dg.AssetCheckSeverity.ERROR}
 
 
 def refused(what: str, exc: Exception) -> dg.Failure:
@@ -98,59 +63,110 @@ def refused(what: str, exc: Exception) -> dg.Failure:
     return dg.Failure(description=f"{what}: {exc}", allow_retries=False)
 
 
-def current_mission(context: dg.AssetExecutionContext) -> str:
-    """The run's mission tag, else the newest plan's mission."""
+def newest_plan(instance: dg.DagsterInstance) -> str | None:
+    event = instance.get_latest_materialization_event(PLAN_KEY)
+    if event is None or event.asset_materialization is None:
+        return None
+    return str(event.asset_materialization.metadata["mission"].value)
+
+
+def current_mission(context: dg.AssetExecutionContext, keys: list[str] | None = None) -> str:
+    """The run's mission tag; else the mission that owns `keys`, tagged on the run from here on."""
     tagged = context.run.tags.get(MISSION_TAG)
     if tagged:
         return tagged
-    event = context.instance.get_latest_materialization_event(PLAN_KEY)
-    if event is None or event.asset_materialization is None:
-        raise dg.Failure("no mission_plan has been materialized: plan a mission first", allow_retries=False)
-    return event.asset_materialization.metadata["mission"].value
+    instance = context.instance
+    try:
+        owner = owning_mission(keys or [], condemned_by(instance, keys) if keys else {}, newest_plan(instance))
+    except MissionAmbiguous as exc:
+        raise dg.Failure(description=str(exc), allow_retries=False) from exc
+    context.log.info(f"run not tagged {MISSION_TAG}: mission {owner.mission}, {owner.why}")
+    # Filtering runs by mission in the UI, and the sensors, find it from now on.
+    instance.add_run_tags(context.run.run_id, {MISSION_TAG: owner.mission})
+    return owner.mission
 
 
-def retire_superseded(instance: dg.DagsterInstance, keys: list[str]) -> list[str]:
-    """Drop partition keys that a new plan supersedes (a partial tip that has grown)."""
-    new = [parse_key(k) for k in keys]
-    gone = []
-    for old in instance.get_dynamic_partitions(ledger_ranges_partitions_def.name):
-        if old in keys:
-            continue
-        r = parse_key(old)
-        if any(n.first <= r.last and r.first <= n.last for n in new):
-            gone.append(old)
+def retire_superseded(context: dg.AssetExecutionContext, gone: list[str], keys: list[str], mission: str) -> list[str]:
+    """Retire partitions a new plan supersedes (e.g. a partial tip that has grown); returns those deleted.
+
+    A partition with history (another mission materialized, failed or condemned it) is
+    kept and marked superseded, so its history stays in the UI; one without is deleted.
+    """
+    kept = has_history(context.instance, gone)
     for k in gone:
-        instance.delete_dynamic_partition(ledger_ranges_partitions_def.name, k)
-    return gone
+        if k not in kept:
+            context.instance.delete_dynamic_partition(ledger_ranges_partitions_def.name, k)
+            continue
+        r = parse_key(k)
+        by = [n for n in keys if parse_key(n).first <= r.last and r.first <= parse_key(n).last]
+        context.log_event(
+            dg.AssetObservation(
+                asset_key=RANGE_KEY,
+                partition=k,
+                metadata={"kind": SUPERSEDED, "mission": mission, "superseded_by": dg.MetadataValue.json(by)},
+            )
+        )
+    return [k for k in gone if k not in kept]
 
 
-@dg.asset(group_name="mission", kinds={"parquet"})
-def mission_plan(
+def plan_mission(
     context: dg.AssetExecutionContext, config: MissionPlanConfig, catchup: CatchupResource
 ) -> dg.MaterializeResult:
-    """The mission's ranges in dispatch order, each sized from the previous profile."""
+    instance = context.instance
     try:
         cfg = config.to_mission(catchup)
         prepared = prepare(cfg)
+        existing = instance.get_dynamic_partitions(ledger_ranges_partitions_def.name)
+        marked = {k for k, (kind, _) in latest_marks(instance, existing).items() if kind == SUPERSEDED}
+        gone = superseded([k for k in existing if k not in marked], prepared.keys)
+        check_limits(config, catchup.mission_defaults, len(existing) - len(marked), len(gone))
     except ProfileUnavailable as exc:
         hint = ValueError(f"{exc}; to run the mission unprofiled, leave previous_profile empty")
         raise refused("mission_plan config refused", hint) from exc
     except (ValueError, ProfileRefused) as exc:
         raise refused("mission_plan config refused", exc) from exc
+    if MISSION_TAG not in context.run.tags:  # launched from the UI: filtering runs by mission finds it
+        instance.add_run_tags(context.run.run_id, {MISSION_TAG: cfg.mission})
     store = Store(cfg.storage_root)
     plan_url = write_table(store, f"{cfg.mission}/{PLAN_FILE}", prepared.plan)
     save_mission(store, cfg, prepared.previous)
-    instance = context.instance
-    retired = retire_superseded(instance, prepared.keys)
-    existing = set(instance.get_dynamic_partitions(ledger_ranges_partitions_def.name))
+    deleted = retire_superseded(context, gone, prepared.keys, cfg.mission)
+    present = set(instance.get_dynamic_partitions(ledger_ranges_partitions_def.name))
     # Ascending and once: a run covers a contiguous span in insertion order.
-    new_keys = sorted(k for k in prepared.keys if k not in existing)
+    new_keys = sorted(k for k in prepared.keys if k not in present)
     instance.add_dynamic_partitions(ledger_ranges_partitions_def.name, new_keys)
     if prepared.previous.warning:
         context.log.warning(prepared.previous.warning)
     return dg.MaterializeResult(
-        metadata=plan_metadata(cfg, prepared, plan_url, new_keys, retired, forecast_mission(prepared)),
+        metadata=plan_metadata(
+            cfg, prepared, plan_url, new_keys, gone, deleted, forecast_mission(prepared), catchup.scale_note()
+        ),
     )
+
+
+def build_mission_plan(config_class: type[MissionPlanConfig]) -> dg.AssetsDefinition:
+    """The mission_plan asset taking `config_class` (MissionPlanConfig with a deployment's defaults)."""
+
+    @dg.asset(name="mission_plan", group_name="mission", kinds={"parquet"})
+    def mission_plan(
+        context: dg.AssetExecutionContext, config: config_class, catchup: CatchupResource
+    ) -> dg.MaterializeResult:
+        """The mission's ranges in dispatch order, each sized from the previous profile."""
+        return plan_mission(context, config, catchup)
+
+    return mission_plan
+
+
+mission_plan = build_mission_plan(MissionPlanConfig)
+
+
+def skip_superseded(context: dg.AssetExecutionContext, keys: list[str], on_grid: set[str]) -> list[str]:
+    """`keys` without the partitions a later plan superseded (kept for their history, not to run)."""
+    marks = latest_marks(context.instance, [k for k in keys if k not in on_grid])
+    gone = sorted(k for k, (kind, _) in marks.items() if kind == SUPERSEDED)
+    if gone:
+        context.log.warning(f"{len(gone)} ranges superseded by a later plan are not run: {', '.join(gone[:10])}")
+    return [k for k in keys if k not in set(gone)]
 
 
 @dg.asset(
@@ -160,18 +176,37 @@ def mission_plan(
     deps=[mission_plan],
     output_required=False,
     retry_policy=dg.RetryPolicy(max_retries=3, delay=5),
+    check_specs=[
+        dg.AssetCheckSpec(
+            HEALTH_STALL,
+            asset="range_catchup",
+            description="Z4: a range completes within stall_seconds, or some attempt in flight is on time",
+        ),
+        dg.AssetCheckSpec(
+            HEALTH_DISPATCH,
+            asset="range_catchup",
+            description="new attempts are dispatched (not stopped by the circuit breaker or a full backend)",
+        ),
+    ],
 )
-def range_catchup(context: dg.AssetExecutionContext, catchup: CatchupResource) -> Iterator[dg.Output]:
+def range_catchup(context: dg.AssetExecutionContext, catchup: CatchupResource) -> Iterator[dg.AssetCheckResult]:
     """Each ledger range caught up by stellar-core; one run drives every range it was given."""
-    mission = current_mission(context)
     keys = list(context.partition_keys)
     try:
         for k in keys:
             parse_key(k)
+    except RangeKeyError as exc:
+        raise refused("range_catchup refused", exc) from exc
+    mission = current_mission(context, keys)
+    try:
         cfg = load_mission(Store(catchup.root()), mission, **policies(catchup))
         # A new run over condemned ranges is an operator's retry; a step retry
         # or an automatic run retry of a dead dispatcher is not (it would loop).
         fresh = context.retry_number == 0 and "dagster/retry_number" not in context.run.tags
+        keys = skip_superseded(context, keys, {r.key for r in plan_ranges(cfg.span)})
+        if not keys:
+            yield from (dg.AssetCheckResult(check_name=c, passed=True) for c in (HEALTH_STALL, HEALTH_DISPATCH))
+            return
         prepared = prepare(cfg, keys)
     except (ValueError, RangeKeyError, ProfileRefused) as exc:
         raise refused(f"range_catchup of mission {mission} refused", exc) from exc
@@ -196,6 +231,20 @@ def range_catchup(context: dg.AssetExecutionContext, catchup: CatchupResource) -
                 )
             )
 
+    def on_health(check: str, passed: bool, why: str) -> None:
+        # As it happens, not at the end: the check shows a stalled or blocked mission while it runs.
+        seen[check] = (passed, why)
+        context.log_event(
+            dg.AssetCheckEvaluation(
+                asset_key=context.asset_key,
+                check_name=check,
+                passed=passed,
+                severity=HEALTH_SEVERITY[check],
+                metadata={"mission": mission, "why": why},
+            )
+        )
+
+    seen: dict[str, tuple[bool, str]] = {}
     backend = catchup.backend_for(mission)
     try:
         result = run_mission(
@@ -203,6 +252,7 @@ def range_catchup(context: dg.AssetExecutionContext, catchup: CatchupResource) -
             backend,
             on_status=lambda s: context.log.info(s.line()),
             on_result=on_result,
+            on_health=on_health,
             write_plan=False,
             reset_condemned=fresh,
             holder=context.run.run_id,  # a retried step of this run takes its own claims back
@@ -216,6 +266,11 @@ def range_catchup(context: dg.AssetExecutionContext, catchup: CatchupResource) -
             description=f"run terminated: in-flight attempts stopped (still alive after the grace: {left})",
             allow_retries=False,
         ) from None
+    for check in (HEALTH_STALL, HEALTH_DISPATCH):  # the run's last word on each, whatever it was
+        passed, why = seen.get(check, (True, "no alert in this run"))
+        yield dg.AssetCheckResult(
+            check_name=check, passed=passed, severity=HEALTH_SEVERITY[check], metadata={"mission": mission, "why": why}
+        )
     unfinished = {k: r.reason for k, r in result.results.items() if r.status is not RangeStatus.DONE}
     if unfinished:
         # After draining every range it could (L9): name each one and why.

@@ -96,6 +96,15 @@ class DemoSettings:
             disruption_rate=self.disruption_rate,
             poll_seconds=self.poll_seconds,
             status_every=max(1, round(5 / self.poll_seconds)),  # a status line in the run's log every ~5 s
+            # What the UI's launchpad offers for mission_plan: this demo's grid, not production's.
+            mission_defaults=dict(
+                first_ledger=self.span().first_ledger,
+                last_ledger=self.span().last_ledger,
+                ledgers_per_range=self.span().ledgers_per_range,
+                overlap=self.span().overlap,
+                parallelism=self.parallelism,
+                max_parallelism=self.parallelism,
+            ),
         )
 
     def plan_config(self, mission: str, previous_profile: str | None, order: str) -> dict[str, Any]:

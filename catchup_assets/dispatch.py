@@ -155,6 +155,11 @@ class Status:
         return s
 
 
+# The checks on the mission's health the dispatcher reports as they change (see Dispatcher.on_health).
+HEALTH_STALL = "not_stalled"
+HEALTH_DISPATCH = "dispatching"
+
+
 @dataclass
 class MissionResult:
     results: dict[str, RangeResult]
@@ -189,6 +194,7 @@ class Dispatcher:
         clock: Clock | None = None,
         on_status: Callable[[Status], None] | None = None,
         on_result: Callable[[RangeResult, bool], None] | None = None,
+        on_health: Callable[[str, bool, str], None] | None = None,
     ):
         self.cfg = config
         self.backend = backend
@@ -198,6 +204,8 @@ class Dispatcher:
         self.name = config.mission.mission
         self.on_status = on_status or (lambda s: log.info("mission %s: %s", self.name, s.line()))
         self.on_result = on_result or (lambda r, already: None)
+        # The mission's health as it changes: (HEALTH_STALL or HEALTH_DISPATCH, passed, why).
+        self.on_health = on_health or (lambda check, passed, why: None)
         self.by_key = {r.key: r for r in config.ranges}
         self.passes = 0
         self._stop = False
@@ -366,8 +374,7 @@ class Dispatcher:
                     log.warning("submit of %s a%d deferred: %s", key, attempt, exc)
                     break
                 except DispatchBlocked as exc:
-                    self._blocked = str(exc)
-                    log.error("mission %s: new dispatches stopped: %s", self.name, exc)
+                    self._block(f"new dispatches stopped: {exc}")
                     break
                 submitted += 1
         status = self._status(len(live_keys) + submitted, len(queue) - submitted, live_total, mine)
@@ -610,8 +617,14 @@ class Dispatcher:
             f"circuit breaker: {len(self._streak)} attempts in a row failed the same way ({self._streak_sig}); "
             f"ranges {', '.join(keys)} keep their budgets; new dispatches stopped"
         )
+        self._block(cause)
+
+    def _block(self, cause: str) -> None:
+        """Stop new dispatches for the rest of this run; live attempts run on."""
         log.error("mission %s: %s", self.name, cause)
-        self._blocked = self._blocked or cause
+        if self._blocked is None:
+            self._blocked = cause
+            self.on_health(HEALTH_DISPATCH, False, cause)
 
     def _release(self, st: AttemptState) -> None:
         try:
@@ -654,15 +667,13 @@ class Dispatcher:
         # hours without a completion are normal while every range running is a long one.
         is_stall = bool(running) and stalled > self.mission.stall_seconds and len(overdue) == len(running)
         if is_stall and not self._stall_warned:
-            log.error(
-                "mission %s: stalled: no range completed for %.0f s and all %d in flight are overdue (Z4)",
-                self.name,
-                stalled,
-                len(running),
-            )
+            why = f"stalled: no range completed for {stalled:.0f} s and all {len(running)} in flight are overdue (Z4)"
+            log.error("mission %s: %s", self.name, why)
             self._stall_warned = True
-        elif not is_stall:
+            self.on_health(HEALTH_STALL, False, why)
+        elif not is_stall and self._stall_warned:
             self._stall_warned = False
+            self.on_health(HEALTH_STALL, True, "a range completed, or attempts in flight are on time again")
         return Status(
             self.passes,
             completed,

@@ -123,10 +123,15 @@ def definitions_with(**catchup: Any) -> dg.Definitions:
 
 def definitions_for(catchup: CatchupResource) -> dg.Definitions:
     """The project's definitions with `catchup` (a CatchupResource or a subclass) as the resource."""
+    from catchup_assets.assets import PLAN_KEY, build_mission_plan
     from catchup_assets.definitions import defs as base
+    from catchup_assets.launchpad import mission_plan_config
 
+    # The launchpad pre-fills mission_plan with this deployment's defaults, not production's.
+    plan = build_mission_plan(mission_plan_config(catchup.mission_defaults))
+    assets = [plan if isinstance(a, dg.AssetsDefinition) and a.key == PLAN_KEY else a for a in base.assets or []]
     return dg.Definitions(
-        assets=base.assets,
+        assets=assets,
         asset_checks=base.asset_checks,
         jobs=base.jobs,
         sensors=base.sensors,

@@ -15,6 +15,8 @@ from typing import Any
 
 import dagster as dg
 
+from catchup_assets.forecast import significant
+
 MiB = 1024**2
 GiB = 1024**3
 PREVIEW_ROWS = 12
@@ -38,12 +40,27 @@ def _figure(nrows: int = 1):
     return plt.subplots(nrows, 1, figsize=(8, 2.6 * nrows), squeeze=False)
 
 
+def mib(n: int | float | None) -> float | None:
+    """Bytes as MiB, to a tenth: a range's memory reads as what the sizing asked for."""
+    return None if n is None else round(n / MiB, 1)
+
+
+def gib(n: int | float | None) -> float | None:
+    return None if n is None else significant(n / GiB)
+
+
+def _in_mib(rows: Sequence[dict[str, Any]], fields: Sequence[str]) -> list[dict[str, Any]]:
+    """Rows with each `*_bytes` field of `fields` as `*_mib`, for a preview table."""
+    return [{**r, **{f[: -len("_bytes")] + "_mib": mib(r.get(f)) for f in fields}} for r in rows]
+
+
 def markdown_table(
     rows: Sequence[dict[str, Any]], columns: Sequence[str], limit: int = PREVIEW_ROWS
 ) -> dg.MetadataValue:
     def cell(v: Any) -> str:
         if isinstance(v, float):
-            return f"{v:,.1f}"
+            # Three significant digits: 0.0087 h (the demo's scaled-down ranges) does not read as 0.0.
+            return f"{v:,.0f}" if abs(v) >= 1000 else f"{v:.3g}"
         if isinstance(v, int) and not isinstance(v, bool) and abs(v) >= 10_000:
             return f"{v:,}"
         return "" if v is None else str(v)
@@ -57,7 +74,7 @@ def markdown_table(
 
 def forecast_metadata(cfg, forecasts) -> dict[str, Any]:
     """The planner's prediction at the configured parallelism, and the what-if table."""
-    from catchup_assets.forecast import forecast_rows, significant
+    from catchup_assets.forecast import forecast_rows
 
     mine = next((f for f in forecasts if f.slots == cfg.parallelism), None)
     if mine is None:
@@ -73,30 +90,45 @@ def forecast_metadata(cfg, forecasts) -> dict[str, Any]:
 
 
 def plan_metadata(
-    cfg, prepared, plan_url: str, new_keys: list[str], retired: list[str], forecasts=()
+    cfg,
+    prepared,
+    plan_url: str,
+    new_keys: list[str],
+    superseded: list[str],
+    deleted: list[str],
+    forecasts=(),
+    scale: str | None = None,
 ) -> dict[str, Any]:
     rows = prepared.plan.to_pylist()
     tiers = Counter(r["tier"] for r in rows)
     predicted = [r["predicted_seconds"] for r in rows if r["predicted_seconds"] is not None]
-    return {
+    meta: dict[str, Any] = {
         "mission": cfg.mission,
         "plan_path": dg.MetadataValue.path(plan_url),
         "ranges": len(rows),
         "first_ledger": cfg.span.first_ledger,
         "last_ledger": cfg.span.last_ledger,
+        "ledgers_per_range": cfg.span.ledgers_per_range,
         "order": cfg.order,
         "parallelism": cfg.parallelism,
         "profiled_ranges": sum(1 for r in rows if r["profiled"]),
         "previous_profile": prepared.previous.source or "",
         "ranges_per_tier": dg.MetadataValue.json(dict(sorted(tiers.items()))),
-        "predicted_work_hours": sum(predicted) / 3600,
+        "memory_requested_gib": gib(sum(r["memory_request_bytes"] or 0 for r in rows)),
+        "predicted_work_hours": significant(sum(predicted) / 3600),
         "new_partitions": len(new_keys),
-        "retired_partitions": dg.MetadataValue.json(retired),
+        # Superseded partitions with history stay, marked; only those never run are deleted.
+        "superseded_partitions": dg.MetadataValue.json(superseded),
+        "deleted_partitions": dg.MetadataValue.json(deleted),
         **forecast_metadata(cfg, forecasts),
         "preview": markdown_table(
-            rows, ["dispatch_rank", "range_key", "catchup", "tier", "memory_request_bytes", "predicted_seconds"]
+            _in_mib(rows, ["memory_request_bytes"]),
+            ["dispatch_rank", "range_key", "catchup", "tier", "memory_request_mib", "predicted_seconds"],
         ),
     }
+    if scale:
+        meta["scale"] = scale
+    return meta
 
 
 def range_metadata(mission: str, result, adopted: bool) -> dict[str, Any]:
@@ -106,21 +138,18 @@ def range_metadata(mission: str, result, adopted: bool) -> dict[str, Any]:
         "attempts": result.attempts,
         "outcomes": result.outcomes,
         "tier": result.tier or "",
-        "memory_limit_bytes": result.memory_limit_bytes or 0,
+        "memory_limit_mib": mib(result.memory_limit_bytes or 0),
         "recorded_by_earlier_run": adopted,
     }
-    for field in (
-        "seconds",
-        "seconds_estimated",
-        "wall_seconds",
-        "peak_anon_bytes",
-        "peak_working_set_bytes",
-        "peak_ephemeral_bytes",
-        "tx_apply_count",
-        "tx_apply_seconds",
-    ):
+    for field in ("seconds", "wall_seconds", "tx_apply_seconds"):
+        if row.get(field) is not None:
+            meta[field] = round(float(row[field]), 1)
+    for field in ("seconds_estimated", "tx_apply_count"):
         if row.get(field) is not None:
             meta[field] = row[field]
+    for field in ("peak_anon_bytes", "peak_working_set_bytes", "peak_ephemeral_bytes"):
+        if row.get(field) is not None:
+            meta[field[: -len("_bytes")] + "_mib"] = mib(row[field])
     if result.log_path:
         meta["log_path"] = dg.MetadataValue.path(result.log_path)
     return meta
@@ -161,11 +190,12 @@ def failure_metadata(mission: str, result) -> dict[str, Any]:
     """A condemned range's evidence, on its partition: this mission's cause and the log's last lines."""
     meta: dict[str, Any] = {
         "mission": mission,
+        "kind": "condemned",  # catchup_assets.ownership reads it
         "cause": result.reason,
         "attempts": result.attempts,
         "outcomes": result.outcomes,
         "tier": result.tier or "",
-        "memory_limit_bytes": result.memory_limit_bytes or 0,
+        "memory_limit_mib": mib(result.memory_limit_bytes or 0),
     }
     if result.log_path:
         meta["log_path"] = dg.MetadataValue.path(result.log_path)
@@ -203,10 +233,10 @@ def profile_metadata(mission: str, out, plan_keys: set[str], memory_scale: float
         "planned_ranges": len(plan_keys),
         "unmeasured_ranges": len(out.unmeasured),
         "ooms": sum(r["oom_count"] for r in rows),
-        "compute_hours": sum(r["seconds"] or 0 for r in rows) / 3600,
+        "compute_hours": significant(sum(r["seconds"] or 0 for r in rows) / 3600),
         "preview": markdown_table(
-            sorted(rows, key=lambda r: -(r["seconds"] or 0)),
-            ["range_key", "peak_anon_bytes", "peak_working_set_bytes", "seconds", "attempts", "outcomes"],
+            _in_mib(sorted(rows, key=lambda r: -(r["seconds"] or 0)), ["peak_anon_bytes", "peak_working_set_bytes"]),
+            ["range_key", "peak_anon_mib", "peak_working_set_mib", "seconds", "attempts", "outcomes"],
         ),
     }
     if rows:
@@ -228,8 +258,11 @@ def tier_map_metadata(mission: str, rows: Sequence[dict[str, Any]], url: str, ca
         "tier_map_path": dg.MetadataValue.path(url),
         "ranges": len(rows),
         "ranges_per_tier": dg.MetadataValue.json({n: counts[n] for n in names}),
-        "node_hours": sum(r["node_hours"] or 0 for r in rows),
+        "node_hours": significant(sum(r["node_hours"] or 0 for r in rows)),
         "unprofiled_ranges": sum(1 for r in rows if not r["profiled"]),
         "plot": _png_markdown(fig),
-        "preview": markdown_table(rows, ["range_key", "tier", "memory_request_bytes", "seconds", "node_hours"]),
+        "preview": markdown_table(
+            _in_mib(rows, ["memory_request_bytes"]),
+            ["range_key", "tier", "memory_request_mib", "seconds", "node_hours"],
+        ),
     }

@@ -105,6 +105,7 @@ def run_mission(
     clock: Clock | None = None,
     on_status: Callable[[Status], None] | None = None,
     on_result: Callable[[RangeResult, bool], None] | None = None,
+    on_health: Callable[[str, bool, str], None] | None = None,
     write_plan: bool = True,
     reset_condemned: bool = False,
     holder: str | None = None,
@@ -117,7 +118,13 @@ def run_mission(
         cfg, prepared.ordered, prepared.previous.index, reset_condemned=reset_condemned, holder=holder
     )
     dispatcher = Dispatcher(
-        dispatch_cfg, backend, RecordStore(store, cfg.mission), clock=clock, on_status=on_status, on_result=on_result
+        dispatch_cfg,
+        backend,
+        RecordStore(store, cfg.mission),
+        clock=clock,
+        on_status=on_status,
+        on_result=on_result,
+        on_health=on_health,
     )
     return dispatcher.run()
 

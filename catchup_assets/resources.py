@@ -19,8 +19,9 @@ from pydantic import Field, model_validator
 from catchup_assets.backends.base import Backend
 from catchup_assets.backends.kubernetes.settings import K8sSettings
 from catchup_assets.backends.kubernetes.stats import KubeletAccess
-from catchup_assets.config import MissionConfig
+from catchup_assets.config import DEFAULT_PARALLELISM, MissionConfig
 from catchup_assets.outcomes import RetryPolicy
+from catchup_assets.ranges import DEFAULT_LEDGERS_PER_RANGE, DEFAULT_OVERLAP, MissionSpan
 from catchup_assets.sizing import GiB, MemoryLadder, Placement, SizingPolicy, Tier, Tiers
 
 
@@ -107,6 +108,34 @@ class TolerationConfig(_Strict):
 
     def spec(self) -> dict:
         return {k: v for k, v in self.model_dump().items() if v not in ("", None)}
+
+
+class MissionDefaultsConfig(_Strict):
+    """What the launchpad offers for mission_plan in this deployment, and the limits no plan passes."""
+
+    first_ledger: int = Field(default=1, ge=1)
+    last_ledger: int = Field(default=0, ge=0, description="the tip; 0: no default, the launchpad asks for it")
+    ledgers_per_range: int = Field(default=DEFAULT_LEDGERS_PER_RANGE, gt=0)
+    overlap: int = Field(default=DEFAULT_OVERLAP, ge=0)
+    order: Literal["tip-first", "oldest-first", "longest-first"] = "tip-first"
+    parallelism: int = Field(default=DEFAULT_PARALLELISM, ge=1, description="attempts in flight per mission")
+    max_parallelism: int = Field(
+        default=2 * DEFAULT_PARALLELISM, ge=1, description="a plan asking for more attempts in flight is refused"
+    )
+    max_retire_share: float = Field(
+        default=0.05,
+        ge=0,
+        le=1,
+        description="a plan that would retire more than this share of the existing partitions is refused",
+    )
+
+    @model_validator(mode="after")
+    def _check(self):
+        if self.parallelism > self.max_parallelism:
+            raise ValueError(f"parallelism ({self.parallelism}) must be <= max_parallelism ({self.max_parallelism})")
+        if self.last_ledger:
+            MissionSpan(self.first_ledger, self.last_ledger, self.ledgers_per_range, self.overlap)
+        return self
 
 
 class KubernetesConfig(_Strict):
@@ -237,6 +266,9 @@ class CatchupResource(dg.ConfigurableResource):
         description="identical failures in a row that pause dispatch, budgets unspent; 0: off",
     )
     retry: RetryConfig = Field(default_factory=RetryConfig, description="retry budgets per outcome class (L5)")
+    mission_defaults: MissionDefaultsConfig = Field(
+        default_factory=MissionDefaultsConfig, description="the launchpad's mission_plan defaults and their caps"
+    )
     profile_timeout_seconds: float = Field(
         default=_MISSION["profile_timeout_seconds"], description="connect and total, previous profile over http(s)"
     )
@@ -290,6 +322,18 @@ class CatchupResource(dg.ConfigurableResource):
         sizing = _policy_of(SizingPolicy, self.sizing)
         ladder = _policy_of(MemoryLadder, self.ladder)
         return Placement(tiers, sizing, ladder).scaled(self.memory_scale)
+
+    def scale_note(self) -> str | None:
+        """What a scaled-down deployment (the demo) does to the numbers an operator reads; None at full scale."""
+        parts = []
+        if self.memory_scale != 1:
+            parts.append(
+                f"memory x{self.memory_scale:.3g}: each MiB requested here stands for "
+                f"{1 / self.memory_scale:.4g} MiB in production"
+            )
+        if self.backend == "local" and not self.stellar_core:
+            parts.append(f"a simulated stellar-core at {self.sim_speed:,.0f}x speed: seconds are simulated ledger time")
+        return "; ".join(parts) or None
 
     def sim_env(self) -> dict[str, str]:
         return {

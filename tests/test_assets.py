@@ -76,7 +76,7 @@ def test_range_materialization_carries_the_range_measurements(instance):
     assert run_ranges(instance, keys, "m1").success
     meta = instance.fetch_materializations(RANGE, limit=5).records[0].asset_materialization.metadata
     assert meta["attempts"].value >= 1 and meta["outcomes"].value.endswith("ok")
-    assert meta["tier"].value == "nebula" and meta["peak_anon_bytes"].value > 0
+    assert meta["tier"].value == "nebula" and meta["peak_anon_mib"].value > 0
     assert meta["seconds"].value > 0 and meta["log_path"].value.endswith(".log.gz")
 
 
@@ -257,3 +257,46 @@ def test_the_log_tail_is_the_last_lines_and_an_unreadable_log_is_said_not_raised
     assert len(tail) == 40 and tail[-2] == "line 999" and len(tail[-1]) == 1000  # a long line cut
     (tmp_path / "torn.log.gz").write_bytes(b"not gzip")
     assert log_tail(str(tmp_path / "torn.log.gz")).startswith(f"(log {tmp_path / 'torn.log.gz'} not readable")
+
+
+def health_evaluations(inst, run_id) -> list[tuple[str, bool, str]]:
+    """The range_catchup checks a run evaluated, in order, as the instance holds them."""
+    out = []
+    for e in inst.all_logs(run_id, of_type=dg.DagsterEventType.ASSET_CHECK_EVALUATION):
+        ev = e.dagster_event.event_specific_data
+        out.append((ev.check_name, ev.passed, ev.metadata["why"].value))
+    return out
+
+
+def test_Z4_a_stall_and_a_block_are_checks_and_alerts_of_the_run(tmp_path, monkeypatch):
+    """Issue 14 item 2: a stall (Z4) and stopped dispatch show on range_catchup's checks as they
+    happen (failed, then passed once a range completes) and in the run's event log."""
+    import yaml
+
+    monkeypatch.setenv("CATCHUP_STORAGE_ROOT", str(tmp_path / "storage"))
+    logs = yaml.safe_load((ROOT / "dagster.yaml").read_text())["python_logs"]
+    (tmp_path / "home").mkdir()
+    with dg.instance_for_test(temp_dir=str(tmp_path / "home"), overrides={"python_logs": logs}) as inst:
+        assert plan(inst, "m1", 2).success
+        keys = inst.get_dynamic_partitions("ledger_ranges")
+        # Unprofiled ranges that take a few seconds against a 0.5 s floor: both overdue, nothing done.
+        slow = run_ranges(inst, keys, "m1", with_resource(stall_seconds=0.5, sim_speed=60_000))
+        assert slow.success, failure_text(slow)
+        stall = [
+            (passed, why) for check, passed, why in health_evaluations(inst, slow.run_id) if check == "not_stalled"
+        ]
+        assert stall[0][0] is False and "no range completed for" in stall[0][1] and "all 2 in flight" in stall[0][1]
+        assert stall[-1][0] is True  # a range completed: the run's last word is healthy
+        alerts = [e.user_message for e in inst.all_logs(slow.run_id) if e.level >= logging.WARNING]
+        assert any("mission m1: stalled: no range completed" in m for m in alerts)
+
+        assert plan(inst, "m2", 3, first_range=2).success
+        keys = inst.get_dynamic_partitions("ledger_ranges")[2:]
+        broken = with_resource(breaker_attempts=2, sim_fail_targets=[int(k[-10:]) for k in keys])
+        blocked = run_ranges(inst, keys, "m2", broken)
+        assert not blocked.success
+        dispatch = [(p, why) for check, p, why in health_evaluations(inst, blocked.run_id) if check == "dispatching"]
+        assert dispatch[0][0] is False and dispatch[0][1].startswith("circuit breaker: 2 attempts in a row")
+        assert dispatch[-1][0] is False
+        alerts = [e.user_message for e in inst.all_logs(blocked.run_id) if e.level >= logging.WARNING]
+        assert any("mission m2: circuit breaker" in m for m in alerts)

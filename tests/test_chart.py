@@ -133,6 +133,8 @@ def test_configmap_carries_entrypoint_core_config_and_values(chart):
             "storageMode": "ephemeral",
             "storageRoot": "s3://bucket/run-42",
             "parallelism": 77,
+            "maxParallelism": 1500,
+            "maxRetireShare": 0.01,
             "retry": {"environmental": 3, "oom_rungs": 2, "ordinary": 1, "failed": 0},
             "tiers": [{"name": "small", "memoryCutGib": 3, "nodeMemoryGib": 4, "cpu": 1}],
             "workerImage": {"repository": "stellar/stellar-core", "tag": "23.0.1"},
@@ -149,8 +151,14 @@ def test_configmap_carries_entrypoint_core_config_and_values(chart):
     assert "parallelism" not in unset["ops"]["mission_plan"]["config"]
     cfg = run_config["resources"]["catchup"]["config"]
     assert cfg["storage_root"] == "s3://bucket/run-42"
+    from catchup_assets.launchpad import mission_plan_config
     from catchup_assets.outcomes import RetryPolicy
     from catchup_assets.resources import CatchupResource
+
+    # The launchpad of this deployment offers its parallelism, and a plan past its caps is refused.
+    defaults = CatchupResource(**cfg).mission_defaults
+    assert (defaults.parallelism, defaults.max_parallelism, defaults.max_retire_share) == (77, 1500, 0.01)
+    assert mission_plan_config(defaults)(last_ledger=64).parallelism == 77
 
     assert CatchupResource(**cfg).retry_policy() == RetryPolicy(environmental=3, oom_rungs=2, ordinary=1, failed=0)
     assert cfg["tiers"] == [{"name": "small", "memory_cut_gib": 3, "node_memory_gib": 4, "cpu": 1}]
@@ -309,6 +317,7 @@ def test_the_range_pods_placement_is_settable_from_values(chart):
         ({"image": {"tag": "1.2.3@sha256"}}, "/image/tag"),
         ({"workerImage": {"tag": "latest"}}, "/workerImage/tag"),
         ({"parallelism": 0}, "/parallelism"),
+        ({"maxRetireShare": 1.5}, "/maxRetireShare"),
         ({"tiers": [{"name": "Big Tier", "memoryCutGib": 1, "nodeMemoryGib": 2, "cpu": 1}]}, "/tiers/0/name"),
         ({"tiers": [{"name": "t", "memoryCutGib": -1, "nodeMemoryGib": 2, "cpu": 1}]}, "/tiers/0/memoryCutGib"),
         ({"pvcSize": "lots"}, "/pvcSize"),

@@ -84,7 +84,7 @@ def test_instance_holds_the_runs_and_every_range_partition_materialized(demo):
                 meta = r.asset_materialization.metadata
                 assert meta["attempts"].value >= 1
                 assert meta["tier"].value
-                assert meta["peak_anon_bytes"].value > 0
+                assert meta["peak_anon_mib"].value > 0
         profiles = instance.fetch_materializations(dg.AssetKey("range_profile"), limit=10).records
         assert {r.asset_materialization.metadata["mission"].value for r in profiles} == set(missions)
 

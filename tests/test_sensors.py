@@ -38,6 +38,8 @@ def env(tmp_path):
             sim_speed=300000,
             poll_seconds=0.2,
             status_every=5,
+            # Three-range plans whose tip grows: one superseded partition is a third of them.
+            mission_defaults={"max_retire_share": 1.0},
         )
     }
     defs = dg.Definitions(

@@ -120,8 +120,15 @@ not the release's namespace, which holds Dagster's Secrets (values.yaml, mission
 {{- $tolerations = append $tolerations $t -}}
 {{- end -}}
 {{- $_ := set $k8s "extra_tolerations" $tolerations -}}
+{{- /* The launchpad's mission_plan defaults and the caps a plan may not pass (MissionDefaultsConfig). */ -}}
+{{- $missionDefaults := dict -}}
+{{- range $key, $field := dict "parallelism" "parallelism" "maxParallelism" "max_parallelism" "maxRetireShare" "max_retire_share" -}}
+{{- $v := index $.Values $key -}}
+{{- if not (kindIs "invalid" $v) }}{{- $_ := set $missionDefaults $field $v -}}{{- end -}}
+{{- end -}}
 {{- $catchup := dict
   "storage_root" .Values.storageRoot
+  "mission_defaults" $missionDefaults
   "work_dir" .Values.workDir
   "backend" "kubernetes"
   "kubernetes" $k8s
