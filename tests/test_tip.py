@@ -13,6 +13,7 @@ import time
 import pytest
 
 from catchup_assets.ranges import MAX_LEDGER, MissionSpan, plan_ranges
+from catchup_assets.resources import CatchupResource
 from catchup_assets.tip import (
     MAX_HAS_BYTES,
     Tip,
@@ -76,10 +77,25 @@ def test_L38_a_tip_source_is_nothing_a_ledger_or_an_archive(spec, expected):
      "file:///srv/archive", "http://", "http://user:secret@archive/", "http://archive/?x=1", "http://archive:99999/",
      "http://archive/a b"],
 )  # fmt: skip
-def test_L38_a_malformed_tip_source_is_refused_naming_the_field(spec):
+def test_L38_a_malformed_tip_source_is_refused_at_load_naming_the_field(spec):
     with pytest.raises(ValueError, match="tip_source") as e:
         parse_tip_source(spec)
     assert "secret" not in str(e.value)  # the refusal is logged: it does not repeat a password
+    with pytest.raises(Exception, match="tip_source"):
+        CatchupResource(tip_source=spec)
+
+
+def test_L38_the_resource_has_no_tip_source_unless_one_is_set():
+    assert CatchupResource().tip_source_spec() is None  # the previous mission's span, as before
+    resource = CatchupResource(tip_source="https://archive/a/", tip_timeout_seconds=3)
+    assert resource.tip_source_spec() == TipSource(archive="https://archive/a" + WELL_KNOWN)
+    assert resource.tip_timeout_seconds == 3
+
+
+@pytest.mark.parametrize("value", [0, -1, float("inf")])
+def test_L38_a_bad_tip_timeout_is_refused_at_load_naming_the_field(value):
+    with pytest.raises(Exception, match="tip_timeout_seconds"):
+        CatchupResource(tip_timeout_seconds=value)
 
 
 def test_L38_a_fixed_ledger_is_the_tip_without_asking_anyone():
