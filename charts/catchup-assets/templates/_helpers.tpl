@@ -120,6 +120,9 @@ not the release's namespace, which holds Dagster's Secrets (values.yaml, mission
 {{- $tolerations = append $tolerations $t -}}
 {{- end -}}
 {{- $_ := set $k8s "extra_tolerations" $tolerations -}}
+{{- /* A ledger number may be given as a number (`--set tipSource=60000000`): the resource takes a string. */ -}}
+{{- $tip := .Values.tipSource | default "" -}}
+{{- if not (kindIs "string" $tip) }}{{- $tip = $tip | int64 | toString -}}{{- end -}}
 {{- $catchup := dict
   "storage_root" .Values.storageRoot
   "work_dir" .Values.workDir
@@ -131,7 +134,9 @@ not the release's namespace, which holds Dagster's Secrets (values.yaml, mission
   "tiers" $tiers
   "unprofiled_tier" (include "catchup.tierConfig" .Values.unprofiledTier | fromJson)
   "no_profile_tier" (include "catchup.tierConfig" .Values.noProfileTier | fromJson)
+  "tip_source" $tip
 -}}
+{{- if not (kindIs "invalid" .Values.tipTimeoutSeconds) }}{{- $_ := set $catchup "tip_timeout_seconds" .Values.tipTimeoutSeconds -}}{{- end -}}
 {{- toJson $catchup -}}
 {{- end -}}
 
