@@ -23,6 +23,7 @@ from catchup_assets.config import DEFAULT_PARALLELISM, MissionConfig
 from catchup_assets.outcomes import RetryPolicy
 from catchup_assets.ranges import DEFAULT_LEDGERS_PER_RANGE, DEFAULT_OVERLAP, MissionSpan
 from catchup_assets.sizing import GiB, MemoryLadder, Placement, SizingPolicy, Tier, Tiers
+from catchup_assets.tip import TIP_TIMEOUT_SECONDS, TipSource, parse_tip_source
 
 
 def mission_seed(seed: int, mission: str) -> int:
@@ -273,6 +274,17 @@ class CatchupResource(dg.ConfigurableResource):
         default=_MISSION["profile_timeout_seconds"], description="connect and total, previous profile over http(s)"
     )
     ladder: LadderConfig = Field(default_factory=LadderConfig, description="the OOM memory ladder (L6)")
+    # Where next_mission_sensor's next mission ends (L38).
+    tip_source: str = Field(
+        default="",
+        description="the next mission's last ledger: empty, the previous mission's; a ledger number; or a history "
+        "archive's http(s) URL, whose .well-known/stellar-history.json currentLedger is read each time",
+    )
+    tip_timeout_seconds: float = Field(
+        default=TIP_TIMEOUT_SECONDS,
+        gt=0,
+        description="connect and each read of the archive's root HAS; the whole read ends within about twice this",
+    )
     # Sizing (L27).
     sizing: SizingConfig = Field(default_factory=SizingConfig, description="sizing from the profile (L27)")
     tiers: list[TierConfig] = Field(default_factory=list, description="the ladder, smallest first; empty: defaults")
@@ -282,6 +294,9 @@ class CatchupResource(dg.ConfigurableResource):
     @model_validator(mode="after")
     def _check(self):
         self.placement()  # an invalid ladder or sizing fails at load, naming the field (L34)
+        self.tip_source_spec()
+        if not self.tip_timeout_seconds < float("inf"):
+            raise ValueError(f"tip_timeout_seconds: must be finite, got {self.tip_timeout_seconds}")
         if self.backend == "kubernetes":
             if self.kubernetes is None:
                 raise ValueError("kubernetes: required when backend is 'kubernetes'")
@@ -307,6 +322,10 @@ class CatchupResource(dg.ConfigurableResource):
         if "://" in root:
             raise ValueError("work_dir: must be set when storage_root is a URL")
         return os.path.join(os.path.dirname(os.path.abspath(root)), "work")
+
+    def tip_source_spec(self) -> TipSource | None:
+        """Where the tip is read (None: the next mission keeps the previous one's span); refused naming tip_source."""
+        return parse_tip_source(self.tip_source)
 
     def retry_policy(self) -> RetryPolicy:
         return _policy_of(RetryPolicy, self.retry)

@@ -6,7 +6,10 @@
 - `mission_finished_sensor`: each finished (success or failure) run that
   targeted `range_catchup` becomes one `profile_job` run for its mission.
 - `next_mission_sensor` (stopped by default): each new `range_profile` plans the
-  next mission from it, longest ranges first.
+  next mission from it, longest ranges first, up to the tip `CatchupResource.tip_source`
+  gives (a fixed ledger, or an archive's root HAS `currentLedger`; L38), else over the
+  previous mission's span. A tip that cannot be read skips the tick, the cursor held
+  just before that profile, so the next tick tries again.
 
 Cursors are storage ids of the newest event handled (a materialization, or a
 run's success/failure event), so a second evaluation with the returned cursor
@@ -46,9 +49,10 @@ from catchup_assets.assets import (
 )
 from catchup_assets.jobs import mission_plan_job, profile_job, range_catchup_job
 from catchup_assets.mission import MissionConfig, load_mission
-from catchup_assets.ranges import plan_ranges
+from catchup_assets.ranges import MissionSpan, plan_ranges
 from catchup_assets.resources import CatchupResource
 from catchup_assets.storage import Store
+from catchup_assets.tip import Tip, TipUnavailable, read_tip, span_to_tip
 
 CATCHUP_KEY = dg.AssetKey("range_catchup")
 PROFILE_KEY = dg.AssetKey("range_profile")
@@ -225,14 +229,15 @@ def catchup_runs_in_flight(instance: dg.DagsterInstance, mission: str) -> bool:
     return any(targets_range_catchup(instance, r.dagster_run) for r in runs)
 
 
-def next_mission_config(previous: MissionConfig, profile_path: str, name: str) -> dict:
-    """The previous mission's span and parallelism, sized and ordered by its profile."""
+def next_mission_config(previous: MissionConfig, profile_path: str, name: str, span: MissionSpan | None = None) -> dict:
+    """The previous mission's parallelism over `span` (default: its own), sized and ordered by its profile."""
+    span = span or previous.span
     return {
         "mission": name,
-        "first_ledger": previous.span.first_ledger,
-        "last_ledger": previous.span.last_ledger,
-        "ledgers_per_range": previous.span.ledgers_per_range,
-        "overlap": previous.span.overlap,
+        "first_ledger": span.first_ledger,
+        "last_ledger": span.last_ledger,
+        "ledgers_per_range": span.ledgers_per_range,
+        "overlap": span.overlap,
         "order": "longest-first",
         "parallelism": previous.parallelism,
         "previous_profile": profile_path,
@@ -256,8 +261,11 @@ def next_mission_sensor(context: dg.SensorEvaluationContext, catchup: CatchupRes
     instance = context.instance
     newest_per_mission = {meta(r, "mission"): r for r in records}  # ascending: the last one wins
     live = set(instance.get_dynamic_partitions(PARTITIONS))
+    source = catchup.tip_source_spec()
+    tip: Tip | None = None  # read once per tick, when a mission first needs it
     requests, partition_requests = [], []
-    for mission, record in newest_per_mission.items():
+    for record in sorted(newest_per_mission.values(), key=lambda r: r.storage_id):
+        mission = meta(record, "mission")
         # Each of a mission's runs is profiled as it ends; only the last profile covers the mission.
         if catchup_runs_in_flight(instance, mission):
             context.log.info(f"mission {mission} still has runs in flight: its last run's profile plans the next")
@@ -272,8 +280,31 @@ def next_mission_sensor(context: dg.SensorEvaluationContext, catchup: CatchupRes
         except ValueError as exc:
             context.log.warning(f"no next mission from {mission}: {exc}")
             continue
-        config = next_mission_config(previous, meta(record, "profile_path"), name)
-        new_keys = sorted(r.key for r in plan_ranges(previous.span) if r.key not in live)
+        span = previous.span
+        if source is not None:
+            if tip is None:
+                try:
+                    tip = read_tip(source, catchup.tip_timeout_seconds)
+                except TipUnavailable as exc:
+                    # Nothing planned this tick (every plan needs the tip); the cursor stops just
+                    # before this profile, so the next tick reads the tip again and plans from it.
+                    why = f"no next mission from {mission} this tick, the tip is unavailable: {exc}"
+                    context.log.warning(why)
+                    return dg.SensorResult(skip_reason=why, cursor=str(record.storage_id - 1))
+                for note in tip.notes:
+                    context.log.warning(f"tip_source: {note}")
+            if tip.ledger < previous.span.last_ledger:
+                context.log.warning(
+                    f"tip_source {source} gives ledger {tip.ledger}, below where {mission} ended "
+                    f"({previous.span.last_ledger}): the next mission ends there too"
+                )
+            try:
+                span = span_to_tip(previous.span, tip.ledger)
+            except ValueError as exc:
+                context.log.warning(f"no next mission from {mission} up to the tip {tip.ledger}: {exc}")
+                continue
+        config = next_mission_config(previous, meta(record, "profile_path"), name, span)
+        new_keys = sorted(r.key for r in plan_ranges(span) if r.key not in live)
         if new_keys:
             partition_requests.append(dg.AddDynamicPartitionsRequest(PARTITIONS, new_keys))
             live.update(new_keys)

@@ -183,6 +183,31 @@ def test_run_config_is_accepted_by_the_resource(chart):
     assert [t.name for t in res.tiers][:2] == ["dwarf", "subgiant"]
 
 
+@pytest.mark.parametrize(
+    "tip, expected",
+    [
+        ("https://history.stellar.org/prd/core-live/core_live_001", "https://history.stellar.org/prd/core-live/core_live_001"),
+        ("60000000", "60000000"),
+        (60000000, "60000000"),  # `--set tipSource=60000000` gives a number
+        ("", ""),
+    ],
+    ids=["archive", "ledger", "ledger-number", "none"],
+)  # fmt: skip
+def test_L38_the_tip_source_reaches_the_resource(chart, tip, expected):
+    """next_mission_sensor's tip_source and tip_timeout_seconds, from values to the loaded CatchupResource."""
+    from catchup_assets.resources import CatchupResource
+    from catchup_assets.tip import TIP_TIMEOUT_SECONDS
+
+    docs = render(chart, {"tipSource": tip, "tipTimeoutSeconds": 4.5})
+    for cfg in (catchup_json(docs), yaml.safe_load(one(docs, "ConfigMap", LOCATION_CM)["data"]["run-config.yaml"])[
+            "resources"]["catchup"]["config"]):  # fmt: skip
+        resource = CatchupResource(**cfg)
+        assert (resource.tip_source, resource.tip_timeout_seconds) == (expected, 4.5)
+    # Unset: no tip (the previous mission's span), and the project's own timeout.
+    default = CatchupResource(**catchup_json(render(chart)))
+    assert (default.tip_source_spec(), default.tip_timeout_seconds) == (None, TIP_TIMEOUT_SECONDS)
+
+
 def test_deployment_runs_the_code_location_as_non_root(chart):
     docs = render(
         chart,
@@ -331,6 +356,16 @@ def test_the_range_pods_placement_is_settable_from_values(chart):
             "/tiers/0/capacityTypes/0",
         ),
         ({"kubelet": {"caFile": "/ca.crt", "insecureSkipTLSVerify": True}}, "/kubelet"),
+        # L38: what CatchupResource would refuse at load is refused at install.
+        ({"tipSource": "ftp://archive/x"}, "/tipSource"),
+        ({"tipSource": "http://user:secret@archive/"}, "/tipSource"),
+        ({"tipSource": "http://archive/?at=1"}, "/tipSource"),
+        ({"tipSource": "latest"}, "/tipSource"),
+        ({"tipSource": "0"}, "/tipSource"),
+        ({"tipSource": 0}, "/tipSource"),
+        ({"tipSource": 2**32}, "/tipSource"),
+        ({"tipTimeoutSeconds": 0}, "/tipTimeoutSeconds"),
+        ({"tipTimeoutSeconds": "10"}, "/tipTimeoutSeconds"),
     ],
     ids=lambda x: x if isinstance(x, str) else None,
 )

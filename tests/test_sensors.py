@@ -18,10 +18,20 @@ from catchup_assets.sensors import (
     mission_finished_sensor,
     mission_plan_sensor,
     next_mission_sensor,
+    read_plan_keys,
 )
+from history_archive import WELL_KNOWN, HistoryArchive
 
 R = 1_250_048  # a multiple of 64, so a few ranges cover a few million quick simulated ledgers
 SENSORS = [mission_plan_sensor, mission_finished_sensor, next_mission_sensor]
+# Three-range plans whose tip grows: one superseded partition is a third of them (max_retire_share).
+SETTINGS = dict(
+    memory_scale=1 / 200,
+    sim_speed=300000,
+    poll_seconds=0.2,
+    status_every=5,
+    mission_defaults={"max_retire_share": 1.0},
+)
 
 
 def key(i: int, last: int | None = None) -> str:
@@ -31,17 +41,7 @@ def key(i: int, last: int | None = None) -> str:
 
 @pytest.fixture
 def env(tmp_path):
-    resources = {
-        "catchup": CatchupResource(
-            storage_root=str(tmp_path / "storage"),
-            memory_scale=1 / 200,
-            sim_speed=300000,
-            poll_seconds=0.2,
-            status_every=5,
-            # Three-range plans whose tip grows: one superseded partition is a third of them.
-            mission_defaults={"max_retire_share": 1.0},
-        )
-    }
+    resources = {"catchup": CatchupResource(storage_root=str(tmp_path / "storage"), **SETTINGS)}
     defs = dg.Definitions(
         assets=[mission_plan, range_catchup, range_profile, tier_map],
         jobs=[mission_plan_job, range_catchup_job, profile_job],
@@ -231,6 +231,89 @@ def test_the_last_profile_of_a_mission_plans_the_next_mission_once(env):
     # A later profile of m1 (say, after a backfill of failed ranges) starts no second next mission.
     assert run_job(env, "profile_job", tags=profile_request.tags).success
     assert tick(env, next_mission_sensor, data.cursor).skip_message
+
+
+def tick_to_tip(env, tip_source: str, cursor=None, timeout: float = 2.0):
+    """next_mission_sensor with the same storage and `tip_source` configured."""
+    instance, defs, resources = env
+    catchup = CatchupResource(
+        storage_root=resources["catchup"].storage_root, tip_source=tip_source, tip_timeout_seconds=timeout, **SETTINGS
+    )
+    return next_mission_sensor.evaluate_tick(
+        dg.build_sensor_context(instance=instance, cursor=cursor, definitions=defs, resources={"catchup": catchup})
+    )
+
+
+def planned_span(request: dg.RunRequest) -> tuple[int, int]:
+    config = request.run_config["ops"]["mission_plan"]["config"]
+    return config["first_ledger"], config["last_ledger"]
+
+
+def added_keys(data) -> list[str]:
+    return [k for r in data.dynamic_partitions_requests for k in r.partition_keys]
+
+
+@pytest.mark.slow
+def test_L38_the_next_mission_reaches_the_tip_an_archive_publishes(env, monkeypatch):
+    """L38 (issue 14 item 9): the next mission ends at the archive's currentLedger, not where m1 ended;
+    an archive that cannot be read holds the cursor before the profile; complete ranges keep their keys."""
+    monkeypatch.setenv("no_proxy", "127.0.0.1,localhost")
+    instance = env[0]
+    m1_tip = 2 * R + 600_000
+    m1_plan = plan(env, "m1", 1, m1_tip)
+    [catchup_request] = tick(env, mission_plan_sensor).run_requests
+    assert run_job(env, "range_catchup_job", tags=catchup_request.tags).success
+    [profile_request] = tick(env, mission_finished_sensor).run_requests
+    assert run_job(env, "profile_job", tags=profile_request.tags).success
+    profile = latest(instance, dg.AssetKey("range_profile"))
+    assert instance.get_dynamic_partitions("ledger_ranges") == [key(0), key(1), key(2, m1_tip)]
+    # Checkpoint ledgers, (ledger + 1) % 64 == 0: inside range 3, grown within it, then past its end.
+    tip, grown, crossed = 3 * R + 64 * 1000 - 1, 3 * R + 64 * 5000 - 1, 4 * R + 64 * 10 - 1
+
+    with HistoryArchive() as archive:
+        source, has_url = archive.url("/core_live_001"), archive.url("/core_live_001" + WELL_KNOWN)
+        # Nothing published there: no plan, and the cursor stays just before the profile.
+        down = tick_to_tip(env, source)
+        assert not down.run_requests and not down.dynamic_partitions_requests
+        assert has_url in down.skip_message and "HTTP 404" in down.skip_message
+        assert down.cursor == str(profile.storage_id - 1)
+        # An archive slower than tip_timeout_seconds: the same, and the cursor still does not move.
+        archive.routes["/core_live_001" + WELL_KNOWN] = lambda h: archive.stop.wait(10)
+        slow = tick_to_tip(env, source, down.cursor, timeout=0.5)
+        assert not slow.run_requests and "timed out" in slow.skip_message and slow.cursor == down.cursor
+
+        # The archive answers: the next tick plans from the held cursor, up to its tip.
+        archive.serve_tip(tip, "/core_live_001")
+        data = tick_to_tip(env, source, slow.cursor)
+        [request] = data.run_requests
+        assert planned_span(request) == (1, tip)
+        assert request.tags[PREVIOUS_MISSION_TAG] == "m1"
+        # The partition set gets the ranges m1 never had: range 2 whole, and the new tip range.
+        assert added_keys(data) == [key(2), key(3, tip)]
+        assert data.cursor == str(profile.storage_id)
+        assert tick_to_tip(env, source, data.cursor).skip_message  # each profile plans once
+
+        # The tip grows: the complete ranges keep their keys; only the tip range's key changes.
+        archive.serve_tip(grown, "/core_live_001")
+        assert planned_span(tick_to_tip(env, source, slow.cursor).run_requests[0]) == (1, grown)
+        assert added_keys(tick_to_tip(env, source, slow.cursor)) == [key(2), key(3, grown)]
+        archive.serve_tip(crossed, "/core_live_001")
+        assert added_keys(tick_to_tip(env, source, slow.cursor)) == [key(2), key(3), key(4, crossed)]
+
+    # A fixed ledger is the tip; one below where m1 ended leaves m1's end; none keeps m1's span.
+    assert planned_span(tick_to_tip(env, str(tip)).run_requests[0]) == (1, tip)
+    low = tick_to_tip(env, "1000")
+    assert planned_span(low.run_requests[0]) == (1, m1_tip) and not added_keys(low)
+    assert planned_span(tick_to_tip(env, "").run_requests[0]) == (1, m1_tip)
+
+    # The request plans that mission for real, and its ranges run up to the tip range.
+    instance.add_dynamic_partitions("ledger_ranges", added_keys(data))  # what the daemon does with the request
+    assert run_job(env, "mission_plan_job", run_config=request.run_config, tags=request.tags).success
+    planned = latest(instance, PLAN_KEY).asset_materialization.metadata
+    assert sorted(read_plan_keys(planned["plan_path"].value)) == [key(0), key(1), key(2), key(3, tip)]
+    runs = tick(env, mission_plan_sensor, str(m1_plan)).run_requests
+    assert runs and all(r.tags[MISSION_TAG] == request.tags[MISSION_TAG] for r in runs)
+    assert runs[-1].tags[RANGE_END] == key(3, tip)
 
 
 def test_the_code_location_loads_with_its_sensors():

@@ -126,6 +126,9 @@ not the release's namespace, which holds Dagster's Secrets (values.yaml, mission
 {{- $v := index $.Values $key -}}
 {{- if not (kindIs "invalid" $v) }}{{- $_ := set $missionDefaults $field $v -}}{{- end -}}
 {{- end -}}
+{{- /* A ledger number may be given as a number (`--set tipSource=60000000`): the resource takes a string. */ -}}
+{{- $tip := .Values.tipSource | default "" -}}
+{{- if not (kindIs "string" $tip) }}{{- $tip = $tip | int64 | toString -}}{{- end -}}
 {{- $catchup := dict
   "storage_root" .Values.storageRoot
   "mission_defaults" $missionDefaults
@@ -138,7 +141,9 @@ not the release's namespace, which holds Dagster's Secrets (values.yaml, mission
   "tiers" $tiers
   "unprofiled_tier" (include "catchup.tierConfig" .Values.unprofiledTier | fromJson)
   "no_profile_tier" (include "catchup.tierConfig" .Values.noProfileTier | fromJson)
+  "tip_source" $tip
 -}}
+{{- if not (kindIs "invalid" .Values.tipTimeoutSeconds) }}{{- $_ := set $catchup "tip_timeout_seconds" .Values.tipTimeoutSeconds -}}{{- end -}}
 {{- toJson $catchup -}}
 {{- end -}}
 
