@@ -1,0 +1,280 @@
+"""A headless Chromium walk of the Dagster UI over a demo instance with a condemned range.
+
+The demo runs its two missions with one range whose simulated history archive is corrupt
+(`sim_fail_targets`: stellar-core fails on it every time), so both missions condemn it and
+record their evidence on its partition. Then `dagster-webserver` serves that instance on a
+free loopback port, as the README's "Dagster UI" command does, and Debian's `chromium`
+(driven by Playwright, never a browser Playwright downloaded) walks it: the asset graph, the
+range partitions with the failed one, the failed partition's evidence and its log tail, the
+profile's and the tier map's plots, and `mission_plan`'s launchpad filled in for the next
+mission. Each view is checked for what it shows, then saved under `docs/ui/` (the
+screenshots the README points at): `uv run pytest -m browser` regenerates them.
+"""
+
+import io
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+
+import dagster as dg
+import pytest
+
+from catchup_assets.demo import run_demo
+from catchup_assets.ranges import MissionSpan
+from test_demo import FailingArchive
+
+pytestmark = pytest.mark.browser
+
+CHROMIUM = shutil.which("chromium")
+if CHROMIUM is None:
+    pytest.skip("no chromium on PATH (Debian: apt-get install chromium)", allow_module_level=True)
+sync_api = pytest.importorskip("playwright.sync_api", reason="playwright not installed (dev group: uv sync)")
+expect = sync_api.expect
+
+SHOTS = Path(__file__).resolve().parents[1] / "docs" / "ui"
+RANGES = 6
+VIEWPORT = {"width": 1400, "height": 900}
+RANGE = dg.AssetKey("range_catchup")
+TIMEOUT_MS = 60_000  # 2 shared cores: the UI's first queries can take a while
+
+
+@dataclass(frozen=True)
+class Demo:
+    directory: Path
+    span: MissionSpan
+    missions: list[str]  # oldest first
+    key: str  # the condemned range's partition
+    evidence: dict  # its newest observation's metadata values
+    run_id: str  # the run that recorded it
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory) -> Demo:
+    directory = tmp_path_factory.mktemp("ui") / "demo"
+    settings = FailingArchive(directory, ranges=RANGES, parallelism=RANGES, speed=10_000_000, disruption_rate=0)
+    assert run_demo(settings, out=io.StringIO()) == 1  # a condemned range: the demo says so
+    missions = sorted(p.name for p in (directory / "storage").iterdir() if p.is_dir())
+    assert len(missions) == 2, missions
+    per = settings.span().ledgers_per_range
+    key = f"{1:010d}-{per:010d}"
+    with dg.DagsterInstance.from_config(str(settings.home)) as instance:
+        records = instance.fetch_observations(
+            dg.AssetRecordsFilter(asset_key=RANGE, asset_partitions=[key]), limit=10
+        ).records
+    assert len(records) == 2, records  # one observation per mission that gave the range up
+    latest = records[0]  # newest first: the second mission's
+    evidence = {k: v.value for k, v in latest.asset_observation.metadata.items()}
+    assert evidence["mission"] == missions[-1]
+    return Demo(directory, settings.span(), missions, key, evidence, latest.run_id)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def ui(demo: Demo):
+    """`dagster-webserver` on the demo's instance and workspace; its base URL."""
+    port = _free_port()
+    env = {k: v for k, v in os.environ.items() if k not in ("DAGSTER_HOME", "CATCHUP_STORAGE_ROOT")}
+    env["DAGSTER_HOME"] = str(demo.directory / "dagster_home")
+    log_path = demo.directory / "webserver.log"
+    script = Path(sys.executable).parent / "dagster-webserver"
+    workspace = demo.directory / "workspace.yaml"
+    with open(log_path, "wb") as log:
+        proc = subprocess.Popen(
+            [str(script), "-h", "127.0.0.1", "-p", str(port), "-w", str(workspace)],
+            cwd=demo.directory,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,  # its code server too is ended with its process group
+        )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            if proc.poll() is not None:
+                pytest.fail(f"dagster-webserver exited {proc.returncode}:\n{log_path.read_text()[-3000:]}")
+            try:
+                with urllib.request.urlopen(f"{url}/server_info", timeout=2) as r:
+                    if r.status == 200:
+                        break
+            except OSError:
+                pass
+            if time.monotonic() > deadline:
+                pytest.fail(f"dagster-webserver did not answer in 120 s:\n{log_path.read_text()[-3000:]}")
+            time.sleep(0.5)
+        yield url
+    finally:
+        for sig, wait in ((signal.SIGTERM, 30), (signal.SIGKILL, 10)):
+            try:
+                os.killpg(proc.pid, sig)
+            except ProcessLookupError:
+                break
+            try:
+                proc.wait(timeout=wait)
+                break
+            except subprocess.TimeoutExpired:
+                continue
+
+
+@pytest.fixture(scope="module")
+def page(ui):
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    with sync_api.sync_playwright() as p:
+        # Debian's build, not one Playwright downloads. Playwright launches it with --no-sandbox
+        # (its default, chromium_sandbox=False), which Chromium needs when the tests run as root.
+        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True)
+        try:
+            page = browser.new_page(viewport=VIEWPORT, base_url=ui)
+            page.set_default_timeout(TIMEOUT_MS)
+            expect.set_options(timeout=TIMEOUT_MS)
+            yield page
+        finally:
+            browser.close()
+
+
+def shot(page, name: str) -> None:
+    page.screenshot(path=SHOTS / name, animations="disabled")
+
+
+def metadata_row(page, key: str):
+    return page.get_by_role("row").filter(has=page.get_by_role("cell", name=key, exact=True))
+
+
+def show_markdown(page, key: str):
+    """Open a Markdown metadata value (the UI puts one over 1000 characters behind a link); its dialog."""
+    metadata_row(page, key).get_by_text("[Show Markdown]").click()
+    dialog = page.get_by_role("dialog").filter(has_text=key)
+    expect(dialog).to_be_visible()
+    return dialog
+
+
+def assert_png_shown(dialog) -> None:
+    img = dialog.locator("img")
+    expect(img).to_have_count(1)
+    assert img.get_attribute("src").startswith("data:image/png;base64,")
+    img.scroll_into_view_if_needed()
+    # Decoded and laid out, not a broken-image icon.
+    assert img.evaluate("i => i.complete && i.naturalWidth > 100 && i.getBoundingClientRect().width > 100")
+
+
+def test_asset_graph_shows_the_range_asset_partly_failed(page):
+    page.goto("/asset-groups")
+    graph = page.locator("svg").filter(has_text="tier_map").first
+    for name in ("mission_plan", "range_catchup", "range_profile", "tier_map"):
+        expect(graph.get_by_text(name, exact=True)).to_be_visible()
+    # Fitted to the page, the nodes show names only: hide the asset list, zoom in on the graph
+    # and centre it, so each node shows its partitions and checks.
+    page.get_by_role("button", name="panel_show_right", exact=True).click()
+    expect(page.get_by_role("combobox", name="Jump to")).to_be_hidden()
+    box = graph.bounding_box()
+    page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+    page.keyboard.down("Control")
+    page.mouse.wheel(0, -200)
+    page.keyboard.up("Control")
+    expect(graph.get_by_text(re.compile(r"filled \(1 failed\)"))).to_be_visible()  # range_catchup's partitions
+    viewport = graph.locator("xpath=../..").bounding_box()
+    box = graph.bounding_box()
+    x, y = viewport["x"] + 40, viewport["y"] + 120  # empty canvas, below the toolbar
+    dx = viewport["x"] + viewport["width"] / 2 - (box["x"] + box["width"] / 2)
+    dy = viewport["y"] + viewport["height"] / 2 - (box["y"] + box["height"] / 2)
+    page.mouse.move(x, y)
+    page.mouse.down()
+    page.mouse.move(x + dx, y + dy, steps=10)
+    page.mouse.up()
+    for name in ("mission_plan", "tier_map"):
+        expect(graph.get_by_text(name, exact=True)).to_be_in_viewport(ratio=1)
+    shot(page, "01-asset-graph.png")
+
+
+def test_partitions_view_shows_the_condemned_range_failed(page, demo):
+    page.goto("/assets/range_catchup?view=partitions")
+    expect(page.get_by_text("Failed (1)")).to_be_visible()
+    expect(page.get_by_text(f"Materialized ({RANGES - 1})")).to_be_visible()
+    page.get_by_text(demo.key, exact=True).first.click()
+    expect(page).to_have_url(re.compile(rf"view=partitions&partition={demo.key}$"))
+    expect(page.get_by_text("failed, and did not materialize this asset")).to_contain_text(demo.run_id[:8])
+    shot(page, "02-range-catchup-partitions.png")
+
+
+def test_failed_partition_shows_the_evidence_of_its_condemnation(page, demo):
+    ev = demo.evidence
+    page.goto(f"/assets/range_catchup?view=events&partition={demo.key}")
+    expect(page.get_by_text("observed in run")).to_have_text(f"Partition {demo.key} observed in run {demo.run_id[:8]}")
+    expect(metadata_row(page, "mission")).to_contain_text(ev["mission"])
+    expect(metadata_row(page, "cause")).to_contain_text(ev["cause"])
+    assert "ConservationOfLumens" in ev["cause"]  # stellar-core's own error, in the cause
+    expect(metadata_row(page, "outcomes")).to_contain_text(ev["outcomes"])
+    expect(metadata_row(page, "log_path")).to_contain_text(Path(ev["log_path"]).name)
+    shot(page, "03-failed-partition-evidence.png")
+
+    dialog = show_markdown(page, "log_tail")
+    tail = [line for line in ev["log_tail"].splitlines() if line.strip() and not line.startswith("```")]
+    assert "FATAL" in tail[-1]
+    expect(dialog).to_contain_text("Last 40 lines of the last attempt's log")
+    expect(dialog).to_contain_text(tail[-1])
+    shot(page, "04-failed-partition-log-tail.png")
+    dialog.get_by_role("button", name="Close").click()
+
+
+def test_range_profile_shows_its_table_and_plot(page, demo):
+    page.goto("/assets/range_profile")
+    expect(metadata_row(page, "mission")).to_contain_text(demo.missions[-1])
+    expect(metadata_row(page, "unmeasured_ranges")).to_contain_text("1")  # the condemned range
+    expect(metadata_row(page, "preview")).to_contain_text("peak_anon_bytes")
+    page.get_by_role("button", name="Metadata").evaluate("e => e.scrollIntoView({block: 'start'})")
+    shot(page, "05-range-profile-metadata.png")
+
+    dialog = show_markdown(page, "plot")
+    assert_png_shown(dialog)
+    shot(page, "06-range-profile-plot.png")
+    dialog.get_by_role("button", name="Close").click()
+
+
+def test_tier_map_shows_its_plot(page, demo):
+    page.goto("/assets/tier_map")
+    expect(metadata_row(page, "mission")).to_contain_text(demo.missions[-1])
+    dialog = show_markdown(page, "plot")
+    assert_png_shown(dialog)
+    shot(page, "07-tier-map-plot.png")
+    dialog.get_by_role("button", name="Close").click()
+
+
+def test_mission_plan_launchpad_takes_the_next_mission(page, demo):
+    page.goto("/assets/mission_plan")
+    page.get_by_role("button", name="Materialize").first.click(modifiers=["Shift"])  # the launchpad
+    dialog = page.get_by_role("dialog").filter(has_text="Launchpad")
+    expect(dialog.get_by_text("Missing required config")).to_be_visible()  # the scaffold, before it is filled
+    span = demo.span
+    profile = demo.directory / "storage" / demo.missions[-1] / "range_profile.parquet"
+    config = f"""ops:
+  mission_plan:
+    config:
+      mission: ui-next
+      first_ledger: {span.first_ledger}
+      last_ledger: {span.last_ledger}
+      ledgers_per_range: {span.ledgers_per_range}
+      overlap: {span.overlap}
+      order: longest-first
+      parallelism: {RANGES}
+      previous_profile: {profile}
+      deadline_seconds: 0
+"""
+    dialog.locator(".CodeMirror").click()  # the config editor
+    page.keyboard.press("Control+A")
+    page.keyboard.insert_text(config)
+    expect(dialog.get_by_text("No errors")).to_be_visible()
+    expect(dialog.get_by_role("button", name="Materialize")).to_be_enabled()  # not pressed: nothing runs
+    shot(page, "08-mission-plan-launchpad.png")
