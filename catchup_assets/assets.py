@@ -311,7 +311,9 @@ def range_profile(context: dg.AssetExecutionContext, catchup: CatchupResource):
     profiled = {r["range_key"] for r in rows}
     completed_unprofiled = sorted(set(out.unmeasured) & plan_keys)
     missing = sorted(plan_keys - profiled)
-    yield dg.MaterializeResult(metadata=profile_metadata(mission, out, plan_keys, catchup.memory_scale))
+    yield dg.MaterializeResult(
+        metadata=profile_metadata(mission, out, plan_keys, catchup.memory_scale, catchup.scale_note())
+    )
     yield dg.AssetCheckResult(
         check_name="covers_mission",
         passed=not missing,

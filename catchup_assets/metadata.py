@@ -224,7 +224,9 @@ def _step(xs: Sequence[float]) -> float:
     return min((b - a for a, b in zip(s, s[1:], strict=False)), default=1.0)
 
 
-def profile_metadata(mission: str, out, plan_keys: set[str], memory_scale: float) -> dict[str, Any]:
+def profile_metadata(
+    mission: str, out, plan_keys: set[str], memory_scale: float, scale: str | None = None
+) -> dict[str, Any]:
     rows = out.profile.to_pylist()
     meta: dict[str, Any] = {
         "mission": mission,
@@ -241,6 +243,8 @@ def profile_metadata(mission: str, out, plan_keys: set[str], memory_scale: float
     }
     if rows:
         meta["plot"] = profile_plot(rows, memory_scale)
+    if scale:
+        meta["scale"] = scale
     return meta
 
 

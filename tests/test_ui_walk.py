@@ -233,7 +233,7 @@ def test_range_profile_shows_its_table_and_plot(page, demo):
     page.goto("/assets/range_profile")
     expect(metadata_row(page, "mission")).to_contain_text(demo.missions[-1])
     expect(metadata_row(page, "unmeasured_ranges")).to_contain_text("1")  # the condemned range
-    expect(metadata_row(page, "preview")).to_contain_text("peak_anon_bytes")
+    expect(metadata_row(page, "preview")).to_contain_text("peak_anon_mib")
     page.get_by_role("button", name="Metadata").evaluate("e => e.scrollIntoView({block: 'start'})")
     shot(page, "05-range-profile-metadata.png")
 
@@ -256,8 +256,12 @@ def test_mission_plan_launchpad_takes_the_next_mission(page, demo):
     page.goto("/assets/mission_plan")
     page.get_by_role("button", name="Materialize").first.click(modifiers=["Shift"])  # the launchpad
     dialog = page.get_by_role("dialog").filter(has_text="Launchpad")
-    expect(dialog.get_by_text("Missing required config")).to_be_visible()  # the scaffold, before it is filled
     span = demo.span
+    # Issue 14 item 4: the scaffold is the demo's grid and parallelism, not production's 16000/320 and 1000.
+    editor = dialog.locator(".CodeMirror")
+    expect(editor).to_contain_text(f"ledgers_per_range: {span.ledgers_per_range}")
+    expect(editor).to_contain_text(f"last_ledger: {span.last_ledger}")
+    expect(editor).to_contain_text(f"parallelism: {RANGES}")
     profile = demo.directory / "storage" / demo.missions[-1] / "range_profile.parquet"
     config = f"""ops:
   mission_plan:
