@@ -139,7 +139,7 @@ def mission_plan(
         raise refused("mission_plan config refused", exc) from exc
     store = Store(cfg.storage_root)
     plan_url = write_table(store, f"{cfg.mission}/{PLAN_FILE}", prepared.plan)
-    save_mission(store, cfg, prepared.previous)
+    save_mission(store, cfg, prepared.previous, core_image=catchup.core_image())
     instance = context.instance
     retired = retire_superseded(instance, prepared.keys)
     existing = set(instance.get_dynamic_partitions(ledger_ranges_partitions_def.name))

@@ -172,14 +172,20 @@ _SPEC_FIELDS = ("mission", "order", "parallelism", "previous_profile", "previous
 PREVIOUS_PROFILE_FILE = "previous_profile.parquet"
 
 
-def save_mission(store: Store, cfg: MissionConfig, previous: PreviousProfile | None = None) -> str:
+def save_mission(
+    store: Store, cfg: MissionConfig, previous: PreviousProfile | None = None, core_image: dict | None = None
+) -> str:
     """The mission's own settings, so a later backfill of its ranges runs it the same way.
 
     The previous profile the plan was sized from is copied beside them, with its digest:
     every run of the mission dispatches from that copy, and refuses one that changed, so
     the plan shown is the plan run (a profile edited or gone at its URL changes nothing).
+    `core_image` is the stellar-core the deployment runs ({"image", "tag", "digest"}:
+    CatchupResource.core_image), kept so a diff of two missions names what each ran.
     """
     doc = {f: getattr(cfg, f) for f in _SPEC_FIELDS}
+    if core_image is not None:
+        doc["core_image"] = dict(core_image)
     if previous is not None and previous.data:
         rel = f"{cfg.mission}/{PREVIOUS_PROFILE_FILE}"
         store.write_bytes(rel, previous.data)
@@ -211,3 +217,22 @@ def load_mission(store: Store, mission: str, **policies) -> MissionConfig:
         raise ValueError(f"mission {mission!r} has no {MISSION_FILE} under {store.root}: plan it first") from None
     except (KeyError, TypeError, json.JSONDecodeError) as exc:
         raise ValueError(f"{store.url(rel)} is not a mission file: {exc}") from exc
+
+
+def mission_doc(store: Store, mission: str) -> dict | None:
+    """The mission's saved mission.json as a dict; None if it has none (or it is not JSON)."""
+    validate_mission(mission)
+    try:
+        doc = json.loads(store.read_bytes(f"{mission}/{MISSION_FILE}"))
+    except FileNotFoundError:
+        return None
+    except (ValueError, UnicodeDecodeError) as exc:
+        log.warning("%s is not a mission file: %s", store.url(f"{mission}/{MISSION_FILE}"), exc)
+        return None
+    return doc if isinstance(doc, dict) else None
+
+
+def mission_image(store: Store, mission: str) -> dict | None:
+    """The stellar-core the mission recorded when planned; None for one planned before missions did."""
+    image = (mission_doc(store, mission) or {}).get("core_image")
+    return image if isinstance(image, dict) else None
