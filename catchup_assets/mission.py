@@ -28,6 +28,7 @@ from catchup_assets.dispatch import Clock, DispatchConfig, Dispatcher, MissionRe
 from catchup_assets.forecast import WHAT_IF_FACTORS, Forecast, estimates, what_if
 from catchup_assets.plan import plan_table, tier_map_table
 from catchup_assets.profile import PROFILE_SCHEMA, profile_rows
+from catchup_assets.profile_diff import ProfileDiff, Side, check_diff_columns, compare, requested_by_range
 from catchup_assets.profile_io import PreviousProfile, load_previous_profile
 from catchup_assets.ranges import LedgerRange, MissionSpan, dispatch_order, parse_key, plan_ranges
 from catchup_assets.records import RecordStore
@@ -236,3 +237,53 @@ def mission_image(store: Store, mission: str) -> dict | None:
     """The stellar-core the mission recorded when planned; None for one planned before missions did."""
     image = (mission_doc(store, mission) or {}).get("core_image")
     return image if isinstance(image, dict) else None
+
+
+def read_profile_rows(store: Store, rel: str) -> list[dict]:
+    """A profile's rows for a diff; missing, not Parquet or not a profile: refused naming the file."""
+    url = store.url(rel)
+    try:
+        data = store.read_bytes(rel)
+    except FileNotFoundError:
+        raise ValueError(f"profile {url} does not exist") from None
+    try:
+        table = pq.ParquetFile(pa.BufferReader(data)).read()
+    except Exception as exc:  # noqa: BLE001 - whatever the file is, it is not a profile: named
+        raise ValueError(f"profile {url} is not a Parquet table: {exc}") from exc
+    check_diff_columns(table.column_names, url)
+    return table.to_pylist()
+
+
+def requested_of(store: Store, mission: str) -> dict[str, int] | None:
+    """Memory the mission's finished attempts requested per range (profile_diff.requested_by_range);
+    None when the mission has no attempt records under this root."""
+    validate_mission(mission)
+    if not store.exists(f"{mission}/attempts"):
+        return None
+    records, done = RecordStore(store, mission).load()
+    return requested_by_range(r for ident, r in records.items() if ident in done)
+
+
+def mission_side(store: Store, mission: str, profile_rel: str | None = None) -> Side:
+    """A mission's side of a diff: its profile (by default its own range_profile.parquet), the
+    memory its attempts requested and the stellar-core it recorded."""
+    validate_mission(mission)
+    rel = profile_rel or f"{mission}/{PROFILE_FILE}"
+    if profile_rel is None and not store.exists(rel):
+        if not store.exists(f"{mission}/{PLAN_FILE}"):
+            raise ValueError(f"no mission {mission!r} under {store.root} (no {store.url(f'{mission}/{PLAN_FILE}')})")
+        raise ValueError(f"mission {mission!r} has no profile at {store.url(rel)}: profile it first")
+    rows = read_profile_rows(store, rel)
+    return Side(mission, rows, requested_of(store, mission), mission_image(store, mission))
+
+
+def diff_missions(storage_root: str, a: str, b: str, band_ledgers: int, threshold: float) -> ProfileDiff:
+    """Two missions of one storage root compared by ledger band; a bad argument is named (A or B)."""
+    store = Store(storage_root)
+    sides = []
+    for label, mission in (("A", a), ("B", b)):
+        try:
+            sides.append(mission_side(store, mission))
+        except ValueError as exc:
+            raise ValueError(f"{label} ({mission}): {exc}") from exc
+    return compare(sides[0], sides[1], band_ledgers, threshold)
