@@ -9,6 +9,7 @@ Storage layout under the root, per mission (README "Storage layout"):
     <mission>/logs/<key>/aNNN.log.gz  attempt logs
     <mission>/range_profile.parquet   the profile (profile.py)
     <mission>/tier_map.parquet        the tier map (plan.py)
+    <mission>/profile_diff.parquet    the profile compared with the previous mission's (profile_diff.py)
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ log = logging.getLogger(__name__)
 PLAN_FILE = "plan.parquet"
 PROFILE_FILE = "range_profile.parquet"
 TIER_MAP_FILE = "tier_map.parquet"
+PROFILE_DIFF_FILE = "profile_diff.parquet"
 
 
 @dataclass
@@ -287,3 +289,52 @@ def diff_missions(storage_root: str, a: str, b: str, band_ledgers: int, threshol
         except ValueError as exc:
             raise ValueError(f"{label} ({mission}): {exc}") from exc
     return compare(sides[0], sides[1], band_ledgers, threshold)
+
+
+@dataclass
+class DiffOutput:
+    diff: ProfileDiff | None
+    url: str | None  # the band table written, profile_diff.parquet
+    note: str  # what was compared with what, or why nothing was
+    image: dict | None = None  # this mission's stellar-core, also when there is no diff
+
+
+def _previous_mission(rows: list[dict]) -> str | None:
+    """The mission a profile was measured by, if it is one mission with a valid name."""
+    names = {r.get("mission") for r in rows}
+    if len(names) != 1:
+        return None
+    (name,) = names
+    try:
+        return validate_mission(name)
+    except ValueError:
+        return None
+
+
+def build_profile_diff(storage_root: str, mission: str, band_ledgers: int, threshold: float) -> DiffOutput:
+    """This mission's profile against the profile it was sized from -> profile_diff.parquet.
+
+    A is the plan's own copy of the previous profile (previous_profile.parquet): what
+    this mission was sized from. Its mission's attempt records and stellar-core are
+    read from this storage root when that mission is there; else they are said to be
+    unknown. A mission planned without a previous profile has nothing to compare.
+    """
+    store = Store(storage_root)
+    require_plan(store, mission)
+    doc = mission_doc(store, mission) or {}
+    previous_rel = f"{mission}/{PREVIOUS_PROFILE_FILE}"
+    if not store.exists(previous_rel):
+        note = f"mission {mission} was planned without a previous profile: nothing to compare"
+        return DiffOutput(None, None, note, mission_image(store, mission))
+    b = mission_side(store, mission)
+    rows_a = read_profile_rows(store, previous_rel)
+    source = doc.get("previous_profile_source") or store.url(previous_rel)
+    name_a = _previous_mission(rows_a)
+    if name_a is not None and name_a != mission and store.exists(f"{name_a}/{PLAN_FILE}"):
+        a = Side(name_a, rows_a, requested_of(store, name_a), mission_image(store, name_a))
+    else:
+        a = Side(name_a or str(source), rows_a)
+    diff = compare(a, b, band_ledgers, threshold)
+    url = write_table(store, f"{mission}/{PROFILE_DIFF_FILE}", diff.table())
+    note = f"{mission} (B) against the profile it was sized from, {source} (A: {a.name})"
+    return DiffOutput(diff, url, note, b.image)

@@ -381,7 +381,7 @@ def regression_rows(diff: ProfileDiff, scale: float = 1.0, unit: tuple[str, int]
         if what == "peak":
             return f"{v / scale / size:,.2f} {name}"
         if what == "seconds":
-            return f"{v:,.1f} s"
+            return f"{v:,.1f} s" if v >= 10 else f"{v:.3g} s"
         return f"{int(v)} OOM"
 
     columns = ["range_key", "what", "A", "B", "B/A"]
