@@ -267,10 +267,11 @@ def profile_diff_plot(diff, memory_scale: float = 1.0) -> dg.MetadataValue:
     ax2.axhline(diff.threshold, color="#c0392b", linewidth=0.8, linestyle="--", label=f"threshold {diff.threshold:g}")
     ax2.set_ylabel("B / A")
     ax2.set_xlabel("band (million ledgers)")
-    ax2.legend(fontsize="small", ncol=4)
-    for ax in (ax1, ax2):
-        ax.set_xticks(xs)
-        ax.set_xticklabels([b["band"] for b in bands], rotation=45, fontsize="small")
+    ax2.legend(fontsize="small", ncol=4, loc="best")
+    ax1.set_xticks(xs)
+    ax1.set_xticklabels([])
+    ax2.set_xticks(xs)
+    ax2.set_xticklabels([b["band"] for b in bands], rotation=45, fontsize="small")
     return _png_markdown(fig)
 
 
