@@ -1,6 +1,7 @@
 """The mission as Dagster assets: thin wrappers around mission.py.
 
-mission_plan -> range_catchup[range] -> range_profile -> tier_map. See docs/design.md,
+mission_plan -> range_catchup[range] -> range_profile -> tier_map, and
+range_profile -> profile_diff (this mission against the one it was sized from). See docs/design.md,
 "Dagster facts the design rests on", for why range_catchup is a generator that yields nothing and
 logs one AssetMaterialization per range instead.
 """
@@ -8,12 +9,14 @@ logs one AssetMaterialization per range instead.
 from collections.abc import Iterator
 
 import dagster as dg
+from pydantic import Field
 
 from catchup_assets.dispatch import HEALTH_DISPATCH, HEALTH_STALL, RangeResult, RangeStatus
 from catchup_assets.launchpad import MissionPlanConfig, check_limits, policies, superseded
 from catchup_assets.metadata import (
     failure_metadata,
     plan_metadata,
+    profile_diff_metadata,
     profile_metadata,
     range_metadata,
     tier_map_metadata,
@@ -21,6 +24,7 @@ from catchup_assets.metadata import (
 from catchup_assets.mission import (
     PLAN_FILE,
     build_profile,
+    build_profile_diff,
     build_tier_map,
     forecast_mission,
     load_mission,
@@ -40,6 +44,7 @@ from catchup_assets.ownership import (
     latest_marks,
     owning_mission,
 )
+from catchup_assets.profile_diff import DEFAULT_BAND_LEDGERS, DEFAULT_THRESHOLD
 from catchup_assets.profile_io import ProfileRefused, ProfileUnavailable
 from catchup_assets.ranges import RangeKeyError, parse_key, plan_ranges
 from catchup_assets.resources import CatchupResource
@@ -129,7 +134,7 @@ def plan_mission(
         instance.add_run_tags(context.run.run_id, {MISSION_TAG: cfg.mission})
     store = Store(cfg.storage_root)
     plan_url = write_table(store, f"{cfg.mission}/{PLAN_FILE}", prepared.plan)
-    save_mission(store, cfg, prepared.previous)
+    save_mission(store, cfg, prepared.previous, core_image=catchup.core_image())
     deleted = retire_superseded(context, gone, prepared.keys, cfg.mission)
     present = set(instance.get_dynamic_partitions(ledger_ranges_partitions_def.name))
     # Ascending and once: a run covers a contiguous span in insertion order.
@@ -370,3 +375,28 @@ def tier_map(context: dg.AssetExecutionContext, catchup: CatchupResource):
     yield dg.AssetCheckResult(
         check_name="every_range_placed", passed=not unplaced, metadata={"unplaced": dg.MetadataValue.json(unplaced)}
     )
+
+
+class ProfileDiffConfig(dg.Config):
+    """How the diff cuts and judges: bands of ledgers, and the growth that is a regression."""
+
+    band_ledgers: int = Field(default=DEFAULT_BAND_LEDGERS, gt=0, description="ledgers per band")
+    threshold: float = Field(
+        default=DEFAULT_THRESHOLD, gt=1, description="a range whose peak or seconds grew past this x regressed"
+    )
+
+
+@dg.asset(group_name="mission", deps=[range_profile], kinds={"parquet"})
+def profile_diff(
+    context: dg.AssetExecutionContext, config: ProfileDiffConfig, catchup: CatchupResource
+) -> dg.MaterializeResult:
+    """This mission's profile against the previous mission's, by ledger band: peaks, time and
+    memory requested, the ranges that regressed and new OOMs, and the stellar-core each ran."""
+    mission = current_mission(context)
+    try:
+        out = build_profile_diff(catchup.root(), mission, config.band_ledgers, config.threshold)
+    except ValueError as exc:
+        raise refused("profile_diff", exc) from exc
+    if out.diff is None:
+        context.log.info(out.note)
+    return dg.MaterializeResult(metadata=profile_diff_metadata(mission, out, catchup.memory_scale))

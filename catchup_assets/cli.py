@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 from catchup_assets.config import DEFAULT_PARALLELISM
+from catchup_assets.profile_diff import DEFAULT_BAND_LEDGERS, DEFAULT_THRESHOLD
 
 
 def number(kind: type, above: float | None = None, at_least: float | None = None):
@@ -64,6 +65,30 @@ def _profile(args: argparse.Namespace) -> int:
     _, tier_map_url = build_tier_map(args.root, args.mission)
     print(f"{out.profile.num_rows} measured ranges, {len(out.unmeasured)} unmeasured")
     print(f"profile   {out.url}\ntier map  {tier_map_url}")
+    return 0
+
+
+def _diff(args: argparse.Namespace) -> int:
+    import textwrap
+
+    from catchup_assets.mission import diff_missions
+    from catchup_assets.profile_diff import display_rows, legend, regression_rows, summary_lines, text_table
+
+    diff = diff_missions(args.root, args.a, args.b, args.band_ledgers, args.threshold)
+    print("\n".join(summary_lines(diff)))
+    if not diff.bands:
+        print("\nno range to compare")
+        return 0
+    print("\n" + text_table(*display_rows(diff, args.memory_scale)))
+    print(textwrap.fill(legend(diff, args.memory_scale), width=110))
+    print(f"\nregressions (peak or seconds past {diff.threshold:g}x, and new OOMs): {len(diff.regressions)}")
+    if diff.regressions:
+        print(text_table(*regression_rows(diff, args.memory_scale)))
+    if args.out:
+        import pyarrow.parquet as pq
+
+        pq.write_table(diff.table(), args.out)
+        print(f"\nband table -> {args.out}")
     return 0
 
 
@@ -206,6 +231,36 @@ def build_parser() -> argparse.ArgumentParser:
     pr.add_argument("--root", required=True, help="storage root (path or fsspec URL)")
     pr.add_argument("--mission", required=True)
     pr.set_defaults(func=_profile)
+    df = sub.add_parser(
+        "diff",
+        help="compare two missions' profiles by ledger band: peaks, time, memory requested, regressions",
+        description="Compare mission B with mission A (both under --root) by ledger band: measured peaks and "
+        "time (B/A), the memory each requested (the attempts that completed and those that OOMed), the "
+        "ranges whose peak or seconds grew past --threshold, new OOMs, and the stellar-core each ran.",
+    )
+    df.add_argument("--root", required=True, help="storage root holding both missions (path or fsspec URL)")
+    df.add_argument("a", metavar="A", help="the earlier mission's name")
+    df.add_argument("b", metavar="B", help="the later mission's name")
+    df.add_argument(
+        "--band-ledgers",
+        type=number(int, at_least=1),
+        default=DEFAULT_BAND_LEDGERS,
+        help=f"ledgers per band (default {DEFAULT_BAND_LEDGERS:,})",
+    )
+    df.add_argument(
+        "--threshold",
+        type=number(float, above=1),
+        default=DEFAULT_THRESHOLD,
+        help=f"a range whose peak or seconds grew past this many times regressed (default {DEFAULT_THRESHOLD:g})",
+    )
+    df.add_argument(
+        "--memory-scale",
+        type=number(float, above=0),
+        default=1.0,
+        help="memory figures are divided by this (the demo runs memory x 0.005: pass 0.005 for production GiB)",
+    )
+    df.add_argument("--out", help="also write the band table as Parquet here")
+    df.set_defaults(func=_diff)
     return p
 
 

@@ -7,12 +7,12 @@ ladder, margins and headroom apply in MiB instead of GiB.
 
 Each mission is what an operator does in the UI, in the same order, on the same
 instance: materialize `mission_plan`, run `range_catchup_job` over the plan's
-partitions as one run, run `profile_job` (range_profile, tier_map). The demo's
+partitions as one run, run `profile_job` (range_profile, tier_map, profile_diff). The demo's
 directory keeps the Dagster home (SQLite), the storage root (Parquet), the
 local backend's work directory and the code location the UI opens:
 
     <dir>/dagster_home/          DAGSTER_HOME: dagster.yaml, runs, events
-    <dir>/storage/<mission>/     plan, attempts, logs, range_profile, tier_map
+    <dir>/storage/<mission>/     plan, attempts, logs, range_profile, tier_map, profile_diff
     <dir>/work/                  attempts in flight, per-range data directories
     <dir>/catchup_location.py    the definitions with the demo's CatchupResource
     <dir>/workspace.yaml         what `dagster dev -w` loads
@@ -32,6 +32,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from pathlib import Path
+from shlex import quote as q
 from typing import Any, TextIO
 
 import dagster as dg
@@ -39,8 +40,8 @@ import dagster as dg
 from catchup_assets.assets import MISSION_TAG, RANGE_END_TAG, RANGE_START_TAG, ledger_ranges_partitions_def
 from catchup_assets.backends.base import Backend
 from catchup_assets.dispatch import Status, past_attempts
-from catchup_assets.home import load_location, ui_command, write_home, write_location
-from catchup_assets.mission import PLAN_FILE, PROFILE_FILE, TIER_MAP_FILE, read_table
+from catchup_assets.home import load_location, project_root, ui_command, write_home, write_location
+from catchup_assets.mission import PLAN_FILE, PROFILE_DIFF_FILE, PROFILE_FILE, TIER_MAP_FILE, read_table
 from catchup_assets.outcomes import Action, RetryPolicy, decide
 from catchup_assets.ranges import CHECKPOINT_LEDGERS, MissionSpan
 from catchup_assets.records import RecordStore
@@ -333,7 +334,16 @@ def run_one(
         "profile": store.url(f"{mission}/{PROFILE_FILE}"),
         "tier map": store.url(f"{mission}/{TIER_MAP_FILE}"),
     }
+    if store.exists(f"{mission}/{PROFILE_DIFF_FILE}"):
+        paths["diff"] = store.url(f"{mission}/{PROFILE_DIFF_FILE}")  # profile_diff: against the one before
     return MissionOutcome(mission, replace(summary, wall_seconds=wall), states.condemned, paths, run_ids)
+
+
+def diff_command(storage_root: str, a: str, b: str, memory_scale: float) -> str:
+    """The shell command that prints `catchup-assets diff` of the two missions, in production figures."""
+    cmd = f"catchup-assets diff --root {q(storage_root)} {a} {b} --memory-scale {memory_scale:g}"
+    root = project_root()
+    return cmd if root is None else f"cd {q(str(root))} && uv run {cmd}"
 
 
 def run_demo(settings: DemoSettings, out: TextIO = sys.stdout, log_level: str = "CRITICAL") -> int:
@@ -369,6 +379,11 @@ def run_demo(settings: DemoSettings, out: TextIO = sys.stdout, log_level: str = 
             print(f"  {what:<9} {path}", file=out)
         for key, why in sorted(m.condemned.items()):
             print(f"  condemned {key}: {why}", file=out)
+    print(
+        "\nthe two missions by ledger band (memory requested, peaks, time, regressions; "
+        f"profile_diff in the UI):\n  {diff_command(settings.storage_root, a.mission, b.mission, memory_scale)}",
+        file=out,
+    )
     print(f"\nDagster instance  {home}", file=out)
     print(
         "open it in the UI (runs, partitions, the profile's plots; launch the next mission):\n"

@@ -2,7 +2,7 @@
 
 import dagster as dg
 
-from catchup_assets.assets import mission_plan, range_catchup, range_profile, tier_map
+from catchup_assets.assets import mission_plan, profile_diff, range_catchup, range_profile, tier_map
 
 mission_plan_job = dg.define_asset_job("mission_plan_job", selection=[mission_plan], description="plan a mission")
 range_catchup_job = dg.define_asset_job(
@@ -11,5 +11,7 @@ range_catchup_job = dg.define_asset_job(
     description="run a contiguous span of ranges (one run, one dispatcher)",
 )
 profile_job = dg.define_asset_job(
-    "profile_job", selection=[range_profile, tier_map], description="profile a mission and map its tiers"
+    "profile_job",
+    selection=[range_profile, tier_map, profile_diff],
+    description="profile a mission, map its tiers and compare it with the mission it was sized from",
 )

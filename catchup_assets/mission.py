@@ -9,6 +9,7 @@ Storage layout under the root, per mission (README "Storage layout"):
     <mission>/logs/<key>/aNNN.log.gz  attempt logs
     <mission>/range_profile.parquet   the profile (profile.py)
     <mission>/tier_map.parquet        the tier map (plan.py)
+    <mission>/profile_diff.parquet    the profile compared with the previous mission's (profile_diff.py)
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from catchup_assets.dispatch import Clock, DispatchConfig, Dispatcher, MissionRe
 from catchup_assets.forecast import WHAT_IF_FACTORS, Forecast, estimates, what_if
 from catchup_assets.plan import plan_table, tier_map_table
 from catchup_assets.profile import PROFILE_SCHEMA, profile_rows
+from catchup_assets.profile_diff import ProfileDiff, Side, check_diff_columns, compare, requested_by_range
 from catchup_assets.profile_io import PreviousProfile, load_previous_profile
 from catchup_assets.ranges import LedgerRange, MissionSpan, dispatch_order, parse_key, plan_ranges
 from catchup_assets.records import RecordStore
@@ -39,6 +41,7 @@ log = logging.getLogger(__name__)
 PLAN_FILE = "plan.parquet"
 PROFILE_FILE = "range_profile.parquet"
 TIER_MAP_FILE = "tier_map.parquet"
+PROFILE_DIFF_FILE = "profile_diff.parquet"
 
 
 @dataclass
@@ -179,14 +182,20 @@ _SPEC_FIELDS = ("mission", "order", "parallelism", "previous_profile", "previous
 PREVIOUS_PROFILE_FILE = "previous_profile.parquet"
 
 
-def save_mission(store: Store, cfg: MissionConfig, previous: PreviousProfile | None = None) -> str:
+def save_mission(
+    store: Store, cfg: MissionConfig, previous: PreviousProfile | None = None, core_image: dict | None = None
+) -> str:
     """The mission's own settings, so a later backfill of its ranges runs it the same way.
 
     The previous profile the plan was sized from is copied beside them, with its digest:
     every run of the mission dispatches from that copy, and refuses one that changed, so
     the plan shown is the plan run (a profile edited or gone at its URL changes nothing).
+    `core_image` is the stellar-core the deployment runs ({"image", "tag", "digest"}:
+    CatchupResource.core_image), kept so a diff of two missions names what each ran.
     """
     doc = {f: getattr(cfg, f) for f in _SPEC_FIELDS}
+    if core_image is not None:
+        doc["core_image"] = dict(core_image)
     if previous is not None and previous.data:
         rel = f"{cfg.mission}/{PREVIOUS_PROFILE_FILE}"
         store.write_bytes(rel, previous.data)
@@ -218,3 +227,121 @@ def load_mission(store: Store, mission: str, **policies) -> MissionConfig:
         raise ValueError(f"mission {mission!r} has no {MISSION_FILE} under {store.root}: plan it first") from None
     except (KeyError, TypeError, json.JSONDecodeError) as exc:
         raise ValueError(f"{store.url(rel)} is not a mission file: {exc}") from exc
+
+
+def mission_doc(store: Store, mission: str) -> dict | None:
+    """The mission's saved mission.json as a dict; None if it has none (or it is not JSON)."""
+    validate_mission(mission)
+    try:
+        doc = json.loads(store.read_bytes(f"{mission}/{MISSION_FILE}"))
+    except FileNotFoundError:
+        return None
+    except (ValueError, UnicodeDecodeError) as exc:
+        log.warning("%s is not a mission file: %s", store.url(f"{mission}/{MISSION_FILE}"), exc)
+        return None
+    return doc if isinstance(doc, dict) else None
+
+
+def mission_image(store: Store, mission: str) -> dict | None:
+    """The stellar-core the mission recorded when planned; None for one planned before missions did."""
+    image = (mission_doc(store, mission) or {}).get("core_image")
+    return image if isinstance(image, dict) else None
+
+
+def read_profile_rows(store: Store, rel: str) -> list[dict]:
+    """A profile's rows for a diff; missing, not Parquet or not a profile: refused naming the file."""
+    url = store.url(rel)
+    try:
+        data = store.read_bytes(rel)
+    except FileNotFoundError:
+        raise ValueError(f"profile {url} does not exist") from None
+    try:
+        table = pq.ParquetFile(pa.BufferReader(data)).read()
+    except Exception as exc:  # noqa: BLE001 - whatever the file is, it is not a profile: named
+        raise ValueError(f"profile {url} is not a Parquet table: {exc}") from exc
+    check_diff_columns(table.column_names, url)
+    return table.to_pylist()
+
+
+def requested_of(store: Store, mission: str) -> dict[str, int] | None:
+    """Memory the mission's finished attempts requested per range (profile_diff.requested_by_range);
+    None when the mission has no attempt records under this root."""
+    validate_mission(mission)
+    if not store.exists(f"{mission}/attempts"):
+        return None
+    records, done = RecordStore(store, mission).load()
+    return requested_by_range(r for ident, r in records.items() if ident in done)
+
+
+def mission_side(store: Store, mission: str, profile_rel: str | None = None) -> Side:
+    """A mission's side of a diff: its profile (by default its own range_profile.parquet), the
+    memory its attempts requested and the stellar-core it recorded."""
+    validate_mission(mission)
+    rel = profile_rel or f"{mission}/{PROFILE_FILE}"
+    if profile_rel is None and not store.exists(rel):
+        if not store.exists(f"{mission}/{PLAN_FILE}"):
+            raise ValueError(f"no mission {mission!r} under {store.root} (no {store.url(f'{mission}/{PLAN_FILE}')})")
+        raise ValueError(f"mission {mission!r} has no profile at {store.url(rel)}: profile it first")
+    rows = read_profile_rows(store, rel)
+    return Side(mission, rows, requested_of(store, mission), mission_image(store, mission))
+
+
+def diff_missions(storage_root: str, a: str, b: str, band_ledgers: int, threshold: float) -> ProfileDiff:
+    """Two missions of one storage root compared by ledger band; a bad argument is named (A or B)."""
+    store = Store(storage_root)
+    sides = []
+    for label, mission in (("A", a), ("B", b)):
+        try:
+            sides.append(mission_side(store, mission))
+        except ValueError as exc:
+            raise ValueError(f"{label} ({mission}): {exc}") from exc
+    return compare(sides[0], sides[1], band_ledgers, threshold)
+
+
+@dataclass
+class DiffOutput:
+    diff: ProfileDiff | None
+    url: str | None  # the band table written, profile_diff.parquet
+    note: str  # what was compared with what, or why nothing was
+    image: dict | None = None  # this mission's stellar-core, also when there is no diff
+
+
+def _previous_mission(rows: list[dict]) -> str | None:
+    """The mission a profile was measured by, if it is one mission with a valid name."""
+    names = {r.get("mission") for r in rows}
+    if len(names) != 1:
+        return None
+    (name,) = names
+    try:
+        return validate_mission(name)
+    except ValueError:
+        return None
+
+
+def build_profile_diff(storage_root: str, mission: str, band_ledgers: int, threshold: float) -> DiffOutput:
+    """This mission's profile against the profile it was sized from -> profile_diff.parquet.
+
+    A is the plan's own copy of the previous profile (previous_profile.parquet): what
+    this mission was sized from. Its mission's attempt records and stellar-core are
+    read from this storage root when that mission is there; else they are said to be
+    unknown. A mission planned without a previous profile has nothing to compare.
+    """
+    store = Store(storage_root)
+    require_plan(store, mission)
+    doc = mission_doc(store, mission) or {}
+    previous_rel = f"{mission}/{PREVIOUS_PROFILE_FILE}"
+    if not store.exists(previous_rel):
+        note = f"mission {mission} was planned without a previous profile: nothing to compare"
+        return DiffOutput(None, None, note, mission_image(store, mission))
+    b = mission_side(store, mission)
+    rows_a = read_profile_rows(store, previous_rel)
+    source = doc.get("previous_profile_source") or store.url(previous_rel)
+    name_a = _previous_mission(rows_a)
+    if name_a is not None and name_a != mission and store.exists(f"{name_a}/{PLAN_FILE}"):
+        a = Side(name_a, rows_a, requested_of(store, name_a), mission_image(store, name_a))
+    else:
+        a = Side(name_a or str(source), rows_a)
+    diff = compare(a, b, band_ledgers, threshold)
+    url = write_table(store, f"{mission}/{PROFILE_DIFF_FILE}", diff.table())
+    note = f"{mission} (B) against the profile it was sized from, {source} (A: {a.name})"
+    return DiffOutput(diff, url, note, b.image)

@@ -7,6 +7,7 @@ previous profile) is the run config of `mission_plan`.
 
 import hashlib
 import os
+import shutil
 import typing
 from dataclasses import MISSING
 from dataclasses import fields as dataclass_fields
@@ -370,6 +371,20 @@ class CatchupResource(dg.ConfigurableResource):
             env["STELLAR_CORE"] = self.stellar_core
         return env
 
+    def core_image(self) -> dict[str, str | None]:
+        """The stellar-core this deployment's attempts run, as a mission records it (mission.json).
+
+        kubernetes: the image reference, its tag and, when the reference pins one
+        (`...@sha256:...`), its digest. local: the binary's resolved path and the
+        sha256 of its bytes (None if it cannot be read), or the simulated core.
+        """
+        if self.backend == "kubernetes" and self.kubernetes is not None:
+            return image_reference(self.kubernetes.image)
+        if not self.stellar_core:
+            return {"image": "simulated (catchup-sim-core)", "tag": None, "digest": None}
+        path = shutil.which(self.stellar_core) or self.stellar_core
+        return {"image": os.path.abspath(path), "tag": None, "digest": file_sha256(path)}
+
     def backend_for(self, mission: str, disruption_seed: int | None = None) -> Backend:
         if self.backend == "kubernetes":
             return self._kubernetes_backend(mission)
@@ -406,6 +421,26 @@ class CatchupResource(dg.ConfigurableResource):
             stats_interval=cfg.stats_interval_seconds,
             unschedulable_seconds=cfg.unschedulable_seconds,
         )
+
+
+def image_reference(ref: str) -> dict[str, str | None]:
+    """An image reference's tag and digest, as far as the reference itself says them."""
+    name, _, digest = ref.partition("@")
+    last = name.rsplit("/", 1)[-1]  # a registry's port is not a tag: registry:5000/core
+    tag = last.partition(":")[2] or None
+    return {"image": ref, "tag": tag, "digest": digest or None}
+
+
+def file_sha256(path: str) -> str | None:
+    """`sha256:<hex>` of a file's bytes, read in chunks; None (no failure) if it cannot be read."""
+    digest = hashlib.sha256()
+    try:
+        with open(path, "rb") as f:
+            while chunk := f.read(1 << 20):
+                digest.update(chunk)
+    except OSError:
+        return None
+    return f"sha256:{digest.hexdigest()}"
 
 
 def _kube_configuration(kubeconfig: str, context: str):

@@ -2,6 +2,10 @@
 
 import logging
 import os
+import re
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -75,3 +79,25 @@ def s3_bucket(moto_s3):
     name = f"catchup-{uuid.uuid4().hex[:12]}"
     fsspec.filesystem("s3").mkdir(name)
     return name
+
+
+@pytest.fixture(scope="session")
+def demo(tmp_path_factory):
+    """`catchup-assets demo` of 4 ranges run once for the session, as a user runs it: the demo directory,
+    its two missions' names and the finished process. test_demo.py and test_notebook.py read it."""
+    cwd = tmp_path_factory.mktemp("demo")
+    script = Path(sys.executable).parent / "catchup-assets"
+    env = {k: v for k, v in os.environ.items() if k not in ("DAGSTER_HOME", "CATCHUP_STORAGE_ROOT")}
+    proc = subprocess.run(
+        [str(script), "demo", "--ranges", "4", "--parallelism", "4", "--speed", "3000000"],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=240,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    missions = re.findall(r"^(demo-\d{8}-\d{6}-[ab]):$", proc.stdout, re.MULTILINE)
+    assert len(missions) == 2, proc.stdout
+    return cwd / "demo", missions, proc

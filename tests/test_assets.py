@@ -96,6 +96,9 @@ def test_profile_and_tier_map_assets_pass_their_checks_and_feed_the_next_plan(in
     assert meta["range_profile"]["profiled_ranges"].value == 3
     assert meta["range_profile"]["plot"].value.startswith("![plot](data:image/png;base64,")
     assert sum(meta["tier_map"]["ranges_per_tier"].value.values()) == 3
+    # Planned without a previous profile: profile_diff materializes, saying there is nothing to compare.
+    assert "without a previous profile" in meta["profile_diff"]["compared_with"].value
+    assert not (tmp_path / "storage/m1/profile_diff.parquet").exists()
     profile = meta["range_profile"]["profile_path"].value
     assert len(pd.read_parquet(profile)) == 3
     nxt = plan(instance, "m2", 3, previous_profile=profile, order="longest-first")

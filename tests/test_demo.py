@@ -3,7 +3,6 @@ instance the UI can open, with every range's partition materialized, and the Par
 
 import io
 import json
-import os
 import re
 import subprocess
 import sys
@@ -18,28 +17,8 @@ from catchup_assets.assets import MISSION_TAG, ledger_ranges_partitions_def
 from catchup_assets.demo import DemoSettings, run_demo
 from test_workspace import load_repository
 
-RANGES = 4
+RANGES = 4  # the `demo` fixture's (conftest.py): `catchup-assets demo --ranges 4`
 RANGE = dg.AssetKey("range_catchup")
-
-
-@pytest.fixture(scope="module")
-def demo(tmp_path_factory):
-    cwd = tmp_path_factory.mktemp("demo")
-    script = Path(sys.executable).parent / "catchup-assets"
-    env = {k: v for k, v in os.environ.items() if k not in ("DAGSTER_HOME", "CATCHUP_STORAGE_ROOT")}
-    proc = subprocess.run(
-        [str(script), "demo", "--ranges", str(RANGES), "--parallelism", "4", "--speed", "3000000"],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=240,
-        check=False,
-    )
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    missions = re.findall(r"^(demo-\d{8}-\d{6}-[ab]):$", proc.stdout, re.MULTILINE)
-    assert len(missions) == 2, proc.stdout
-    return cwd / "demo", missions, proc
 
 
 def test_prints_the_summary_and_the_command_that_opens_the_same_instance(demo):
@@ -137,3 +116,80 @@ def test_L9_a_condemned_range_is_named_and_the_demo_exits_non_zero(tmp_path):
     with dg.DagsterInstance.from_config(str(tmp_path / "demo" / "dagster_home")) as instance:
         failed = [r for r in instance.get_runs() if r.status == dg.DagsterRunStatus.FAILURE]
         assert sorted(r.job_name for r in failed) == ["range_catchup_job"] * 2
+
+
+def markdown_rows(text: str) -> dict[str, dict[str, str]]:
+    """The rows of the first Markdown table in `text`, by their first cell."""
+    lines = [line for line in text.splitlines() if line.startswith("|")]
+    header = [c.strip() for c in lines[0].strip("|").split("|")]
+    rows = ([c.strip() for c in line.strip("|").split("|")] for line in lines[2:])
+    return {r[0]: dict(zip(header, r, strict=True)) for r in rows}
+
+
+def sized_requests(mission_dir: Path) -> pd.Series:
+    """Memory requested per range by the attempts sizing answers for (completed or OOMed), from
+    the attempt records themselves: what profile_diff must have summed."""
+    attempts = pd.read_parquet(mission_dir / "attempts")
+    sized = attempts[attempts["outcome"].isin(["ok", "oom"])]
+    return sized.groupby("range_key")["memory_request_bytes"].sum()
+
+
+def test_profile_diff_of_the_second_mission_shows_the_memory_requested_drop_by_band(demo):
+    """Item 7's done-when: the demo's two missions replay the same simulated history, so their
+    peaks are about equal; the second, sized from the first's profile, requests less memory."""
+    d, (a, b), _ = demo
+    with dg.DagsterInstance.from_config(str(d / "dagster_home")) as instance:
+        records = instance.fetch_materializations(dg.AssetKey("profile_diff"), limit=10).records
+    meta = {r.asset_materialization.metadata["mission"].value: r.asset_materialization.metadata for r in records}
+    assert set(meta) == {a, b}
+    # The first mission had no previous profile: materialized, saying so.
+    assert "without a previous profile" in meta[a]["compared_with"].value
+    assert meta[a]["image"].value == "simulated (catchup-sim-core)"
+    mb = meta[b]
+    assert (mb["a_mission"].value, mb["b_mission"].value) == (a, b)
+    assert mb["a_image"].value == mb["b_image"].value == "simulated (catchup-sim-core)"
+    assert mb["ranges_compared"].value == RANGES
+    assert mb["requested_ratio"].value < 1
+    assert mb["requested_b_gib"].value < mb["requested_a_gib"].value
+    assert mb["plot"].value.startswith("![plot](data:image/png;base64,")
+    bands = markdown_rows(mb["bands"].value)
+    # 4 ranges of 15M ledgers: one per band, each band named by the range's last ledger.
+    assert list(bands) == ["10-15M", "25-30M", "40-45M", "55-60M", "all"]
+    assert all(bands[k]["ranges"] == "1" for k in ("10-15M", "25-30M", "40-45M", "55-60M"))
+    # Light history: the first mission ran it on the 12 GiB catch-all, the second sized it to a
+    # few GiB. The top band's one range peaks near the catch-all (about 9 GiB): sized with its
+    # margin and headroom it may get as much as the catch-all gave it, so no drop is claimed there.
+    for band in ("10-15M", "25-30M", "40-45M"):
+        assert float(bands[band]["req B/A"]) < 0.75, bands[band]
+    # The table's figures are the attempt records' own, band by band (read with pandas here).
+    table = pd.read_parquet(mb["profile_diff_path"].value)
+    assert table["band"].tolist() == ["10-15M", "25-30M", "40-45M", "55-60M"]
+    for side, mission in (("a", a), ("b", b)):
+        want = sized_requests(d / "storage" / mission).sort_index().tolist()
+        assert table[f"requested_{side}_bytes"].tolist() == want
+    ratios = (table["requested_b_bytes"] / table["requested_a_bytes"]).tolist()
+    assert ratios == pytest.approx(table["requested_ratio"].tolist())
+    assert [f"{r:.2f}" for r in ratios] == [bands[k]["req B/A"] for k in table["band"]]
+    # Same simulated workload: peaks about equal (sampled RSS of a small process varies a little).
+    assert table["peak_ratio_median"].between(0.75, 1.33).all()
+
+
+def test_catchup_assets_diff_of_the_demo_s_two_missions(demo):
+    d, (a, b), proc = demo
+    assert f"catchup-assets diff --root {d / 'storage'} {a} {b} --memory-scale 0.005" in proc.stdout
+    script = Path(sys.executable).parent / "catchup-assets"
+    run = subprocess.run(
+        [str(script), "diff", "--root", str(d / "storage"), a, b, "--memory-scale", "0.005"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert run.returncode == 0, run.stderr
+    assert f"A  {a}  stellar-core simulated (catchup-sim-core)" in run.stdout
+    assert f"B  {b}  stellar-core simulated (catchup-sim-core)" in run.stdout
+    header = next(line for line in run.stdout.splitlines() if line.split()[:2] == ["band", "ranges"])
+    assert "req B/A" in header
+    total = next(line for line in run.stdout.splitlines() if line.split()[:1] == ["all"])
+    assert total.split()[1] == str(RANGES)
+    assert "regressions (peak or seconds past 1.25x, and new OOMs):" in run.stdout

@@ -365,7 +365,30 @@ CASES = [
         ERROR,
         "mission name",
     ),
+    (
+        "diff of a mission without a profile",
+        lambda t: diff_of(t, None),
+        ERROR,
+        "B (m2): mission 'm2' has no profile at",
+    ),
+    (
+        "diff of a profile with a wrong schema",
+        lambda t: diff_of(t, pa.table({"range_key": [KEY], "peak": [1]})),
+        ERROR,
+        "m2/range_profile.parquet lacks column(s) ['last_ledger'",
+    ),
 ]
+
+
+def diff_of(tmp, b_profile: pa.Table | None) -> None:
+    """`catchup-assets diff` of a profiled m1 and a planned m2 whose profile is `b_profile` (None: none)."""
+    for name in ("m1", "m2"):
+        (tmp / name).mkdir()
+        (tmp / name / "plan.parquet").write_bytes(b"")
+    profile_file(tmp / "m1", [good_row(oom_count=0, completed=True)])
+    if b_profile is not None:
+        profile_file(tmp / "m2", table=b_profile)
+    cli_run(["diff", "--root", str(tmp), "m1", "m2"])
 
 
 def test_R3_the_table_is_at_least_forty_inputs():

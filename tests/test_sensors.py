@@ -9,7 +9,15 @@ from dagster._core.storage.tags import (
     ASSET_PARTITION_RANGE_START_TAG as RANGE_START,
 )
 
-from catchup_assets.assets import MISSION_TAG, PLAN_KEY, mission_plan, range_catchup, range_profile, tier_map
+from catchup_assets.assets import (
+    MISSION_TAG,
+    PLAN_KEY,
+    mission_plan,
+    profile_diff,
+    range_catchup,
+    range_profile,
+    tier_map,
+)
 from catchup_assets.jobs import mission_plan_job, profile_job, range_catchup_job
 from catchup_assets.ranges import format_key
 from catchup_assets.resources import CatchupResource
@@ -43,7 +51,7 @@ def key(i: int, last: int | None = None) -> str:
 def env(tmp_path):
     resources = {"catchup": CatchupResource(storage_root=str(tmp_path / "storage"), **SETTINGS)}
     defs = dg.Definitions(
-        assets=[mission_plan, range_catchup, range_profile, tier_map],
+        assets=[mission_plan, range_catchup, range_profile, tier_map, profile_diff],
         jobs=[mission_plan_job, range_catchup_job, profile_job],
         sensors=SENSORS,
         resources=resources,
