@@ -219,6 +219,39 @@ def profile_plot(rows: Sequence[dict[str, Any]], memory_scale: float = 1.0) -> d
     return _png_markdown(fig)
 
 
+SPARKS = "▁▂▃▄▅▆▇█"
+SPARK_BINS = 60
+
+
+def sparkline(points: Sequence[tuple[float, float | None]], bins: int = SPARK_BINS) -> str:
+    """(x, y) points as one line of block characters: the highest y in each of `bins` bins of x.
+
+    The Dagster UI shows a Markdown value inline only under 1000 characters, which no PNG
+    is: this line is the plot that shows at a glance; the full one is behind its link.
+    """
+    pts = [(x, y) for x, y in points if y is not None]
+    if not pts:
+        return ""
+    lo, hi = min(x for x, _ in pts), max(x for x, _ in pts)
+    n = max(1, min(bins, len({x for x, _ in pts})))
+    top: list[float | None] = [None] * n
+    for x, y in pts:
+        i = 0 if hi == lo else min(n - 1, int((x - lo) / (hi - lo) * n))
+        top[i] = y if top[i] is None else max(top[i], y)
+    tallest = max(v for v in top if v is not None)
+    return "".join(" " if v is None else SPARKS[0 if tallest <= 0 else min(7, int(v / tallest * 8))] for v in top)
+
+
+def _spark_metadata(rows: Sequence[dict[str, Any]], field: str, scale: float, unit: str, what: str) -> dg.MetadataValue:
+    points = [(r["last_ledger"], None if r.get(field) is None else r[field] / scale) for r in rows]
+    line = sparkline(points)
+    tallest = max((y for _, y in points if y is not None), default=0)
+    first, last = min(r["last_ledger"] for r in rows), max(r["last_ledger"] for r in rows)
+    return dg.MetadataValue.md(
+        f"`{line}`\n\n{what} by range end, ledger {first:,} to {last:,}; tallest {significant(tallest, 3)} {unit}"
+    )
+
+
 def _step(xs: Sequence[float]) -> float:
     s = sorted(set(xs))
     return min((b - a for a, b in zip(s, s[1:], strict=False)), default=1.0)
@@ -242,9 +275,15 @@ def profile_metadata(
         ),
     }
     if rows:
+        production = " (production scale)" if memory_scale != 1 else ""
+        meta["memory_by_ledger"] = _spark_metadata(
+            rows, "peak_anon_bytes", memory_scale * GiB, "GiB", "peak anon memory" + production
+        )
+        meta["hours_by_ledger"] = _spark_metadata(rows, "seconds", 3600, "h", "compute time")
         meta["plot"] = profile_plot(rows, memory_scale)
     if scale:
         meta["scale"] = scale
+    meta["preview"] = meta.pop("preview")  # the inline plots first, the long table last
     return meta
 
 

@@ -95,6 +95,8 @@ def test_profile_and_tier_map_assets_pass_their_checks_and_feed_the_next_plan(in
     meta = {e.asset_key.path[-1]: e.materialization.metadata for e in result.get_asset_materialization_events()}
     assert meta["range_profile"]["profiled_ranges"].value == 3
     assert meta["range_profile"]["plot"].value.startswith("![plot](data:image/png;base64,")
+    spark = meta["range_profile"]["memory_by_ledger"].value
+    assert len(spark.split("`")[1]) == 3 and "GiB" in spark  # one block per range, inline in the UI
     assert sum(meta["tier_map"]["ranges_per_tier"].value.values()) == 3
     # Planned without a previous profile: profile_diff materializes, saying there is nothing to compare.
     assert "without a previous profile" in meta["profile_diff"]["compared_with"].value

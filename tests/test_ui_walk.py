@@ -233,6 +233,9 @@ def test_range_profile_shows_its_table_and_plot(page, demo):
     page.goto("/assets/range_profile")
     expect(metadata_row(page, "mission")).to_contain_text(demo.missions[-1])
     expect(metadata_row(page, "unmeasured_ranges")).to_contain_text("1")  # the condemned range
+    # The one plot the UI shows inline: a line of block characters, not a [Show Markdown] link.
+    expect(metadata_row(page, "memory_by_ledger")).to_contain_text("█")
+    expect(metadata_row(page, "memory_by_ledger")).to_contain_text("tallest")
     expect(metadata_row(page, "preview")).to_contain_text("peak_anon_mib")
     page.get_by_role("button", name="Metadata").evaluate("e => e.scrollIntoView({block: 'start'})")
     shot(page, "05-range-profile-metadata.png")
