@@ -22,6 +22,30 @@ def restore_package_logging():
     logging.getLogger("catchup_assets").setLevel(logging.NOTSET)
 
 
+@pytest.fixture
+def instance(tmp_path, monkeypatch):
+    """A fresh Dagster instance; runs keep their records under tmp_path/storage."""
+    import dagster as dg  # not at the top: after DAGSTER_GRPC_TIMEOUT_SECONDS is set
+
+    monkeypatch.setenv("CATCHUP_STORAGE_ROOT", str(tmp_path / "storage"))
+    (tmp_path / "home").mkdir()
+    with dg.instance_for_test(temp_dir=str(tmp_path / "home")) as inst:
+        yield inst
+
+
+@pytest.fixture
+def logged_instance(tmp_path, monkeypatch):
+    """An instance managing the package's loggers as the repository's dagster.yaml does (python_logs)."""
+    import dagster as dg
+    import yaml
+
+    monkeypatch.setenv("CATCHUP_STORAGE_ROOT", str(tmp_path / "storage"))
+    logs = yaml.safe_load((Path(__file__).resolve().parents[1] / "dagster.yaml").read_text())["python_logs"]
+    (tmp_path / "home").mkdir()
+    with dg.instance_for_test(temp_dir=str(tmp_path / "home"), overrides={"python_logs": logs}) as inst:
+        yield inst
+
+
 @pytest.fixture(scope="session")
 def moto_s3():
     """A real S3 API (moto's server on a free local port) for the whole session.

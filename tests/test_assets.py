@@ -16,14 +16,6 @@ RANGE = dg.AssetKey("range_catchup")
 ROOT = Path(__file__).resolve().parents[1]
 
 
-@pytest.fixture
-def instance(tmp_path, monkeypatch):
-    monkeypatch.setenv("CATCHUP_STORAGE_ROOT", str(tmp_path / "storage"))
-    (tmp_path / "home").mkdir()
-    with dg.instance_for_test(temp_dir=str(tmp_path / "home")) as inst:
-        yield inst
-
-
 def with_resource(**changes) -> dg.Definitions:
     res = CatchupResource(**{**catchup.model_dump(), **changes})
     return dg.Definitions(
@@ -193,19 +185,14 @@ def test_L34_profile_job_of_an_unknown_mission_is_refused_and_writes_nothing(ins
     assert not list((tmp_path / "storage").glob("*/range_profile.parquet"))  # no empty profile left behind
 
 
-def test_the_dispatcher_s_alerts_reach_the_run_s_event_log(tmp_path, monkeypatch):
+def test_the_dispatcher_s_alerts_reach_the_run_s_event_log(logged_instance):
     """With the repository's instance config (python_logs), a condemned range's alert, logged by the
     dispatcher's module logger, is an event of the run: the UI shows it on the run's page."""
-    import yaml
-
-    monkeypatch.setenv("CATCHUP_STORAGE_ROOT", str(tmp_path / "storage"))
-    logs = yaml.safe_load((ROOT / "dagster.yaml").read_text())["python_logs"]
-    (tmp_path / "home").mkdir()
-    with dg.instance_for_test(temp_dir=str(tmp_path / "home"), overrides={"python_logs": logs}) as inst:
-        assert plan(inst, "m1", 2).success
-        keys = inst.get_dynamic_partitions("ledger_ranges")
-        result = run_ranges(inst, keys, "m1", with_resource(sim_fail_targets=[int(keys[0][-10:])]))
-        messages = [e.user_message for e in inst.all_logs(result.run_id) if e.level >= logging.WARNING]
+    inst = logged_instance
+    assert plan(inst, "m1", 2).success
+    keys = inst.get_dynamic_partitions("ledger_ranges")
+    result = run_ranges(inst, keys, "m1", with_resource(sim_fail_targets=[int(keys[0][-10:])]))
+    messages = [e.user_message for e in inst.all_logs(result.run_id) if e.level >= logging.WARNING]
     assert any(f"range {keys[0]} condemned: failed budget spent" in m for m in messages)
 
 
@@ -273,35 +260,28 @@ def health_evaluations(inst, run_id) -> list[tuple[str, bool, str]]:
     return out
 
 
-def test_Z4_a_stall_and_a_block_are_checks_and_alerts_of_the_run(tmp_path, monkeypatch):
+def test_Z4_a_stall_and_a_block_are_checks_and_alerts_of_the_run(logged_instance):
     """Issue 14 item 2: a stall (Z4) and stopped dispatch show on range_catchup's checks as they
     happen (failed, then passed once a range completes) and in the run's event log."""
-    import yaml
+    inst = logged_instance
+    assert plan(inst, "m1", 2).success
+    keys = inst.get_dynamic_partitions("ledger_ranges")
+    # Unprofiled ranges that take a few seconds against a 0.5 s floor: both overdue, nothing done.
+    slow = run_ranges(inst, keys, "m1", with_resource(stall_seconds=0.5, sim_speed=60_000))
+    assert slow.success, failure_text(slow)
+    stall = [(passed, why) for check, passed, why in health_evaluations(inst, slow.run_id) if check == "not_stalled"]
+    assert stall[0][0] is False and "no range completed for" in stall[0][1] and "all 2 in flight" in stall[0][1]
+    assert stall[-1][0] is True  # a range completed: the run's last word is healthy
+    alerts = [e.user_message for e in inst.all_logs(slow.run_id) if e.level >= logging.WARNING]
+    assert any("mission m1: stalled: no range completed" in m for m in alerts)
 
-    monkeypatch.setenv("CATCHUP_STORAGE_ROOT", str(tmp_path / "storage"))
-    logs = yaml.safe_load((ROOT / "dagster.yaml").read_text())["python_logs"]
-    (tmp_path / "home").mkdir()
-    with dg.instance_for_test(temp_dir=str(tmp_path / "home"), overrides={"python_logs": logs}) as inst:
-        assert plan(inst, "m1", 2).success
-        keys = inst.get_dynamic_partitions("ledger_ranges")
-        # Unprofiled ranges that take a few seconds against a 0.5 s floor: both overdue, nothing done.
-        slow = run_ranges(inst, keys, "m1", with_resource(stall_seconds=0.5, sim_speed=60_000))
-        assert slow.success, failure_text(slow)
-        stall = [
-            (passed, why) for check, passed, why in health_evaluations(inst, slow.run_id) if check == "not_stalled"
-        ]
-        assert stall[0][0] is False and "no range completed for" in stall[0][1] and "all 2 in flight" in stall[0][1]
-        assert stall[-1][0] is True  # a range completed: the run's last word is healthy
-        alerts = [e.user_message for e in inst.all_logs(slow.run_id) if e.level >= logging.WARNING]
-        assert any("mission m1: stalled: no range completed" in m for m in alerts)
-
-        assert plan(inst, "m2", 3, first_range=2).success
-        keys = inst.get_dynamic_partitions("ledger_ranges")[2:]
-        broken = with_resource(breaker_attempts=2, sim_fail_targets=[int(k[-10:]) for k in keys])
-        blocked = run_ranges(inst, keys, "m2", broken)
-        assert not blocked.success
-        dispatch = [(p, why) for check, p, why in health_evaluations(inst, blocked.run_id) if check == "dispatching"]
-        assert dispatch[0][0] is False and dispatch[0][1].startswith("circuit breaker: 2 attempts in a row")
-        assert dispatch[-1][0] is False
-        alerts = [e.user_message for e in inst.all_logs(blocked.run_id) if e.level >= logging.WARNING]
-        assert any("mission m2: circuit breaker" in m for m in alerts)
+    assert plan(inst, "m2", 3, first_range=2).success
+    keys = inst.get_dynamic_partitions("ledger_ranges")[2:]
+    broken = with_resource(breaker_attempts=2, sim_fail_targets=[int(k[-10:]) for k in keys])
+    blocked = run_ranges(inst, keys, "m2", broken)
+    assert not blocked.success
+    dispatch = [(p, why) for check, p, why in health_evaluations(inst, blocked.run_id) if check == "dispatching"]
+    assert dispatch[0][0] is False and dispatch[0][1].startswith("circuit breaker: 2 attempts in a row")
+    assert dispatch[-1][0] is False
+    alerts = [e.user_message for e in inst.all_logs(blocked.run_id) if e.level >= logging.WARNING]
+    assert any("mission m2: circuit breaker" in m for m in alerts)

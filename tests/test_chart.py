@@ -495,4 +495,10 @@ def test_the_code_location_loads_this_releases_settings(chart, tmp_path):
     defs = load_location(tmp_path)
     loaded = defs.resources["catchup"]
     assert loaded.backend == "kubernetes" and loaded.kubernetes.namespace == resource.kubernetes.namespace
-    assert {a.key.path[-1] for a in defs.assets} == {"mission_plan", "range_catchup", "range_profile", "tier_map"}
+    assert {a.key.path[-1] for a in defs.assets} == {
+        "mission_plan",
+        "range_catchup",
+        "range_profile",
+        "tier_map",
+        "profile_diff",
+    }

@@ -4,22 +4,12 @@ A backfill of failed partitions carries no catchup/mission tag: it runs on the m
 that condemned them, never silently on the newest plan, and is tagged with it.
 """
 
-import dagster as dg
 import pytest
 from dagster._core.storage.tags import ASSET_PARTITION_RANGE_END_TAG, ASSET_PARTITION_RANGE_START_TAG
 
 from catchup_assets.assets import MISSION_TAG
 from catchup_assets.ownership import MissionAmbiguous, owning_mission
 from test_assets import failure_text, plan, run_ranges, with_resource
-
-
-@pytest.fixture
-def instance(tmp_path, monkeypatch):
-    monkeypatch.setenv("CATCHUP_STORAGE_ROOT", str(tmp_path / "storage"))
-    (tmp_path / "home").mkdir()
-    with dg.instance_for_test(temp_dir=str(tmp_path / "home")) as inst:
-        yield inst
-
 
 A, B, C = "0000000001-0000000064", "0000000065-0000000128", "0000000129-0000000192"
 
