@@ -255,6 +255,11 @@ class Dispatcher:
             self._recs[k][a] = rec
         for k, a in done:
             self._done[k].add(a)
+        # Attempts this run claimed before it restarted (a retried step keeps its holder) are
+        # its own: their records were just read, so flushes need no re-read to merge.
+        for k, a in recs:
+            if (k, a) not in done and k in self.by_key and self.records.claim_holder(k, a) == self.holder:
+                self._mine.add((k, a))
         self._reset_after = self.records.load_resets(self.by_key) if self.by_key else {}
         if self.cfg.reset_condemned:
             for key in self.by_key:

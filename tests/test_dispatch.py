@@ -492,3 +492,48 @@ def test_a_lone_failing_range_is_judged_once_nothing_else_is_left(tmp_path):
     d, _, _ = make(tmp_path, lambda s: Script(observation=FAILED), ranges=RANGES[:2], breaker_attempts=5)
     result = d.run()
     assert d.blocked is None and set(result.condemned) == {KEYS[0], KEYS[1]}
+
+
+class CountingStore(Store):
+    """The real local Store, counting what it reads back (the storage root is the boundary)."""
+
+    def __init__(self, root):
+        super().__init__(root)
+        self.reads: list[str] = []
+
+    def read_bytes(self, rel: str) -> bytes:
+        self.reads.append(rel)
+        return super().read_bytes(rel)
+
+
+@pytest.mark.parametrize(("holder", "rereads"), [("run-a", False), ("run-b", True)])
+def test_L10_a_restarted_dispatcher_owns_what_its_run_claimed(tmp_path, holder, rereads):
+    """Restarted under its run's holder (a retried step), the dispatcher's live attempts are its
+    own: flushing their peaks reads no record back. Under another holder (a second run over the
+    same ranges) it merges over what storage holds, reading each record first."""
+    clock = FakeClock()
+    backend = FakeBackend(clock, lambda spec: Script(seconds=10_000))
+    store = CountingStore(tmp_path / "root")
+    records = RecordStore(store, "m1")
+    mission = MissionConfig("m1", SPAN, str(tmp_path / "root"), parallelism=4, poll_seconds=5)
+
+    def dispatcher(h):
+        return Dispatcher(
+            DispatchConfig(mission, RANGES, holder=h, peak_flush_seconds=10), backend, records, clock=clock
+        )
+
+    first = dispatcher("run-a")
+    for _ in range(3):
+        first.pass_once()
+        clock.sleep(5)
+    live = {(s.range_key, s.attempt) for s in backend.observe() if s.live}
+    assert len(live) == 4
+    again = dispatcher(holder)
+    again.pass_once()  # recovers: reads every record and claim once
+    store.reads.clear()
+    for _ in range(4):
+        clock.sleep(11)
+        again.pass_once()
+    record_reads = [r for r in store.reads if "/attempts/" in r and "_claim" not in r]
+    assert bool(record_reads) is rereads
+    assert {(s.range_key, s.attempt) for s in backend.observe() if s.live} == live  # adopted, none restarted
