@@ -85,7 +85,8 @@ def meta(record: dg.EventLogRecord, name: str):
 
 
 def read_plan_keys(plan_path: str) -> list[str]:
-    fs, path = fsspec.core.url_to_fs(plan_path)
+    # No listing cache (as the Store): a sensor process lives long, a plan may be rewritten.
+    fs, path = fsspec.core.url_to_fs(plan_path, use_listings_cache=False)
     return pq.read_table(path, filesystem=fs, columns=["range_key"]).column("range_key").to_pylist()
 
 
