@@ -205,6 +205,7 @@ class KubernetesConfig(_Strict):
     )
     kubelet_connect_timeout: float = Field(default=_KUBELET["connect_timeout"], gt=0)
     kubelet_read_timeout: float = Field(default=_KUBELET["read_timeout"], gt=0)
+    kubelet_concurrency: int = Field(default=_KUBELET["concurrency"], ge=1, description="summaries read at once")
 
     def kubelet_access(self) -> KubeletAccess:
         """The KubeletAccess these `kubelet_*` fields make, every field taken by name; it checks them."""

@@ -73,6 +73,8 @@ class KubeletServer:
         self.token_files: dict[str, Path] = {}  # user -> the file its token is projected to
         self.faults, self.requests = FaultInjector(), RequestLog()
         self.received: deque[Received] = deque(maxlen=10_000)
+        # Requests being answered right now, and the most there ever were at once.
+        self.in_flight = self.most_in_flight = 0
         self._dir = tempfile.TemporaryDirectory(prefix="sim-kubelet-")
         files = kube_tls.cluster_ca_signed(self._dir.name)
         self.ca_file = files.ca_file
@@ -145,7 +147,14 @@ class KubeletServer:
         auth = h.headers.get("Authorization")
         verb, sub = request_attributes(method, path)
         self.requests.record(verb, f"nodes/{sub}")
-        answer = self._answer(node, method, path, auth, verb, sub)
+        with self._lock:
+            self.in_flight += 1
+            self.most_in_flight = max(self.most_in_flight, self.in_flight)
+        try:
+            answer = self._answer(node, method, path, auth, verb, sub)
+        finally:
+            with self._lock:
+                self.in_flight -= 1
         self.received.append(Received(node, method, path, auth, answer[0] if answer else None))
         if answer is None:
             h.close_connection = True  # no answer: the connection just closes

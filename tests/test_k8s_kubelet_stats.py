@@ -151,3 +151,18 @@ def test_the_node_address_is_taken_in_the_preferred_order(cluster, tmp_path, cap
         assert list(kubelet.endpoints.received) == []
         (logged,) = errors(caplog)
         assert "has no address of types ['InternalIP']" in logged
+
+
+@pytest.mark.parametrize("concurrency", [1, 4])
+def test_L19_summaries_are_read_concurrently_up_to_the_bound(cluster, tmp_path, concurrency):
+    """At 1000 nodes, one summary after another would take longer than stats_interval and
+    hold the dispatcher's pass: they are read `kubelet_concurrency` at a time."""
+    api, kubelet = cluster
+    kubelets = kubelet.endpoints
+    b = backend(api, kubelet, tmp_path, access=kubelet_access(kubelet, concurrency=concurrency))
+    nodes = [f"dwarf-{n}" for n in range(3)] + [f"giant-{n}" for n in range(3)]
+    kubelets.faults.add(hang=0.3, count=len(nodes), resource="nodes/stats")  # each kubelet slow to answer
+    read = b.kubelet.summaries(nodes)
+    assert [node for node, _ in read] == nodes
+    assert all(isinstance(summary, dict) and summary["node"]["nodeName"] == node for node, summary in read)
+    assert kubelets.most_in_flight == min(concurrency, len(nodes))

@@ -263,14 +263,13 @@ class KubernetesBackend:
                 labels = pod.metadata.labels or {}
                 aid = f"{labels.get(m.LABEL_RANGE_KEY)}-a{int(labels.get(m.LABEL_ATTEMPT, '0')):03d}"
                 ours.setdefault(pod.spec.node_name, {})[pod.metadata.name] = aid
-        for node, names in ours.items():
-            try:
-                summary = self.kubelet.summary(node)
-            except KubeletRefused as exc:
-                self._kubelet_refused(exc)
+        for node, summary in self.kubelet.summaries(list(ours)):
+            names = ours[node]
+            if isinstance(summary, KubeletRefused):
+                self._kubelet_refused(summary)
                 continue
-            except TransientBackendError as exc:
-                log.info("stats summary of node %s unavailable: %s", node, exc)
+            if isinstance(summary, Exception):
+                log.info("stats summary of node %s unavailable: %s", node, summary)
                 continue
             if self.kubelet_refused is not None:
                 log.warning("mission %s: kubelet summaries are read again (node %s)", self.mission, node)
