@@ -71,7 +71,7 @@ def _plan(args: argparse.Namespace) -> int:
     from collections import Counter
 
     from catchup_assets.forecast import forecast_rows
-    from catchup_assets.mission import MissionConfig, forecast_mission, prepare
+    from catchup_assets.mission import MissionConfig, forecast_mission, predict_cost, prepare
     from catchup_assets.profile_io import ProfileRefused, load_previous_profile
     from catchup_assets.ranges import MissionSpan
 
@@ -101,17 +101,36 @@ def _plan(args: argparse.Namespace) -> int:
         f"{forecasts[0].estimated} without their own measurement"
     )
     print("tiers     " + ", ".join(f"{t} {n}" for t, n in sorted(tiers.items(), key=lambda kv: -kv[1])))
-    rows = forecast_rows(forecasts, cfg.parallelism)
-    cols = list(rows[0])
-    widths = [max(len(c), *(len(str(r[c])) for r in rows)) for c in cols]
-    print("\n" + "  ".join(c.rjust(w) for c, w in zip(cols, widths, strict=True)))
-    for r in rows:
-        print("  ".join(str(r[c]).rjust(w) for c, w in zip(cols, widths, strict=True)))
+    print("\n" + text_table(forecast_rows(forecasts, cfg.parallelism)))
     print(
         "\nPredicted from the profile's seconds with the dispatcher's own order; reclaims, OOM retries "
         "and node start-up come on top."
     )
+    print_cost(predict_cost(prepared), cfg.placement)
     return 0
+
+
+def text_table(rows: list[dict]) -> str:
+    """Rows of one shape as right-aligned columns under their names."""
+    cols = list(rows[0])
+    widths = [max(len(c), *(len(str(r[c])) for r in rows)) for c in cols]
+    lines = ["  ".join(c.rjust(w) for c, w in zip(cols, widths, strict=True))]
+    lines += ["  ".join(str(r[c]).rjust(w) for c, w in zip(cols, widths, strict=True)) for r in rows]
+    return "\n".join(lines)
+
+
+def print_cost(cost, placement) -> None:
+    """The predicted cost of a mission's first attempts, per tier, with flat sizing beside it."""
+    from catchup_assets.cost import COST_NOTE, cost_rows
+
+    print("\n" + text_table(cost_rows(cost, placement)))
+    ratio = f"{cost.ratio:.3f}" if cost.ratio is not None else "-"
+    print(
+        f"\ncost {cost.dollars:,.2f} USD (spot {cost.spot_dollars:,.2f}, on-demand {cost.on_demand_dollars:,.2f}; "
+        f"{cost.all_on_demand_dollars:,.2f} were it all on-demand); "
+        f"flat sizing {cost.flat_dollars:,.2f} USD ({cost.flat_shape}); ratio {ratio}.\n"
+        f"Prices: {placement.catalog.source}; {COST_NOTE}."
+    )
 
 
 def _workload(args: argparse.Namespace) -> int:

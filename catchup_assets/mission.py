@@ -17,20 +17,21 @@ import io
 import json
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from catchup_assets.backends.base import Backend
 from catchup_assets.config import MissionConfig
+from catchup_assets.cost import MissionCost, mission_cost
 from catchup_assets.dispatch import Clock, DispatchConfig, Dispatcher, MissionResult, RangeResult, Status
 from catchup_assets.forecast import WHAT_IF_FACTORS, Forecast, estimates, what_if
 from catchup_assets.plan import plan_table, tier_map_table
 from catchup_assets.profile import PROFILE_SCHEMA, profile_rows
 from catchup_assets.profile_io import PreviousProfile, load_previous_profile
 from catchup_assets.ranges import LedgerRange, MissionSpan, dispatch_order, parse_key, plan_ranges
-from catchup_assets.records import RecordStore
+from catchup_assets.records import AttemptRecord, RecordStore
 from catchup_assets.sizing import Placement
 from catchup_assets.storage import Store, validate_mission
 
@@ -98,6 +99,13 @@ def forecast_mission(prepared: PreparedMission, factors=WHAT_IF_FACTORS) -> list
     return [] if est is None else what_if(est, cfg.parallelism, factors)
 
 
+def predict_cost(prepared: PreparedMission) -> MissionCost | None:
+    """What the plan's first attempts cost at the profile's seconds; None unprofiled (nothing to time)."""
+    cfg = prepared.config
+    est = estimates(prepared.ordered, prepared.previous.index, cfg.placement)
+    return None if est is None else mission_cost((e.use() for e in est), cfg.placement)
+
+
 def run_mission(
     prepared: PreparedMission,
     backend: Backend,
@@ -134,6 +142,7 @@ class ProfileOutput:
     profile: pa.Table
     unmeasured: list[str]
     url: str
+    records: list[AttemptRecord] = field(default_factory=list)  # every finished attempt the profile read
 
 
 def require_plan(store: Store, mission: str) -> None:
@@ -154,9 +163,10 @@ def build_profile(storage_root: str, mission: str) -> ProfileOutput:
     records, done = record_store.load()
     if record_store.files_read:
         record_store.write_snapshot(records, done)  # the next read of these records is one file
-    rows, unmeasured = profile_rows(r for ident, r in records.items() if ident in done)
+    finished = [r for ident, r in records.items() if ident in done]
+    rows, unmeasured = profile_rows(finished)
     profile = pa.Table.from_pylist(rows, schema=PROFILE_SCHEMA)
-    return ProfileOutput(profile, unmeasured, write_table(store, f"{mission}/{PROFILE_FILE}", profile))
+    return ProfileOutput(profile, unmeasured, write_table(store, f"{mission}/{PROFILE_FILE}", profile), finished)
 
 
 def build_tier_map(

@@ -179,7 +179,8 @@ EPHEMERAL = {"requests": "35Gi", "limits": "40Gi"}
 @pytest.mark.parametrize(
     "mode,pooled,profiled,tier,expected",
     [
-        ("ephemeral", True, True, GIANT, None),  # its node to itself
+        ("ephemeral", True, True, dataclasses.replace(GIANT, pods_per_node=1), None),  # exclusive: its node to itself
+        ("ephemeral", True, True, GIANT, EPHEMERAL),  # the default ladder packs ranges by their requests
         ("ephemeral", True, False, PROTOSTAR, EPHEMERAL),  # catch-all: packed
         ("ephemeral", False, True, GIANT, EPHEMERAL),  # shared nodes
         ("ephemeral", False, False, NEBULA, EPHEMERAL),

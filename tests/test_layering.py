@@ -12,7 +12,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("catchup_assets", "catchup_sim")
-PURE_CORE = ("ranges", "outcomes", "evictions", "sizing", "profile", "plan", "forecast", "tip")
+PURE_CORE = ("ranges", "outcomes", "evictions", "sizing", "profile", "plan", "forecast", "tip", "catalog", "cost")
 EDGES = ("dagster", "kubernetes", "pandas")
 
 
