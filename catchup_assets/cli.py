@@ -133,6 +133,44 @@ def print_cost(cost, placement) -> None:
     )
 
 
+def _fit_tiers(args: argparse.Namespace) -> int:
+    import yaml
+
+    from catchup_assets.fit import FitSettings, chart_values, comparison_rows, evaluate, fit_ladder, profile_ranges
+    from catchup_assets.profile_io import ProfileRefused, load_previous_profile
+    from catchup_assets.resources import catalog_from_values
+    from catchup_assets.sizing import GiB, Placement
+
+    try:
+        previous = load_previous_profile(args.profile)
+    except ProfileRefused as exc:
+        raise ValueError(f"--profile: {exc}") from exc
+    if previous.index is None:
+        raise ValueError(f"--profile: {previous.warning}")
+    base = Placement()
+    catalog = base.catalog
+    if args.catalog:
+        with open(args.catalog) as f:
+            catalog = catalog_from_values(yaml.safe_load(f), where=f"--catalog {args.catalog}")
+    settings = FitSettings(args.max_tiers, args.cpu, args.capacity_type, int(args.step_gib * GiB), args.tolerance)
+    ranges, index = profile_ranges(previous.rows)
+    result = fit_ladder(ranges, index, base, catalog, args.parallelism, settings)
+    named = [("fitted", result.placement, result.cost, result.forecast)]
+    if not args.catalog:  # the default ladder's shapes are in the default catalog only
+        named.insert(0, ("default", base, *evaluate(ranges, index, base, args.parallelism)))
+    print(f"# chart values of the ladder fitted to {args.profile} ({len(ranges)} ranges)")
+    print(chart_values(result.placement, with_catalog=bool(args.catalog)))
+    print(text_table(comparison_rows(named)))
+    bound = result.forecast.lower_bound_seconds
+    print(
+        f"\npredicted makespan {result.forecast.makespan_seconds / 3600:.3f} h at {args.parallelism} slots, "
+        f"{'within' if result.within_tolerance else 'NOT within'} {args.tolerance:.0%} of its lower bound "
+        f"{bound / 3600:.3f} h (a ladder moves cost, not time: every ladder has this makespan)"
+    )
+    print_cost(result.cost, result.placement)
+    return 0
+
+
 def _workload(args: argparse.Namespace) -> int:
     import pyarrow.parquet as pq
 
@@ -213,6 +251,31 @@ def build_parser() -> argparse.ArgumentParser:
         help="parallelism factors to compare (default 0.5 1 2)",
     )
     pl.set_defaults(func=_plan)
+    ft = sub.add_parser(
+        "fit-tiers",
+        help="fit a tier ladder to a profile: the cuts and node shapes that make the next mission cheapest",
+        description="Choose up to --max-tiers memory cuts and, for each, the catalog node shape that minimise the "
+        "predicted cost of the next mission sized from the profile (docs/cost.md); print the chart values and a "
+        "table: ladder, ranges per tier, cost, flat cost, ratio, predicted makespan.",
+    )
+    ft.add_argument("--profile", required=True, help="range_profile.parquet of an earlier mission (path or fsspec URL)")
+    ft.add_argument(
+        "--catalog", help="YAML/JSON: a list of shapes as the chart's `catalog` spells them (default: ours)"
+    )
+    ft.add_argument(
+        "--parallelism",
+        type=number(int, at_least=1),
+        default=DEFAULT_PARALLELISM,
+        help=f"slots for the predicted makespan (default {DEFAULT_PARALLELISM})",
+    )
+    ft.add_argument("--max-tiers", type=number(int, at_least=1), default=4, help="tiers in the ladder (default 4)")
+    ft.add_argument("--cpu", type=number(float, above=0), default=1.0, help="CPU request per range pod (default 1)")
+    ft.add_argument("--capacity-type", choices=["spot", "on-demand"], default="spot")
+    ft.add_argument("--step-gib", type=number(float, above=0), default=0.5, help="the grid of cuts (default 0.5)")
+    ft.add_argument(
+        "--tolerance", type=number(float, at_least=0), default=0.03, help="makespan over its bound (default 0.03)"
+    )
+    ft.set_defaults(func=_fit_tiers)
     wl = sub.add_parser(
         "workload",
         help="write the profile of the seed-shaped workload model (for trying `plan` and the benchmarks)",

@@ -3,6 +3,7 @@
 import dagster as dg
 
 from catchup_assets.assets import mission_plan, range_catchup, range_profile, tier_map
+from catchup_assets.ladder_asset import tier_ladder
 
 mission_plan_job = dg.define_asset_job("mission_plan_job", selection=[mission_plan], description="plan a mission")
 range_catchup_job = dg.define_asset_job(
@@ -11,5 +12,7 @@ range_catchup_job = dg.define_asset_job(
     description="run a contiguous span of ranges (one run, one dispatcher)",
 )
 profile_job = dg.define_asset_job(
-    "profile_job", selection=[range_profile, tier_map], description="profile a mission and map its tiers"
+    "profile_job",
+    selection=[range_profile, tier_map, tier_ladder],
+    description="profile a mission, map its tiers and fit a ladder to it",
 )

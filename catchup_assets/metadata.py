@@ -311,3 +311,25 @@ def tier_map_cost_metadata(rows: Sequence[dict[str, Any]], placement) -> dict[st
 
     uses = [Use(r["tier"], r["memory_request_bytes"] or 0, r["seconds"]) for r in rows if r["seconds"] is not None]
     return cost_metadata(mission_cost(uses, placement) if uses else None, placement, "next_mission_")
+
+
+def ladder_metadata(mission: str, out, current, memory_scale: float) -> dict[str, Any]:
+    """tier_ladder's metadata: the fitted ladder's values and cost beside the ladder in use."""
+    from catchup_assets.fit import comparison_rows
+
+    fit = out.fit
+    rows = comparison_rows(
+        [("in use", current, *out.current), ("fitted", fit.placement, fit.cost, fit.forecast)], memory_scale
+    )
+    return {
+        "mission": mission,
+        "tier_ladder_path": dg.MetadataValue.path(out.url),
+        "values": dg.MetadataValue.md(f"```yaml\n{out.values}```"),
+        "comparison": markdown_table(rows, list(rows[0])),
+        "fitted_cost_usd": significant(fit.cost.dollars),
+        "in_use_cost_usd": significant(out.current[0].dollars),
+        "flat_cost_usd": significant(fit.cost.flat_dollars),
+        "fitted_cost_ratio_to_flat": None if fit.cost.ratio is None else round(fit.cost.ratio, 3),
+        "predicted_makespan_hours": significant(fit.forecast.makespan_seconds / 3600),
+        "makespan_within_tolerance": fit.within_tolerance,
+    }

@@ -23,9 +23,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from catchup_assets.backends.base import Backend
+from catchup_assets.catalog import DEFAULT_CATALOG
 from catchup_assets.config import MissionConfig
 from catchup_assets.cost import MissionCost, mission_cost
 from catchup_assets.dispatch import Clock, DispatchConfig, Dispatcher, MissionResult, RangeResult, Status
+from catchup_assets.fit import FitResult, FitSettings, chart_values, evaluate, fit_ladder, profile_ranges
 from catchup_assets.forecast import WHAT_IF_FACTORS, Forecast, estimates, what_if
 from catchup_assets.plan import plan_table, tier_map_table
 from catchup_assets.profile import PROFILE_SCHEMA, profile_rows
@@ -182,6 +184,38 @@ def build_tier_map(
     profile = read_table(store, f"{mission}/{PROFILE_FILE}").to_pylist()
     table = tier_map_table(ranges, profile, placement)
     return table, write_table(store, f"{mission}/{TIER_MAP_FILE}", table)
+
+
+TIER_LADDER_FILE = "tier_ladder.yaml"
+
+
+@dataclass
+class LadderOutput:
+    fit: FitResult
+    current: tuple[MissionCost, Forecast]  # the deployment's own ladder on the same ranges
+    values: str  # the chart values of the fitted ladder, in production GiB
+    url: str
+
+
+def build_tier_ladder(
+    storage_root: str, mission: str, placement: Placement, slots: int, memory_scale: float = 1.0
+) -> LadderOutput:
+    """The ladder fitted to the mission's profile -> tier_ladder.yaml (chart values), against the current one."""
+    store = Store(storage_root)
+    require_plan(store, mission)
+    ranges, index = profile_ranges(read_table(store, f"{mission}/{PROFILE_FILE}").to_pylist())
+    # A scaled-down deployment (the demo) fits on a grid scaled alike, so its cuts are production's.
+    settings = FitSettings(step_bytes=max(1, int(FitSettings().step_bytes * memory_scale)))
+    fit = fit_ladder(ranges, index, placement, placement.catalog, slots, settings)
+    custom = placement.catalog != DEFAULT_CATALOG.scaled(memory_scale)
+    values = (
+        f"# The tier ladder fitted to mission {mission}'s profile ({len(ranges)} ranges; docs/cost.md).\n"
+        f"# Predicted cost {fit.cost.dollars:.4g} USD against {fit.cost.flat_dollars:.4g} flat; apply with\n"
+        "# helm upgrade ... -f tier_ladder.yaml\n" + chart_values(fit.placement, memory_scale, with_catalog=custom)
+    )
+    rel = f"{mission}/{TIER_LADDER_FILE}"
+    store.write_bytes(rel, values.encode())
+    return LadderOutput(fit, evaluate(ranges, index, placement, slots), values, store.url(rel))
 
 
 MISSION_FILE = "mission.json"

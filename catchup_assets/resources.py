@@ -135,6 +135,31 @@ class ShapeConfig(_Strict):
         return NodeShape(self.name, memory, self.cpu, self.on_demand_hourly, self.spot_hourly, alloc, cpu)
 
 
+_SHAPE_KEYS = {"memoryGib": "memory_gib", "onDemandHourly": "on_demand_hourly", "spotHourly": "spot_hourly",
+               "allocatableMemoryGib": "allocatable_memory_gib", "allocatableCpu": "allocatable_cpu",
+               "maxPods": "max_pods"}  # fmt: skip
+
+
+def catalog_from_values(doc, where: str = "catalog") -> Catalog:
+    """A catalog as the chart's values spell it: a list of shapes, or a mapping with `catalog` (and `catalogSource`).
+
+    Each shape is checked as ShapeConfig checks it; a bad one is refused naming its place (L34)."""
+    source = ""
+    if isinstance(doc, dict):
+        source, doc = str(doc.get("catalogSource") or ""), doc.get("catalog")
+    if not isinstance(doc, list) or not doc:
+        raise ValueError(f"{where}: expected a list of shapes, or a mapping with a non-empty 'catalog' list")
+    shapes = []
+    for i, entry in enumerate(doc):
+        if not isinstance(entry, dict):
+            raise ValueError(f"{where}[{i}]: a shape is a mapping, got {entry!r}")
+        try:
+            shapes.append(ShapeConfig(**{_SHAPE_KEYS.get(k, k): v for k, v in entry.items()}).shape())
+        except (pydantic.ValidationError, ValueError) as exc:
+            raise ValueError(f"{where}[{i}]: {exc}") from None
+    return Catalog(tuple(shapes), source or where)
+
+
 SizingConfig = _config_of(SizingPolicy, "SizingConfig", "How a profiled range is sized (L27).")
 LadderConfig = _config_of(MemoryLadder, "LadderConfig", "How an OOMed range's memory climbs (L6).")
 RetryConfig = _config_of(RetryPolicy, "RetryConfig", "Retries each outcome class may spend (L5).")

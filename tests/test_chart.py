@@ -346,6 +346,29 @@ def test_the_price_catalog_and_the_tiers_shapes_reach_the_resource_and_the_nodep
                                     "node.kubernetes.io/instance-type": ["m7i.large"]}  # fmt: skip
 
 
+def test_the_fitted_ladder_s_values_render_and_load_as_that_ladder(chart):
+    """Issue 15: what `catchup-assets fit-tiers` prints for the workload model is valid values: the chart
+    renders them (a NodePool per fitted tier, of its instance type) and the resource loads the same ladder."""
+    import yaml
+
+    from catchup_assets.fit import chart_values, fit_ladder, profile_ranges
+    from catchup_assets.resources import CatchupResource
+    from catchup_assets.sim.workload import Workload
+    from catchup_assets.sizing import Placement
+
+    ranges, index = profile_ranges(Workload(ranges=300).profile_table().to_pylist())
+    fitted = fit_ladder(ranges, index, Placement(), Placement().catalog, slots=100).placement
+    values = yaml.safe_load(chart_values(fitted))
+    docs = render(chart, {**values, "karpenter": {"enabled": True}})
+    loaded = CatchupResource(**catchup_json(docs)).placement()
+    assert loaded.tiers == fitted.tiers
+    pools = {d["metadata"]["name"]: d["spec"]["template"]["spec"] for d in docs if d["kind"] == "NodePool"}
+    for t in fitted.tiers.all():
+        (types,) = [r["values"] for r in pools[f"catchup-{t.name}"]["requirements"]
+                    if r["key"] == "node.kubernetes.io/instance-type"]  # fmt: skip
+        assert types == [t.shape]
+
+
 def test_the_range_pods_placement_is_settable_from_values(chart):
     """extraNodeSelector and extraTolerations reach the pod spec of a range Job the backend builds."""
     from catchup_assets.backends.base import AttemptSpec
@@ -542,4 +565,6 @@ def test_the_code_location_loads_this_releases_settings(chart, tmp_path):
     defs = load_location(tmp_path)
     loaded = defs.resources["catchup"]
     assert loaded.backend == "kubernetes" and loaded.kubernetes.namespace == resource.kubernetes.namespace
-    assert {a.key.path[-1] for a in defs.assets} == {"mission_plan", "range_catchup", "range_profile", "tier_map"}
+    assert {a.key.path[-1] for a in defs.assets} == {
+        "mission_plan", "range_catchup", "range_profile", "tier_map", "tier_ladder"
+    }  # fmt: skip
