@@ -143,3 +143,39 @@ def test_chart_values_of_the_fitted_ladder_load_as_the_same_ladder():
     snake = {"memoryCutGib": "memory_cut_gib"}
     tiers = [TierConfig(**{snake.get(k, k): v for k, v in t.items()}).tier(catalog) for t in values["tiers"]]
     assert tuple(tiers) == result.placement.tiers.ladder
+
+
+def test_the_plan_and_fit_tiers_commands_print_cost_tables(tmp_path, capsys):
+    """`catchup-assets plan` and `fit-tiers` on the workload model; a bad catalog is refused naming its place."""
+    import pyarrow.parquet as pq
+    import yaml
+
+    from catchup_assets.cli import run
+    from catchup_assets.sim.workload import Workload
+
+    prof = tmp_path / "model.parquet"
+    pq.write_table(Workload(ranges=200).profile_table(), prof)
+    assert run(["plan", "--profile", str(prof), "--parallelism", "50"]) == 0
+    out = capsys.readouterr().out
+    assert "tier             node   packing  ranges  node_hours  cost_usd" in out
+    assert "flat  r6i.xlarge spot    1/node" in out and "ratio 0." in out and "assumed 40% of on-demand" in out
+
+    assert run(["fit-tiers", "--profile", str(prof), "--parallelism", "50"]) == 0
+    out = capsys.readouterr().out
+    values = yaml.safe_load(out[: out.index("\n\n")])
+    assert values["tiers"][-1]["memoryCutGib"] == 48 and values["noProfileTier"]["name"] == "nebula"
+    head, default, fitted = out.split("\n\n")[1].splitlines()[:3]
+    assert head.split()[:3] == ["ladder", "tiers", "ranges"] and "makespan_h" in head
+    assert default.split()[0] == "default" and fitted.split()[0] == "fitted"
+    assert "within 3% of its lower bound" in out
+
+    catalog = tmp_path / "catalog.yaml"
+    catalog.write_text(yaml.safe_dump({"catalogSource": "ours", "catalog": [
+        {"name": "big.one", "memoryGib": 64, "cpu": 16, "onDemandHourly": 0.8, "spotHourly": 0.3},
+    ]}))  # fmt: skip
+    assert run(["fit-tiers", "--profile", str(prof), "--catalog", str(catalog)]) == 0
+    out = capsys.readouterr().out
+    assert "shape: big.one" in out and "catalogSource: 'ours'" in out and "default" not in out.split("\n\n")[1]
+    catalog.write_text(yaml.safe_dump([{"name": "x", "memoryGib": 8, "cpu": 2, "onDemandHourly": 0.1}]))
+    assert run(["fit-tiers", "--profile", str(prof), "--catalog", str(catalog)]) == 2
+    assert f"--catalog {catalog}[0]" in capsys.readouterr().err
