@@ -133,6 +133,7 @@ def measures_from_rows(rows: Iterable[dict[str, Any]]) -> list[RangeMeasure]:
                 _checked(r, "peak_anon_bytes", int, 0, MAX_BYTES),
                 _checked(r, "peak_working_set_bytes", int, 0, MAX_BYTES),
                 _checked(r, "seconds", float, 0, 1e9),
+                _checked(r, "peak_ephemeral_bytes", int, 0, MAX_BYTES),
             )
         )
     return out

@@ -21,6 +21,7 @@ from catchup_assets.backends.kubernetes.settings import K8sSettings
 from catchup_assets.backends.kubernetes.stats import KubeletAccess
 from catchup_assets.catalog import DEFAULT_CATALOG, Catalog, NodeShape, eks_allocatable
 from catchup_assets.config import DEFAULT_PARALLELISM, MissionConfig
+from catchup_assets.disk import DiskPolicy
 from catchup_assets.outcomes import RetryPolicy
 from catchup_assets.ranges import DEFAULT_LEDGERS_PER_RANGE, DEFAULT_OVERLAP, MissionSpan
 from catchup_assets.sizing import GiB, MemoryLadder, Placement, SizingPolicy, Tier, Tiers
@@ -162,6 +163,7 @@ def catalog_from_values(doc, where: str = "catalog") -> Catalog:
 
 SizingConfig = _config_of(SizingPolicy, "SizingConfig", "How a profiled range is sized (L27).")
 LadderConfig = _config_of(MemoryLadder, "LadderConfig", "How an OOMed range's memory climbs (L6).")
+DiskConfig = _config_of(DiskPolicy, "DiskConfig", "Ephemeral storage from the profile, climbing after evictions.")
 RetryConfig = _config_of(RetryPolicy, "RetryConfig", "Retries each outcome class may spend (L5).")
 _MISSION = {f.name: f.default for f in dataclass_fields(MissionConfig) if f.default is not MISSING}
 
@@ -342,6 +344,9 @@ class CatchupResource(dg.ConfigurableResource):
         default=_MISSION["profile_timeout_seconds"], description="connect and total, previous profile over http(s)"
     )
     ladder: LadderConfig = Field(default_factory=LadderConfig, description="the OOM memory ladder (L6)")
+    disk: DiskConfig = Field(
+        default_factory=DiskConfig, description="ephemeral storage mode: disk from the profile, up after evictions"
+    )
     # Where next_mission_sensor's next mission ends (L38).
     tip_source: str = Field(
         default="",
@@ -414,7 +419,8 @@ class CatchupResource(dg.ConfigurableResource):
         )
         sizing = _policy_of(SizingPolicy, self.sizing)
         ladder = _policy_of(MemoryLadder, self.ladder)
-        return Placement(tiers, sizing, ladder, catalog).scaled(self.memory_scale)
+        disk = _policy_of(DiskPolicy, self.disk)
+        return Placement(tiers, sizing, ladder, catalog, disk).scaled(self.memory_scale)
 
     def price_catalog(self) -> Catalog:
         """The node shapes and prices, at production scale; the default catalog if none is configured."""

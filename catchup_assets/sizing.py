@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
 from catchup_assets.catalog import CAPACITY_TYPES, DEFAULT_CATALOG, SPOT, Catalog, NodeShape
+from catchup_assets.disk import DiskPolicy
 
 GiB = 1024**3
 MiB = 1024**2
@@ -141,6 +142,7 @@ class RangeMeasure:
     peak_anon_bytes: int
     peak_working_set_bytes: int | None = None
     seconds: float | None = None
+    peak_ephemeral_bytes: int | None = None  # sizes its disk in ephemeral mode (disk.py)
 
 
 class ProfileIndex:
@@ -179,6 +181,7 @@ class Sizing:
     profiled: bool
     base_memory_bytes: int
     predicted_seconds: float | None = None
+    ephemeral_bytes: int | None = None  # None: the deployment's flat ephemeral request and limit
 
 
 def base_memory(measure: RangeMeasure, policy: SizingPolicy) -> int:
@@ -213,6 +216,7 @@ class Placement:
     sizing: SizingPolicy = SizingPolicy()
     ladder: MemoryLadder = MemoryLadder()
     catalog: Catalog = DEFAULT_CATALOG
+    disk: DiskPolicy = DiskPolicy()
 
     def __post_init__(self) -> None:
         # Every tier's node resolved once, at load: a shape the catalog lacks, or a cut or
@@ -227,8 +231,10 @@ class Placement:
         except KeyError:
             raise ValueError(f"unknown tier {tier!r}: known tiers {sorted(self._shapes)}") from None
 
-    def size(self, last_ledger: int, profile: ProfileIndex | None, n_oom: int = 0) -> Sizing:
-        """Resources and tier for the next attempt of the range ending at `last_ledger`."""
+    def size(self, last_ledger: int, profile: ProfileIndex | None, n_oom: int = 0, n_evicted: int = 0) -> Sizing:
+        """Resources and tier for the next attempt of the range ending at `last_ledger`.
+
+        `n_oom` and `n_evicted`: the range's OOM and (own-disk) eviction outcomes so far."""
         tiers, policy = self.tiers, self.sizing
         measure = profile.lookup(last_ledger) if profile is not None and len(profile) else None
         if measure is None:
@@ -236,7 +242,7 @@ class Placement:
             base = min(policy.unprofiled_memory_bytes, catch_all.memory_cut_bytes)
             memory = self.ladder.memory_for(base, n_oom)
             tier = catch_all if memory <= catch_all.memory_cut_bytes else tiers.ladder[tiers.index_for(memory)]
-            return _sizing(tier, memory, policy, False, base, None)
+            return _sizing(tier, memory, policy, False, base, None, self.disk.ephemeral_for(None, n_evicted))
         base = base_memory(measure, policy)
         memory = self.ladder.memory_for(base, n_oom)
         idx = tiers.index_for(base)
@@ -245,7 +251,8 @@ class Placement:
             idx += 1
         idx = max(idx + n_oom, tiers.index_for(memory))
         tier = tiers.ladder[min(idx, len(tiers.ladder) - 1)]
-        return _sizing(tier, memory, policy, True, base, measure.seconds)
+        disk = self.disk.ephemeral_for(measure.peak_ephemeral_bytes, n_evicted)
+        return _sizing(tier, memory, policy, True, base, measure.seconds, disk)
 
     def scaled(self, factor: float) -> Placement:
         """Every memory figure times `factor` (the demo runs in MiB what production runs in GiB)."""
@@ -253,13 +260,17 @@ class Placement:
             return self
         ladder = MemoryLadder(self.ladder.factor, int(self.ladder.cap_bytes * factor))
         return Placement(
-            scaled_tiers(self.tiers, factor), scaled_policy(self.sizing, factor), ladder, self.catalog.scaled(factor)
+            scaled_tiers(self.tiers, factor),
+            scaled_policy(self.sizing, factor),
+            ladder,
+            self.catalog.scaled(factor),
+            self.disk.scaled(factor),
         )
 
 
-def _sizing(tier: Tier, memory: int, policy: SizingPolicy, profiled: bool, base: int, seconds) -> Sizing:
+def _sizing(tier: Tier, memory: int, policy: SizingPolicy, profiled: bool, base: int, seconds, disk) -> Sizing:
     cpu = policy.cpu_request if policy.cpu_request is not None else tier.cpu
-    return Sizing(tier.name, memory, memory, cpu, profiled, base, seconds)
+    return Sizing(tier.name, memory, memory, cpu, profiled, base, seconds, disk)
 
 
 def scaled_tiers(tiers: Tiers, factor: float) -> Tiers:

@@ -14,7 +14,7 @@ ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("catchup_assets", "catchup_sim")
 PURE_CORE = (
     *("ranges", "outcomes", "evictions", "sizing", "profile", "plan", "forecast", "tip"),
-    *("catalog", "cost", "fit"),  # issue 15
+    *("catalog", "cost", "fit", "disk"),  # issue 15
 )
 EDGES = ("dagster", "kubernetes", "pandas")
 

@@ -156,6 +156,7 @@ not the release's namespace, which holds Dagster's Secrets (values.yaml, mission
   "retry" (.Values.retry | default dict)
   "sizing" (.Values.sizing | default dict)
   "ladder" (.Values.ladder | default dict)
+  "disk" (.Values.disk | default dict)
   "tiers" $tiers
   "unprofiled_tier" (include "catchup.tierConfig" .Values.unprofiledTier | fromJson)
   "no_profile_tier" (include "catchup.tierConfig" .Values.noProfileTier | fromJson)
