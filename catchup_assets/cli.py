@@ -67,20 +67,27 @@ def _profile(args: argparse.Namespace) -> int:
     return 0
 
 
+def load_profile(path: str):
+    """The profile at `path` (--profile), refused naming the option if it cannot size a mission."""
+    from catchup_assets.profile_io import ProfileRefused, load_previous_profile
+
+    try:
+        previous = load_previous_profile(path)
+    except ProfileRefused as exc:
+        raise ValueError(f"--profile: {exc}") from exc
+    if previous.index is None:
+        raise ValueError(f"--profile: {previous.warning}")
+    return previous
+
+
 def _plan(args: argparse.Namespace) -> int:
     from collections import Counter
 
     from catchup_assets.forecast import forecast_rows
     from catchup_assets.mission import MissionConfig, forecast_mission, predict_cost, prepare
-    from catchup_assets.profile_io import ProfileRefused, load_previous_profile
     from catchup_assets.ranges import MissionSpan
 
-    try:
-        previous = load_previous_profile(args.profile)
-    except ProfileRefused as exc:
-        raise ValueError(f"--profile: {exc}") from exc
-    if previous.index is None:
-        raise ValueError(f"--profile: {previous.warning}")
+    previous = load_profile(args.profile)
     last = args.last_ledger or max(int(r["last_ledger"]) for r in previous.rows)
     cfg = MissionConfig(
         mission="plan",
@@ -137,16 +144,10 @@ def _fit_tiers(args: argparse.Namespace) -> int:
     import yaml
 
     from catchup_assets.fit import FitSettings, chart_values, comparison_rows, evaluate, fit_ladder, profile_ranges
-    from catchup_assets.profile_io import ProfileRefused, load_previous_profile
     from catchup_assets.resources import catalog_from_values
     from catchup_assets.sizing import GiB, Placement
 
-    try:
-        previous = load_previous_profile(args.profile)
-    except ProfileRefused as exc:
-        raise ValueError(f"--profile: {exc}") from exc
-    if previous.index is None:
-        raise ValueError(f"--profile: {previous.warning}")
+    previous = load_profile(args.profile)
     base = Placement()
     catalog = base.catalog
     if args.catalog:
