@@ -210,7 +210,8 @@ def build_tier_ladder(
     custom = placement.catalog != DEFAULT_CATALOG.scaled(memory_scale)
     values = (
         f"# The tier ladder fitted to mission {mission}'s profile ({len(ranges)} ranges; docs/cost.md).\n"
-        f"# Predicted cost {fit.cost.dollars:.4g} USD against {fit.cost.flat_dollars:.4g} flat; apply with\n"
+        f"# Predicted cost {fit.cost.dollars:.4g} USD against {fit.cost.flat_dollars:.4g} flat, at this mission's\n"
+        "# measured seconds (a scaled demo's are scaled down). Apply with\n"
         "# helm upgrade ... -f tier_ladder.yaml\n" + chart_values(fit.placement, memory_scale, with_catalog=custom)
     )
     rel = f"{mission}/{TIER_LADDER_FILE}"
