@@ -14,11 +14,14 @@ from pydantic import Field
 from catchup_assets.dispatch import HEALTH_DISPATCH, HEALTH_STALL, RangeResult, RangeStatus
 from catchup_assets.launchpad import MissionPlanConfig, check_limits, policies, superseded
 from catchup_assets.metadata import (
+    cost_metadata,
     failure_metadata,
+    mission_cost_metadata,
     plan_metadata,
     profile_diff_metadata,
     profile_metadata,
     range_metadata,
+    tier_map_cost_metadata,
     tier_map_metadata,
 )
 from catchup_assets.mission import (
@@ -28,6 +31,7 @@ from catchup_assets.mission import (
     build_tier_map,
     forecast_mission,
     load_mission,
+    predict_cost,
     prepare,
     read_table,
     require_plan,
@@ -143,9 +147,12 @@ def plan_mission(
     if prepared.previous.warning:
         context.log.warning(prepared.previous.warning)
     return dg.MaterializeResult(
-        metadata=plan_metadata(
-            cfg, prepared, plan_url, new_keys, gone, deleted, forecast_mission(prepared), catchup.scale_note()
-        ),
+        metadata={
+            **plan_metadata(
+                cfg, prepared, plan_url, new_keys, gone, deleted, forecast_mission(prepared), catchup.scale_note()
+            ),
+            **cost_metadata(predict_cost(prepared), cfg.placement, "predicted_"),
+        },
     )
 
 
@@ -311,13 +318,17 @@ def range_profile(context: dg.AssetExecutionContext, catchup: CatchupResource):
         out = build_profile(catchup.root(), mission)
     except ValueError as exc:
         raise refused("range_profile", exc) from exc
-    plan_keys = set(read_table(store, f"{mission}/{PLAN_FILE}").column("range_key").to_pylist())
+    plan = read_table(store, f"{mission}/{PLAN_FILE}")
+    plan_keys = set(plan.column("range_key").to_pylist())
     rows = out.profile.to_pylist()
     profiled = {r["range_key"] for r in rows}
     completed_unprofiled = sorted(set(out.unmeasured) & plan_keys)
     missing = sorted(plan_keys - profiled)
     yield dg.MaterializeResult(
-        metadata=profile_metadata(mission, out, plan_keys, catchup.memory_scale, catchup.scale_note())
+        metadata={
+            **profile_metadata(mission, out, plan_keys, catchup.memory_scale, catchup.scale_note()),
+            **mission_cost_metadata(out.records, plan.to_pylist(), catchup.placement()),
+        }
     )
     yield dg.AssetCheckResult(
         check_name="covers_mission",
@@ -371,7 +382,9 @@ def tier_map(context: dg.AssetExecutionContext, catchup: CatchupResource):
     rows = table.to_pylist()
     known = {t.name for t in catchup.placement().tiers.all()}
     unplaced = [r["range_key"] for r in rows if r["tier"] not in known or not r["memory_request_bytes"]]
-    yield dg.MaterializeResult(metadata=tier_map_metadata(mission, rows, url, catchup))
+    yield dg.MaterializeResult(
+        metadata={**tier_map_metadata(mission, rows, url, catchup), **tier_map_cost_metadata(rows, catchup.placement())}
+    )
     yield dg.AssetCheckResult(
         check_name="every_range_placed", passed=not unplaced, metadata={"unplaced": dg.MetadataValue.json(unplaced)}
     )

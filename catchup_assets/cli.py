@@ -92,20 +92,27 @@ def _diff(args: argparse.Namespace) -> int:
     return 0
 
 
-def _plan(args: argparse.Namespace) -> int:
-    from collections import Counter
-
-    from catchup_assets.forecast import forecast_rows
-    from catchup_assets.mission import MissionConfig, forecast_mission, prepare
+def load_profile(path: str):
+    """The profile at `path` (--profile), refused naming the option if it cannot size a mission."""
     from catchup_assets.profile_io import ProfileRefused, load_previous_profile
-    from catchup_assets.ranges import MissionSpan
 
     try:
-        previous = load_previous_profile(args.profile)
+        previous = load_previous_profile(path)
     except ProfileRefused as exc:
         raise ValueError(f"--profile: {exc}") from exc
     if previous.index is None:
         raise ValueError(f"--profile: {previous.warning}")
+    return previous
+
+
+def _plan(args: argparse.Namespace) -> int:
+    from collections import Counter
+
+    from catchup_assets.forecast import forecast_rows
+    from catchup_assets.mission import MissionConfig, forecast_mission, predict_cost, prepare
+    from catchup_assets.ranges import MissionSpan
+
+    previous = load_profile(args.profile)
     last = args.last_ledger or max(int(r["last_ledger"]) for r in previous.rows)
     cfg = MissionConfig(
         mission="plan",
@@ -126,16 +133,67 @@ def _plan(args: argparse.Namespace) -> int:
         f"{forecasts[0].estimated} without their own measurement"
     )
     print("tiers     " + ", ".join(f"{t} {n}" for t, n in sorted(tiers.items(), key=lambda kv: -kv[1])))
-    rows = forecast_rows(forecasts, cfg.parallelism)
-    cols = list(rows[0])
-    widths = [max(len(c), *(len(str(r[c])) for r in rows)) for c in cols]
-    print("\n" + "  ".join(c.rjust(w) for c, w in zip(cols, widths, strict=True)))
-    for r in rows:
-        print("  ".join(str(r[c]).rjust(w) for c, w in zip(cols, widths, strict=True)))
+    print("\n" + text_table(forecast_rows(forecasts, cfg.parallelism)))
     print(
         "\nPredicted from the profile's seconds with the dispatcher's own order; reclaims, OOM retries "
         "and node start-up come on top."
     )
+    print_cost(predict_cost(prepared), cfg.placement)
+    return 0
+
+
+def text_table(rows: list[dict]) -> str:
+    """Rows of one shape as right-aligned columns under their names."""
+    cols = list(rows[0])
+    widths = [max(len(c), *(len(str(r[c])) for r in rows)) for c in cols]
+    lines = ["  ".join(c.rjust(w) for c, w in zip(cols, widths, strict=True))]
+    lines += ["  ".join(str(r[c]).rjust(w) for c, w in zip(cols, widths, strict=True)) for r in rows]
+    return "\n".join(lines)
+
+
+def print_cost(cost, placement) -> None:
+    """The predicted cost of a mission's first attempts, per tier, with flat sizing beside it."""
+    from catchup_assets.cost import COST_NOTE, cost_rows
+
+    print("\n" + text_table(cost_rows(cost, placement)))
+    ratio = f"{cost.ratio:.3f}" if cost.ratio is not None else "-"
+    print(
+        f"\ncost {cost.dollars:,.2f} USD (spot {cost.spot_dollars:,.2f}, on-demand {cost.on_demand_dollars:,.2f}; "
+        f"{cost.all_on_demand_dollars:,.2f} were it all on-demand); "
+        f"flat sizing {cost.flat_dollars:,.2f} USD ({cost.flat_shape}); ratio {ratio}.\n"
+        f"Prices: {placement.catalog.source}; {COST_NOTE}."
+    )
+
+
+def _fit_tiers(args: argparse.Namespace) -> int:
+    import yaml
+
+    from catchup_assets.fit import FitSettings, chart_values, comparison_rows, evaluate, fit_ladder, profile_ranges
+    from catchup_assets.resources import catalog_from_values
+    from catchup_assets.sizing import GiB, Placement
+
+    previous = load_profile(args.profile)
+    base = Placement()
+    catalog = base.catalog
+    if args.catalog:
+        with open(args.catalog) as f:
+            catalog = catalog_from_values(yaml.safe_load(f), where=f"--catalog {args.catalog}")
+    settings = FitSettings(args.max_tiers, args.cpu, args.capacity_type, int(args.step_gib * GiB), args.tolerance)
+    ranges, index = profile_ranges(previous.rows)
+    result = fit_ladder(ranges, index, base, catalog, args.parallelism, settings)
+    named = [("fitted", result.placement, result.cost, result.forecast)]
+    if not args.catalog:  # the default ladder's shapes are in the default catalog only
+        named.insert(0, ("default", base, *evaluate(ranges, index, base, args.parallelism)))
+    print(f"# chart values of the ladder fitted to {args.profile} ({len(ranges)} ranges)")
+    print(chart_values(result.placement, with_catalog=bool(args.catalog)))
+    print(text_table(comparison_rows(named)))
+    bound = result.forecast.lower_bound_seconds
+    print(
+        f"\npredicted makespan {result.forecast.makespan_seconds / 3600:.3f} h at {args.parallelism} slots, "
+        f"{'within' if result.within_tolerance else 'NOT within'} {args.tolerance:.0%} of its lower bound "
+        f"{bound / 3600:.3f} h (a ladder moves cost, not time: every ladder has this makespan)"
+    )
+    print_cost(result.cost, result.placement)
     return 0
 
 
@@ -219,6 +277,31 @@ def build_parser() -> argparse.ArgumentParser:
         help="parallelism factors to compare (default 0.5 1 2)",
     )
     pl.set_defaults(func=_plan)
+    ft = sub.add_parser(
+        "fit-tiers",
+        help="fit a tier ladder to a profile: the cuts and node shapes that make the next mission cheapest",
+        description="Choose up to --max-tiers memory cuts and, for each, the catalog node shape that minimise the "
+        "predicted cost of the next mission sized from the profile (docs/cost.md); print the chart values and a "
+        "table: ladder, ranges per tier, cost, flat cost, ratio, predicted makespan.",
+    )
+    ft.add_argument("--profile", required=True, help="range_profile.parquet of an earlier mission (path or fsspec URL)")
+    ft.add_argument(
+        "--catalog", help="YAML/JSON: a list of shapes as the chart's `catalog` spells them (default: ours)"
+    )
+    ft.add_argument(
+        "--parallelism",
+        type=number(int, at_least=1),
+        default=DEFAULT_PARALLELISM,
+        help=f"slots for the predicted makespan (default {DEFAULT_PARALLELISM})",
+    )
+    ft.add_argument("--max-tiers", type=number(int, at_least=1), default=4, help="tiers in the ladder (default 4)")
+    ft.add_argument("--cpu", type=number(float, above=0), default=1.0, help="CPU request per range pod (default 1)")
+    ft.add_argument("--capacity-type", choices=["spot", "on-demand"], default="spot")
+    ft.add_argument("--step-gib", type=number(float, above=0), default=0.5, help="the grid of cuts (default 0.5)")
+    ft.add_argument(
+        "--tolerance", type=number(float, at_least=0), default=0.03, help="makespan over its bound (default 0.03)"
+    )
+    ft.set_defaults(func=_fit_tiers)
     wl = sub.add_parser(
         "workload",
         help="write the profile of the seed-shaped workload model (for trying `plan` and the benchmarks)",

@@ -4,11 +4,12 @@ import dagster as dg
 
 from catchup_assets.assets import mission_plan, profile_diff, range_catchup, range_profile, tier_map
 from catchup_assets.jobs import mission_plan_job, profile_job, range_catchup_job
+from catchup_assets.ladder_asset import tier_ladder
 from catchup_assets.resources import CatchupResource
 from catchup_assets.sensors import mission_finished_sensor, mission_plan_sensor, next_mission_sensor
 
 defs = dg.Definitions(
-    assets=[mission_plan, range_catchup, range_profile, tier_map, profile_diff],
+    assets=[mission_plan, range_catchup, range_profile, tier_map, profile_diff, tier_ladder],
     jobs=[mission_plan_job, range_catchup_job, profile_job],
     sensors=[mission_plan_sensor, mission_finished_sensor, next_mission_sensor],
     resources={"catchup": CatchupResource()},

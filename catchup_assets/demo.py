@@ -39,13 +39,14 @@ import dagster as dg
 
 from catchup_assets.assets import MISSION_TAG, RANGE_END_TAG, RANGE_START_TAG, ledger_ranges_partitions_def
 from catchup_assets.backends.base import Backend
+from catchup_assets.cost import COST_NOTE
 from catchup_assets.dispatch import Status, past_attempts
 from catchup_assets.home import load_location, project_root, ui_command, write_home, write_location
 from catchup_assets.mission import PLAN_FILE, PROFILE_DIFF_FILE, PROFILE_FILE, TIER_MAP_FILE, read_table
 from catchup_assets.outcomes import Action, RetryPolicy, decide
 from catchup_assets.ranges import CHECKPOINT_LEDGERS, MissionSpan
 from catchup_assets.records import RecordStore
-from catchup_assets.report import MissionSummary, side_by_side, summarize
+from catchup_assets.report import MissionSummary, cost_verdict, side_by_side, summarize
 from catchup_assets.resources import CatchupResource
 from catchup_assets.sim.model import HISTORY_LEDGERS
 from catchup_assets.storage import Store
@@ -323,10 +324,11 @@ def run_one(
     summary = summarize(
         mission,
         [r for i, r in records.items() if i in done],
-        catchup.placement().tiers,
+        catchup.placement(),
         len(keys),
         len(states.condemned),
         time_scale=catchup.sim_speed,
+        plan_rows=read_table(store, f"{mission}/{PLAN_FILE}").to_pylist(),
     )
     paths = {
         "plan": store.url(f"{mission}/{PLAN_FILE}"),
@@ -368,11 +370,12 @@ def run_demo(settings: DemoSettings, out: TextIO = sys.stdout, log_level: str = 
     memory_scale = defs.resources["catchup"].memory_scale
     print("\n" + side_by_side([a.summary, b.summary], memory_scale), file=out)
     print(
-        "\nmemory and node figures in production scale (the demo runs memory x "
+        "\nmemory, node and dollar figures in production scale (the demo runs memory x "
         f"{memory_scale:g} and time x {settings.speed:,.0f}); wall time is real "
         f"(the range_catchup run; both missions with planning and profiling took {total:.0f} s)",
         file=out,
     )
+    print(f"cost: {cost_verdict(a.summary, b.summary)}; {COST_NOTE}", file=out)
     for m in (a, b):
         print(f"\n{m.mission}:", file=out)
         for what, path in m.paths.items():

@@ -363,17 +363,18 @@ class Dispatcher:
                 continue
             done = self._done[key]
             n_oom = sum(1 for a in done if self._recs[key][a].outcome == Outcome.OOM.value)
+            n_evicted = sum(1 for a in done if self._recs[key][a].outcome == Outcome.EVICTED.value)
             pending = self._claimed_elsewhere(key, done)
             if pending is None:
                 continue  # another dispatcher's submit of this range is in flight
             attempt = max([0, max_attempt.get(key, 0), *done, pending]) + 1
-            queue.append((key, attempt, n_oom))
+            queue.append((key, attempt, n_oom, n_evicted))
         free = self.mission.parallelism - live_total
         submitted = 0
         if self._blocked is None:
-            for key, attempt, n_oom in queue[: max(free, 0)]:
+            for key, attempt, n_oom, n_evicted in queue[: max(free, 0)]:
                 try:
-                    if not self._submit(key, attempt, n_oom):
+                    if not self._submit(key, attempt, n_oom, n_evicted):
                         continue
                 except TransientBackendError as exc:
                     log.warning("submit of %s a%d deferred: %s", key, attempt, exc)
@@ -388,9 +389,9 @@ class Dispatcher:
             self.on_status(status)
         return status
 
-    def _spec(self, key: str, attempt: int, n_oom: int) -> AttemptSpec:
+    def _spec(self, key: str, attempt: int, n_oom: int, n_evicted: int = 0) -> AttemptSpec:
         rng = self.by_key[key]
-        s = self.mission.placement.size(rng.last, self.cfg.profile, n_oom)
+        s = self.mission.placement.size(rng.last, self.cfg.profile, n_oom, n_evicted)
         return AttemptSpec(
             mission=self.name,
             range_key=key,
@@ -404,6 +405,7 @@ class Dispatcher:
             profiled=s.profiled,
             deadline_seconds=self.mission.deadline_seconds,
             env=dict(self.mission.env),
+            ephemeral_bytes=s.ephemeral_bytes,
         )
 
     def _claimed_elsewhere(self, key: str, done: set[int]) -> int | None:
@@ -430,7 +432,7 @@ class Dispatcher:
         self._claims[key] = claims
         self._judge(key, already=True)
 
-    def _submit(self, key: str, attempt: int, n_oom: int) -> bool:
+    def _submit(self, key: str, attempt: int, n_oom: int, n_evicted: int = 0) -> bool:
         """Claim the attempt, make its sizing durable, start it; False if another holder has it."""
         if not self.records.claim(key, attempt, self.holder, self.clock.time()):
             # Whoever dispatches, a range has one live attempt: read what was done with it.
@@ -442,7 +444,7 @@ class Dispatcher:
                 return False
             log.info("attempt %s a%d was claimed by this run before a restart: submitted again", key, attempt)
         self._mine.add((key, attempt))
-        spec = self._spec(key, attempt, n_oom)
+        spec = self._spec(key, attempt, n_oom, n_evicted)
         rec = AttemptRecord(
             mission=self.name,
             range_key=key,

@@ -18,6 +18,7 @@ import heapq
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from catchup_assets.cost import Use, node_share, significant
 from catchup_assets.ranges import LedgerRange
 from catchup_assets.sizing import Placement, ProfileIndex
 
@@ -29,7 +30,7 @@ class Forecast:
     slots: int
     makespan_seconds: float
     lower_bound_seconds: float  # max(longest range, total work / slots)
-    node_hours: float  # node time the ranges hold, by their tiers' pods per node
+    node_hours: float  # node time the ranges pay for: seconds x node share (cost.node_share)
     work_hours: float  # sum of predicted range seconds
     longest_seconds: float
     ranges: int
@@ -44,8 +45,15 @@ class Forecast:
 class RangeEstimate:
     key: str
     seconds: float
-    node_share: float  # 1 / pods per node on the range's tier
+    node_share: float  # the share of its tier's node the range pays for (cost.node_share)
     measured: bool  # the profile has this very range
+    tier: str = ""
+    memory_request_bytes: int = 0
+    cpu_request: float = 0.0
+
+    def use(self) -> Use:
+        """The range as the cost model prices it."""
+        return Use(self.tier, self.memory_request_bytes, self.seconds, self.cpu_request)
 
 
 def estimates(
@@ -65,8 +73,9 @@ def estimates(
         if seconds is None:
             return None  # no seconds to borrow: the profile cannot time a mission
         tier = placement.tiers.by_name(s.tier)
+        share = node_share(tier, placement.shape_of(s.tier), s.memory_request_bytes, s.cpu_request)
         measured = m is not None and m.last_ledger == r.last and m.seconds is not None
-        out.append(RangeEstimate(r.key, float(seconds), 1.0 / tier.pods_per_node, measured))
+        out.append(RangeEstimate(r.key, float(seconds), share, measured, s.tier, s.memory_request_bytes, s.cpu_request))
     return out
 
 
@@ -109,11 +118,6 @@ def what_if(est: Sequence[RangeEstimate], slots: int, factors: Sequence[float] =
             seen.add(n)
             out.append(forecast(est, n))
     return out
-
-
-def significant(x: float, digits: int = 4) -> float:
-    """Rounded to significant digits: 5.86 h and 0.0087 h (a demo's scaled-down mission) both stay readable."""
-    return float(f"{x:.{digits}g}")
 
 
 def forecast_rows(forecasts: Sequence[Forecast], configured: int) -> list[dict]:

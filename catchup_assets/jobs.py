@@ -3,6 +3,7 @@
 import dagster as dg
 
 from catchup_assets.assets import mission_plan, profile_diff, range_catchup, range_profile, tier_map
+from catchup_assets.ladder_asset import tier_ladder
 
 mission_plan_job = dg.define_asset_job("mission_plan_job", selection=[mission_plan], description="plan a mission")
 range_catchup_job = dg.define_asset_job(
@@ -12,6 +13,6 @@ range_catchup_job = dg.define_asset_job(
 )
 profile_job = dg.define_asset_job(
     "profile_job",
-    selection=[range_profile, tier_map, profile_diff],
-    description="profile a mission, map its tiers and compare it with the mission it was sized from",
+    selection=[range_profile, tier_map, profile_diff, tier_ladder],
+    description="profile a mission, map its tiers, compare it with the mission it was sized from, fit a ladder",
 )

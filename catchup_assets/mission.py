@@ -18,21 +18,24 @@ import io
 import json
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from catchup_assets.backends.base import Backend
+from catchup_assets.catalog import DEFAULT_CATALOG
 from catchup_assets.config import MissionConfig
+from catchup_assets.cost import MissionCost, mission_cost
 from catchup_assets.dispatch import Clock, DispatchConfig, Dispatcher, MissionResult, RangeResult, Status
+from catchup_assets.fit import FitResult, FitSettings, chart_values, evaluate, fit_ladder, profile_ranges
 from catchup_assets.forecast import WHAT_IF_FACTORS, Forecast, estimates, what_if
 from catchup_assets.plan import plan_table, tier_map_table
 from catchup_assets.profile import PROFILE_SCHEMA, profile_rows
 from catchup_assets.profile_diff import ProfileDiff, Side, check_diff_columns, compare, requested_by_range
 from catchup_assets.profile_io import PreviousProfile, load_previous_profile
 from catchup_assets.ranges import LedgerRange, MissionSpan, dispatch_order, parse_key, plan_ranges
-from catchup_assets.records import RecordStore
+from catchup_assets.records import AttemptRecord, RecordStore
 from catchup_assets.sizing import Placement
 from catchup_assets.storage import Store, validate_mission
 
@@ -101,6 +104,13 @@ def forecast_mission(prepared: PreparedMission, factors=WHAT_IF_FACTORS) -> list
     return [] if est is None else what_if(est, cfg.parallelism, factors)
 
 
+def predict_cost(prepared: PreparedMission) -> MissionCost | None:
+    """What the plan's first attempts cost at the profile's seconds; None unprofiled (nothing to time)."""
+    cfg = prepared.config
+    est = estimates(prepared.ordered, prepared.previous.index, cfg.placement)
+    return None if est is None else mission_cost((e.use() for e in est), cfg.placement)
+
+
 def run_mission(
     prepared: PreparedMission,
     backend: Backend,
@@ -137,6 +147,7 @@ class ProfileOutput:
     profile: pa.Table
     unmeasured: list[str]
     url: str
+    records: list[AttemptRecord] = field(default_factory=list)  # every finished attempt the profile read
 
 
 def require_plan(store: Store, mission: str) -> None:
@@ -157,9 +168,10 @@ def build_profile(storage_root: str, mission: str) -> ProfileOutput:
     records, done = record_store.load()
     if record_store.files_read:
         record_store.write_snapshot(records, done)  # the next read of these records is one file
-    rows, unmeasured = profile_rows(r for ident, r in records.items() if ident in done)
+    finished = [r for ident, r in records.items() if ident in done]
+    rows, unmeasured = profile_rows(finished)
     profile = pa.Table.from_pylist(rows, schema=PROFILE_SCHEMA)
-    return ProfileOutput(profile, unmeasured, write_table(store, f"{mission}/{PROFILE_FILE}", profile))
+    return ProfileOutput(profile, unmeasured, write_table(store, f"{mission}/{PROFILE_FILE}", profile), finished)
 
 
 def build_tier_map(
@@ -175,6 +187,39 @@ def build_tier_map(
     profile = read_table(store, f"{mission}/{PROFILE_FILE}").to_pylist()
     table = tier_map_table(ranges, profile, placement)
     return table, write_table(store, f"{mission}/{TIER_MAP_FILE}", table)
+
+
+TIER_LADDER_FILE = "tier_ladder.yaml"
+
+
+@dataclass
+class LadderOutput:
+    fit: FitResult
+    current: tuple[MissionCost, Forecast]  # the deployment's own ladder on the same ranges
+    values: str  # the chart values of the fitted ladder, in production GiB
+    url: str
+
+
+def build_tier_ladder(
+    storage_root: str, mission: str, placement: Placement, slots: int, memory_scale: float = 1.0
+) -> LadderOutput:
+    """The ladder fitted to the mission's profile -> tier_ladder.yaml (chart values), against the current one."""
+    store = Store(storage_root)
+    require_plan(store, mission)
+    ranges, index = profile_ranges(read_table(store, f"{mission}/{PROFILE_FILE}").to_pylist())
+    # A scaled-down deployment (the demo) fits on a grid scaled alike, so its cuts are production's.
+    settings = FitSettings(step_bytes=max(1, int(FitSettings().step_bytes * memory_scale)))
+    fit = fit_ladder(ranges, index, placement, placement.catalog, slots, settings)
+    custom = placement.catalog != DEFAULT_CATALOG.scaled(memory_scale)
+    values = (
+        f"# The tier ladder fitted to mission {mission}'s profile ({len(ranges)} ranges; docs/cost.md).\n"
+        f"# Predicted cost {fit.cost.dollars:.4g} USD against {fit.cost.flat_dollars:.4g} flat, at this mission's\n"
+        "# measured seconds (a scaled demo's are scaled down). Apply with\n"
+        "# helm upgrade ... -f tier_ladder.yaml\n" + chart_values(fit.placement, memory_scale, with_catalog=custom)
+    )
+    rel = f"{mission}/{TIER_LADDER_FILE}"
+    store.write_bytes(rel, values.encode())
+    return LadderOutput(fit, evaluate(ranges, index, placement, slots), values, store.url(rel))
 
 
 MISSION_FILE = "mission.json"

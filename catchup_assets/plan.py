@@ -12,7 +12,8 @@ plan.parquet, one row per range, in dispatch order:
 
 tier_map.parquet, one row per planned range (unmeasured ones on the catch-all tier):
     range_key, first_ledger, last_ledger, tier, memory_request_bytes, profiled,
-    peak_anon_bytes, peak_working_set_bytes, seconds, node_hours
+    peak_anon_bytes, peak_working_set_bytes, seconds, node_hours, cost_usd
+    (node_hours and cost_usd: the share of its tier's node the range pays for, cost.py)
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from catchup_assets.cost import node_share
 from catchup_assets.ranges import LedgerRange
 from catchup_assets.sizing import Placement, ProfileIndex, RangeMeasure
 
@@ -54,6 +56,7 @@ TIER_MAP_SCHEMA = pa.schema(
         ("peak_working_set_bytes", pa.int64()),
         ("seconds", pa.float64()),
         ("node_hours", pa.float64()),
+        ("cost_usd", pa.float64()),
     ]
 )
 
@@ -130,6 +133,7 @@ def measures_from_rows(rows: Iterable[dict[str, Any]]) -> list[RangeMeasure]:
                 _checked(r, "peak_anon_bytes", int, 0, MAX_BYTES),
                 _checked(r, "peak_working_set_bytes", int, 0, MAX_BYTES),
                 _checked(r, "seconds", float, 0, 1e9),
+                _checked(r, "peak_ephemeral_bytes", int, 0, MAX_BYTES),
             )
         )
     return out
@@ -147,6 +151,9 @@ def tier_map_table(
         s = placement.size(r.last, index)
         m = index.lookup(r.last)
         secs = s.predicted_seconds
+        tier = placement.tiers.by_name(s.tier)
+        shape = placement.shape_of(s.tier)
+        share = node_share(tier, shape, s.memory_request_bytes, s.cpu_request)
         out.append(
             {
                 "range_key": r.key,
@@ -158,7 +165,8 @@ def tier_map_table(
                 "peak_anon_bytes": m.peak_anon_bytes if m else None,
                 "peak_working_set_bytes": m.peak_working_set_bytes if m else None,
                 "seconds": secs,
-                "node_hours": None if secs is None else secs / 3600 / placement.tiers.by_name(s.tier).pods_per_node,
+                "node_hours": None if secs is None else secs / 3600 * share,
+                "cost_usd": None if secs is None else secs / 3600 * share * shape.hourly(tier.capacity_type),
             }
         )
     return pa.Table.from_pylist(out, schema=TIER_MAP_SCHEMA)

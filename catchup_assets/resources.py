@@ -20,7 +20,9 @@ from pydantic import Field, model_validator
 from catchup_assets.backends.base import Backend
 from catchup_assets.backends.kubernetes.settings import K8sSettings
 from catchup_assets.backends.kubernetes.stats import KubeletAccess
+from catchup_assets.catalog import DEFAULT_CATALOG, Catalog, NodeShape, eks_allocatable
 from catchup_assets.config import DEFAULT_PARALLELISM, MissionConfig
+from catchup_assets.disk import DiskPolicy
 from catchup_assets.outcomes import RetryPolicy
 from catchup_assets.ranges import DEFAULT_LEDGERS_PER_RANGE, DEFAULT_OVERLAP, MissionSpan
 from catchup_assets.sizing import GiB, MemoryLadder, Placement, SizingPolicy, Tier, Tiers
@@ -35,13 +37,35 @@ def mission_seed(seed: int, mission: str) -> int:
 class TierConfig(dg.Config):
     name: str
     memory_cut_gib: float = Field(gt=0)
-    node_memory_gib: float = Field(gt=0)
-    cpu: float = Field(gt=0)
-    pods_per_node: int = Field(default=1, ge=1)
+    node_memory_gib: float | None = Field(default=None, gt=0, description="empty: the shape's")
+    cpu: float = Field(gt=0, description="each range pod's CPU request")
+    shape: str = Field(default="", description="the catalog shape (instance type); empty: by node_memory_gib")
+    capacity_type: Literal["spot", "on-demand"] = "spot"
+    exclusive: bool = Field(default=False, description="one range per node; else ranges pack by their requests")
+    pods_per_node: int | None = Field(default=None, ge=1, description="a fixed number of ranges per node")
 
-    def tier(self) -> Tier:
+    def tier(self, catalog: Catalog) -> Tier:
+        where = f"tier {self.name!r}"
+        if self.exclusive and self.pods_per_node not in (None, 1):
+            raise ValueError(f"{where}: exclusive means one range per node, not pods_per_node {self.pods_per_node}")
+        memory = self.node_memory_gib
+        if memory is None:
+            if not self.shape:
+                raise ValueError(f"{where}: give a shape or node_memory_gib")
+            try:
+                memory_bytes = catalog.by_name(self.shape).memory_bytes
+            except ValueError as exc:
+                raise ValueError(f"{where}: {exc}") from None
+        else:
+            memory_bytes = int(memory * GiB)
         return Tier(
-            self.name, int(self.memory_cut_gib * GiB), int(self.node_memory_gib * GiB), self.cpu, self.pods_per_node
+            self.name,
+            int(self.memory_cut_gib * GiB),
+            memory_bytes,
+            self.cpu,
+            1 if self.exclusive else self.pods_per_node,
+            self.shape,
+            self.capacity_type,
         )
 
 
@@ -93,8 +117,54 @@ def _policy_of(policy: type, config: dg.Config):
     return policy(**values)
 
 
+class ShapeConfig(_Strict):
+    """A node shape of the price catalog (docs/cost.md); allocatable, when left out, estimated as Karpenter does."""
+
+    name: str = Field(min_length=1, description="the instance type, e.g. r6i.xlarge")
+    memory_gib: float = Field(gt=0)
+    cpu: float = Field(gt=0)
+    on_demand_hourly: float = Field(gt=0, description="USD per hour")
+    spot_hourly: float = Field(gt=0, description="USD per hour")
+    allocatable_memory_gib: float | None = Field(default=None, gt=0)
+    allocatable_cpu: float | None = Field(default=None, gt=0)
+    max_pods: int = Field(default=110, ge=1, description="for the allocatable estimate (kube-reserved)")
+
+    def shape(self) -> NodeShape:
+        memory = int(self.memory_gib * GiB)
+        est_memory, est_cpu = eks_allocatable(memory, self.cpu, self.max_pods)
+        alloc = est_memory if self.allocatable_memory_gib is None else int(self.allocatable_memory_gib * GiB)
+        cpu = est_cpu if self.allocatable_cpu is None else self.allocatable_cpu
+        return NodeShape(self.name, memory, self.cpu, self.on_demand_hourly, self.spot_hourly, alloc, cpu)
+
+
+_SHAPE_KEYS = {"memoryGib": "memory_gib", "onDemandHourly": "on_demand_hourly", "spotHourly": "spot_hourly",
+               "allocatableMemoryGib": "allocatable_memory_gib", "allocatableCpu": "allocatable_cpu",
+               "maxPods": "max_pods"}  # fmt: skip
+
+
+def catalog_from_values(doc, where: str = "catalog") -> Catalog:
+    """A catalog as the chart's values spell it: a list of shapes, or a mapping with `catalog` (and `catalogSource`).
+
+    Each shape is checked as ShapeConfig checks it; a bad one is refused naming its place (L34)."""
+    source = ""
+    if isinstance(doc, dict):
+        source, doc = str(doc.get("catalogSource") or ""), doc.get("catalog")
+    if not isinstance(doc, list) or not doc:
+        raise ValueError(f"{where}: expected a list of shapes, or a mapping with a non-empty 'catalog' list")
+    shapes = []
+    for i, entry in enumerate(doc):
+        if not isinstance(entry, dict):
+            raise ValueError(f"{where}[{i}]: a shape is a mapping, got {entry!r}")
+        try:
+            shapes.append(ShapeConfig(**{_SHAPE_KEYS.get(k, k): v for k, v in entry.items()}).shape())
+        except (pydantic.ValidationError, ValueError) as exc:
+            raise ValueError(f"{where}[{i}]: {exc}") from None
+    return Catalog(tuple(shapes), source or where)
+
+
 SizingConfig = _config_of(SizingPolicy, "SizingConfig", "How a profiled range is sized (L27).")
 LadderConfig = _config_of(MemoryLadder, "LadderConfig", "How an OOMed range's memory climbs (L6).")
+DiskConfig = _config_of(DiskPolicy, "DiskConfig", "Ephemeral storage from the profile, climbing after evictions.")
 RetryConfig = _config_of(RetryPolicy, "RetryConfig", "Retries each outcome class may spend (L5).")
 _MISSION = {f.name: f.default for f in dataclass_fields(MissionConfig) if f.default is not MISSING}
 
@@ -276,6 +346,9 @@ class CatchupResource(dg.ConfigurableResource):
         default=_MISSION["profile_timeout_seconds"], description="connect and total, previous profile over http(s)"
     )
     ladder: LadderConfig = Field(default_factory=LadderConfig, description="the OOM memory ladder (L6)")
+    disk: DiskConfig = Field(
+        default_factory=DiskConfig, description="ephemeral storage mode: disk from the profile, up after evictions"
+    )
     # Where next_mission_sensor's next mission ends (L38).
     tip_source: str = Field(
         default="",
@@ -292,6 +365,11 @@ class CatchupResource(dg.ConfigurableResource):
     tiers: list[TierConfig] = Field(default_factory=list, description="the ladder, smallest first; empty: defaults")
     unprofiled_tier: TierConfig | None = None
     no_profile_tier: TierConfig | None = None
+    # What nodes cost (issue 15).
+    catalog: list[ShapeConfig] = Field(
+        default_factory=list, description="node shapes and their prices; empty: the default (docs/cost.md)"
+    )
+    catalog_source: str = Field(default="", description="where the catalog's prices come from, and as of when")
 
     @model_validator(mode="after")
     def _check(self):
@@ -335,14 +413,22 @@ class CatchupResource(dg.ConfigurableResource):
     def placement(self) -> Placement:
         """Tiers, sizing and memory ladder as one value, in the demo's memory scale when it has one."""
         defaults = Tiers()
+        catalog = self.price_catalog()
         tiers = Tiers(
-            tuple(t.tier() for t in self.tiers) or defaults.ladder,
-            self.unprofiled_tier.tier() if self.unprofiled_tier else defaults.unprofiled,
-            self.no_profile_tier.tier() if self.no_profile_tier else defaults.no_profile,
+            tuple(t.tier(catalog) for t in self.tiers) or defaults.ladder,
+            self.unprofiled_tier.tier(catalog) if self.unprofiled_tier else defaults.unprofiled,
+            self.no_profile_tier.tier(catalog) if self.no_profile_tier else defaults.no_profile,
         )
         sizing = _policy_of(SizingPolicy, self.sizing)
         ladder = _policy_of(MemoryLadder, self.ladder)
-        return Placement(tiers, sizing, ladder).scaled(self.memory_scale)
+        disk = _policy_of(DiskPolicy, self.disk)
+        return Placement(tiers, sizing, ladder, catalog, disk).scaled(self.memory_scale)
+
+    def price_catalog(self) -> Catalog:
+        """The node shapes and prices, at production scale; the default catalog if none is configured."""
+        if not self.catalog:
+            return DEFAULT_CATALOG
+        return Catalog(tuple(c.shape() for c in self.catalog), self.catalog_source or "configured catalog")
 
     def scale_note(self) -> str | None:
         """What a scaled-down deployment (the demo) does to the numbers an operator reads; None at full scale."""

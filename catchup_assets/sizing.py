@@ -10,7 +10,10 @@ from __future__ import annotations
 import bisect
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+
+from catchup_assets.catalog import CAPACITY_TYPES, DEFAULT_CATALOG, SPOT, Catalog, NodeShape
+from catchup_assets.disk import DiskPolicy
 
 GiB = 1024**3
 MiB = 1024**2
@@ -19,28 +22,50 @@ TIER_NAME = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
 
 @dataclass(frozen=True)
 class Tier:
-    """A node pool: the most memory one range may get there, and the node it runs on."""
+    """A node pool: the most memory one range may get there, and the node it runs on.
+
+    `cpu` is each range pod's CPU request. `shape` names the node's instance
+    type in the catalog (empty: the cheapest shape of `node_memory_bytes` that
+    holds `cpu`); `capacity_type` is what the pool buys, spot or on-demand.
+    `pods_per_node` None packs ranges by their requests, as Kubernetes and
+    Karpenter do; a number holds each node to that many ranges whatever they
+    request (1: exclusive, a node per range, as the seed's cuts were).
+    """
 
     name: str
     memory_cut_bytes: int
     node_memory_bytes: int
     cpu: float
-    pods_per_node: int = 1
+    pods_per_node: int | None = None
+    shape: str = ""
+    capacity_type: str = SPOT
+
+    @property
+    def exclusive(self) -> bool:
+        return self.pods_per_node == 1
 
 
-# Modelled on the seed's on-demand ladder: one range per node, the cut being
-# what the node can give one pod after system reservations, so a second pod
-# never fits. Catch-all tiers pack unsized pods two to a node.
+# The seed's cuts, each what its node can give one pod after system reservations
+# (catalog.eks_allocatable), now packed by requests: a range pays for the share of
+# a node it requests, not for a node. The two largest cuts sit at their nodes'
+# allocatable (the seed's 120 and 248 GiB would not schedule); the memory ladder's
+# 48 GiB cap never reaches them.
 DEFAULT_LADDER: tuple[Tier, ...] = (
-    Tier("dwarf", int(6.5 * GiB), 8 * GiB, 2),
-    Tier("subgiant", int(13.5 * GiB), 16 * GiB, 2),
-    Tier("giant", 28 * GiB, 32 * GiB, 4),
-    Tier("supergiant", 58 * GiB, 64 * GiB, 8),
-    Tier("hypergiant", 120 * GiB, 128 * GiB, 16),
-    Tier("supernova", 248 * GiB, 256 * GiB, 32),
+    Tier("dwarf", int(6.5 * GiB), 8 * GiB, 1, shape="m6i.large"),
+    Tier("subgiant", int(13.5 * GiB), 16 * GiB, 1, shape="r6i.large"),
+    Tier("giant", 28 * GiB, 32 * GiB, 2, shape="r6i.xlarge"),
+    Tier("supergiant", 58 * GiB, 64 * GiB, 2, shape="r6i.2xlarge"),
+    Tier("hypergiant", 115 * GiB, 128 * GiB, 2, shape="r6i.4xlarge"),
+    Tier("supernova", 233 * GiB, 256 * GiB, 2, shape="r6i.8xlarge"),
 )
-PROTOSTAR = Tier("protostar", 14 * GiB, 32 * GiB, 4, pods_per_node=2)
-NEBULA = Tier("nebula", 14 * GiB, 32 * GiB, 4, pods_per_node=2)
+# Catch-alls: an unsized pod requests the unprofiled 12 GiB and 2 CPUs, two to a node.
+PROTOSTAR = Tier("protostar", 14 * GiB, 32 * GiB, 2, shape="r6i.xlarge")
+NEBULA = Tier("nebula", 14 * GiB, 32 * GiB, 2, shape="r6i.xlarge")
+
+
+def exclusive_ladder(ladder: tuple[Tier, ...]) -> tuple[Tier, ...]:
+    """The same tiers, one range per node: the seed's way, for comparison."""
+    return tuple(replace(t, pods_per_node=1) for t in ladder)
 
 
 @dataclass(frozen=True)
@@ -66,6 +91,10 @@ class Tiers:
         for t in self.all():
             if t.memory_cut_bytes <= 0 or t.memory_cut_bytes > t.node_memory_bytes:
                 raise ValueError(f"tier {t.name!r}: need 0 < memory_cut <= node_memory")
+            if t.capacity_type not in CAPACITY_TYPES:
+                raise ValueError(f"tier {t.name!r}: capacity_type {t.capacity_type!r} is not one of {CAPACITY_TYPES}")
+            if t.pods_per_node is not None and (isinstance(t.pods_per_node, bool) or t.pods_per_node < 1):
+                raise ValueError(f"tier {t.name!r}: pods_per_node must be >= 1, or None to pack by requests")
 
     def all(self) -> tuple[Tier, ...]:
         return (*self.ladder, self.unprofiled, self.no_profile)
@@ -113,6 +142,7 @@ class RangeMeasure:
     peak_anon_bytes: int
     peak_working_set_bytes: int | None = None
     seconds: float | None = None
+    peak_ephemeral_bytes: int | None = None  # sizes its disk in ephemeral mode (disk.py)
 
 
 class ProfileIndex:
@@ -151,6 +181,7 @@ class Sizing:
     profiled: bool
     base_memory_bytes: int
     predicted_seconds: float | None = None
+    ephemeral_bytes: int | None = None  # None: the deployment's flat ephemeral request and limit
 
 
 def base_memory(measure: RangeMeasure, policy: SizingPolicy) -> int:
@@ -184,9 +215,26 @@ class Placement:
     tiers: Tiers = Tiers()
     sizing: SizingPolicy = SizingPolicy()
     ladder: MemoryLadder = MemoryLadder()
+    catalog: Catalog = DEFAULT_CATALOG
+    disk: DiskPolicy = DiskPolicy()
 
-    def size(self, last_ledger: int, profile: ProfileIndex | None, n_oom: int = 0) -> Sizing:
-        """Resources and tier for the next attempt of the range ending at `last_ledger`."""
+    def __post_init__(self) -> None:
+        # Every tier's node resolved once, at load: a shape the catalog lacks, or a cut or
+        # CPU request its node cannot hold, is refused naming the tier (L34).
+        shapes = {t.name: resolve_shape(t, self.catalog) for t in self.tiers.all()}
+        object.__setattr__(self, "_shapes", shapes)
+
+    def shape_of(self, tier: str) -> NodeShape:
+        """The node shape tier `tier` runs on."""
+        try:
+            return self._shapes[tier]
+        except KeyError:
+            raise ValueError(f"unknown tier {tier!r}: known tiers {sorted(self._shapes)}") from None
+
+    def size(self, last_ledger: int, profile: ProfileIndex | None, n_oom: int = 0, n_evicted: int = 0) -> Sizing:
+        """Resources and tier for the next attempt of the range ending at `last_ledger`.
+
+        `n_oom` and `n_evicted`: the range's OOM and (own-disk) eviction outcomes so far."""
         tiers, policy = self.tiers, self.sizing
         measure = profile.lookup(last_ledger) if profile is not None and len(profile) else None
         if measure is None:
@@ -194,7 +242,7 @@ class Placement:
             base = min(policy.unprofiled_memory_bytes, catch_all.memory_cut_bytes)
             memory = self.ladder.memory_for(base, n_oom)
             tier = catch_all if memory <= catch_all.memory_cut_bytes else tiers.ladder[tiers.index_for(memory)]
-            return _sizing(tier, memory, policy, False, base, None)
+            return _sizing(tier, memory, policy, False, base, None, self.disk.ephemeral_for(None, n_evicted))
         base = base_memory(measure, policy)
         memory = self.ladder.memory_for(base, n_oom)
         idx = tiers.index_for(base)
@@ -203,26 +251,35 @@ class Placement:
             idx += 1
         idx = max(idx + n_oom, tiers.index_for(memory))
         tier = tiers.ladder[min(idx, len(tiers.ladder) - 1)]
-        return _sizing(tier, memory, policy, True, base, measure.seconds)
+        disk = self.disk.ephemeral_for(measure.peak_ephemeral_bytes, n_evicted)
+        return _sizing(tier, memory, policy, True, base, measure.seconds, disk)
 
     def scaled(self, factor: float) -> Placement:
         """Every memory figure times `factor` (the demo runs in MiB what production runs in GiB)."""
         if factor == 1.0:
             return self
         ladder = MemoryLadder(self.ladder.factor, int(self.ladder.cap_bytes * factor))
-        return Placement(scaled_tiers(self.tiers, factor), scaled_policy(self.sizing, factor), ladder)
+        return Placement(
+            scaled_tiers(self.tiers, factor),
+            scaled_policy(self.sizing, factor),
+            ladder,
+            self.catalog.scaled(factor),
+            self.disk.scaled(factor),
+        )
 
 
-def _sizing(tier: Tier, memory: int, policy: SizingPolicy, profiled: bool, base: int, seconds) -> Sizing:
+def _sizing(tier: Tier, memory: int, policy: SizingPolicy, profiled: bool, base: int, seconds, disk) -> Sizing:
     cpu = policy.cpu_request if policy.cpu_request is not None else tier.cpu
-    return Sizing(tier.name, memory, memory, cpu, profiled, base, seconds)
+    return Sizing(tier.name, memory, memory, cpu, profiled, base, seconds, disk)
 
 
 def scaled_tiers(tiers: Tiers, factor: float) -> Tiers:
     """The same ladder with every memory figure times `factor` (demo missions run in MiB)."""
 
     def s(t: Tier) -> Tier:
-        return Tier(t.name, int(t.memory_cut_bytes * factor), int(t.node_memory_bytes * factor), t.cpu, t.pods_per_node)
+        return replace(
+            t, memory_cut_bytes=int(t.memory_cut_bytes * factor), node_memory_bytes=int(t.node_memory_bytes * factor)
+        )
 
     return Tiers(tuple(s(t) for t in tiers.ladder), s(tiers.unprofiled), s(tiers.no_profile))
 
@@ -235,3 +292,37 @@ def scaled_policy(policy: SizingPolicy, factor: float) -> SizingPolicy:
         int(policy.unprofiled_memory_bytes * factor),
         policy.cpu_request,
     )
+
+
+def resolve_shape(tier: Tier, catalog: Catalog) -> NodeShape:
+    """The catalog shape `tier` runs on, checked to hold the tier's cut and CPU request."""
+    if tier.shape:
+        try:
+            found = catalog.by_name(tier.shape)
+        except ValueError as exc:
+            raise ValueError(f"tier {tier.name!r}: {exc}") from None
+        if found.memory_bytes != tier.node_memory_bytes:
+            raise ValueError(
+                f"tier {tier.name!r}: node_memory {tier.node_memory_bytes / GiB:g} GiB is not "
+                f"shape {found.name}'s {found.memory_bytes / GiB:g} GiB"
+            )
+    else:
+        fits = [s for s in catalog.shapes if s.memory_bytes == tier.node_memory_bytes and s.allocatable_cpu >= tier.cpu]
+        found = min(fits, key=lambda s: s.on_demand_hourly, default=None)
+        if found is None:
+            raise ValueError(
+                f"tier {tier.name!r}: no catalog shape has {tier.node_memory_bytes / GiB:g} GiB and "
+                f"{tier.cpu:g} allocatable CPUs; name one with `shape`, or add it to the catalog"
+            )
+    slots = tier.pods_per_node or 1
+    if tier.memory_cut_bytes * slots > found.allocatable_memory_bytes:
+        raise ValueError(
+            f"tier {tier.name!r}: {slots} x memory_cut {tier.memory_cut_bytes / GiB:.4g} GiB exceeds what "
+            f"{found.name} can give pods ({found.allocatable_memory_bytes / GiB:.4g} GiB allocatable)"
+        )
+    if tier.cpu * slots > found.allocatable_cpu:
+        raise ValueError(
+            f"tier {tier.name!r}: {slots} x cpu {tier.cpu:g} exceeds {found.name}'s "
+            f"{found.allocatable_cpu:g} allocatable"
+        )
+    return found

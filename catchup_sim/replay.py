@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 import pyarrow.parquet as pq
 
+from catchup_assets.cost import MissionCost, Use, mission_cost
 from catchup_assets.mission import MissionConfig, prepare, run_mission
 from catchup_assets.sim.workload import Workload
 from catchup_assets.sizing import Placement, Tiers
@@ -50,6 +51,7 @@ class ReplayReport:
     retries: dict[str, int]  # finished attempts by outcome, other than ok
     attempts: int
     node_hours: float
+    cost: MissionCost  # every attempt, retries included, at the cost model's prices
     condemned: int
     passes: int
     wall_seconds: float
@@ -70,8 +72,11 @@ def replay(
     start_delay_seconds: float = 0.0,
     storage_root: str | None = None,
     tiers: Tiers | None = None,
+    placement: Placement | None = None,
 ) -> ReplayReport:
-    """Run one mission over `workload` and report on it; `profiled` uses the model's own profile."""
+    """Run one mission over `workload` and report on it; `profiled` uses the model's own profile.
+
+    `placement` (or just its `tiers`) sizes and prices the ranges; default: the project's."""
     root = storage_root or f"memory://replay-{uuid.uuid4().hex}"
     store = Store(root)
     previous = None
@@ -80,7 +85,7 @@ def replay(
         pq.write_table(workload.profile_table(), buf)
         store.write_bytes("previous/range_profile.parquet", buf.getvalue())
         previous = store.url("previous/range_profile.parquet")
-    tiers = tiers or Tiers()
+    placement = placement or Placement(tiers=tiers or Tiers())
     cfg = MissionConfig(
         mission=f"replay-{next(_runs)}",
         span=workload.span,
@@ -88,14 +93,14 @@ def replay(
         parallelism=slots,
         order=order,
         previous_profile=previous,
-        placement=Placement(tiers=tiers),
+        placement=placement,
         poll_seconds=poll_seconds,
         status_every=10**9,
     )
     clock = VirtualClock()
     t0 = clock.time()
     backend = VirtualBackend(
-        workload, clock, tiers=tiers, mission_seed=mission_seed, start_delay_seconds=start_delay_seconds
+        workload, clock, placement=placement, mission_seed=mission_seed, start_delay_seconds=start_delay_seconds
     )
     wall = time.perf_counter()
     result = run_mission(prepare(cfg), backend, clock=clock, write_plan=False)
@@ -129,6 +134,9 @@ def replay(
         retries={k: v for k, v in sorted(outcomes.items()) if k != "ok"},
         attempts=len(intervals),
         node_hours=sum((i.end - i.start) * i.node_share for i in intervals) / 3600,
+        cost=mission_cost(
+            (Use(i.tier, i.memory_request_bytes, i.end - i.start, i.cpu_request) for i in intervals), placement
+        ),
         condemned=len(result.condemned),
         passes=result.passes,
         wall_seconds=wall,

@@ -18,9 +18,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from catchup_assets.backends.base import AlreadyExists, AttemptSpec, AttemptState, Collected, Peaks, Phase
+from catchup_assets.cost import node_share
 from catchup_assets.outcomes import Observation
 from catchup_assets.sim.workload import Workload
-from catchup_assets.sizing import Tiers
+from catchup_assets.sizing import Placement
 
 OK = Observation(exit_code=0, termination_reason="Completed")
 OOM = Observation(exit_code=137, termination_reason="OOMKilled")
@@ -50,14 +51,16 @@ class Interval:
     end: float
     outcome: str
     tier: str
-    node_share: float  # the share of a node the pod held (1 / pods per node)
+    node_share: float  # the share of its tier's node the pod paid for (cost.node_share)
+    memory_request_bytes: int = 0
+    cpu_request: float = 0.0
 
 
 @dataclass
 class VirtualBackend:
     workload: Workload
     clock: VirtualClock
-    tiers: Tiers = field(default_factory=Tiers)
+    placement: Placement = field(default_factory=Placement)  # what the nodes are and cost
     mission_seed: int = 0
     start_delay_seconds: float = 0.0  # node provisioning and image pull before the pod runs
     resume_overhead_seconds: float = 60.0  # opening the kept database again
@@ -169,7 +172,9 @@ class VirtualBackend:
             return
         if a.observation is not OOM:
             self.progress[state.range_key] = a.progress_after
-        tier = self.tiers.by_name(a.spec.tier)
+        spec = a.spec
+        tier = self.placement.tiers.by_name(spec.tier)
+        share = node_share(tier, self.placement.shape_of(tier.name), spec.memory_request_bytes, spec.cpu_request)
         self.finished.append(
             Interval(
                 state.range_key,
@@ -178,7 +183,9 @@ class VirtualBackend:
                 a.end,
                 _outcome(a.observation),
                 tier.name,
-                1.0 / tier.pods_per_node,
+                share,
+                spec.memory_request_bytes,
+                spec.cpu_request,
             )
         )
 

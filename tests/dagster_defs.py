@@ -10,6 +10,7 @@ import dagster as dg
 
 from catchup_assets.assets import mission_plan, profile_diff, range_catchup, range_profile, tier_map
 from catchup_assets.jobs import mission_plan_job, profile_job, range_catchup_job
+from catchup_assets.ladder_asset import tier_ladder
 from catchup_assets.resources import CatchupResource
 
 LEDGERS_PER_RANGE = 1_250_048  # the simulated history in 48 ranges
@@ -25,7 +26,7 @@ catchup = CatchupResource(
     sim_fail_targets=[int(t) for t in os.environ.get(FAIL_TARGETS_ENV, "").split(",") if t],
 )
 defs = dg.Definitions(
-    assets=[mission_plan, range_catchup, range_profile, tier_map, profile_diff],
+    assets=[mission_plan, range_catchup, range_profile, tier_map, profile_diff, tier_ladder],
     jobs=[mission_plan_job, range_catchup_job, profile_job],
     resources={"catchup": catchup},
     # Steps run in the run's own process: killing it kills the dispatcher.

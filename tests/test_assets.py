@@ -6,6 +6,7 @@ from pathlib import Path
 import dagster as dg
 import pandas as pd
 import pytest
+import yaml
 from dagster._core.storage.tags import ASSET_PARTITION_RANGE_END_TAG, ASSET_PARTITION_RANGE_START_TAG
 
 from catchup_assets.assets import MISSION_TAG, ledger_ranges_partitions_def
@@ -103,6 +104,19 @@ def test_profile_and_tier_map_assets_pass_their_checks_and_feed_the_next_plan(in
     longest = pd.read_parquet(profile)["seconds"].max()
     assert pmeta["predicted_makespan_hours"].value == pytest.approx(longest / 3600, rel=5e-3)
     assert "| 2 |" in pmeta["what_if"].value and "configured" in pmeta["what_if"].value
+    # Issue 15: what m1 cost (every attempt), what m2 will cost on m1's tier map, and m2's plan says the same.
+    prof, tmap = meta["range_profile"], meta["tier_map"]
+    assert prof["actual_cost_usd"].value > 0 and "no previous profile" in prof["predicted_cost"].value
+    assert prof["actual_spot_usd"].value == prof["actual_cost_usd"].value  # the default tiers are priced at spot
+    assert tmap["next_mission_cost_usd"].value == pmeta["predicted_cost_usd"].value > 0
+    assert 0 < pmeta["predicted_cost_ratio_to_flat"].value < 1
+    assert "| flat |" in pmeta["predicted_cost_per_tier"].value and "spot" in pmeta["predicted_cost_per_tier"].value
+    # tier_ladder: fitted to m1's profile, never dearer than the ladder in use, its values in production GiB.
+    ladder = meta["tier_ladder"]
+    assert 0 < ladder["fitted_cost_usd"].value <= ladder["in_use_cost_usd"].value
+    assert ladder["makespan_within_tolerance"].value
+    values = yaml.safe_load(open(ladder["tier_ladder_path"].value).read())
+    assert values["tiers"][-1]["memoryCutGib"] == 48  # the top tier holds the memory ladder's cap (L6)
 
 
 @pytest.mark.parametrize(

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from benchmarks import makespan, profile_build
+from benchmarks import cost, makespan, profile_build
 from benchmarks.report import table_rows
 
 
@@ -23,3 +23,14 @@ def test_profile_build_smoke(tmp_path):
     rows = table_rows((tmp_path / "profile_build.md").read_text())
     assert len(rows) == 7 and all(float(r[1]) >= 0 for r in rows)
     assert rows[-1][0].startswith("profile + tier map with the snapshot")
+
+
+def test_cost_smoke(tmp_path):
+    assert cost.main(["--smoke", "--out", str(tmp_path)]) == 0
+    rows = table_rows((tmp_path / "cost.md").read_text())
+    assert [r[0] for r in rows] == [
+        "flat", "default ladder", "default ladder packed", "fitted ladder", "no profile (catch-all, tip-first)"
+    ]  # fmt: skip
+    ratio = {r[0]: float(r[3]) for r in rows}
+    assert ratio["flat"] == 1.0 and ratio["fitted ladder"] <= ratio["default ladder packed"] < ratio["default ladder"]
+    assert {r[7] for r in rows[:4]} == {"0"}  # sized from the profile: no OOM on any ladder

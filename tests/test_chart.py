@@ -309,6 +309,66 @@ def test_a_nodepool_for_every_tier_the_sizing_can_choose(chart):
     assert nebula["taints"] == [{"key": "catchup.stellar.org/tier", "value": "nebula", "effect": "NoSchedule"}]
 
 
+def test_the_price_catalog_and_the_tiers_shapes_reach_the_resource_and_the_nodepools(chart):
+    """Issue 15: a catalog given in values replaces the default; a tier naming a shape gets a NodePool of
+    that instance type buying its capacity type; the resource prices the tier at that shape."""
+    from catchup_assets.resources import CatchupResource
+
+    values = {
+        "karpenter": {"enabled": True},
+        "catalog": [
+            {"name": "m7i.large", "memoryGib": 8, "cpu": 2, "onDemandHourly": 0.1008, "spotHourly": 0.04,
+             "maxPods": 29},
+            {"name": "r7i.xlarge", "memoryGib": 32, "cpu": 4, "onDemandHourly": 0.2646, "spotHourly": 0.1,
+             "allocatableMemoryGib": 29, "allocatableCpu": 3.9},
+        ],
+        "catalogSource": "AWS us-east-1, our own quote",
+        "tiers": [
+            {"name": "small", "memoryCutGib": 6, "shape": "m7i.large", "cpu": 1},
+            {"name": "big", "memoryCutGib": 28, "shape": "r7i.xlarge", "cpu": 2, "capacityType": "on-demand",
+             "exclusive": True},
+        ],
+        "noProfileTier": {"name": "nebula", "memoryCutGib": 14, "shape": "r7i.xlarge", "cpu": 2},
+        "unprofiledTier": {"name": "protostar", "memoryCutGib": 14, "shape": "r7i.xlarge", "cpu": 2},
+    }  # fmt: skip
+    docs = render(chart, values)
+    placement = CatchupResource(**catchup_json(docs)).placement()
+    assert placement.catalog.source == "AWS us-east-1, our own quote"
+    assert [s.name for s in placement.catalog.shapes] == ["m7i.large", "r7i.xlarge"]
+    assert placement.shape_of("big").allocatable_cpu == 3.9 and placement.tiers.by_name("big").exclusive
+    assert placement.tiers.by_name("big").capacity_type == "on-demand"
+    pools = {d["metadata"]["name"]: d["spec"]["template"]["spec"] for d in docs if d["kind"] == "NodePool"}
+    req = {n: {r["key"]: r["values"] for r in p["requirements"]} for n, p in pools.items()}
+    assert req["catchup-big"] == {"karpenter.sh/capacity-type": ["on-demand"],
+                                  "node.kubernetes.io/instance-type": ["r7i.xlarge"]}  # fmt: skip
+    # No capacityType: priced at spot, the pool may fall back (karpenter.capacityTypes; Karpenter prefers spot).
+    assert req["catchup-small"] == {"karpenter.sh/capacity-type": ["spot", "on-demand"],
+                                    "node.kubernetes.io/instance-type": ["m7i.large"]}  # fmt: skip
+
+
+def test_the_fitted_ladder_s_values_render_and_load_as_that_ladder(chart):
+    """Issue 15: what `catchup-assets fit-tiers` prints for the workload model is valid values: the chart
+    renders them (a NodePool per fitted tier, of its instance type) and the resource loads the same ladder."""
+    import yaml
+
+    from catchup_assets.fit import chart_values, fit_ladder, profile_ranges
+    from catchup_assets.resources import CatchupResource
+    from catchup_assets.sim.workload import Workload
+    from catchup_assets.sizing import Placement
+
+    ranges, index = profile_ranges(Workload(ranges=300).profile_table().to_pylist())
+    fitted = fit_ladder(ranges, index, Placement(), Placement().catalog, slots=100).placement
+    values = yaml.safe_load(chart_values(fitted))
+    docs = render(chart, {**values, "karpenter": {"enabled": True}})
+    loaded = CatchupResource(**catchup_json(docs)).placement()
+    assert loaded.tiers == fitted.tiers
+    pools = {d["metadata"]["name"]: d["spec"]["template"]["spec"] for d in docs if d["kind"] == "NodePool"}
+    for t in fitted.tiers.all():
+        (types,) = [r["values"] for r in pools[f"catchup-{t.name}"]["requirements"]
+                    if r["key"] == "node.kubernetes.io/instance-type"]  # fmt: skip
+        assert types == [t.shape]
+
+
 def test_the_range_pods_placement_is_settable_from_values(chart):
     """extraNodeSelector and extraTolerations reach the pod spec of a range Job the backend builds."""
     from catchup_assets.backends.base import AttemptSpec
@@ -345,6 +405,16 @@ def test_the_range_pods_placement_is_settable_from_values(chart):
         ({"maxRetireShare": 1.5}, "/maxRetireShare"),
         ({"tiers": [{"name": "Big Tier", "memoryCutGib": 1, "nodeMemoryGib": 2, "cpu": 1}]}, "/tiers/0/name"),
         ({"tiers": [{"name": "t", "memoryCutGib": -1, "nodeMemoryGib": 2, "cpu": 1}]}, "/tiers/0/memoryCutGib"),
+        ({"tiers": [{"name": "t", "memoryCutGib": 1, "cpu": 1}]}, "/tiers/0"),  # neither a shape nor a node size
+        (
+            {"tiers": [{"name": "t", "memoryCutGib": 1, "shape": "m6i.large", "cpu": 1, "capacityType": "cheap"}]},
+            "/tiers/0/capacityType",
+        ),
+        ({"catalog": [{"name": "n", "memoryGib": 8, "cpu": 2, "onDemandHourly": 0.1}]}, "/catalog/0"),
+        (
+            {"catalog": [{"name": "n", "memoryGib": 8, "cpu": 2, "onDemandHourly": 0, "spotHourly": 1}]},
+            "/catalog/0/onDemandHourly",
+        ),
         ({"pvcSize": "lots"}, "/pvcSize"),
         ({"karpenter": {"enabled": "yes"}}, "/karpenter/enabled"),
         ({"kubelet": {"preferredAddressTypes": ["NodeIP"]}}, "/kubelet/preferredAddressTypes/0"),
@@ -501,4 +571,5 @@ def test_the_code_location_loads_this_releases_settings(chart, tmp_path):
         "range_profile",
         "tier_map",
         "profile_diff",
+        "tier_ladder",
     }

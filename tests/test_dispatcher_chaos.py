@@ -157,6 +157,7 @@ def test_R1_L11_two_local_dispatchers_in_two_threads_start_each_attempt_once(tmp
     import threading
 
     from catchup_assets.backends.local.backend import LocalBackend
+    from catchup_assets.catalog import DEFAULT_CATALOG
     from catchup_assets.config import MissionConfig
     from catchup_assets.mission import prepare, run_mission
     from catchup_assets.ranges import MissionSpan
@@ -174,6 +175,7 @@ def test_R1_L11_two_local_dispatchers_in_two_threads_start_each_attempt_once(tmp
             scaled_tiers(Tiers(), 1 / 200),
             SizingPolicy(unprofiled_memory_bytes=64 * mib, cache_headroom_bytes=4 * mib),
             MemoryLadder(cap_bytes=512 * mib),
+            catalog=DEFAULT_CATALOG.scaled(1 / 200),
         ),
         poll_seconds=0.05,
         env={"SIM_SPEED": "40000", "SIM_MEMORY_SCALE": "0.001"},

@@ -65,8 +65,11 @@ def test_estimates_borrow_from_above_and_from_the_top():
         (format_key(3001, 4000), 900.0, True),
         (format_key(1, 1000), 500.0, False),  # the nearest measured range above
     ]
-    # Unprofiled ranges run on the catch-all tier, two to a node; measured ones have a node each.
-    assert [e.node_share for e in out] == [0.5, 1.0, 1.0]
+    # Ranges pay for the share of their tier's node they request (issue 15): the unprofiled one
+    # 2 CPUs of an r6i.xlarge's 3.92, the 9 GiB range 12.25 GiB of an r6i.large's 14.14, the
+    # 2 GiB range 3.5 GiB of an m6i.large's 6.74 (just above its 1 CPU of 1.93).
+    assert [e.tier for e in out] == ["protostar", "subgiant", "dwarf"]
+    assert [e.node_share for e in out] == pytest.approx([2 / 3.92, 12.25 / 14.142, 3.5 / 6.742], rel=1e-3)
 
 
 def test_no_profile_no_forecast():

@@ -179,7 +179,8 @@ EPHEMERAL = {"requests": "35Gi", "limits": "40Gi"}
 @pytest.mark.parametrize(
     "mode,pooled,profiled,tier,expected",
     [
-        ("ephemeral", True, True, GIANT, None),  # its node to itself
+        ("ephemeral", True, True, dataclasses.replace(GIANT, pods_per_node=1), None),  # exclusive: its node to itself
+        ("ephemeral", True, True, GIANT, EPHEMERAL),  # the default ladder packs ranges by their requests
         ("ephemeral", True, False, PROTOSTAR, EPHEMERAL),  # catch-all: packed
         ("ephemeral", False, True, GIANT, EPHEMERAL),  # shared nodes
         ("ephemeral", False, False, NEBULA, EPHEMERAL),
@@ -196,6 +197,23 @@ def test_L15_ephemeral_storage_rules(mode, pooled, profiled, tier, expected):
         assert volumes["data"]["persistentVolumeClaim"] == {"claimName": pvc_name("pubnet-backfill", KEY)}
     else:
         assert volumes["data"] == {"name": "data", "emptyDir": {}}
+
+
+@pytest.mark.parametrize(
+    "mode, tier, ephemeral, expected",
+    [
+        ("ephemeral", GIANT, 12 * GiB, {"requests": str(12 * GiB), "limits": str(12 * GiB)}),  # sized: request = limit
+        ("ephemeral", GIANT, None, EPHEMERAL),  # unsized: the flat figures
+        ("ephemeral", dataclasses.replace(GIANT, pods_per_node=1), 12 * GiB, None),  # its own node: no limit (L15)
+        ("pvc", GIANT, 12 * GiB, None),  # a PVC holds the data: no pod ever gets one
+    ],
+)
+def test_a_range_s_sized_disk_is_its_ephemeral_request_and_limit(mode, tier, ephemeral, expected):
+    """Issue 15: in ephemeral mode a range's disk comes from its profile and its evictions (disk.py)."""
+    manifest = job_manifest(spec(ephemeral_bytes=ephemeral), tier, True, settings(storage_mode=mode))
+    resources = container_of(to_dict(manifest))["resources"]
+    got = {side: resources[side].get("ephemeral-storage") for side in ("requests", "limits")}
+    assert got == (expected or {"requests": None, "limits": None})
 
 
 def test_L7_cpu_request_without_limit_memory_request_equals_limit():

@@ -12,7 +12,10 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("catchup_assets", "catchup_sim")
-PURE_CORE = ("ranges", "outcomes", "evictions", "sizing", "profile", "plan", "forecast", "tip", "profile_diff")
+PURE_CORE = (
+    *("ranges", "outcomes", "evictions", "sizing", "profile", "plan", "forecast", "tip", "profile_diff"),
+    *("catalog", "cost", "fit", "disk"),  # issue 15
+)
 EDGES = ("dagster", "kubernetes", "pandas")
 
 

@@ -7,6 +7,7 @@ import fsspec
 import pytest
 
 from catchup_assets.backends.local.backend import LocalBackend
+from catchup_assets.catalog import DEFAULT_CATALOG
 from catchup_assets.mission import MissionConfig, build_profile, build_tier_map, prepare, read_table, run_mission
 from catchup_assets.outcomes import RetryPolicy
 from catchup_assets.ranges import MissionSpan
@@ -32,6 +33,7 @@ def mission(tmp_path_factory):
             scaled_tiers(Tiers(), 1 / 200),
             SizingPolicy(unprofiled_memory_bytes=BASE, cache_headroom_bytes=4 * MiB),
             MemoryLadder(cap_bytes=512 * MiB),
+            catalog=DEFAULT_CATALOG.scaled(1 / 200),
         ),
         poll_seconds=0.1,
         env={
@@ -184,6 +186,7 @@ def test_L4_an_attempt_that_outgrows_its_disk_is_evicted_not_disrupted(tmp_path,
             scaled_tiers(Tiers(), 1 / 200),
             SizingPolicy(unprofiled_memory_bytes=BASE),
             MemoryLadder(cap_bytes=512 * MiB),
+            catalog=DEFAULT_CATALOG.scaled(1 / 200),
         ),
         retry=RetryPolicy(environmental=0),
         env={"SIM_SPEED": "10000", "SIM_MEMORY_SCALE": "0.001"},
@@ -206,7 +209,11 @@ def test_a_mission_whose_every_range_fails_the_same_way_stops_with_one_cause(tmp
         storage_root=str(tmp_path / "storage"),
         parallelism=1,
         breaker_attempts=3,
-        placement=Placement(scaled_tiers(Tiers(), 1 / 200), SizingPolicy(unprofiled_memory_bytes=BASE)),
+        placement=Placement(
+            scaled_tiers(Tiers(), 1 / 200),
+            SizingPolicy(unprofiled_memory_bytes=BASE),
+            catalog=DEFAULT_CATALOG.scaled(1 / 200),
+        ),
         poll_seconds=0.1,
         env={
             "SIM_SPEED": "40000",

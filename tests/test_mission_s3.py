@@ -12,6 +12,7 @@ import fsspec
 import pytest
 
 from catchup_assets.backends.local.backend import LocalBackend
+from catchup_assets.catalog import DEFAULT_CATALOG
 from catchup_assets.mission import MissionConfig, build_profile, build_tier_map, prepare, read_table, run_mission
 from catchup_assets.profile_io import ProfileUnavailable, load_previous_profile
 from catchup_assets.ranges import MissionSpan
@@ -36,6 +37,7 @@ def config(mission, root, previous_profile=None):
             scaled_tiers(Tiers(), 1 / 200),
             SizingPolicy(unprofiled_memory_bytes=BASE, cache_headroom_bytes=4 * MiB),
             MemoryLadder(cap_bytes=512 * MiB),
+            catalog=DEFAULT_CATALOG.scaled(1 / 200),
         ),
         poll_seconds=0.1,
         # A allocates past the unprofiled limit, in both missions.

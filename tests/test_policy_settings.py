@@ -1,4 +1,4 @@
-"""Every retry, sizing and memory-ladder knob reaches its policy from the resource and the chart alike.
+"""Every retry, sizing, memory-ladder and disk knob reaches its policy from the resource and the chart alike.
 
 No table to keep: the test walks the fields of RetryPolicy, SizingPolicy and MemoryLadder,
 so a new knob is one field on the policy (and, to document it, one example in
@@ -13,12 +13,13 @@ from dataclasses import fields
 import pytest
 import yaml
 
+from catchup_assets.disk import DiskPolicy
 from catchup_assets.outcomes import RetryPolicy
 from catchup_assets.resources import CatchupResource
 from catchup_assets.sizing import GiB, MemoryLadder, SizingPolicy
 from test_chart import BASE, CHART, NS, _merge, helm
 
-POLICIES = {"retry": RetryPolicy, "sizing": SizingPolicy, "ladder": MemoryLadder}
+POLICIES = {"retry": RetryPolicy, "sizing": SizingPolicy, "ladder": MemoryLadder, "disk": DiskPolicy}
 KNOBS = [(block, f) for block, policy in POLICIES.items() for f in fields(policy)]
 
 
@@ -35,8 +36,7 @@ def knob(block: str, f) -> tuple[str, float, object]:
 def placement_part(resource: CatchupResource, block: str):
     if block == "retry":
         return resource.retry_policy()
-    placement = resource.placement()
-    return placement.sizing if block == "sizing" else placement.ladder
+    return getattr(resource.placement(), block)
 
 
 @pytest.mark.parametrize("block, f", KNOBS, ids=[f"{b}.{f.name}" for b, f in KNOBS])
@@ -64,7 +64,7 @@ def test_settable_from_the_chart(chart, block, f):
 
 def test_unset_knobs_keep_the_policy_s_defaults():
     placement = CatchupResource().placement()
-    assert (placement.sizing, placement.ladder) == (SizingPolicy(), MemoryLadder())
+    assert (placement.sizing, placement.ladder, placement.disk) == (SizingPolicy(), MemoryLadder(), DiskPolicy())
     assert CatchupResource().retry_policy() == RetryPolicy()
 
 

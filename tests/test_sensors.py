@@ -19,6 +19,7 @@ from catchup_assets.assets import (
     tier_map,
 )
 from catchup_assets.jobs import mission_plan_job, profile_job, range_catchup_job
+from catchup_assets.ladder_asset import tier_ladder
 from catchup_assets.ranges import format_key
 from catchup_assets.resources import CatchupResource
 from catchup_assets.sensors import (
@@ -51,7 +52,7 @@ def key(i: int, last: int | None = None) -> str:
 def env(tmp_path):
     resources = {"catchup": CatchupResource(storage_root=str(tmp_path / "storage"), **SETTINGS)}
     defs = dg.Definitions(
-        assets=[mission_plan, range_catchup, range_profile, tier_map, profile_diff],
+        assets=[mission_plan, range_catchup, range_profile, tier_map, profile_diff, tier_ladder],
         jobs=[mission_plan_job, range_catchup_job, profile_job],
         sensors=SENSORS,
         resources=resources,

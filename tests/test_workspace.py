@@ -10,7 +10,7 @@ from dagster._core.workspace.load_target import WorkspaceFileTarget
 from catchup_assets.home import INSTANCE_YAML, write_home
 
 ROOT = Path(__file__).resolve().parent.parent
-ASSETS = {"mission_plan", "range_catchup", "range_profile", "tier_map", "profile_diff"}
+ASSETS = {"mission_plan", "range_catchup", "range_profile", "tier_map", "profile_diff", "tier_ladder"}
 CHECKS = {
     ("range_profile", "covers_mission"),
     ("range_profile", "no_measurement_free_rows"),

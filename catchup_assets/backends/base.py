@@ -35,6 +35,9 @@ class AttemptSpec:
     profiled: bool = False  # sized from a measurement: a pooled pod then has its node to itself (L15)
     deadline_seconds: int | None = None
     env: Mapping[str, str] = field(default_factory=dict)
+    # Ephemeral storage mode: the range's disk, sized from its profile and its evictions (disk.py);
+    # None: the deployment's flat request and limit.
+    ephemeral_bytes: int | None = None
 
     @property
     def attempt_id(self) -> str:

@@ -205,8 +205,12 @@ def _resources(spec: AttemptSpec, tier: Tier | None, profiled: bool, settings: K
             raise ValueError(f"cpu_limit {settings.cpu_limit!r} is below the attempt's cpu request {requests['cpu']}")
         limits["cpu"] = str(settings.cpu_limit)
     if settings.storage_mode == "ephemeral" and not _owns_node(tier, profiled, settings):
-        requests["ephemeral-storage"] = settings.ephemeral_request
-        limits["ephemeral-storage"] = settings.ephemeral_limit
+        if spec.ephemeral_bytes is not None:
+            # Sized from the profile and the range's evictions (disk.py): request = limit, as for memory.
+            requests["ephemeral-storage"] = limits["ephemeral-storage"] = str(spec.ephemeral_bytes)
+        else:
+            requests["ephemeral-storage"] = settings.ephemeral_request
+            limits["ephemeral-storage"] = settings.ephemeral_limit
     return k.V1ResourceRequirements(requests=requests, limits=limits)
 
 

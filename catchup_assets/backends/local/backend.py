@@ -166,7 +166,10 @@ class LocalBackend:
                 ),
             ),
             "disrupt_on_line": self.disruption_triggers.get(spec.attempt_id),
-            "ephemeral_limit_bytes": self.ephemeral_limit_bytes,
+            # Like the kubelet in ephemeral mode: the attempt's sized disk, once this node limits disk at all.
+            "ephemeral_limit_bytes": (spec.ephemeral_bytes or self.ephemeral_limit_bytes)
+            if self.ephemeral_limit_bytes is not None
+            else None,
             "node_disk_bytes": self.node_disk_bytes,
         }
         write_json_atomic(d / "launch.json", launch)

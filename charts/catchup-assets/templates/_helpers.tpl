@@ -67,9 +67,23 @@ not the release's namespace, which holds Dagster's Secrets (values.yaml, mission
 
 {{/* A tier of the values as the resource's TierConfig spells it. */}}
 {{- define "catchup.tierConfig" -}}
-{{- $t := dict "name" .name "memory_cut_gib" .memoryCutGib "node_memory_gib" .nodeMemoryGib "cpu" .cpu -}}
+{{- $t := dict "name" .name "memory_cut_gib" .memoryCutGib "cpu" .cpu -}}
+{{- if .nodeMemoryGib }}{{- $_ := set $t "node_memory_gib" .nodeMemoryGib -}}{{- end -}}
+{{- if .shape }}{{- $_ := set $t "shape" .shape -}}{{- end -}}
+{{- if .capacityType }}{{- $_ := set $t "capacity_type" .capacityType -}}{{- end -}}
+{{- if .exclusive }}{{- $_ := set $t "exclusive" .exclusive -}}{{- end -}}
 {{- if .podsPerNode }}{{- $_ := set $t "pods_per_node" .podsPerNode -}}{{- end -}}
 {{- toJson $t -}}
+{{- end -}}
+
+{{/* A catalog shape of the values as the resource's ShapeConfig spells it. */}}
+{{- define "catchup.shapeConfig" -}}
+{{- $s := dict "name" .name "memory_gib" .memoryGib "cpu" .cpu "on_demand_hourly" .onDemandHourly "spot_hourly" .spotHourly -}}
+{{- range $key, $field := dict "allocatableMemoryGib" "allocatable_memory_gib" "allocatableCpu" "allocatable_cpu" "maxPods" "max_pods" -}}
+{{- $v := index $ $key -}}
+{{- if $v }}{{- $_ := set $s $field $v -}}{{- end -}}
+{{- end -}}
+{{- toJson $s -}}
 {{- end -}}
 
 {{/* Every tier the sizing can choose: the ladder, then the two catch-alls. */}}
@@ -82,6 +96,10 @@ not the release's namespace, which holds Dagster's Secrets (values.yaml, mission
 {{- $tiers := list -}}
 {{- range .Values.tiers -}}
 {{- $tiers = append $tiers (include "catchup.tierConfig" . | fromJson) -}}
+{{- end -}}
+{{- $catalog := list -}}
+{{- range .Values.catalog -}}
+{{- $catalog = append $catalog (include "catchup.shapeConfig" . | fromJson) -}}
 {{- end -}}
 {{- $k8s := dict
   "namespace" (include "catchup.missionNamespace" .)
@@ -138,10 +156,13 @@ not the release's namespace, which holds Dagster's Secrets (values.yaml, mission
   "retry" (.Values.retry | default dict)
   "sizing" (.Values.sizing | default dict)
   "ladder" (.Values.ladder | default dict)
+  "disk" (.Values.disk | default dict)
   "tiers" $tiers
   "unprofiled_tier" (include "catchup.tierConfig" .Values.unprofiledTier | fromJson)
   "no_profile_tier" (include "catchup.tierConfig" .Values.noProfileTier | fromJson)
   "tip_source" $tip
+  "catalog" $catalog
+  "catalog_source" (.Values.catalogSource | default "")
 -}}
 {{- if not (kindIs "invalid" .Values.tipTimeoutSeconds) }}{{- $_ := set $catchup "tip_timeout_seconds" .Values.tipTimeoutSeconds -}}{{- end -}}
 {{- toJson $catchup -}}
