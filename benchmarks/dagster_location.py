@@ -150,7 +150,7 @@ class VirtualCatchupResource(CatchupResource):
         return ReportingBackend(
             Workload(ranges=self.ranges),
             PhasedClock(self.speed),
-            tiers=self.placement().tiers,
+            placement=self.placement(),
             mission_seed=seed,
             live=self.live,
             report=self.report,
