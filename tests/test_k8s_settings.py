@@ -105,6 +105,7 @@ KUBELET_CASES = {
     "token_file": ("/var/run/other/token", None, "/var/run/other/token"),
     "connect_timeout": (2.0, None, 2.0),
     "read_timeout": (3.0, None, 3.0),
+    "concurrency": (64, {"kubelet": {"concurrency": 64}}, 64),
 }
 
 

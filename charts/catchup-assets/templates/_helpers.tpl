@@ -123,6 +123,7 @@ not the release's namespace, which holds Dagster's Secrets (values.yaml, mission
   "kubelet_insecure_skip_tls_verify" .Values.kubelet.insecureSkipTLSVerify
   "extra_node_selector" (.Values.extraNodeSelector | default dict)
 -}}
+{{- if not (kindIs "invalid" .Values.kubelet.concurrency) }}{{- $_ := set $k8s "kubelet_concurrency" .Values.kubelet.concurrency -}}{{- end -}}
 {{- /* Unset (null) values are left out: the project's own default applies. */ -}}
 {{- range $key, $field := dict "pooled" "pooled" "runAsNonRoot" "run_as_non_root" "runAsUser" "run_as_user" "clusterVersion" "cluster_version" -}}
 {{- $v := index $.Values $key -}}
