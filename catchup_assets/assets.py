@@ -1,7 +1,7 @@
 """The mission as Dagster assets: thin wrappers around mission.py.
 
-mission_plan -> range_catchup[range] -> range_profile -> tier_map, and
-range_profile -> profile_diff (this mission against the one it was sized from). See docs/design.md,
+mission_plan (plan_asset.py) -> range_catchup[range] -> range_profile -> tier_map, and
+range_profile -> profile_diff (diff_asset.py) and tier_ladder (ladder_asset.py). See docs/design.md,
 "Dagster facts the design rests on", for why range_catchup is a generator that yields nothing and
 logs one AssetMaterialization per range instead.
 """
@@ -9,167 +9,41 @@ logs one AssetMaterialization per range instead.
 from collections.abc import Iterator
 
 import dagster as dg
-from pydantic import Field
 
+from catchup_assets.cost_metadata import mission_cost_metadata, tier_map_cost_metadata
 from catchup_assets.dispatch import HEALTH_DISPATCH, HEALTH_STALL, RangeResult, RangeStatus
-from catchup_assets.launchpad import MissionPlanConfig, check_limits, policies, superseded
-from catchup_assets.metadata import (
-    cost_metadata,
-    failure_metadata,
-    mission_cost_metadata,
-    plan_metadata,
-    profile_diff_metadata,
-    profile_metadata,
-    range_metadata,
-    tier_map_cost_metadata,
-    tier_map_metadata,
-)
+from catchup_assets.launchpad import policies
+from catchup_assets.metadata import failure_metadata, profile_metadata, range_metadata, tier_map_metadata
 from catchup_assets.mission import (
     PLAN_FILE,
     build_profile,
-    build_profile_diff,
     build_tier_map,
-    forecast_mission,
     load_mission,
-    predict_cost,
     prepare,
     read_table,
     require_plan,
     run_mission,
-    save_mission,
-    write_table,
 )
-from catchup_assets.ownership import (
-    RANGE_KEY,
-    SUPERSEDED,
-    MissionAmbiguous,
-    condemned_by,
-    has_history,
-    latest_marks,
-    owning_mission,
-)
-from catchup_assets.profile_diff import DEFAULT_BAND_LEDGERS, DEFAULT_THRESHOLD
-from catchup_assets.profile_io import ProfileRefused, ProfileUnavailable
+from catchup_assets.ownership import SUPERSEDED, latest_marks
+from catchup_assets.plan_asset import build_mission_plan, mission_plan  # noqa: F401 - the graph's root, re-exported
+from catchup_assets.profile_io import ProfileRefused
 from catchup_assets.ranges import RangeKeyError, parse_key, plan_ranges
 from catchup_assets.resources import CatchupResource
+from catchup_assets.run_context import (  # noqa: F401 - re-exported: sensors, demo and tests name them here
+    MISSION_TAG,
+    PLAN_KEY,
+    RANGE_END_TAG,
+    RANGE_START_TAG,
+    WILL_RETRY_TAG,
+    current_mission,
+    ledger_ranges_partitions_def,
+    newest_plan,
+    refused,
+)
 from catchup_assets.storage import Store
 
-ledger_ranges_partitions_def = dg.DynamicPartitionsDefinition(name="ledger_ranges")
-MISSION_TAG = "catchup/mission"
-# The run tags by which Dagster runs one partition range in one run (its documented
-# "dagster/asset_partition_range_*" tags; the constants themselves are not public API).
-RANGE_START_TAG = "dagster/asset_partition_range_start"
-RANGE_END_TAG = "dagster/asset_partition_range_end"
-# Set by Dagster on a failed run it will retry (run_retries).
-WILL_RETRY_TAG = "dagster/will_retry"
-PLAN_KEY = dg.AssetKey("mission_plan")
 # A stall may end by itself (a slow range completes); stopped dispatch needs an operator.
 HEALTH_SEVERITY = {HEALTH_STALL: dg.AssetCheckSeverity.WARN, HEALTH_DISPATCH: dg.AssetCheckSeverity.ERROR}
-
-
-def refused(what: str, exc: Exception) -> dg.Failure:
-    """Bad input stops the run before dispatch, with the reason and no retry (L34)."""
-    return dg.Failure(description=f"{what}: {exc}", allow_retries=False)
-
-
-def newest_plan(instance: dg.DagsterInstance) -> str | None:
-    event = instance.get_latest_materialization_event(PLAN_KEY)
-    if event is None or event.asset_materialization is None:
-        return None
-    return str(event.asset_materialization.metadata["mission"].value)
-
-
-def current_mission(context: dg.AssetExecutionContext, keys: list[str] | None = None) -> str:
-    """The run's mission tag; else the mission that owns `keys`, tagged on the run from here on."""
-    tagged = context.run.tags.get(MISSION_TAG)
-    if tagged:
-        return tagged
-    instance = context.instance
-    try:
-        owner = owning_mission(keys or [], condemned_by(instance, keys) if keys else {}, newest_plan(instance))
-    except MissionAmbiguous as exc:
-        raise dg.Failure(description=str(exc), allow_retries=False) from exc
-    context.log.info(f"run not tagged {MISSION_TAG}: mission {owner.mission}, {owner.why}")
-    # Filtering runs by mission in the UI, and the sensors, find it from now on.
-    instance.add_run_tags(context.run.run_id, {MISSION_TAG: owner.mission})
-    return owner.mission
-
-
-def retire_superseded(context: dg.AssetExecutionContext, gone: list[str], keys: list[str], mission: str) -> list[str]:
-    """Retire partitions a new plan supersedes (e.g. a partial tip that has grown); returns those deleted.
-
-    A partition with history (another mission materialized, failed or condemned it) is
-    kept and marked superseded, so its history stays in the UI; one without is deleted.
-    """
-    kept = has_history(context.instance, gone)
-    for k in gone:
-        if k not in kept:
-            context.instance.delete_dynamic_partition(ledger_ranges_partitions_def.name, k)
-            continue
-        r = parse_key(k)
-        by = [n for n in keys if parse_key(n).first <= r.last and r.first <= parse_key(n).last]
-        context.log_event(
-            dg.AssetObservation(
-                asset_key=RANGE_KEY,
-                partition=k,
-                metadata={"kind": SUPERSEDED, "mission": mission, "superseded_by": dg.MetadataValue.json(by)},
-            )
-        )
-    return [k for k in gone if k not in kept]
-
-
-def plan_mission(
-    context: dg.AssetExecutionContext, config: MissionPlanConfig, catchup: CatchupResource
-) -> dg.MaterializeResult:
-    instance = context.instance
-    try:
-        cfg = config.to_mission(catchup)
-        prepared = prepare(cfg)
-        existing = instance.get_dynamic_partitions(ledger_ranges_partitions_def.name)
-        marked = {k for k, (kind, _) in latest_marks(instance, existing).items() if kind == SUPERSEDED}
-        gone = superseded([k for k in existing if k not in marked], prepared.keys)
-        check_limits(config, catchup.mission_defaults, len(existing) - len(marked), len(gone))
-    except ProfileUnavailable as exc:
-        hint = ValueError(f"{exc}; to run the mission unprofiled, leave previous_profile empty")
-        raise refused("mission_plan config refused", hint) from exc
-    except (ValueError, ProfileRefused) as exc:
-        raise refused("mission_plan config refused", exc) from exc
-    if MISSION_TAG not in context.run.tags:  # launched from the UI: filtering runs by mission finds it
-        instance.add_run_tags(context.run.run_id, {MISSION_TAG: cfg.mission})
-    store = Store(cfg.storage_root)
-    plan_url = write_table(store, f"{cfg.mission}/{PLAN_FILE}", prepared.plan)
-    save_mission(store, cfg, prepared.previous, core_image=catchup.core_image())
-    deleted = retire_superseded(context, gone, prepared.keys, cfg.mission)
-    present = set(instance.get_dynamic_partitions(ledger_ranges_partitions_def.name))
-    # Ascending and once: a run covers a contiguous span in insertion order.
-    new_keys = sorted(k for k in prepared.keys if k not in present)
-    instance.add_dynamic_partitions(ledger_ranges_partitions_def.name, new_keys)
-    if prepared.previous.warning:
-        context.log.warning(prepared.previous.warning)
-    return dg.MaterializeResult(
-        metadata={
-            **plan_metadata(
-                cfg, prepared, plan_url, new_keys, gone, deleted, forecast_mission(prepared), catchup.scale_note()
-            ),
-            **cost_metadata(predict_cost(prepared), cfg.placement, "predicted_"),
-        },
-    )
-
-
-def build_mission_plan(config_class: type[MissionPlanConfig]) -> dg.AssetsDefinition:
-    """The mission_plan asset taking `config_class` (MissionPlanConfig with a deployment's defaults)."""
-
-    @dg.asset(name="mission_plan", group_name="mission", kinds={"parquet"})
-    def mission_plan(
-        context: dg.AssetExecutionContext, config: config_class, catchup: CatchupResource
-    ) -> dg.MaterializeResult:
-        """The mission's ranges in dispatch order, each sized from the previous profile."""
-        return plan_mission(context, config, catchup)
-
-    return mission_plan
-
-
-mission_plan = build_mission_plan(MissionPlanConfig)
 
 
 def skip_superseded(context: dg.AssetExecutionContext, keys: list[str], on_grid: set[str]) -> list[str]:
@@ -388,28 +262,3 @@ def tier_map(context: dg.AssetExecutionContext, catchup: CatchupResource):
     yield dg.AssetCheckResult(
         check_name="every_range_placed", passed=not unplaced, metadata={"unplaced": dg.MetadataValue.json(unplaced)}
     )
-
-
-class ProfileDiffConfig(dg.Config):
-    """How the diff cuts and judges: bands of ledgers, and the growth that is a regression."""
-
-    band_ledgers: int = Field(default=DEFAULT_BAND_LEDGERS, gt=0, description="ledgers per band")
-    threshold: float = Field(
-        default=DEFAULT_THRESHOLD, gt=1, description="a range whose peak or seconds grew past this x regressed"
-    )
-
-
-@dg.asset(group_name="mission", deps=[range_profile], kinds={"parquet"})
-def profile_diff(
-    context: dg.AssetExecutionContext, config: ProfileDiffConfig, catchup: CatchupResource
-) -> dg.MaterializeResult:
-    """This mission's profile against the previous mission's, by ledger band: peaks, time and
-    memory requested, the ranges that regressed and new OOMs, and the stellar-core each ran."""
-    mission = current_mission(context)
-    try:
-        out = build_profile_diff(catchup.root(), mission, config.band_ledgers, config.threshold)
-    except ValueError as exc:
-        raise refused("profile_diff", exc) from exc
-    if out.diff is None:
-        context.log.info(out.note)
-    return dg.MaterializeResult(metadata=profile_diff_metadata(mission, out, catchup.memory_scale))

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import logging
 import os
-import re
 import socket
 import time
 import uuid
@@ -32,6 +31,7 @@ from catchup_assets.backends.base import (
     Phase,
     TransientBackendError,
 )
+from catchup_assets.breaker import LAST_ERROR, Breaker, failure_signature
 from catchup_assets.config import MissionConfig
 from catchup_assets.outcomes import Action, Outcome, PastAttempt, classify, decide
 from catchup_assets.profile import range_row
@@ -89,22 +89,11 @@ class DispatchConfig:
             raise ValueError("ranges: duplicate range keys in the plan")
 
 
-_VARIABLE = re.compile(r"\d+|[0-9a-f]{5}\b")  # numbers, range keys, pod-name suffixes
-
-
-def failure_signature(rec: AttemptRecord) -> str:
-    """What makes two failures the same: outcome, exit code, and stellar-core's last error
-    line (else the observation) with every number and pod-name suffix blanked out."""
-    reason = rec.reason or ""
-    text = reason.split("; last error: ", 1)[1] if "; last error: " in reason else reason
-    return f"{rec.outcome} exit {rec.exit_code}: {_VARIABLE.sub('#', text)[:200]}"
-
-
 def _reason(obs, collected: Collected, outcome: Outcome) -> str:
     """The record's reason: the observation, and for a failure stellar-core's own last error."""
     text = obs.summary() if obs is not None else "no observation"
     if outcome is not Outcome.OK and collected.last_error:
-        text += f"; last error: {collected.last_error}"
+        text += f"{LAST_ERROR}{collected.last_error}"
     return text
 
 
@@ -229,11 +218,7 @@ class Dispatcher:
         # Attempts this dispatcher claimed and submitted: it alone writes them from memory.
         self._mine: set[tuple[str, int]] = set()
         self._finished_since_snapshot = 0
-        # The circuit breaker's run of identical failures, and the ranges it holds undecided.
-        self._streak: list[tuple[str, int]] = []
-        self._streak_sig: str | None = None
-        self._held: set[str] = set()
-        self._tripped = False
+        self.breaker = Breaker(config.mission.breaker_attempts)
         self._last_status: Status | None = None
         self._last_completion = self.clock.time()
         self._stall_warned = False
@@ -355,11 +340,12 @@ class Dispatcher:
                 self._release(st)  # died (or was refused) between done mark and release last time
             elif not self._finish(st):
                 live_keys.add(st.range_key)  # its final read is still owed (L31)
-        if self._held and not live_keys and all(k in self._results or k in self._held for k in self.by_key):
-            self._release_held()  # nothing else left to tell a systemic failure from these ranges' own
+        held = self.breaker.held
+        if held and not live_keys and all(k in self._results or k in held for k in self.by_key):
+            self._judge_all(self.breaker.release_all())  # nothing else left to tell a systemic failure from
         queue = []
         for key in self.by_key:
-            if key in self._results or key in live_keys or key in self._held:
+            if key in self._results or key in live_keys or key in self.breaker.held:
                 continue
             done = self._done[key]
             n_oom = sum(1 for a in done if self._recs[key][a].outcome == Outcome.OOM.value)
@@ -575,56 +561,27 @@ class Dispatcher:
             self._release_range(st.range_key)  # free the PVC at once (L3)
         return True
 
-    # -- the circuit breaker ---------------------------------------------------------
+    # -- the circuit breaker (catchup_assets.breaker) -----------------------------------
     def _breaker_holds(self, key: str, attempt: int, outcome: Outcome, rec: AttemptRecord) -> bool:
-        """True if this finished attempt's range is held, undecided, in a run of identical failures.
+        """True if this finished attempt's range is held, undecided, in a run of identical failures."""
+        verdict = self.breaker.finished(
+            key, attempt, outcome, failure_signature(rec.outcome, rec.exit_code, rec.reason)
+        )
+        self._judge_all(verdict.release)
+        for k, a in verdict.spare:
+            self._spare(k, a)
+        if verdict.trip:
+            self._block(verdict.trip)
+        return verdict.hold
 
-        A broken config or archive fails every range the same way; charged one by one, each
-        range would be condemned after its own budget. Failures are held while they repeat
-        one signature; a success or an OOM (the environment works), or a different failure,
-        releases them to be judged as usual; breaker_attempts of them in a row pause dispatch.
-        """
-        n = self.mission.breaker_attempts
-        if not n:
-            return False
-        if outcome is not Outcome.FAILED:
-            if outcome in (Outcome.OK, Outcome.OOM):
-                self._release_held()
-            return False
-        sig = failure_signature(rec)
-        if self._streak and sig != self._streak_sig:
-            if self._tripped:
-                return False  # another failure after the pause: its range's own, judged as usual
-            self._release_held()
-        self._streak_sig = sig
-        self._streak.append((key, attempt))
-        self._held.add(key)
-        if self._tripped:
-            self._spare(key, attempt)  # in flight when the breaker tripped: the same cause
-        elif len(self._streak) >= n:
-            self._trip()
-        return True
+    def _judge_all(self, keys) -> None:
+        for k in keys:
+            self._judge(k)
 
     def _spare(self, key: str, attempt: int) -> None:
         """Not the range's fault: a later run grants it its budgets untouched."""
         self.records.mark_reset(key, attempt)
         self._reset_after[key] = max(self._reset_after.get(key, 0), attempt)
-
-    def _release_held(self) -> None:
-        held, self._held, self._streak, self._streak_sig = sorted(self._held), set(), [], None
-        for key in held:
-            self._judge(key)
-
-    def _trip(self) -> None:
-        keys = sorted({k for k, _ in self._streak})
-        for key, attempt in self._streak:
-            self._spare(key, attempt)
-        self._tripped = True
-        cause = (
-            f"circuit breaker: {len(self._streak)} attempts in a row failed the same way ({self._streak_sig}); "
-            f"ranges {', '.join(keys)} keep their budgets; new dispatches stopped"
-        )
-        self._block(cause)
 
     def _block(self, cause: str) -> None:
         """Stop new dispatches for the rest of this run; live attempts run on."""

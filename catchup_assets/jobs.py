@@ -2,7 +2,8 @@
 
 import dagster as dg
 
-from catchup_assets.assets import mission_plan, profile_diff, range_catchup, range_profile, tier_map
+from catchup_assets.assets import mission_plan, range_catchup, range_profile, tier_map
+from catchup_assets.diff_asset import profile_diff
 from catchup_assets.ladder_asset import tier_ladder
 
 mission_plan_job = dg.define_asset_job("mission_plan_job", selection=[mission_plan], description="plan a mission")

@@ -8,11 +8,11 @@ operator applies those values (`helm upgrade ... -f tier_ladder.yaml`).
 
 import dagster as dg
 
-from catchup_assets.assets import current_mission, refused
+from catchup_assets.cost_metadata import ladder_metadata
 from catchup_assets.fit import NothingToFit
-from catchup_assets.metadata import ladder_metadata
 from catchup_assets.mission import build_tier_ladder
 from catchup_assets.resources import CatchupResource
+from catchup_assets.run_context import current_mission, refused
 
 
 @dg.asset(group_name="mission", deps=["range_profile"], kinds={"yaml"}, output_required=False)

@@ -13,11 +13,11 @@ from catchup_assets.assets import (
     MISSION_TAG,
     PLAN_KEY,
     mission_plan,
-    profile_diff,
     range_catchup,
     range_profile,
     tier_map,
 )
+from catchup_assets.diff_asset import profile_diff
 from catchup_assets.jobs import mission_plan_job, profile_job, range_catchup_job
 from catchup_assets.ladder_asset import tier_ladder
 from catchup_assets.ranges import format_key
