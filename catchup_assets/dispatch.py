@@ -79,6 +79,9 @@ class DispatchConfig:
     # A claim this young whose attempt is neither seen nor recorded is another dispatcher's
     # submit in flight: its range waits; older, the claimer died before submitting.
     claim_grace_seconds: float = 120.0
+    # Within the grace the other dispatcher may also have run, recorded and released the
+    # attempt between two of this one's passes: its range's records are read this often.
+    claim_recheck_seconds: float = 10.0
     # An operator's new run over a condemned range grants it fresh budgets; a
     # retry of a dead dispatcher must not, or a mission would loop on it.
     reset_condemned: bool = False
@@ -215,6 +218,7 @@ class Dispatcher:
         # Claims of other holders seen on the storage root, per range: attempt -> claimed at.
         self._claims: dict[str, dict[int, float]] = {k: {} for k in self.by_key}
         self._transient_passes = 0  # consecutive passes the backend could not answer
+        self._claims_checked: dict[str, float] = {}  # when a foreign-claimed range was last read
         # Attempts this dispatcher claimed and submitted: it alone writes them from memory.
         self._mine: set[tuple[str, int]] = set()
         self._finished_since_snapshot = 0
@@ -398,9 +402,18 @@ class Dispatcher:
         """The highest attempt others claimed and left (0 if none), or None while one's submit is in flight."""
         now = self.clock.time()
         open_claims = {a: at for a, at in self._claims[key].items() if a not in done}
-        if any(now - at < self.cfg.claim_grace_seconds for at in open_claims.values()):
-            return None
-        if open_claims:
+        young = any(now - at < self.cfg.claim_grace_seconds for at in open_claims.values())
+        if young:
+            if now - self._claims_checked.get(key, float("-inf")) < self.cfg.claim_recheck_seconds:
+                return None
+            self._claims_checked[key] = now
+            self._refresh(key)  # finished and released unseen? its records say so
+            if key in self._results:
+                return None
+            open_claims = {a: at for a, at in self._claims[key].items() if a not in self._done[key]}
+            if any(now - at < self.cfg.claim_grace_seconds for at in open_claims.values()):
+                return None  # still in flight
+        elif open_claims:
             # Past the grace and not seen: finished and released by its claimer, or never
             # started. Only the records can tell: read them before spending the number.
             self._refresh(key)

@@ -537,3 +537,35 @@ def test_L10_a_restarted_dispatcher_owns_what_its_run_claimed(tmp_path, holder, 
     record_reads = [r for r in store.reads if "/attempts/" in r and "_claim" not in r]
     assert bool(record_reads) is rereads
     assert {(s.range_key, s.attempt) for s in backend.observe() if s.live} == live  # adopted, none restarted
+
+
+def test_L11_a_range_another_dispatcher_finished_unseen_is_read_within_the_recheck_not_the_grace(tmp_path):
+    """The other dispatcher claimed, ran, recorded and released an attempt between two of this
+    one's passes: its records are read every claim_recheck_seconds, so the range is known done
+    in seconds, not after the claim's grace (and never run again)."""
+    from catchup_assets.records import AttemptRecord
+
+    clock = FakeClock()
+    backend = FakeBackend(clock)
+    records = RecordStore(Store(tmp_path / "root"), "m1")
+    mission = MissionConfig("m1", SPAN, str(tmp_path / "root"), parallelism=10, poll_seconds=5)
+    key = KEYS[0]
+    assert records.claim(key, 1, "run-other", clock.time())
+    d = Dispatcher(
+        DispatchConfig(mission, RANGES, holder="run-here", claim_grace_seconds=120, claim_recheck_seconds=10),
+        backend,
+        records,
+        clock=clock,
+    )
+    d.pass_once()  # its own claim fails: it learns the other's
+    clock.sleep(5)
+    d.pass_once()  # the range's records read: nothing yet, the other's submit is in flight
+    records.write(AttemptRecord("m1", key, 1, "ok", peak_anon_bytes=100, seconds=30.0, fresh_start=True))
+    records.mark_done(key, 1)
+    clock.sleep(5)
+    d.pass_once()
+    assert key not in d._results  # read again only 10 s after the last read
+    clock.sleep(6)
+    d.pass_once()
+    assert d._results[key].status == "done"  # 16 s after the claim, far inside its 120 s grace
+    assert key not in {s.range_key for s in backend.submitted}
