@@ -63,12 +63,11 @@ def test_an_evicted_range_gets_more_disk_on_each_retry_until_it_completes(tmp_pa
     """End to end on the local kubelet: the range outgrows the flat 4 MiB, is evicted (its own disk,
     L4), and each retry asks for 4x more, as the memory ladder climbs after an OOM."""
     from catchup_assets.backends.local.backend import LocalBackend
-    from catchup_assets.catalog import DEFAULT_CATALOG
     from catchup_assets.mission import MissionConfig, prepare, run_mission
     from catchup_assets.ranges import MissionSpan
     from catchup_assets.records import RecordStore
-    from catchup_assets.sizing import MemoryLadder, SizingPolicy, Tiers, scaled_tiers
     from catchup_assets.storage import Store
+    from scaled import scaled_placement
 
     cfg = MissionConfig(
         mission="disk",
@@ -76,12 +75,8 @@ def test_an_evicted_range_gets_more_disk_on_each_retry_until_it_completes(tmp_pa
         storage_root=str(tmp_path / "storage"),
         parallelism=1,
         poll_seconds=0.1,
-        placement=Placement(
-            scaled_tiers(Tiers(), 1 / 200),
-            SizingPolicy(unprofiled_memory_bytes=64 * MiB),
-            MemoryLadder(cap_bytes=512 * MiB),
-            DEFAULT_CATALOG.scaled(1 / 200),
-            DiskPolicy(factor=4.0, cap_bytes=1024 * MiB, unprofiled_bytes=4 * MiB),
+        placement=scaled_placement(
+            64 * MiB, disk=DiskPolicy(factor=4.0, cap_bytes=1024 * MiB, unprofiled_bytes=4 * MiB)
         ),
         env={"SIM_SPEED": "10000", "SIM_MEMORY_SCALE": "0.001"},
     )

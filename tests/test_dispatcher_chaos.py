@@ -157,13 +157,12 @@ def test_R1_L11_two_local_dispatchers_in_two_threads_start_each_attempt_once(tmp
     import threading
 
     from catchup_assets.backends.local.backend import LocalBackend
-    from catchup_assets.catalog import DEFAULT_CATALOG
     from catchup_assets.config import MissionConfig
     from catchup_assets.mission import prepare, run_mission
     from catchup_assets.ranges import MissionSpan
     from catchup_assets.records import RecordStore
-    from catchup_assets.sizing import MemoryLadder, Placement, SizingPolicy, Tiers, scaled_tiers
     from catchup_assets.storage import Store
+    from scaled import scaled_placement
 
     mib = 1024**2
     cfg = MissionConfig(
@@ -171,12 +170,7 @@ def test_R1_L11_two_local_dispatchers_in_two_threads_start_each_attempt_once(tmp
         MissionSpan(59_584_001, 59_968_000, ledgers_per_range=64_000, overlap=320),
         str(tmp_path / "storage"),
         parallelism=3,
-        placement=Placement(
-            scaled_tiers(Tiers(), 1 / 200),
-            SizingPolicy(unprofiled_memory_bytes=64 * mib, cache_headroom_bytes=4 * mib),
-            MemoryLadder(cap_bytes=512 * mib),
-            catalog=DEFAULT_CATALOG.scaled(1 / 200),
-        ),
+        placement=scaled_placement(64 * mib, 4 * mib),
         poll_seconds=0.05,
         env={"SIM_SPEED": "40000", "SIM_MEMORY_SCALE": "0.001"},
     )

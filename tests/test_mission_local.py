@@ -7,13 +7,13 @@ import fsspec
 import pytest
 
 from catchup_assets.backends.local.backend import LocalBackend
-from catchup_assets.catalog import DEFAULT_CATALOG
 from catchup_assets.mission import MissionConfig, build_profile, build_tier_map, prepare, read_table, run_mission
 from catchup_assets.outcomes import RetryPolicy
 from catchup_assets.ranges import MissionSpan
 from catchup_assets.records import RecordStore
-from catchup_assets.sizing import MemoryLadder, Placement, SizingPolicy, Tiers, scaled_tiers
+from catchup_assets.sizing import MemoryLadder
 from catchup_assets.storage import Store
+from scaled import scaled_placement
 
 MiB = 1024**2
 SPAN = MissionSpan(59_712_001, 59_968_000, ledgers_per_range=64_000, overlap=320)
@@ -29,12 +29,7 @@ def mission(tmp_path_factory):
         span=SPAN,
         storage_root=str(root / "storage"),
         parallelism=4,
-        placement=Placement(
-            scaled_tiers(Tiers(), 1 / 200),
-            SizingPolicy(unprofiled_memory_bytes=BASE, cache_headroom_bytes=4 * MiB),
-            MemoryLadder(cap_bytes=512 * MiB),
-            catalog=DEFAULT_CATALOG.scaled(1 / 200),
-        ),
+        placement=scaled_placement(BASE, 4 * MiB),
         poll_seconds=0.1,
         env={
             "SIM_SPEED": "40000",
@@ -182,12 +177,7 @@ def test_L4_an_attempt_that_outgrows_its_disk_is_evicted_not_disrupted(tmp_path,
         storage_root=str(tmp_path / "storage"),
         parallelism=1,
         poll_seconds=0.1,
-        placement=Placement(
-            scaled_tiers(Tiers(), 1 / 200),
-            SizingPolicy(unprofiled_memory_bytes=BASE),
-            MemoryLadder(cap_bytes=512 * MiB),
-            catalog=DEFAULT_CATALOG.scaled(1 / 200),
-        ),
+        placement=scaled_placement(BASE),
         retry=RetryPolicy(environmental=0),
         env={"SIM_SPEED": "10000", "SIM_MEMORY_SCALE": "0.001"},
     )
@@ -209,11 +199,7 @@ def test_a_mission_whose_every_range_fails_the_same_way_stops_with_one_cause(tmp
         storage_root=str(tmp_path / "storage"),
         parallelism=1,
         breaker_attempts=3,
-        placement=Placement(
-            scaled_tiers(Tiers(), 1 / 200),
-            SizingPolicy(unprofiled_memory_bytes=BASE),
-            catalog=DEFAULT_CATALOG.scaled(1 / 200),
-        ),
+        placement=scaled_placement(BASE, ladder=MemoryLadder()),
         poll_seconds=0.1,
         env={
             "SIM_SPEED": "40000",

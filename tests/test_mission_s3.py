@@ -12,13 +12,12 @@ import fsspec
 import pytest
 
 from catchup_assets.backends.local.backend import LocalBackend
-from catchup_assets.catalog import DEFAULT_CATALOG
 from catchup_assets.mission import MissionConfig, build_profile, build_tier_map, prepare, read_table, run_mission
 from catchup_assets.profile_io import ProfileUnavailable, load_previous_profile
 from catchup_assets.ranges import MissionSpan
 from catchup_assets.records import RecordStore
-from catchup_assets.sizing import MemoryLadder, Placement, SizingPolicy, Tiers, scaled_tiers
 from catchup_assets.storage import Store
+from scaled import scaled_placement
 
 MiB = 1024**2
 SPAN = MissionSpan(59_776_001, 59_968_000, ledgers_per_range=64_000, overlap=320)
@@ -33,12 +32,7 @@ def config(mission, root, previous_profile=None):
         storage_root=root,
         parallelism=2,
         previous_profile=previous_profile,
-        placement=Placement(
-            scaled_tiers(Tiers(), 1 / 200),
-            SizingPolicy(unprofiled_memory_bytes=BASE, cache_headroom_bytes=4 * MiB),
-            MemoryLadder(cap_bytes=512 * MiB),
-            catalog=DEFAULT_CATALOG.scaled(1 / 200),
-        ),
+        placement=scaled_placement(BASE, 4 * MiB),
         poll_seconds=0.1,
         # A allocates past the unprofiled limit, in both missions.
         env={"SIM_SPEED": "40000", "SIM_MEMORY_SCALE": "0.001", "SIM_PEAK_BYTES": f"59968000={72 * MiB}"},
