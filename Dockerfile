@@ -53,7 +53,7 @@ RUN groupadd --gid 10001 catchup \
     && chown 10001:10001 /opt/dagster/dagster_home /var/lib/catchup
 VOLUME ["/tmp", "/opt/dagster/dagster_home", "/var/lib/catchup"]
 # The repository's workspace: `dagster definitions validate -w workspace.yaml` and
-# `dagster dev -w workspace.yaml` load the project's definitions (catchup_assets.definitions).
+# `dagster dev -w workspace.yaml` load the project's definitions (catchup_assets.defs.definitions).
 WORKDIR /opt/catchup-assets
 COPY workspace.yaml ./
 USER 10001:10001
@@ -61,6 +61,6 @@ EXPOSE 3030
 # No ENTRYPOINT: the K8sRunLauncher gives run pods their whole command line as args
 # (`dagster api execute_run ...`), and the chart sets the code server's. By default the
 # image serves the project's definitions on the chart's port.
-CMD ["dagster", "api", "grpc", "-m", "catchup_assets.definitions", "-h", "0.0.0.0", "-p", "3030"]
+CMD ["dagster", "api", "grpc", "-m", "catchup_assets.defs.definitions", "-h", "0.0.0.0", "-p", "3030"]
 # Owned by root: read-only to the user, whatever the filesystem.
 COPY --from=build /opt/catchup /opt/catchup

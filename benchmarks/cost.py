@@ -1,9 +1,9 @@
 """What a mission of the seed-shaped model costs on each ladder, replayed; and whether the demo's profile pays.
 
 Each row is a whole mission of the workload model (4000 ranges) replayed by
-the real dispatcher in simulated time (catchup_sim/replay.py), longest first
+the real dispatcher in simulated time (kubesim/replay.py), longest first
 at 1092 slots, sized from the model's own profile, every attempt priced by
-the cost model (catchup_assets/cost.py, default catalog):
+the cost model (catchup_assets/core/size/cost.py, default catalog):
 
     flat                  every range alone on the cheapest node that holds the largest
     default ladder        the seed's cuts, one range per node (exclusive)
@@ -29,11 +29,11 @@ import time
 from pathlib import Path
 
 from benchmarks.report import write_result
-from catchup_assets.cost import flat_shape
-from catchup_assets.fit import evaluate, fit_ladder, profile_ranges
+from catchup_assets.core.size.cost import flat_shape
+from catchup_assets.core.size.fit import evaluate, fit_ladder, profile_ranges
+from catchup_assets.core.size.sizing import Placement, Tier, Tiers, exclusive_ladder
 from catchup_assets.sim.workload import Workload
-from catchup_assets.sizing import Placement, Tier, Tiers, exclusive_ladder
-from catchup_sim.replay import ReplayReport, replay
+from kubesim.replay import ReplayReport, replay
 
 
 def flat_placement(base: Placement, largest_request: int) -> Placement:
@@ -46,7 +46,7 @@ def flat_placement(base: Placement, largest_request: int) -> Placement:
 
 def demo_costs(runs: int, ranges: int) -> list[tuple[int, float, float, str]]:
     """(seed, unprofiled USD, profiled USD, verdict) of `runs` demos, each in a directory of its own."""
-    from catchup_assets.demo import DemoSettings, run_demo
+    from catchup_assets.cli.demo import DemoSettings, run_demo
 
     out = []
     for seed in range(runs):

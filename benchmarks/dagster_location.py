@@ -33,11 +33,11 @@ import dagster as dg
 import psutil
 from pydantic import Field, model_validator
 
-from catchup_assets.backends.base import AttemptSpec, AttemptState
-from catchup_assets.home import definitions_for
-from catchup_assets.resources import CatchupResource, mission_seed
+from catchup_assets.core.dispatch.ports import AttemptSpec, AttemptState
+from catchup_assets.defs.location import definitions_for
+from catchup_assets.defs.resources import CatchupResource, mission_seed
 from catchup_assets.sim.workload import Workload
-from catchup_sim.virtual import VirtualBackend
+from kubesim.virtual import VirtualBackend
 
 ENV = {
     "ranges": "CATCHUP_BENCH_RANGES",
@@ -174,7 +174,7 @@ def settings_from_env(environ=os.environ) -> dict:
 
 
 def build_defs(**settings) -> dg.Definitions:
-    """The project's definitions (as catchup_assets.definitions) with a VirtualCatchupResource."""
+    """The project's definitions (as catchup_assets.defs.definitions) with a VirtualCatchupResource."""
     return definitions_for(VirtualCatchupResource(**settings))
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import yaml
 
-from catchup_assets.home import INSTANCE_YAML
+from catchup_assets.defs.location import INSTANCE_YAML
 
 
 @dataclass

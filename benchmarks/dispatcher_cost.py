@@ -23,7 +23,7 @@ from pathlib import Path
 from benchmarks.meter import PassRow, Trace
 from benchmarks.report import write_result
 from benchmarks.sim_cluster import VariedAttempts
-from catchup_assets.dispatch import RangeStatus
+from catchup_assets.core.dispatch.reconciler import RangeStatus
 
 MiB, KiB = 1024**2, 1024
 FIXED_ALLOWANCE, PER_ATTEMPT_ALLOWANCE = 150 * MiB, 50 * KiB
@@ -150,14 +150,14 @@ def measure(case: Case) -> Measured:
 
 def _warm_up(path: str) -> None:
     """Import what the first pass would import lazily, so the baseline holds it and no attempt pays for it."""
-    from catchup_assets.records import AttemptRecord, encode
+    from catchup_assets.store.records import AttemptRecord, encode
 
     encode(AttemptRecord("m1", "0000000001-0000016000", 1))  # pyarrow's first table
     if path == "kubernetes":
         from benchmarks.k8s_mission import SETTINGS
-        from catchup_assets.backends.base import AttemptSpec
         from catchup_assets.backends.kubernetes.manifests import job_manifest
-        from catchup_assets.sizing import Tiers
+        from catchup_assets.core.dispatch.ports import AttemptSpec
+        from catchup_assets.core.size.sizing import Tiers
 
         spec = AttemptSpec("m1", "0000000001-0000016000", 1, 16000, 16320, 1 << 30, 1 << 30, "nebula")
         job_manifest(spec, Tiers().by_name("nebula"), False, SETTINGS)

@@ -22,10 +22,10 @@ from benchmarks.sim_cluster import ClusterProcess, ClusterSpec, VariedAttempts, 
 from catchup_assets.backends.kubernetes.backend import KubernetesBackend
 from catchup_assets.backends.kubernetes.manifests import K8sSettings
 from catchup_assets.backends.kubernetes.stats import KubeletAccess
-from catchup_assets.dispatch import DispatchConfig, Dispatcher, MissionResult
-from catchup_assets.records import RecordStore
-from catchup_assets.sizing import Tiers
-from catchup_assets.storage import Store
+from catchup_assets.core.dispatch.reconciler import DispatchConfig, Dispatcher, MissionResult
+from catchup_assets.core.size.sizing import Tiers
+from catchup_assets.store.records import RecordStore
+from catchup_assets.store.root import Store
 
 NAMESPACE = "catchup"
 SETTINGS = K8sSettings(namespace=NAMESPACE, image="stellar/stellar-core:22")

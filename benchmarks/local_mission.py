@@ -24,10 +24,10 @@ from pathlib import Path
 from benchmarks.meter import DispatcherMeter, MachineLoad
 from benchmarks.sim_cluster import mission_config, mission_ranges
 from catchup_assets.backends.local.backend import LocalBackend
-from catchup_assets.dispatch import DispatchConfig, Dispatcher, MissionResult
-from catchup_assets.records import RecordStore
+from catchup_assets.core.dispatch.reconciler import DispatchConfig, Dispatcher, MissionResult
 from catchup_assets.sim.core_log import tx_apply_report
-from catchup_assets.storage import Store
+from catchup_assets.store.records import RecordStore
+from catchup_assets.store.root import Store
 
 # Invoked as `<script> -m catchup_assets.backends.local.supervisor ATTEMPT_DIR`, in the attempt
 # directory. The duration comes from the attempt's name, so a rerun runs the same mission.

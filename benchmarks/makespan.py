@@ -1,7 +1,7 @@
 """Makespan against the lower bound, by dispatch order and slot count, on the seed-shaped model.
 
 Each cell is one whole mission of the workload model (4000 ranges) replayed by
-the real dispatcher in simulated time (catchup_sim/replay.py), sized
+the real dispatcher in simulated time (kubesim/replay.py), sized
 from the model's own profile. Target: makespan <= 1.03 x lower bound with
 `longest-first` at 1092 slots.
 """
@@ -16,7 +16,7 @@ from pathlib import Path
 
 from benchmarks.report import write_result
 from catchup_assets.sim.workload import Workload
-from catchup_sim.replay import ReplayReport, replay
+from kubesim.replay import ReplayReport, replay
 
 ORDERS = ("tip-first", "oldest-first", "longest-first")
 SLOTS = (400, 800, 1092, 2096)

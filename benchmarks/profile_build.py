@@ -17,15 +17,15 @@ import time
 from pathlib import Path
 
 from benchmarks.report import write_result
-from catchup_assets.dispatch import DispatchConfig
-from catchup_assets.mission import PLAN_FILE, build_profile, build_tier_map, write_table
-from catchup_assets.plan import plan_table, tier_map_table
-from catchup_assets.profile import profile_rows
-from catchup_assets.ranges import dispatch_order
-from catchup_assets.records import SNAPSHOT_FILE, AttemptRecord, RecordStore
+from catchup_assets.core.aggregate.profile import profile_rows
+from catchup_assets.core.dispatch.reconciler import DispatchConfig
+from catchup_assets.core.plan.plan_table import plan_table, tier_map_table
+from catchup_assets.core.plan.ranges import dispatch_order
+from catchup_assets.core.size.sizing import Placement
+from catchup_assets.mission.mission import PLAN_FILE, build_profile, build_tier_map, write_table
 from catchup_assets.sim.workload import Workload
-from catchup_assets.sizing import Placement
-from catchup_assets.storage import Store
+from catchup_assets.store.records import SNAPSHOT_FILE, AttemptRecord, RecordStore
+from catchup_assets.store.root import Store
 
 MISSION = "bench"
 

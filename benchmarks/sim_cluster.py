@@ -18,8 +18,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from catchup_assets.sim.core_log import tx_apply_report
-from catchup_sim.kube_meta import ManualClock
-from catchup_sim.kube_script import GiB, Script, Usage
+from kubesim.kube_meta import ManualClock
+from kubesim.kube_script import GiB, Script, Usage
 
 TIER = "nebula"  # where every range of a mission without a profile is placed
 TIER_LABEL = TIER_TAINT = "catchup.stellar.org/tier"  # K8sSettings' defaults
@@ -64,9 +64,9 @@ class ClusterSpec:
 
 def _serve(conn, parent_end, spec: ClusterSpec) -> None:
     """The child: an API server and a kubelet, stepped on request until told to stop or orphaned."""
-    from catchup_sim.kube_api import KubeApiServer
-    from catchup_sim.kubelet import Kubelet
-    from catchup_sim.kubelet_server import KubeletServer
+    from kubesim.kube_api import KubeApiServer
+    from kubesim.kubelet import Kubelet
+    from kubesim.kubelet_server import KubeletServer
 
     parent_end.close()  # forked with both ends: only then does a dead parent read as EOF here
 
@@ -206,20 +206,20 @@ def split_requests(counts: dict[tuple[str, str], int]) -> tuple[int, int, int]:
 
 
 def mission_span(count: int, ledgers_per_range: int = 16_000):
-    from catchup_assets.ranges import MissionSpan
+    from catchup_assets.core.plan.ranges import MissionSpan
 
     return MissionSpan(1, count * ledgers_per_range, ledgers_per_range=ledgers_per_range, overlap=320)
 
 
 def mission_ranges(count: int, ledgers_per_range: int = 16_000) -> Sequence:
     """`count` full ranges from genesis, tip first."""
-    from catchup_assets.ranges import dispatch_order, plan_ranges
+    from catchup_assets.core.plan.ranges import dispatch_order, plan_ranges
 
     return dispatch_order(plan_ranges(mission_span(count, ledgers_per_range)), "tip-first")
 
 
 def mission_config(count: int, storage_root: str, **settings):
     """The MissionConfig of `mission_ranges(count)`, named m1."""
-    from catchup_assets.config import MissionConfig
+    from catchup_assets.core.plan.config import MissionConfig
 
     return MissionConfig(mission="m1", span=mission_span(count), storage_root=str(storage_root), **settings)

@@ -20,19 +20,19 @@ from kubernetes.client import BatchV1Api, CoreV1Api
 from catchup_assets.backends.kubernetes.backend import KubernetesBackend
 from catchup_assets.backends.kubernetes.manifests import LABEL_ATTEMPT, LABEL_RANGE_KEY, K8sSettings
 from catchup_assets.backends.kubernetes.stats import KubeletAccess
-from catchup_assets.config import MissionConfig
-from catchup_assets.dispatch import DispatchConfig, Dispatcher
-from catchup_assets.mission import prepare
-from catchup_assets.profile import profile_rows
-from catchup_assets.ranges import MissionSpan
-from catchup_assets.records import PEAK_FIELDS, AttemptRecord, RecordStore
+from catchup_assets.core.aggregate.profile import profile_rows
+from catchup_assets.core.dispatch.reconciler import DispatchConfig, Dispatcher
+from catchup_assets.core.plan.config import MissionConfig
+from catchup_assets.core.plan.ranges import MissionSpan
+from catchup_assets.core.size.sizing import GiB, Tiers
+from catchup_assets.mission.mission import prepare
 from catchup_assets.sim.core_log import tx_apply_report
-from catchup_assets.sizing import GiB, Tiers
-from catchup_assets.storage import Store
-from catchup_sim.kube_api import KubeApiServer
-from catchup_sim.kube_script import Script, Usage
-from catchup_sim.kubelet import Kubelet
-from catchup_sim.kubelet_server import KubeletServer
+from catchup_assets.store.records import PEAK_FIELDS, AttemptRecord, RecordStore
+from catchup_assets.store.root import Store
+from kubesim.kube_api import KubeApiServer
+from kubesim.kube_script import Script, Usage
+from kubesim.kubelet import Kubelet
+from kubesim.kubelet_server import KubeletServer
 
 NS = "catchup"
 SETTINGS = K8sSettings(namespace=NS, image="stellar/stellar-core:22")

@@ -8,11 +8,11 @@ import os
 
 import dagster as dg
 
-from catchup_assets.assets import mission_plan, range_catchup, range_profile, tier_map
-from catchup_assets.diff_asset import profile_diff
-from catchup_assets.jobs import mission_plan_job, profile_job, range_catchup_job
-from catchup_assets.ladder_asset import tier_ladder
-from catchup_assets.resources import CatchupResource
+from catchup_assets.defs.assets.profile_diff import profile_diff
+from catchup_assets.defs.assets.range_assets import mission_plan, range_catchup, range_profile, tier_map
+from catchup_assets.defs.assets.tier_ladder import tier_ladder
+from catchup_assets.defs.jobs import mission_plan_job, profile_job, range_catchup_job
+from catchup_assets.defs.resources import CatchupResource
 
 LEDGERS_PER_RANGE = 1_250_048  # the simulated history in 48 ranges
 # Ranges (their last ledger) whose archive is broken in the runs a code server launches: those processes

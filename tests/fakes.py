@@ -10,7 +10,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from catchup_assets.backends.base import (
+from catchup_assets.core.classify.outcomes import Observation
+from catchup_assets.core.dispatch.ports import (
     AlreadyExists,
     AttemptSpec,
     AttemptState,
@@ -18,7 +19,6 @@ from catchup_assets.backends.base import (
     Peaks,
     TransientBackendError,
 )
-from catchup_assets.outcomes import Observation
 
 OK = Observation(exit_code=0, termination_reason="Completed")
 OOM = Observation(exit_code=137, termination_reason="OOMKilled")

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import yaml
 
-from catchup_assets.home import INSTANCE_YAML
+from catchup_assets.defs.location import INSTANCE_YAML
 
 DAGSTER_VALUES = Path(__file__).resolve().parents[1] / "charts" / "dagster-values.yaml"
 HOST = "127.0.0.1"

@@ -1,8 +1,8 @@
 """The demo's scale for tests that run real local missions: memory x 1/200, for the tiers
 and the node shapes alike, so the sizing rule and the memory ladder see MiB, not GiB."""
 
-from catchup_assets.catalog import DEFAULT_CATALOG
-from catchup_assets.sizing import MemoryLadder, MiB, Placement, SizingPolicy, Tiers, scaled_tiers
+from catchup_assets.core.size.catalog import DEFAULT_CATALOG
+from catchup_assets.core.size.sizing import MemoryLadder, MiB, Placement, SizingPolicy, Tiers, scaled_tiers
 
 SCALE = 1 / 200
 LADDER = MemoryLadder(cap_bytes=512 * MiB)

@@ -45,7 +45,7 @@ def clean(tmp_path_factory):
 
 
 def test_R2_L5_faults_on_a_tenth_of_requests_change_no_outcome(tmp_path, clean, caplog):
-    caplog.set_level(logging.ERROR, logger="catchup_assets.dispatch")
+    caplog.set_level(logging.ERROR, logger="catchup_assets.core.dispatch.reconciler")
     clean_result, clean_rows = clean
     kinds: Counter[str] = Counter()
     total = 0

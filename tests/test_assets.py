@@ -9,8 +9,8 @@ import pytest
 import yaml
 from dagster._core.storage.tags import ASSET_PARTITION_RANGE_END_TAG, ASSET_PARTITION_RANGE_START_TAG
 
-from catchup_assets.assets import MISSION_TAG, ledger_ranges_partitions_def
-from catchup_assets.resources import CatchupResource, TierConfig
+from catchup_assets.defs.assets.range_assets import MISSION_TAG, ledger_ranges_partitions_def
+from catchup_assets.defs.resources import CatchupResource, TierConfig
 from dagster_defs import catchup, defs, plan_config
 
 RANGE = dg.AssetKey("range_catchup")
@@ -177,7 +177,7 @@ def test_our_range_tags_are_dagster_s():
     """The tag names are Dagster's documented ones; its constants are private, so compared here."""
     from dagster._core.storage.tags import WILL_RETRY_TAG as DAGSTER_WILL_RETRY
 
-    from catchup_assets.assets import RANGE_END_TAG, RANGE_START_TAG, WILL_RETRY_TAG
+    from catchup_assets.defs.assets.range_assets import RANGE_END_TAG, RANGE_START_TAG, WILL_RETRY_TAG
 
     assert (RANGE_START_TAG, RANGE_END_TAG, WILL_RETRY_TAG) == (
         ASSET_PARTITION_RANGE_START_TAG,
@@ -255,7 +255,7 @@ def test_a_condemned_partition_carries_this_mission_s_cause_and_log_tail(instanc
 def test_the_log_tail_is_the_last_lines_and_an_unreadable_log_is_said_not_raised(tmp_path):
     import gzip
 
-    from catchup_assets.metadata import log_tail
+    from catchup_assets.defs.metadata.display import log_tail
 
     log = tmp_path / "a001.log.gz"
     log.write_bytes(gzip.compress("".join(f"line {i}\n" for i in range(1000)).encode() + b"x" * 5000))

@@ -21,9 +21,9 @@ from dagster_graphql.client.query import LAUNCH_PARTITION_BACKFILL_MUTATION
 from dagster_graphql.test.utils import define_out_of_process_context, execute_dagster_graphql
 
 from catchup_assets.backends.local.backend import disruption_delay
-from catchup_assets.records import RecordStore
-from catchup_assets.resources import mission_seed
-from catchup_assets.storage import Store
+from catchup_assets.defs.resources import mission_seed
+from catchup_assets.store.records import RecordStore
+from catchup_assets.store.root import Store
 from dagster_defs import defs, plan_config
 from test_assets import run_ranges, statuses, with_resource
 

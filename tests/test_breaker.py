@@ -2,8 +2,8 @@
 
 import pytest
 
-from catchup_assets.breaker import Breaker, Verdict, failure_signature
-from catchup_assets.outcomes import Outcome
+from catchup_assets.core.classify.outcomes import Outcome
+from catchup_assets.core.dispatch.breaker import Breaker, Verdict, failure_signature
 
 F, OK, OOM, GONE = Outcome.FAILED, Outcome.OK, Outcome.OOM, Outcome.DISRUPTED
 CORRUPT = failure_signature("failed", 1, 'exit 1; last error: Invariant "ConservationOfLumens" on ledger 2')

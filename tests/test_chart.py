@@ -120,7 +120,7 @@ def test_every_object_validates_and_decodes(chart, values):
 
 
 def test_worker_entrypoint_copy_is_the_package_s():
-    packaged = (ROOT / "catchup_assets" / "worker" / "entrypoint.sh").read_bytes()
+    packaged = (ROOT / "catchup_assets" / "backends" / "worker" / "entrypoint.sh").read_bytes()
     assert (CHART / "files" / "entrypoint.sh").read_bytes() == packaged
 
 
@@ -141,7 +141,7 @@ def test_configmap_carries_entrypoint_core_config_and_values(chart):
         },
     )
     cm = decode(one(docs, "ConfigMap", WORKER_CM), "V1ConfigMap")
-    packaged = (ROOT / "catchup_assets" / "worker" / "entrypoint.sh").read_text()
+    packaged = (ROOT / "catchup_assets" / "backends" / "worker" / "entrypoint.sh").read_text()
     assert cm.data["entrypoint.sh"] == packaged
     assert cm.data["stellar-core.cfg"] == core_cfg
     run_config = yaml.safe_load(one(docs, "ConfigMap", LOCATION_CM)["data"]["run-config.yaml"])
@@ -151,9 +151,9 @@ def test_configmap_carries_entrypoint_core_config_and_values(chart):
     assert "parallelism" not in unset["ops"]["mission_plan"]["config"]
     cfg = run_config["resources"]["catchup"]["config"]
     assert cfg["storage_root"] == "s3://bucket/run-42"
-    from catchup_assets.launchpad import mission_plan_config
-    from catchup_assets.outcomes import RetryPolicy
-    from catchup_assets.resources import CatchupResource
+    from catchup_assets.core.classify.outcomes import RetryPolicy
+    from catchup_assets.defs.assets.launchpad import mission_plan_config
+    from catchup_assets.defs.resources import CatchupResource
 
     # The launchpad of this deployment offers its parallelism, and a plan past its caps is refused.
     defaults = CatchupResource(**cfg).mission_defaults
@@ -174,7 +174,7 @@ def test_configmap_carries_entrypoint_core_config_and_values(chart):
 
 def test_run_config_is_accepted_by_the_resource(chart):
     """The rendered `catchup` resource config validates as CatchupResource / KubernetesConfig."""
-    from catchup_assets.resources import CatchupResource
+    from catchup_assets.defs.resources import CatchupResource
 
     cm = one(render(chart), "ConfigMap", LOCATION_CM)
     cfg = yaml.safe_load(cm["data"]["run-config.yaml"])["resources"]["catchup"]["config"]
@@ -195,8 +195,8 @@ def test_run_config_is_accepted_by_the_resource(chart):
 )  # fmt: skip
 def test_L38_the_tip_source_reaches_the_resource(chart, tip, expected):
     """next_mission_sensor's tip_source and tip_timeout_seconds, from values to the loaded CatchupResource."""
-    from catchup_assets.resources import CatchupResource
-    from catchup_assets.tip import TIP_TIMEOUT_SECONDS
+    from catchup_assets.defs.resources import CatchupResource
+    from catchup_assets.mission.tip import TIP_TIMEOUT_SECONDS
 
     docs = render(chart, {"tipSource": tip, "tipTimeoutSeconds": 4.5})
     for cfg in (catchup_json(docs), yaml.safe_load(one(docs, "ConfigMap", LOCATION_CM)["data"]["run-config.yaml"])[
@@ -290,7 +290,7 @@ def test_nodepools_only_when_enabled(chart):
 def test_a_nodepool_for_every_tier_the_sizing_can_choose(chart):
     """The catch-alls (nebula: no profile; protostar: unmeasured) have pools like the ladder's, and
     a tier's own capacity types override the default (spot for the small, on-demand for the big)."""
-    from catchup_assets.resources import CatchupResource
+    from catchup_assets.defs.resources import CatchupResource
 
     tiers = [
         {"name": "small", "memoryCutGib": 3, "nodeMemoryGib": 4, "cpu": 1},
@@ -312,7 +312,7 @@ def test_a_nodepool_for_every_tier_the_sizing_can_choose(chart):
 def test_the_price_catalog_and_the_tiers_shapes_reach_the_resource_and_the_nodepools(chart):
     """Issue 15: a catalog given in values replaces the default; a tier naming a shape gets a NodePool of
     that instance type buying its capacity type; the resource prices the tier at that shape."""
-    from catchup_assets.resources import CatchupResource
+    from catchup_assets.defs.resources import CatchupResource
 
     values = {
         "karpenter": {"enabled": True},
@@ -351,10 +351,10 @@ def test_the_fitted_ladder_s_values_render_and_load_as_that_ladder(chart):
     renders them (a NodePool per fitted tier, of its instance type) and the resource loads the same ladder."""
     import yaml
 
-    from catchup_assets.fit import chart_values, fit_ladder, profile_ranges
-    from catchup_assets.resources import CatchupResource
+    from catchup_assets.core.size.fit import chart_values, fit_ladder, profile_ranges
+    from catchup_assets.core.size.sizing import Placement
+    from catchup_assets.defs.resources import CatchupResource
     from catchup_assets.sim.workload import Workload
-    from catchup_assets.sizing import Placement
 
     ranges, index = profile_ranges(Workload(ranges=300).profile_table().to_pylist())
     fitted = fit_ladder(ranges, index, Placement(), Placement().catalog, slots=100).placement
@@ -371,9 +371,9 @@ def test_the_fitted_ladder_s_values_render_and_load_as_that_ladder(chart):
 
 def test_the_range_pods_placement_is_settable_from_values(chart):
     """extraNodeSelector and extraTolerations reach the pod spec of a range Job the backend builds."""
-    from catchup_assets.backends.base import AttemptSpec
     from catchup_assets.backends.kubernetes.manifests import job_manifest
-    from catchup_assets.resources import CatchupResource
+    from catchup_assets.core.dispatch.ports import AttemptSpec
+    from catchup_assets.defs.resources import CatchupResource
 
     docs = render(chart, {"extraNodeSelector": {"topology.kubernetes.io/zone": "us-east-1a"},
                           "extraTolerations": [{"key": "karpenter.sh/capacity-type", "operator": "Equal",
@@ -513,7 +513,7 @@ def test_dagster_values_point_at_this_code_location(chart):
 
 
 def test_dagster_values_match_the_local_instance_policy():
-    from catchup_assets.home import INSTANCE_YAML
+    from catchup_assets.defs.location import INSTANCE_YAML
 
     local = yaml.safe_load(INSTANCE_YAML)
     daemon = yaml.safe_load(DAGSTER_VALUES.read_text())["dagsterDaemon"]
@@ -542,8 +542,8 @@ def test_the_code_location_loads_this_releases_settings(chart, tmp_path):
     """The chart's catchup_location.py is the demo's fixed text, and its catchup.json is a valid resource."""
     import json
 
-    from catchup_assets.home import _LOCATION_SOURCE
-    from catchup_assets.resources import CatchupResource
+    from catchup_assets.defs.location import _LOCATION_SOURCE
+    from catchup_assets.defs.resources import CatchupResource
 
     assert (CHART / "files" / "catchup_location.py").read_text() == _LOCATION_SOURCE
     docs = render(chart)
@@ -558,7 +558,7 @@ def test_the_code_location_loads_this_releases_settings(chart, tmp_path):
     args = deploy["spec"]["template"]["spec"]["containers"][0]["args"]
     assert args[:2] == ["-f", "/etc/catchup/catchup_location.py"]
     # Mounted as the Deployment mounts it, the file loads the project's definitions with these settings.
-    from catchup_assets.home import load_location
+    from catchup_assets.defs.location import load_location
 
     for key in ("catchup_location.py", "catchup.json"):
         (tmp_path / key).write_text(cm["data"][key])

@@ -101,9 +101,9 @@ def test_range_jobs_and_the_mission_s_role_live_in_a_namespace_without_dagster_s
 def test_worker_pods_run_under_their_own_account_without_a_token(chart):
     """The range Jobs built from this release's settings name the chart's worker ServiceAccount,
     which no binding grants anything and whose token neither the account nor the pod mounts."""
-    from catchup_assets.backends.base import AttemptSpec
     from catchup_assets.backends.kubernetes.manifests import job_manifest, to_dict
-    from catchup_assets.resources import CatchupResource
+    from catchup_assets.core.dispatch.ports import AttemptSpec
+    from catchup_assets.defs.resources import CatchupResource
 
     docs = render(chart, {"workerServiceAccount": {"name": "range-pods"}})
     resource = CatchupResource(**catchup_json(docs))

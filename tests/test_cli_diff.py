@@ -10,12 +10,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from catchup_assets.cli import run
-from catchup_assets.config import MissionConfig
-from catchup_assets.mission import build_profile, save_mission
-from catchup_assets.ranges import MissionSpan
-from catchup_assets.records import AttemptRecord, RecordStore
-from catchup_assets.storage import Store
+from catchup_assets.cli.main import run
+from catchup_assets.core.plan.config import MissionConfig
+from catchup_assets.core.plan.ranges import MissionSpan
+from catchup_assets.mission.mission import build_profile, save_mission
+from catchup_assets.store.records import AttemptRecord, RecordStore
+from catchup_assets.store.root import Store
 
 GiB = 1024**3
 BAND = 5_000_000

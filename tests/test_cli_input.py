@@ -2,7 +2,7 @@
 
 import pytest
 
-from catchup_assets.cli import run
+from catchup_assets.cli.main import run
 
 
 @pytest.mark.parametrize(

@@ -6,9 +6,9 @@ import dataclasses
 
 import pytest
 
-from catchup_assets.catalog import DEFAULT_CATALOG, Catalog, MiB, NodeShape, eks_allocatable
-from catchup_assets.cost import Use, mission_cost, node_share
-from catchup_assets.sizing import GiB, Placement, Tier, Tiers
+from catchup_assets.core.size.catalog import DEFAULT_CATALOG, Catalog, MiB, NodeShape, eks_allocatable
+from catchup_assets.core.size.cost import Use, mission_cost, node_share
+from catchup_assets.core.size.sizing import GiB, Placement, Tier, Tiers
 
 # A node of 10 GiB and 4 CPUs allocatable: $1/h on-demand, $0.40 spot; another of 20 GiB at twice the price.
 SMALL = NodeShape("small", 12 * GiB, 4, 1.0, 0.4, 10 * GiB, 4.0)
@@ -136,7 +136,7 @@ def test_a_tier_naming_only_node_memory_takes_the_cheapest_shape_that_holds_its_
 
 
 def test_the_resource_takes_a_catalog_and_tiers_that_name_shapes():
-    from catchup_assets.resources import CatchupResource
+    from catchup_assets.defs.resources import CatchupResource
 
     r = CatchupResource(
         catalog=[
@@ -182,7 +182,7 @@ def test_the_resource_takes_a_catalog_and_tiers_that_name_shapes():
 def test_the_resource_refuses_a_bad_catalog_or_tier_at_load_naming_it(settings, field):
     import pydantic
 
-    from catchup_assets.resources import CatchupResource
+    from catchup_assets.defs.resources import CatchupResource
 
     with pytest.raises(pydantic.ValidationError) as e:
         CatchupResource(**settings)
@@ -190,8 +190,8 @@ def test_the_resource_refuses_a_bad_catalog_or_tier_at_load_naming_it(settings, 
 
 
 def test_a_mission_summary_counts_every_attempt_and_says_whether_the_profile_paid():
-    from catchup_assets.records import AttemptRecord
-    from catchup_assets.report import cost_verdict, summarize
+    from catchup_assets.mission.report import cost_verdict, summarize
+    from catchup_assets.store.records import AttemptRecord
 
     p = placement(tier("a", 8, "small", 1.0))
 

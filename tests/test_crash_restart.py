@@ -8,12 +8,12 @@ Nothing may be lost, nothing may run twice at once, nothing double-counted.
 
 import pytest
 
-from catchup_assets.config import MissionConfig
-from catchup_assets.dispatch import DispatchConfig, Dispatcher
-from catchup_assets.profile import profile_rows
-from catchup_assets.ranges import MissionSpan, dispatch_order, plan_ranges
-from catchup_assets.records import RecordStore
-from catchup_assets.storage import Store
+from catchup_assets.core.aggregate.profile import profile_rows
+from catchup_assets.core.dispatch.reconciler import DispatchConfig, Dispatcher
+from catchup_assets.core.plan.config import MissionConfig
+from catchup_assets.core.plan.ranges import MissionSpan, dispatch_order, plan_ranges
+from catchup_assets.store.records import RecordStore
+from catchup_assets.store.root import Store
 from fakes import DISRUPTED, OOM, FakeBackend, FakeClock, Script
 
 SPAN = MissionSpan(1, 19200, ledgers_per_range=6400)

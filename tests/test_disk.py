@@ -6,8 +6,8 @@ import re
 
 import pytest
 
-from catchup_assets.disk import DiskPolicy
-from catchup_assets.sizing import GiB, Placement, ProfileIndex, RangeMeasure
+from catchup_assets.core.size.disk import DiskPolicy
+from catchup_assets.core.size.sizing import GiB, Placement, ProfileIndex, RangeMeasure
 
 MiB = 1024**2
 POLICY = DiskPolicy(margin=1.25, factor=1.5, cap_bytes=100 * GiB, unprofiled_bytes=40 * GiB)
@@ -52,7 +52,7 @@ def test_placement_sizes_disk_from_the_profile_and_the_range_s_evictions():
 
 
 def test_the_resource_takes_the_disk_policy_in_gib():
-    from catchup_assets.resources import CatchupResource
+    from catchup_assets.defs.resources import CatchupResource
 
     assert CatchupResource(disk={"margin": 1.5, "cap_gib": 80}).placement().disk == DiskPolicy(1.5, 1.5, 80 * GiB)
     with pytest.raises(Exception, match="factor"):
@@ -63,10 +63,10 @@ def test_an_evicted_range_gets_more_disk_on_each_retry_until_it_completes(tmp_pa
     """End to end on the local kubelet: the range outgrows the flat 4 MiB, is evicted (its own disk,
     L4), and each retry asks for 4x more, as the memory ladder climbs after an OOM."""
     from catchup_assets.backends.local.backend import LocalBackend
-    from catchup_assets.mission import MissionConfig, prepare, run_mission
-    from catchup_assets.ranges import MissionSpan
-    from catchup_assets.records import RecordStore
-    from catchup_assets.storage import Store
+    from catchup_assets.core.plan.ranges import MissionSpan
+    from catchup_assets.mission.mission import MissionConfig, prepare, run_mission
+    from catchup_assets.store.records import RecordStore
+    from catchup_assets.store.root import Store
     from scaled import scaled_placement
 
     cfg = MissionConfig(

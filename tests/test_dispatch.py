@@ -7,15 +7,15 @@ from dataclasses import fields
 
 import pytest
 
-from catchup_assets.backends.base import AttemptSpec, Peaks
-from catchup_assets.config import MissionConfig
-from catchup_assets.dispatch import DispatchConfig, Dispatcher
-from catchup_assets.outcomes import Observation, RetryPolicy
-from catchup_assets.profile import profile_rows
-from catchup_assets.ranges import MissionSpan, dispatch_order, plan_ranges
-from catchup_assets.records import RecordStore
-from catchup_assets.sizing import GiB, MemoryLadder, Placement
-from catchup_assets.storage import Store
+from catchup_assets.core.aggregate.profile import profile_rows
+from catchup_assets.core.classify.outcomes import Observation, RetryPolicy
+from catchup_assets.core.dispatch.ports import AttemptSpec, Peaks
+from catchup_assets.core.dispatch.reconciler import DispatchConfig, Dispatcher
+from catchup_assets.core.plan.config import MissionConfig
+from catchup_assets.core.plan.ranges import MissionSpan, dispatch_order, plan_ranges
+from catchup_assets.core.size.sizing import GiB, MemoryLadder, Placement
+from catchup_assets.store.records import RecordStore
+from catchup_assets.store.root import Store
 from fakes import DISRUPTED, FAILED, INTERRUPTED, OOM, FakeBackend, FakeClock, Script
 
 SPAN = MissionSpan(1, 64000, ledgers_per_range=6400)  # 10 ranges
@@ -229,7 +229,7 @@ def test_L32_done_mark_exists_before_the_attempt_is_released(tmp_path):
 
 
 def test_Z1_status_names_stragglers_against_their_profile(tmp_path):
-    from catchup_assets.sizing import ProfileIndex, RangeMeasure
+    from catchup_assets.core.size.sizing import ProfileIndex, RangeMeasure
 
     slow = KEYS[0]
     profile = ProfileIndex([RangeMeasure(r.last, GiB, GiB, 100.0) for r in RANGES])
@@ -322,7 +322,7 @@ def test_a_backend_that_stops_answering_raises_an_alert_and_dispatches_nothing_m
     clock = FakeClock()
     backend = FakeBackend(clock, faults={"observe": 12})
     d, _, _ = make(tmp_path, backend=backend, clock=clock, transient_alert_passes=10)
-    with caplog.at_level(logging.ERROR, logger="catchup_assets.dispatch"):
+    with caplog.at_level(logging.ERROR, logger="catchup_assets.core.dispatch.reconciler"):
         for _ in range(12):
             d.pass_once()
     assert backend.submitted == []  # blind passes decide nothing
@@ -379,7 +379,7 @@ def test_two_dispatchers_over_the_same_ranges_never_run_an_attempt_twice(tmp_pat
 def test_a_stale_foreign_claim_is_checked_against_the_records_before_its_number_is_spent(tmp_path):
     """Another dispatcher claimed attempt 1, ran it and released it while this one looked away:
     past the grace the records, not the claim's age, decide whether the range still needs work."""
-    from catchup_assets.records import AttemptRecord
+    from catchup_assets.store.records import AttemptRecord
 
     clock = FakeClock()
     backend = FakeBackend(clock)
@@ -422,7 +422,7 @@ def test_Z4_a_long_range_on_time_is_no_stall_and_one_past_its_profile_is_overdue
     """Hours without a completion are normal while every range in flight is a long one on time;
     a range running past stall_factor x its profiled seconds is named overdue, and when every
     range in flight is overdue, the mission has stalled."""
-    from catchup_assets.sizing import ProfileIndex, RangeMeasure
+    from catchup_assets.core.size.sizing import ProfileIndex, RangeMeasure
 
     long_key, stuck_key = KEYS[0], KEYS[1]
     by_end = {r.key: r.last for r in RANGES}
@@ -438,7 +438,7 @@ def test_Z4_a_long_range_on_time_is_no_stall_and_one_past_its_profile_is_overdue
         stall_seconds=300,
         stall_factor=2.0,
     )
-    with caplog.at_level(logging.WARNING, logger="catchup_assets.dispatch"):
+    with caplog.at_level(logging.WARNING, logger="catchup_assets.core.dispatch.reconciler"):
         while d.clock.time() - 1_700_000_000.0 < 4800:  # the long range is still on time
             d.pass_once()
             d.clock.sleep(5)
@@ -457,7 +457,7 @@ def test_a_systemic_failure_trips_the_breaker_once_with_budgets_unspent(tmp_path
     """Every range fails the same way (a broken config): after breaker_attempts in a row the
     mission stops with that one cause; no range is condemned and a new run finds its budgets."""
     d, backend, records = make(tmp_path, lambda s: Script(observation=FAILED), breaker_attempts=5)
-    with caplog.at_level(logging.ERROR, logger="catchup_assets.dispatch"):
+    with caplog.at_level(logging.ERROR, logger="catchup_assets.core.dispatch.reconciler"):
         result = d.run()
     assert result.condemned == {} and result.done == []
     assert {r.status.value for r in result.results.values()} == {"not_run"}
@@ -543,7 +543,7 @@ def test_L11_a_range_another_dispatcher_finished_unseen_is_read_within_the_reche
     """The other dispatcher claimed, ran, recorded and released an attempt between two of this
     one's passes: its records are read every claim_recheck_seconds, so the range is known done
     in seconds, not after the claim's grace (and never run again)."""
-    from catchup_assets.records import AttemptRecord
+    from catchup_assets.store.records import AttemptRecord
 
     clock = FakeClock()
     backend = FakeBackend(clock)

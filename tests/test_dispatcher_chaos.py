@@ -157,11 +157,11 @@ def test_R1_L11_two_local_dispatchers_in_two_threads_start_each_attempt_once(tmp
     import threading
 
     from catchup_assets.backends.local.backend import LocalBackend
-    from catchup_assets.config import MissionConfig
-    from catchup_assets.mission import prepare, run_mission
-    from catchup_assets.ranges import MissionSpan
-    from catchup_assets.records import RecordStore
-    from catchup_assets.storage import Store
+    from catchup_assets.core.plan.config import MissionConfig
+    from catchup_assets.core.plan.ranges import MissionSpan
+    from catchup_assets.mission.mission import prepare, run_mission
+    from catchup_assets.store.records import RecordStore
+    from catchup_assets.store.root import Store
     from scaled import scaled_placement
 
     mib = 1024**2

@@ -19,10 +19,10 @@ import dagster as dg
 import pytest
 from dagster._core.storage.tags import ASSET_PARTITION_RANGE_END_TAG, ASSET_PARTITION_RANGE_START_TAG
 
-from catchup_assets.assets import MISSION_TAG, ledger_ranges_partitions_def
 from catchup_assets.backends.local.backend import LocalBackend
-from catchup_assets.records import RecordStore
-from catchup_assets.storage import Store
+from catchup_assets.defs.assets.range_assets import MISSION_TAG, ledger_ranges_partitions_def
+from catchup_assets.store.records import RecordStore
+from catchup_assets.store.root import Store
 from dagster_defs import catchup_job, defs, plan_config
 
 TESTS = Path(__file__).parent

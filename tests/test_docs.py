@@ -21,7 +21,7 @@ THIS = Path(__file__).resolve()
 CITED = re.compile(r"(?<![A-Za-z0-9])([LZT])(\d+)(?![A-Za-z0-9])")
 DEFINED = re.compile(r"\*\*([LZT]\d+)\*\*")
 
-CITING_DIRS = ("catchup_assets", "catchup_sim", "tests", "benchmarks")
+CITING_DIRS = ("catchup_assets", "kubesim", "tests", "benchmarks")
 CITING_SUFFIXES = (".py", ".sh")
 
 # Requirements that no test under tests/ cites by id today. A newly uncited id

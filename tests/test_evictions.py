@@ -6,7 +6,7 @@ Formats: kubernetes pkg/kubelet/eviction/helpers.go. Quantities print as
 
 import pytest
 
-from catchup_assets.evictions import node_pressure, node_pressure_message, own_disk_eviction, quantity
+from catchup_assets.core.classify.evictions import node_pressure, node_pressure_message, own_disk_eviction, quantity
 
 GiB, MiB = 1024**3, 1024**2
 

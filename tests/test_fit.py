@@ -7,10 +7,19 @@ import random
 
 import pytest
 
-from catchup_assets.catalog import Catalog, NodeShape
-from catchup_assets.fit import FitSettings, chart_values, evaluate, fit_ladder
-from catchup_assets.ranges import LedgerRange
-from catchup_assets.sizing import GiB, MemoryLadder, Placement, ProfileIndex, RangeMeasure, SizingPolicy, Tier, Tiers
+from catchup_assets.core.plan.ranges import LedgerRange
+from catchup_assets.core.size.catalog import Catalog, NodeShape
+from catchup_assets.core.size.fit import FitSettings, chart_values, evaluate, fit_ladder
+from catchup_assets.core.size.sizing import (
+    GiB,
+    MemoryLadder,
+    Placement,
+    ProfileIndex,
+    RangeMeasure,
+    SizingPolicy,
+    Tier,
+    Tiers,
+)
 
 # Per hour at 1 CPU a range: on "cpu" max(GiB, 1) / 8 dollars, on "mem" max(GiB / 16, 0.5).
 CPU_NODE = NodeShape("cpu", 10 * GiB, 8, 2.5, 1.0, 8 * GiB, 8.0)
@@ -129,7 +138,7 @@ def test_chart_values_of_the_fitted_ladder_load_as_the_same_ladder():
     """What fit-tiers prints is what the resource loads (test_chart.py renders the workload's fit with Helm)."""
     import yaml
 
-    from catchup_assets.resources import TierConfig, catalog_from_values
+    from catchup_assets.defs.resources import TierConfig, catalog_from_values
 
     rs, idx = profile((1, None, 3600), (2, None, 3600), (8, None, 3600), (12, None, 3600))
     result = fit_ladder(rs, idx, BASE, CATALOG, slots=4, settings=STEP)
@@ -150,7 +159,7 @@ def test_the_plan_and_fit_tiers_commands_print_cost_tables(tmp_path, capsys):
     import pyarrow.parquet as pq
     import yaml
 
-    from catchup_assets.cli import run
+    from catchup_assets.cli.main import run
     from catchup_assets.sim.workload import Workload
 
     prof = tmp_path / "model.parquet"

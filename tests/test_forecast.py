@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from catchup_assets.forecast import RangeEstimate, estimates, forecast, list_schedule, what_if
-from catchup_assets.ranges import LedgerRange, format_key
-from catchup_assets.sizing import GiB, Placement, ProfileIndex, RangeMeasure
+from catchup_assets.core.plan.ranges import LedgerRange, format_key
+from catchup_assets.core.size.forecast import RangeEstimate, estimates, forecast, list_schedule, what_if
+from catchup_assets.core.size.sizing import GiB, Placement, ProfileIndex, RangeMeasure
 
 
 @pytest.mark.parametrize(
@@ -85,9 +85,9 @@ def test_plan_command_predicts_what_the_dispatcher_then_does(tmp_path, capsys):
 
     import pyarrow.parquet as pq
 
-    from catchup_assets.cli import run
+    from catchup_assets.cli.main import run
     from catchup_assets.sim.workload import Workload, WorkloadShape
-    from catchup_sim.replay import replay
+    from kubesim.replay import replay
 
     w = Workload(
         ranges=80, shape=dataclasses.replace(WorkloadShape(), disruption_share=0.0, spikes=0, mission_jitter=0.0)
@@ -110,14 +110,14 @@ def test_plan_command_predicts_what_the_dispatcher_then_does(tmp_path, capsys):
 
 
 def test_plan_command_refuses_a_missing_profile(tmp_path, capsys):
-    from catchup_assets.cli import run
+    from catchup_assets.cli.main import run
 
     assert run(["plan", "--profile", str(tmp_path / "nope.parquet")]) == 2
     assert f"--profile: previous profile {tmp_path / 'nope.parquet'} does not exist" in capsys.readouterr().err
 
 
 def test_workload_command_writes_a_profile_plan_accepts(tmp_path, capsys):
-    from catchup_assets.cli import run
+    from catchup_assets.cli.main import run
 
     out = tmp_path / "model.parquet"
     assert run(["workload", "--out", str(out), "--ranges", "50"]) == 0

@@ -18,20 +18,20 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from catchup_assets import cli
-from catchup_assets.backends.base import Peaks
-from catchup_assets.config import MissionConfig
-from catchup_assets.dispatch import DispatchConfig, Dispatcher, DispatcherStuck
-from catchup_assets.mission import build_tier_map, prepare
-from catchup_assets.plan import measures_from_rows
-from catchup_assets.profile import PROFILE_SCHEMA
-from catchup_assets.profile_io import load_previous_profile
-from catchup_assets.ranges import MissionSpan, dispatch_order, parse_key, plan_ranges
-from catchup_assets.records import AttemptRecord, RecordStore, UnrecordableRecord, encode
-from catchup_assets.resources import CatchupResource
-from catchup_assets.sizing import Tier, Tiers
-from catchup_assets.storage import StorageError, Store
-from catchup_assets.worker.logparse import parse_worker_log
+from catchup_assets.cli.main import main as cli
+from catchup_assets.core.aggregate.profile import PROFILE_SCHEMA
+from catchup_assets.core.dispatch.ports import Peaks
+from catchup_assets.core.dispatch.reconciler import DispatchConfig, Dispatcher, DispatcherStuck
+from catchup_assets.core.measure.logparse import parse_worker_log
+from catchup_assets.core.plan.config import MissionConfig
+from catchup_assets.core.plan.plan_table import measures_from_rows
+from catchup_assets.core.plan.ranges import MissionSpan, dispatch_order, parse_key, plan_ranges
+from catchup_assets.core.size.sizing import Tier, Tiers
+from catchup_assets.defs.resources import CatchupResource
+from catchup_assets.mission.mission import build_tier_map, prepare
+from catchup_assets.store.profiles import load_previous_profile
+from catchup_assets.store.records import AttemptRecord, RecordStore, UnrecordableRecord, encode
+from catchup_assets.store.root import StorageError, Store
 from fakes import FakeBackend, FakeClock, Script
 
 KEY = "0000000001-0000016000"

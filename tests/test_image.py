@@ -180,7 +180,7 @@ def test_the_default_command_serves_grpc(container):
     )
     out = in_image(container, "sh", "-c", script, "sh", *cmd, timeout=300)
     assert out.returncode == 0, out.stdout + out.stderr
-    desc = f"Dagster code server for module catchup_assets.definitions on port {port}"
+    desc = f"Dagster code server for module catchup_assets.defs.definitions on port {port}"
     assert f"Started {desc}" in out.stdout
     # SIGTERM stops it cleanly (terminationGracePeriodSeconds need not run out).
     assert "server exit 0" in out.stdout and f"Shutting down {desc}" in out.stdout

@@ -17,19 +17,19 @@ from kubernetes.client import BatchV1Api, CoreV1Api
 from catchup_assets.backends.kubernetes.backend import KubernetesBackend
 from catchup_assets.backends.kubernetes.manifests import K8sSettings, pvc_name
 from catchup_assets.backends.kubernetes.stats import KubeletAccess
-from catchup_assets.dispatch import DispatchConfig, Dispatcher
-from catchup_assets.mission import MissionConfig, build_profile, build_tier_map, prepare, run_mission
-from catchup_assets.outcomes import RetryPolicy
-from catchup_assets.ranges import MissionSpan
-from catchup_assets.records import RecordStore
+from catchup_assets.core.classify.outcomes import RetryPolicy
+from catchup_assets.core.dispatch.reconciler import DispatchConfig, Dispatcher
+from catchup_assets.core.measure.logparse import parse_worker_log
+from catchup_assets.core.plan.ranges import MissionSpan
+from catchup_assets.core.size.sizing import GiB, Tiers
+from catchup_assets.mission.mission import MissionConfig, build_profile, build_tier_map, prepare, run_mission
 from catchup_assets.sim.core_log import tx_apply_report
-from catchup_assets.sizing import GiB, Tiers
-from catchup_assets.storage import Store
-from catchup_assets.worker.logparse import parse_worker_log
-from catchup_sim.kube_api import KubeApiServer
-from catchup_sim.kube_script import Script, Usage
-from catchup_sim.kubelet import Kubelet
-from catchup_sim.kubelet_server import KubeletServer
+from catchup_assets.store.records import RecordStore
+from catchup_assets.store.root import Store
+from kubesim.kube_api import KubeApiServer
+from kubesim.kube_script import Script, Usage
+from kubesim.kubelet import Kubelet
+from kubesim.kubelet_server import KubeletServer
 
 NS = "catchup"
 SPAN = MissionSpan(59_712_001, 59_968_000, ledgers_per_range=64_000, overlap=320)

@@ -33,9 +33,9 @@ pytestmark = [
 
 
 def test_a_small_mission_completes_on_a_real_cluster(tmp_path):
-    from catchup_assets.mission import MissionConfig, build_profile, prepare, run_mission
-    from catchup_assets.ranges import MissionSpan
-    from catchup_assets.resources import CatchupResource, KubernetesConfig
+    from catchup_assets.core.plan.ranges import MissionSpan
+    from catchup_assets.defs.resources import CatchupResource, KubernetesConfig
+    from catchup_assets.mission.mission import MissionConfig, build_profile, prepare, run_mission
 
     catchup = CatchupResource(
         storage_root=str(tmp_path / "storage"),

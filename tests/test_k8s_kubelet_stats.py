@@ -4,7 +4,7 @@ The real dispatcher and backend run missions against the simulated API server an
 kubelets: each node's kubelet listens on a loopback port of its own, which its
 Node object reports (`status.addresses`, `status.daemonEndpoints.kubeletEndpoint.Port`),
 serves HTTPS with a certificate the cluster CA signed, and checks bearer tokens as
-a kubelet with --anonymous-auth=false does (catchup_sim/kubelet_server.py). The
+a kubelet with --anonymous-auth=false does (kubesim/kubelet_server.py). The
 assertions are on what the kubelets received (path, Authorization header, answer),
 the records' peaks, and what the backend reported.
 """
@@ -16,10 +16,10 @@ import logging
 import pytest
 
 import test_k8s_backend as k8s
-from catchup_assets.mission import prepare, run_mission
-from catchup_assets.records import RecordStore
-from catchup_assets.storage import Store
-from catchup_sim import kube_tls
+from catchup_assets.mission.mission import prepare, run_mission
+from catchup_assets.store.records import RecordStore
+from catchup_assets.store.root import Store
+from kubesim import kube_tls
 from test_k8s_backend import SA_USER, C, SimClock, backend, kubelet_access, mission
 
 BACKEND_LOG = "catchup_assets.backends.kubernetes.backend"

@@ -62,8 +62,8 @@ def test_L31_final_read_is_bounded_and_the_archive_is_gzip(tmp_path):
 def test_L24_L30_a_metric_report_split_across_two_polls_is_read_whole(tmp_path):
     """The first poll ends after `count`; the second, from the same second (sinceTime),
     repeats the overlap and brings `sum`: the spool holds the report once, in order."""
+    from catchup_assets.core.measure.logparse import parse_worker_log
     from catchup_assets.sim.core_log import tx_apply_report
-    from catchup_assets.worker.logparse import parse_worker_log
 
     report = tx_apply_report(1532, 1.47073e06, when="2026-11-29T08:00:02.000")
     stamped = [f"2026-11-29T08:00:02.{i:09d}Z {line}" for i, line in enumerate(report, start=1)]

@@ -2,7 +2,7 @@
 
 The real dispatcher and KubernetesBackend; the simulated kubelet keeps each
 worker's log on the range's PVC and ships earlier files at a pod's start as
-entrypoint.sh does (catchup_sim/kube_volumes.py). Assertions are on the logs
+entrypoint.sh does (kubesim/kube_volumes.py). Assertions are on the logs
 and records on storage and on the requests the API server received.
 """
 
@@ -15,11 +15,11 @@ from collections import Counter
 import fsspec
 import pytest
 
-from catchup_assets.mission import prepare, run_mission
-from catchup_assets.ranges import MissionSpan
-from catchup_assets.records import RecordStore
-from catchup_assets.storage import Store
-from catchup_sim.kube_script import Script
+from catchup_assets.core.plan.ranges import MissionSpan
+from catchup_assets.mission.mission import prepare, run_mission
+from catchup_assets.store.records import RecordStore
+from catchup_assets.store.root import Store
+from kubesim.kube_script import Script
 from test_k8s_backend import NS, SPAN, A, SimClock, backend, flat, medida, mission, sim_cluster
 
 GiB = 1024**3

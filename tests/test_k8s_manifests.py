@@ -10,7 +10,6 @@ import re
 import kubernetes_validate
 import pytest
 
-from catchup_assets.backends.base import AttemptSpec
 from catchup_assets.backends.kubernetes.manifests import (
     COMMAND,
     K8sSettings,
@@ -25,7 +24,8 @@ from catchup_assets.backends.kubernetes.manifests import (
     range_selector,
     to_dict,
 )
-from catchup_assets.sizing import DEFAULT_LADDER, NEBULA, PROTOSTAR, GiB, Tier
+from catchup_assets.core.dispatch.ports import AttemptSpec
+from catchup_assets.core.size.sizing import DEFAULT_LADDER, NEBULA, PROTOSTAR, GiB, Tier
 
 DNS_1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 KEY = "0059904001-0059920000"
@@ -383,9 +383,9 @@ def test_bad_setting_refused_naming_the_field(field, value):
 
 
 def test_L4_pod_failure_policy_names_the_evidence_a_lost_pod_cannot():
-    from catchup_assets.backends.base import AttemptSpec
     from catchup_assets.backends.kubernetes.manifests import K8sSettings, job_manifest, to_dict
-    from catchup_assets.sizing import Tiers
+    from catchup_assets.core.dispatch.ports import AttemptSpec
+    from catchup_assets.core.size.sizing import Tiers
 
     tier = Tiers().by_name("giant")
     spec = AttemptSpec("m1", "0000016001-0000032000", 1, 32000, 16320, 1 << 30, 1 << 30, "giant")

@@ -6,7 +6,7 @@ import pytest
 from kubernetes import client as k
 
 from catchup_assets.backends.kubernetes.observe import attempt_state, parse_quantity_bytes, waiting
-from catchup_assets.outcomes import classify
+from catchup_assets.core.classify.outcomes import classify
 
 START = datetime(2026, 11, 29, 8, 0, tzinfo=UTC)
 KEY = "0000016001-0000032000"

@@ -16,7 +16,7 @@ import yaml
 
 from catchup_assets.backends.kubernetes.settings import K8sSettings
 from catchup_assets.backends.kubernetes.stats import KubeletAccess
-from catchup_assets.resources import CatchupResource, KubernetesConfig
+from catchup_assets.defs.resources import CatchupResource, KubernetesConfig
 from test_chart import BASE, CHART, NS, _merge, helm
 
 TOLERATION = {"key": "karpenter.sh/capacity-type", "operator": "Equal", "value": "spot", "effect": "NoSchedule"}

@@ -9,13 +9,13 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
-from catchup_assets.assets import MISSION_TAG
-from catchup_assets.demo import DemoSettings
-from catchup_assets.home import load_location, write_location
-from catchup_assets.launchpad import MissionPlanConfig, check_limits, superseded
-from catchup_assets.ownership import SUPERSEDED
-from catchup_assets.ranges import MissionSpan, plan_ranges
-from catchup_assets.resources import MissionDefaultsConfig
+from catchup_assets.cli.demo import DemoSettings
+from catchup_assets.core.plan.ranges import MissionSpan, plan_ranges
+from catchup_assets.defs.assets.launchpad import MissionPlanConfig, check_limits, superseded
+from catchup_assets.defs.assets.range_assets import MISSION_TAG
+from catchup_assets.defs.location import load_location, write_location
+from catchup_assets.defs.ownership import SUPERSEDED
+from catchup_assets.defs.resources import MissionDefaultsConfig
 
 RANGE = dg.AssetKey("range_catchup")
 PARTITIONS = "ledger_ranges"
@@ -56,7 +56,7 @@ def test_the_demos_launchpad_offers_the_demos_grid_and_parallelism(demo):
     assert offered["ledgers_per_range"] == span.ledgers_per_range and offered["overlap"] == span.overlap
     assert offered["parallelism"] == settings.parallelism
     # The plain code location (production) asks for the tip and offers production's grid.
-    from catchup_assets.definitions import defs as production
+    from catchup_assets.defs.definitions import defs as production
 
     plain = defaults_offered(production)
     assert "last_ledger" not in plain and plain["ledgers_per_range"] == 16000 and plain["parallelism"] == 1000

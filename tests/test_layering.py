@@ -11,10 +11,11 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ("catchup_assets", "catchup_sim")
+PACKAGES = ("catchup_assets", "kubesim")
 PURE_CORE = (
-    *("ranges", "outcomes", "evictions", "sizing", "profile", "plan", "forecast", "tip", "profile_diff"),
-    *("catalog", "cost", "fit", "disk"),  # issue 15
+    *("core.plan.ranges", "core.classify.outcomes", "core.classify.evictions", "core.size.sizing"),
+    *("core.aggregate.profile", "core.plan.plan_table", "core.size.forecast", "mission.tip", "core.aggregate.diff"),
+    *("core.size.catalog", "core.size.cost", "core.size.fit", "core.size.disk"),  # issue 15
 )
 EDGES = ("dagster", "kubernetes", "pandas")
 
@@ -84,11 +85,9 @@ def test_the_cycle_finder_finds_a_circle():
 
 
 def test_the_harness_lives_outside_the_package():
-    assert not any((ROOT / "catchup_assets").rglob("kube*.py")), "the simulated cluster belongs in catchup_sim/"
+    assert not any((ROOT / "catchup_assets").rglob("kube*.py")), "the simulated cluster belongs in kubesim/"
     production = {m for m in _graph() if m.startswith("catchup_assets")}
-    leaks = {
-        m: sorted(d for d in deps if d.startswith("catchup_sim")) for m, deps in _graph().items() if m in production
-    }
+    leaks = {m: sorted(d for d in deps if d.startswith("kubesim")) for m, deps in _graph().items() if m in production}
     assert not {m: d for m, d in leaks.items() if d}, "production code imports the test harness"
 
 
@@ -101,7 +100,7 @@ def test_every_module_the_design_s_module_map_names_exists():
     for line in block.splitlines():
         m = re.match(r"^(\s*)(\S+/)?", line)
         indent, head = len(m.group(1)), m.group(2)
-        if indent == 0:  # "catchup_sim/   ... kubelet.py": a top folder and maybe its files
+        if indent == 0:  # "kubesim/   ... kubelet.py": a top folder and maybe its files
             folder = prefix = head or ""
         else:  # "  ranges.py ...", or a subfolder: "  backends/local/  backend.py ..."
             prefix = folder + (head or "")

@@ -19,10 +19,10 @@ import fsspec
 import psutil
 import pytest
 
-from catchup_assets.backends.base import AlreadyExists, AttemptSpec, AttemptState, TransientBackendError
 from catchup_assets.backends.local.backend import LocalBackend, disruption_delay
 from catchup_assets.backends.local.supervisor import flush_peaks, pid_alive, read_json
-from catchup_assets.outcomes import Outcome, classify
+from catchup_assets.core.classify.outcomes import Outcome, classify
+from catchup_assets.core.dispatch.ports import AlreadyExists, AttemptSpec, AttemptState, TransientBackendError
 
 MiB = 1 << 20
 RANGE = "0000000001-0000000064"
@@ -143,9 +143,9 @@ def test_collect_to_fsspec_url_and_feeds_log_parser_L29_L31(tmp_path, monkeypatc
             resumed_from_ledger=1000, fresh_start=False, already_complete=False, tx_apply_count=7, tx_apply_seconds=1.5
         )
 
-    fake = types.ModuleType("catchup_assets.worker.logparse")
+    fake = types.ModuleType("catchup_assets.core.measure.logparse")
     fake.iter_lines, fake.parse_worker_log = iter_lines, parse_worker_log
-    monkeypatch.setitem(sys.modules, "catchup_assets.worker.logparse", fake)
+    monkeypatch.setitem(sys.modules, "catchup_assets.core.measure.logparse", fake)
     b = backend(tmp_path, "print('line one'); print('line two')")
     s = spec()
     b.submit(s)
@@ -158,7 +158,7 @@ def test_collect_to_fsspec_url_and_feeds_log_parser_L29_L31(tmp_path, monkeypatc
 
 
 def test_collect_with_the_real_log_parser_does_not_crash_L29(tmp_path):
-    pytest.importorskip("catchup_assets.worker.logparse")
+    pytest.importorskip("catchup_assets.core.measure.logparse")
     b = backend(tmp_path, "import sys; sys.stdout.write('x' * 200000 + '\\r' + 'RESUME: maybe\\n')")
     s = spec()
     b.submit(s)

@@ -5,9 +5,9 @@ from __future__ import annotations
 import gzip
 
 from catchup_assets.backends.shipping import lines, ship, split_log
+from catchup_assets.core.measure import shipped
+from catchup_assets.core.measure.logparse import parse_worker_log
 from catchup_assets.sim.core_log import tx_apply_report
-from catchup_assets.worker import shipped
-from catchup_assets.worker.logparse import parse_worker_log
 
 
 def text(*lines_: str) -> bytes:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from catchup_assets.worker.logparse import (
+from catchup_assets.core.measure.logparse import (
     WorkerLogFacts,
     iter_lines,
     parse_tx_apply,

@@ -2,7 +2,7 @@
 
 import pytest
 
-from catchup_assets.metadata import SPARKS, markdown_table, mib, sparkline
+from catchup_assets.defs.metadata.display import SPARKS, markdown_table, mib, sparkline
 
 
 @pytest.mark.parametrize(

@@ -1,7 +1,7 @@
 import pytest
 
-from catchup_assets.outcomes import GiB, Observation, Outcome, PastAttempt, RetryPolicy, classify, decide
-from catchup_assets.sizing import MemoryLadder
+from catchup_assets.core.classify.outcomes import GiB, Observation, Outcome, PastAttempt, RetryPolicy, classify, decide
+from catchup_assets.core.size.sizing import MemoryLadder
 
 F = frozenset
 

@@ -13,10 +13,10 @@ from dataclasses import fields
 import pytest
 import yaml
 
-from catchup_assets.disk import DiskPolicy
-from catchup_assets.outcomes import RetryPolicy
-from catchup_assets.resources import CatchupResource
-from catchup_assets.sizing import GiB, MemoryLadder, SizingPolicy
+from catchup_assets.core.classify.outcomes import RetryPolicy
+from catchup_assets.core.size.disk import DiskPolicy
+from catchup_assets.core.size.sizing import GiB, MemoryLadder, SizingPolicy
+from catchup_assets.defs.resources import CatchupResource
 from test_chart import BASE, CHART, NS, _merge, helm
 
 POLICIES = {"retry": RetryPolicy, "sizing": SizingPolicy, "ladder": MemoryLadder, "disk": DiskPolicy}

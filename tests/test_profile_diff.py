@@ -1,11 +1,11 @@
-"""The profile diff's pure core (catchup_assets/profile_diff.py), on plain tables of cases."""
+"""The profile diff's pure core (catchup_assets/core/aggregate/diff.py), on plain tables of cases."""
 
 import math
 
 import pyarrow as pa
 import pytest
 
-from catchup_assets.profile_diff import (
+from catchup_assets.core.aggregate.diff import (
     BAND_SCHEMA,
     Side,
     band_label,
@@ -19,7 +19,7 @@ from catchup_assets.profile_diff import (
     requested_by_range,
     text_table,
 )
-from catchup_assets.records import AttemptRecord
+from catchup_assets.store.records import AttemptRecord
 
 GiB = 1024**3
 BAND = 10_000  # ledgers per band in these cases

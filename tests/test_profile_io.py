@@ -8,9 +8,9 @@ from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 import pyarrow.parquet as pq
 import pytest
 
-from catchup_assets.profile import profile_table
-from catchup_assets.profile_io import ProfileRefused, ProfileUnavailable, load_previous_profile
-from catchup_assets.records import AttemptRecord
+from catchup_assets.core.aggregate.profile import profile_table
+from catchup_assets.store.profiles import ProfileRefused, ProfileUnavailable, load_previous_profile
+from catchup_assets.store.records import AttemptRecord
 
 GiB = 1024**3
 
@@ -87,9 +87,9 @@ def test_L34_hostile_profile_values_are_left_out_row_by_row_and_the_plan_stays_s
 
     import pyarrow as pa
 
-    from catchup_assets.config import MissionConfig
-    from catchup_assets.mission import prepare
-    from catchup_assets.ranges import MissionSpan
+    from catchup_assets.core.plan.config import MissionConfig
+    from catchup_assets.core.plan.ranges import MissionSpan
+    from catchup_assets.mission.mission import prepare
 
     rows = [
         {

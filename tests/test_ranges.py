@@ -1,6 +1,6 @@
 import pytest
 
-from catchup_assets.ranges import (
+from catchup_assets.core.plan.ranges import (
     LedgerRange,
     MissionSpan,
     RangeKeyError,

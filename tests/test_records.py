@@ -4,8 +4,8 @@ import logging
 
 import pytest
 
-from catchup_assets.records import AttemptRecord, RecordStore, decode, encode
-from catchup_assets.storage import Store, validate_mission
+from catchup_assets.store.records import AttemptRecord, RecordStore, decode, encode
+from catchup_assets.store.root import Store, validate_mission
 
 KEY = "0000016001-0000032000"
 
@@ -37,7 +37,7 @@ def test_L12_a_version_1_record_still_reads_with_the_new_fields_empty(store):
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from catchup_assets.records import SCHEMA, SCHEMA_V1_NAMES
+    from catchup_assets.store.records import SCHEMA, SCHEMA_V1_NAMES
 
     rs = RecordStore(store, "m1")
     row = {n: None for n in SCHEMA_V1_NAMES} | {

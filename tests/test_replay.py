@@ -11,16 +11,16 @@ import logging
 
 import pytest
 
-from catchup_assets.forecast import estimates, forecast
-from catchup_assets.mission import build_profile
-from catchup_assets.plan import measures_from_rows
-from catchup_assets.profile_io import PreviousProfile
-from catchup_assets.ranges import dispatch_order, plan_ranges
-from catchup_assets.records import RecordStore
+from catchup_assets.core.plan.plan_table import measures_from_rows
+from catchup_assets.core.plan.ranges import dispatch_order, plan_ranges
+from catchup_assets.core.size.forecast import estimates, forecast
+from catchup_assets.core.size.sizing import Placement, ProfileIndex
+from catchup_assets.mission.mission import build_profile
 from catchup_assets.sim.workload import Workload, WorkloadShape
-from catchup_assets.sizing import Placement, ProfileIndex
-from catchup_assets.storage import Store
-from catchup_sim.replay import replay
+from catchup_assets.store.profiles import PreviousProfile
+from catchup_assets.store.records import RecordStore
+from catchup_assets.store.root import Store
+from kubesim.replay import replay
 
 
 @pytest.fixture(autouse=True)

@@ -22,7 +22,7 @@ from dagster._core.storage.dagster_run import DagsterRun
 from dagster_k8s import K8sRunLauncher
 from kubernetes.client import BatchV1Api, CoreV1Api
 
-from catchup_sim.kube_api import KubeApiServer
+from kubesim.kube_api import KubeApiServer
 from test_chart import CHART, DAGSTER_VALUES, LOCATION_CM, NS, helm, one, render
 
 _SNAKE = {"containerConfig": "container_config", "podSpecConfig": "pod_spec_config",

@@ -9,7 +9,9 @@ from dagster._core.storage.tags import (
     ASSET_PARTITION_RANGE_START_TAG as RANGE_START,
 )
 
-from catchup_assets.assets import (
+from catchup_assets.core.plan.ranges import format_key
+from catchup_assets.defs.assets.profile_diff import profile_diff
+from catchup_assets.defs.assets.range_assets import (
     MISSION_TAG,
     PLAN_KEY,
     mission_plan,
@@ -17,12 +19,10 @@ from catchup_assets.assets import (
     range_profile,
     tier_map,
 )
-from catchup_assets.diff_asset import profile_diff
-from catchup_assets.jobs import mission_plan_job, profile_job, range_catchup_job
-from catchup_assets.ladder_asset import tier_ladder
-from catchup_assets.ranges import format_key
-from catchup_assets.resources import CatchupResource
-from catchup_assets.sensors import (
+from catchup_assets.defs.assets.tier_ladder import tier_ladder
+from catchup_assets.defs.jobs import mission_plan_job, profile_job, range_catchup_job
+from catchup_assets.defs.resources import CatchupResource
+from catchup_assets.defs.sensors import (
     PREVIOUS_MISSION_TAG,
     mission_finished_sensor,
     mission_plan_sensor,
@@ -326,7 +326,7 @@ def test_L38_the_next_mission_reaches_the_tip_an_archive_publishes(env, monkeypa
 
 
 def test_the_code_location_loads_with_its_sensors():
-    from catchup_assets.definitions import defs
+    from catchup_assets.defs.definitions import defs
 
     dg.Definitions.validate_loadable(defs)
     status = {s.name: s.default_status for s in defs.sensors}

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from catchup_assets.core.measure.logparse import iter_lines, parse_tx_apply
 from catchup_assets.sim.model import GiB, range_cost
-from catchup_assets.worker.logparse import iter_lines, parse_tx_apply
 
 CORE = Path(sys.executable).parent / "catchup-sim-core"
 FAST = {"SIM_SPEED": "20000", "SIM_MEMORY_SCALE": "0.005"}

@@ -14,9 +14,9 @@ import pytest
 import urllib3
 from kubernetes.client import ApiException, BatchV1Api, CoreV1Api
 
-from catchup_sim.kube_api import KubeApiServer
-from catchup_sim.kube_script import Script
-from catchup_sim.kubelet import Kubelet
+from kubesim.kube_api import KubeApiServer
+from kubesim.kube_script import Script
+from kubesim.kubelet import Kubelet
 
 
 def job_manifest(name: str, labels: dict | None = None, **pod_spec) -> dict:

@@ -14,10 +14,10 @@ from datetime import timedelta
 import pytest
 from kubernetes.client import ApiException, BatchV1Api, CoreV1Api
 
-from catchup_sim.kube_api import KubeApiServer
-from catchup_sim.kube_logs import MAX_ENTRY
-from catchup_sim.kube_script import GiB, Script, Usage
-from catchup_sim.kubelet import Kubelet
+from kubesim.kube_api import KubeApiServer
+from kubesim.kube_logs import MAX_ENTRY
+from kubesim.kube_script import GiB, Script, Usage
+from kubesim.kubelet import Kubelet
 from test_sim_kube import job_manifest
 
 NANO_STAMP = re.compile(rb"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{9}Z $")

@@ -13,12 +13,12 @@ from dataclasses import replace
 import pytest
 from kubernetes.client import BatchV1Api, CoreV1Api
 
-from catchup_assets.backends.base import AttemptSpec
 from catchup_assets.backends.kubernetes import manifests as m
-from catchup_assets.worker import shipped
-from catchup_sim.kube_api import KubeApiServer
-from catchup_sim.kube_script import GiB, Script
-from catchup_sim.kubelet import Kubelet
+from catchup_assets.core.dispatch.ports import AttemptSpec
+from catchup_assets.core.measure import shipped
+from kubesim.kube_api import KubeApiServer
+from kubesim.kube_script import GiB, Script
+from kubesim.kubelet import Kubelet
 
 NS = "catchup"
 KEY = "0059904001-0059968000"

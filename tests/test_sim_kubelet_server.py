@@ -15,11 +15,11 @@ import pytest
 import urllib3
 from kubernetes.client import BatchV1Api, CoreV1Api
 
-from catchup_sim import kube_tls
-from catchup_sim.kube_api import KubeApiServer
-from catchup_sim.kube_script import GiB, Script, Usage
-from catchup_sim.kubelet import Kubelet
-from catchup_sim.kubelet_server import KubeletServer, request_attributes
+from kubesim import kube_tls
+from kubesim.kube_api import KubeApiServer
+from kubesim.kube_script import GiB, Script, Usage
+from kubesim.kubelet import Kubelet
+from kubesim.kubelet_server import KubeletServer, request_attributes
 from test_sim_kube import job_manifest
 
 USER = "system:serviceaccount:ns:reader"

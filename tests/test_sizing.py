@@ -1,6 +1,14 @@
 import pytest
 
-from catchup_assets.sizing import GiB, MemoryLadder, Placement, ProfileIndex, RangeMeasure, SizingPolicy, Tiers
+from catchup_assets.core.size.sizing import (
+    GiB,
+    MemoryLadder,
+    Placement,
+    ProfileIndex,
+    RangeMeasure,
+    SizingPolicy,
+    Tiers,
+)
 
 T = Tiers()
 P = SizingPolicy()  # margin 1.25, headroom 1 GiB
@@ -106,7 +114,7 @@ def test_L34_unknown_tier_is_refused_with_the_known_ones():
 
 @pytest.mark.parametrize("name", ["bad name;$(x)", "Giant", "", "-edge", "x" * 64, "a.b"])
 def test_L34_a_tier_name_that_cannot_be_a_label_is_refused_at_load(name):
-    from catchup_assets.resources import CatchupResource, TierConfig
+    from catchup_assets.defs.resources import CatchupResource, TierConfig
 
     with pytest.raises(Exception, match="DNS-1123 label"):
         CatchupResource(tiers=[TierConfig(name=name, memory_cut_gib=1, node_memory_gib=2, cpu=1)])

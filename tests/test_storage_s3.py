@@ -8,8 +8,8 @@ import boto3
 import botocore.exceptions
 import pytest
 
-from catchup_assets.records import AttemptRecord, RecordStore
-from catchup_assets.storage import Store
+from catchup_assets.store.records import AttemptRecord, RecordStore
+from catchup_assets.store.root import Store
 
 KEY = "0000016001-0000032000"
 
@@ -42,7 +42,7 @@ def test_claims_on_s3_are_an_atomic_conditional_put(s3_bucket, caplog):
         go.wait()
         won[i] = store.create_exclusive("m/attempts/k/_claim-a001", f"holder {i}".encode())
 
-    with caplog.at_level(logging.WARNING, logger="catchup_assets.storage"):
+    with caplog.at_level(logging.WARNING, logger="catchup_assets.store.root"):
         threads = [threading.Thread(target=create, args=(i,)) for i in range(8)]
         for t in threads:
             t.start()

@@ -12,9 +12,9 @@ import time
 
 import pytest
 
-from catchup_assets.ranges import MAX_LEDGER, MissionSpan, plan_ranges
-from catchup_assets.resources import CatchupResource
-from catchup_assets.tip import (
+from catchup_assets.core.plan.ranges import MAX_LEDGER, MissionSpan, plan_ranges
+from catchup_assets.defs.resources import CatchupResource
+from catchup_assets.mission.tip import (
     MAX_HAS_BYTES,
     Tip,
     TipSource,

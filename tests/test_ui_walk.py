@@ -27,8 +27,8 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
-from catchup_assets.demo import run_demo
-from catchup_assets.ranges import MissionSpan
+from catchup_assets.cli.demo import run_demo
+from catchup_assets.core.plan.ranges import MissionSpan
 from test_demo import FailingArchive
 
 pytestmark = pytest.mark.browser

@@ -19,10 +19,10 @@ from pathlib import Path
 
 import pytest
 
-import catchup_assets.worker
-from catchup_assets.worker.logparse import parse_tx_apply
+import catchup_assets.backends.worker
+from catchup_assets.core.measure.logparse import parse_tx_apply
 
-ENTRYPOINT = Path(catchup_assets.worker.__file__).parent / "entrypoint.sh"
+ENTRYPOINT = Path(catchup_assets.backends.worker.__file__).parent / "entrypoint.sh"
 CORE = Path(sys.executable).parent / "catchup-sim-core"
 KEY = "0000000321-0000000640"
 

@@ -3,7 +3,7 @@
 An attempt writes everything it prints to `logs/aNNN.log` in the data dir as
 it goes; the next attempt prints earlier files between marker lines and marks
 them shipped. The marker lines are compared byte for byte with
-`catchup_assets.worker.shipped`, which the simulated kubelet prints too.
+`catchup_assets.core.measure.shipped`, which the simulated kubelet prints too.
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from catchup_assets.worker import shipped
-from catchup_assets.worker.logparse import parse_worker_log
+from catchup_assets.core.measure import shipped
+from catchup_assets.core.measure.logparse import parse_worker_log
 from test_worker_entrypoint import ENTRYPOINT, KEY, SHELLS, prepare, worker_env
 
 

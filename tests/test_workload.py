@@ -7,9 +7,9 @@ import statistics
 import pyarrow.parquet as pq
 import pytest
 
-from catchup_assets.profile_io import load_previous_profile
+from catchup_assets.core.size.sizing import SizingPolicy
 from catchup_assets.sim.workload import GiB, Workload
-from catchup_assets.sizing import SizingPolicy
+from catchup_assets.store.profiles import load_previous_profile
 
 
 @pytest.fixture(scope="module")

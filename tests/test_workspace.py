@@ -7,7 +7,7 @@ import pytest
 from dagster._core.workspace.context import WorkspaceProcessContext
 from dagster._core.workspace.load_target import WorkspaceFileTarget
 
-from catchup_assets.home import INSTANCE_YAML, write_home
+from catchup_assets.defs.location import INSTANCE_YAML, write_home
 
 ROOT = Path(__file__).resolve().parent.parent
 ASSETS = {"mission_plan", "range_catchup", "range_profile", "tier_map", "profile_diff", "tier_ladder"}

@@ -20,8 +20,8 @@ from pathlib import Path
 
 import fsspec
 
-from catchup_assets.worker import shipped
-from catchup_assets.worker.logparse import iter_lines
+from catchup_assets.core.measure import shipped
+from catchup_assets.core.measure.logparse import iter_lines
 
 log = logging.getLogger(__name__)
 

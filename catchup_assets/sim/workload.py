@@ -27,8 +27,8 @@ from functools import cached_property
 
 import pyarrow as pa
 
-from catchup_assets.profile import PROFILE_SCHEMA
-from catchup_assets.ranges import LedgerRange, MissionSpan, plan_ranges
+from catchup_assets.core.aggregate.profile import PROFILE_SCHEMA
+from catchup_assets.core.plan.ranges import LedgerRange, MissionSpan, plan_ranges
 
 GiB = 1024**3
 

@@ -22,7 +22,14 @@ from pathlib import Path
 from kubernetes.client import ApiException, BatchV1Api, CoreV1Api, V1DeleteOptions, V1Job, V1Pod
 from urllib3.exceptions import HTTPError as Urllib3Error
 
-from catchup_assets.backends.base import (
+from catchup_assets.backends.kubernetes import manifests as m
+from catchup_assets.backends.kubernetes.json_views import list_items
+from catchup_assets.backends.kubernetes.logs import POLLABLE, LogSpool
+from catchup_assets.backends.kubernetes.observe import CONTAINER, attempt_state, waiting
+from catchup_assets.backends.kubernetes.stats import KubeletAccess, KubeletReader, KubeletRefused
+from catchup_assets.backends.shipping import archive, lines, ship
+from catchup_assets.core.classify.outcomes import Observation
+from catchup_assets.core.dispatch.ports import (
     AlreadyExists,
     AttemptSpec,
     AttemptState,
@@ -32,15 +39,8 @@ from catchup_assets.backends.base import (
     Phase,
     TransientBackendError,
 )
-from catchup_assets.backends.kubernetes import manifests as m
-from catchup_assets.backends.kubernetes.json_views import list_items
-from catchup_assets.backends.kubernetes.logs import POLLABLE, LogSpool
-from catchup_assets.backends.kubernetes.observe import CONTAINER, attempt_state, waiting
-from catchup_assets.backends.kubernetes.stats import KubeletAccess, KubeletReader, KubeletRefused
-from catchup_assets.backends.shipping import archive, lines, ship
-from catchup_assets.outcomes import Observation
-from catchup_assets.sizing import Tiers
-from catchup_assets.worker.logparse import parse_worker_log
+from catchup_assets.core.measure.logparse import parse_worker_log
+from catchup_assets.core.size.sizing import Tiers
 
 log = logging.getLogger(__name__)
 
@@ -61,7 +61,7 @@ def _doomed(pod) -> bool:
 
 
 def entrypoint_text() -> str:
-    return resources.files("catchup_assets.worker").joinpath("entrypoint.sh").read_text()
+    return resources.files("catchup_assets.backends.worker").joinpath("entrypoint.sh").read_text()
 
 
 class KubernetesBackend:

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from catchup_assets.backends.shipping import SplitLog, lines, split_log
-from catchup_assets.worker.logparse import iter_lines
+from catchup_assets.core.measure.logparse import iter_lines
 
 log = logging.getLogger(__name__)
 

@@ -14,7 +14,6 @@ from typing import Any
 from kubernetes import client as k
 from kubernetes.utils.quantity import parse_quantity
 
-from catchup_assets.backends.base import AttemptSpec
 from catchup_assets.backends.kubernetes.settings import (  # noqa: F401 - K8sSettings is used through this module too
     CONFIGMAP_KEY_RE,
     DNS_LABEL_RE,
@@ -25,7 +24,8 @@ from catchup_assets.backends.kubernetes.settings import (  # noqa: F401 - K8sSet
     K8sSettings,
     check_toleration,
 )
-from catchup_assets.sizing import Tier
+from catchup_assets.core.dispatch.ports import AttemptSpec
+from catchup_assets.core.size.sizing import Tier
 
 APP = "catchup-assets"
 LABEL_APP = "app.kubernetes.io/name"

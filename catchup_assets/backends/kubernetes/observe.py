@@ -11,9 +11,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 
-from catchup_assets.backends.base import AttemptState, Peaks, Phase
 from catchup_assets.backends.kubernetes.manifests import CONTAINER, LABEL_ATTEMPT, LABEL_RANGE_KEY, LABEL_TIER
-from catchup_assets.outcomes import Observation
+from catchup_assets.core.classify.outcomes import Observation
+from catchup_assets.core.dispatch.ports import AttemptState, Peaks, Phase
 
 # A pod that waits for one of these will never start: the mission's config is wrong.
 CONFIG_ERRORS = frozenset({"ErrImagePull", "ImagePullBackOff", "InvalidImageName", "CreateContainerConfigError"})

@@ -38,7 +38,7 @@ from dataclasses import dataclass
 
 import urllib3
 
-from catchup_assets.backends.base import BackendError, TransientBackendError
+from catchup_assets.core.dispatch.ports import BackendError, TransientBackendError
 
 SA_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"  # where a pod's ServiceAccount volume is mounted
 ADDRESS_TYPES = frozenset({"Hostname", "InternalIP", "ExternalIP", "InternalDNS", "ExternalDNS"})  # NodeAddress.type

@@ -30,7 +30,15 @@ from pathlib import Path
 
 import psutil
 
-from catchup_assets.backends.base import (
+from catchup_assets.backends.local.supervisor import (
+    merge_peaks,
+    pid_alive,
+    read_json,
+    write_json_atomic,
+)
+from catchup_assets.backends.shipping import archive, ship, split_log
+from catchup_assets.core.classify.outcomes import Observation
+from catchup_assets.core.dispatch.ports import (
     AlreadyExists,
     AttemptSpec,
     AttemptState,
@@ -40,14 +48,6 @@ from catchup_assets.backends.base import (
     Peaks,
     Phase,
 )
-from catchup_assets.backends.local.supervisor import (
-    merge_peaks,
-    pid_alive,
-    read_json,
-    write_json_atomic,
-)
-from catchup_assets.backends.shipping import archive, ship, split_log
-from catchup_assets.outcomes import Observation
 
 log = logging.getLogger(__name__)
 
@@ -343,7 +343,7 @@ class LocalBackend:
             log.info("attempt %s shipped the logs of attempts %s", state.attempt_id, stored)
         facts = None
         try:
-            from catchup_assets.worker.logparse import iter_lines, parse_worker_log
+            from catchup_assets.core.measure.logparse import iter_lines, parse_worker_log
 
             with open(parts.own, "rb") as f:
                 facts = parse_worker_log(iter_lines(iter(lambda: f.read(LOG_CHUNK), b"")))

@@ -24,7 +24,7 @@ from typing import Any
 
 import psutil
 
-from catchup_assets import evictions
+from catchup_assets.core.classify import evictions
 
 log = logging.getLogger("catchup_assets.backends.local.supervisor")
 

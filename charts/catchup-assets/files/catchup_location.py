@@ -3,6 +3,6 @@
 import json
 from pathlib import Path
 
-from catchup_assets.home import definitions_with
+from catchup_assets.defs.location import definitions_with
 
 defs = definitions_with(**json.loads((Path(__file__).parent / "catchup.json").read_text()))

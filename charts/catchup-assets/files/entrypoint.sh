@@ -19,7 +19,7 @@
 # alike, is also appended to logs/aNNN.log in the data dir as it is written.
 # First, each earlier attempt's file not yet shipped is printed, to the pod's
 # log only, between a begin and an end line naming its attempt (the format is
-# catchup_assets/worker/shipped.py's), then renamed .shipped: the dispatcher
+# catchup_assets/core/measure/shipped.py's), then renamed .shipped: the dispatcher
 # splits the sections off this attempt's log and stores each as its
 # attempt's log.
 #

@@ -1,0 +1,198 @@
+#!/bin/sh
+# One attempt at one ledger range: ship the logs earlier attempts left on the
+# volume, decide whether to resume (L16), then run `stellar-core catchup`.
+#
+# POSIX sh only: the stellar-core image has neither bash nor Python. Every
+# input arrives through the environment and is only ever expanded inside
+# double quotes (L17): nothing formats this file, and no value is evaluated.
+#
+#   RANGE_KEY            required  e.g. 0000016001-0000032000
+#   CATCHUP_TARGET       required  END ledger (decimal)
+#   CATCHUP_COUNT        required  ledgers to replay up to END (decimal)
+#   CATCHUP_ATTEMPT      required  this attempt's number (decimal): names its log file
+#   DATA_DIR             required  existing directory, the attempt's volume
+#   STELLAR_CORE         optional  binary, default stellar-core
+#   STELLAR_CORE_CONFIG  optional  passed as --conf before the subcommand
+#
+# The log on the volume (L31): a pod that vanishes with its node takes its log
+# with it, so everything printed after the shipping below, stdout and stderr
+# alike, is also appended to logs/aNNN.log in the data dir as it is written.
+# First, each earlier attempt's file not yet shipped is printed, to the pod's
+# log only, between a begin and an end line naming its attempt (the format is
+# catchup_assets/core/measure/shipped.py's), then renamed .shipped: the dispatcher
+# splits the sections off this attempt's log and stores each as its
+# attempt's log.
+#
+# Exit codes: 64 bad input; otherwise new-db's failure code, 0 when the range
+# is already complete, or catchup's own code, unchanged.
+# Nothing here prints a progress meter (L18): one event, one line.
+
+set -u
+
+MARKER=.catchup-range
+LOGS=logs
+
+die() {
+    printf 'ERROR: %s\n' "$1" >&2
+    exit 64
+}
+
+# Prints the value with leading zeros removed: dash's $(( )) reads a leading 0
+# as octal. More than 18 digits would overflow its arithmetic.
+decimal() {
+    case $1 in
+        '' | *[!0-9]*) return 1 ;;
+    esac
+    _d=${1#"${1%%[!0]*}"}
+    [ "${#_d}" -le 18 ] || return 1
+    printf '%s' "${_d:-0}"
+}
+
+[ -n "${RANGE_KEY:-}" ] || die "RANGE_KEY is not set"
+[ -n "${CATCHUP_TARGET+x}" ] || die "CATCHUP_TARGET is not set"
+[ -n "${CATCHUP_COUNT+x}" ] || die "CATCHUP_COUNT is not set"
+[ -n "${CATCHUP_ATTEMPT+x}" ] || die "CATCHUP_ATTEMPT is not set"
+[ -n "${DATA_DIR:-}" ] || die "DATA_DIR is not set"
+TARGET=$(decimal "$CATCHUP_TARGET") ||
+    die "CATCHUP_TARGET is not a decimal integer: '$CATCHUP_TARGET'"
+COUNT=$(decimal "$CATCHUP_COUNT") ||
+    die "CATCHUP_COUNT is not a decimal integer: '$CATCHUP_COUNT'"
+ATTEMPT=$(decimal "$CATCHUP_ATTEMPT") ||
+    die "CATCHUP_ATTEMPT is not a decimal integer: '$CATCHUP_ATTEMPT'"
+[ -d "$DATA_DIR" ] || die "DATA_DIR is not a directory: '$DATA_DIR'"
+cd -- "$DATA_DIR" || die "DATA_DIR cannot be entered: '$DATA_DIR'"
+START=$((TARGET - COUNT))
+OWN=$LOGS/$(printf 'a%03d.log' "$ATTEMPT")
+
+# Prints every earlier attempt's log file left on the volume between its
+# marker lines, then marks it shipped. A file that could not be read whole
+# stays unshipped: the next attempt prints it again, and the dispatcher keeps
+# the longer copy.
+ship_earlier_logs() {
+    for f in "$LOGS"/a*.log; do
+        [ -f "$f" ] || continue # no match: the pattern itself
+        [ "$f" != "$OWN" ] || continue
+        n=${f#"$LOGS"/a}
+        n=$(decimal "${n%.log}") || continue
+        printf '==> shipped log of attempt %s begins (%s on the volume) <==\n' "$n" "$f"
+        copied=yes
+        cat -- "$f" || copied=
+        # A newline of its own first, always: the end line stays a whole line whatever
+        # the file ends with (a line cut off by a kill, a read that failed midway).
+        printf '\n==> shipped log of attempt %s ends <==\n' "$n"
+        [ -z "$copied" ] || mv -f -- "$f" "$f.shipped" || :
+    done
+}
+
+# From here on, this shell's stdout and stderr, and so every command's, go
+# through tee into $OWN as well (appended: nothing earlier is lost). tee
+# ignores SIGTERM and SIGINT, which may reach the whole process group, so it
+# keeps copying while stellar-core drains; the shell waits for it at the end.
+# Without mkfifo or tee, or a writable volume, the attempt logs to the pod only.
+TEE=
+start_log_file() {
+    command -v tee >/dev/null 2>&1 && command -v mkfifo >/dev/null 2>&1 || return 1
+    pipe=$LOGS/.$(printf 'a%03d' "$ATTEMPT").pipe
+    mkdir -p -- "$LOGS" && rm -f -- "$pipe" && mkfifo -- "$pipe" || return 1
+    (
+        trap '' TERM INT
+        exec tee -a -- "$OWN"
+    ) <"$pipe" &
+    TEE=$!
+    exec >"$pipe" 2>&1
+    rm -f -- "$pipe"
+}
+
+# Exits with $1 once tee has copied everything: closing our ends of its pipe
+# is its end of input (every child writing to it has exited by now).
+finish() {
+    if [ -n "$TEE" ]; then
+        trap '' TERM INT # a signal now must not cut the wait short
+        exec >&- 2>&-
+        wait "$TEE"
+    fi
+    exit "$1"
+}
+
+ship_earlier_logs
+start_log_file ||
+    printf 'WARNING: no log file on the volume (%s); this attempt logs to the pod only\n' "$OWN" >&2
+
+# The core command line, kept in "$@" since POSIX sh has no arrays.
+set -- "${STELLAR_CORE:-stellar-core}"
+if [ -n "${STELLAR_CORE_CONFIG:-}" ]; then
+    set -- "$@" --conf "$STELLAR_CORE_CONFIG"
+fi
+
+printf 'WORKER: range %s target %s count %s\n' "$RANGE_KEY" "$TARGET" "$COUNT"
+
+# Decide. Sets DECLINED to the reason when a fresh start is needed.
+DECLINED=
+LCL=
+if [ ! -f "$MARKER" ]; then
+    DECLINED="no range marker in the data dir (never started here)"
+elif ! OWNER=$(cat -- "$MARKER"); then
+    DECLINED="range marker unreadable"
+elif [ "$OWNER" != "$RANGE_KEY" ]; then
+    OWNER=$(printf '%s' "$OWNER" | tr '\r\n' '  ')
+    DECLINED="data dir belongs to range '$OWNER', not this one"
+elif ! INFO=$("$@" offline-info); then
+    DECLINED="offline-info failed"
+else
+    # The whole document, never a window after "ledger": ~40 lines of bucket
+    # hashes sit between that key and "num" (L16). "num" occurs exactly once.
+    LCL=$(printf '%s\n' "$INFO" |
+        sed -n 's/.*"num"[[:space:]]*:[[:space:]]*\([0-9][0-9]*\).*/\1/p' |
+        head -n 1)
+    if [ -z "$LCL" ]; then
+        DECLINED="offline-info reported no ledger num"
+    elif ! LCL=$(decimal "$LCL"); then
+        DECLINED="offline-info ledger num out of range"
+    elif [ "$LCL" -ge "$TARGET" ]; then
+        # Re-running catchup here applies nothing and exits 2, on every retry.
+        printf 'RESUME: range %s already complete: LCL %s >= target %s\n' \
+            "$RANGE_KEY" "$LCL" "$TARGET"
+        finish 0
+    elif [ "$LCL" -lt "$START" ]; then
+        DECLINED="LCL $LCL is below range start $START (bucket apply never finished)"
+    fi
+fi
+
+if [ -n "$DECLINED" ]; then
+    printf 'RESUME DECLINED: %s\n' "$DECLINED"
+    # While new-db runs the volume belongs to no range.
+    rm -f -- "$MARKER"
+    "$@" new-db || {
+        rc=$?
+        printf 'ERROR: new-db failed with exit %s\n' "$rc" >&2
+        finish "$rc"
+    }
+    if ! { printf '%s\n' "$RANGE_KEY" >"$MARKER.tmp" && mv -f -- "$MARKER.tmp" "$MARKER"; }; then
+        # Catchup can still finish; a retry merely starts fresh again.
+        printf 'WARNING: could not write %s; a retry will start fresh\n' "$MARKER" >&2
+    fi
+else
+    printf 'RESUME: range %s from LCL %s toward target %s\n' "$RANGE_KEY" "$LCL" "$TARGET"
+fi
+
+# stellar-core prints a metric at exit only when named with --metric: without
+# it no attempt would report how long it spent applying transactions (L24).
+# In the background, so this shell can wait for tee after it; a SIGTERM or
+# SIGINT (the kubelet's, to this shell) is passed on, and stellar-core drains.
+"$@" catchup "$TARGET/$COUNT" --metric ledger.transaction.apply &
+CORE=$!
+trap 'SIGNALLED=yes; kill -TERM "$CORE" 2>/dev/null' TERM
+trap 'SIGNALLED=yes; kill -INT "$CORE" 2>/dev/null' INT
+# A trapped signal cuts `wait` short (> 128) while stellar-core runs on: wait
+# again, until a wait no signal interrupted. Its code is catchup's own. Asked
+# again after it ended, dash repeats the code and bash answers 127: keep the
+# one we have.
+rc=
+while :; do
+    SIGNALLED=
+    wait "$CORE"
+    code=$?
+    [ "$code" -eq 127 ] && [ -n "$rc" ] || rc=$code
+    [ -n "$SIGNALLED" ] || break
+done
+finish "$rc"

@@ -1,0 +1,433 @@
+"""Two missions' profiles compared by ledger band: what changed between A and B.
+
+Pure (pyarrow only for the output table). A is the earlier mission, B the later;
+every ratio is B / A.
+
+A range is compared when both profiles have it (same range key) and both
+measured it from a completed chain (`completed`); the others are counted as
+left out, by reason. Each range falls in the band holding its last ledger
+(`band_ledgers` ledgers per band, the first band starting at ledger 1), the
+ledger by which the profile sizes it.
+
+Per band, over its compared ranges:
+    peak_a_max_bytes, peak_b_max_bytes   the highest measured peak_anon_bytes
+    peak_ratio_median, peak_ratio_max    of each range's peak B/A
+    seconds_a, seconds_b, seconds_ratio  compute seconds summed, and B/A of the sums
+    requested_a_bytes, requested_b_bytes, requested_ratio
+                                         memory the missions requested for those ranges
+                                         (see `requested_by_range`), summed; B/A
+    ooms_a, ooms_b                       OOMed attempts of every profiled range of the band
+    regressed                            the band's ranges in the regressions
+
+The demo's two missions replay the same simulated history, so their measured
+peaks are about equal; what sizing changes is the memory requested. Both are
+shown.
+
+Regressions (per range, `threshold` x): a compared range whose peak or seconds
+grew past the threshold, and a new OOM: a range that OOMed in B and not in A
+(any row of B, completed or not, against A's row of the range).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import statistics
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyarrow as pa
+
+from catchup_assets.core.classify.outcomes import Outcome
+
+DEFAULT_BAND_LEDGERS = 5_000_000  # 12 bands over ~60M ledgers
+DEFAULT_THRESHOLD = 1.25
+# What the diff reads of a profile (range_profile.parquet; profile.py documents each column).
+DIFF_COLUMNS = ("range_key", "last_ledger", "peak_anon_bytes", "seconds", "oom_count", "completed")
+GiB = 1024**3
+MiB = 1024**2
+
+BAND_SCHEMA = pa.schema(
+    [
+        ("band", pa.string()),
+        ("band_first_ledger", pa.int64()),
+        ("band_last_ledger", pa.int64()),
+        ("ranges", pa.int32()),
+        ("peak_a_max_bytes", pa.int64()),
+        ("peak_b_max_bytes", pa.int64()),
+        ("peak_ratio_median", pa.float64()),
+        ("peak_ratio_max", pa.float64()),
+        ("seconds_a", pa.float64()),
+        ("seconds_b", pa.float64()),
+        ("seconds_ratio", pa.float64()),
+        ("requested_a_bytes", pa.int64()),
+        ("requested_b_bytes", pa.int64()),
+        ("requested_ratio", pa.float64()),
+        ("ooms_a", pa.int32()),
+        ("ooms_b", pa.int32()),
+        ("regressed", pa.int32()),
+    ]
+)
+# Attempts whose request sizing answers for: the one that completed the range, and each
+# rung of the memory ladder that OOMed on the way there.
+SIZED_OUTCOMES = (Outcome.OK.value, Outcome.OOM.value)
+
+
+@dataclass(frozen=True)
+class Side:
+    """One mission's side of the diff."""
+
+    name: str
+    rows: Sequence[Mapping[str, Any]]  # profile rows (range_profile.parquet)
+    requested: Mapping[str, int] | None = None  # bytes per range key; None: not known
+    image: Mapping[str, Any] | None = None  # the stellar-core it ran: {"image", "digest"}
+
+
+@dataclass
+class ProfileDiff:
+    a: Side
+    b: Side
+    bands: list[dict[str, Any]]
+    regressions: list[dict[str, Any]]
+    compared: int
+    left_out: dict[str, int]
+    band_ledgers: int
+    threshold: float
+    totals: dict[str, Any] = field(default_factory=dict)
+
+    def table(self) -> pa.Table:
+        """The band table; which missions (and stellar-cores) A and B are rides in its schema metadata."""
+        meta = {
+            "a": self.a.name,
+            "b": self.b.name,
+            "a_image": json.dumps(dict(self.a.image or {})),
+            "b_image": json.dumps(dict(self.b.image or {})),
+            "band_ledgers": str(self.band_ledgers),
+            "threshold": repr(self.threshold),
+        }
+        table = pa.Table.from_pylist(self.bands, schema=BAND_SCHEMA)
+        return table.replace_schema_metadata({f"catchup_assets.diff.{k}": v for k, v in meta.items()})
+
+    @property
+    def new_ooms(self) -> list[str]:
+        return [r["range_key"] for r in self.regressions if r["what"] == "new_oom"]
+
+
+def check_diff_columns(names: Iterable[str], source: str) -> None:
+    """A profile the diff can read has every DIFF_COLUMNS column; else refused naming `source`."""
+    missing = [c for c in DIFF_COLUMNS if c not in set(names)]
+    if missing:
+        raise ValueError(f"profile {source} lacks column(s) {missing} that the diff reads: not a range_profile")
+
+
+def requested_by_range(records: Iterable[Any]) -> dict[str, int]:
+    """Per range key, the memory its finished attempts requested that sizing answers for.
+
+    The attempt that completed the range and every one that OOMed (the memory
+    ladder's rungs), summed: an unprofiled mission pays for each rung it climbs.
+    Reclaims, evictions and other environmental retries are the cloud's doing,
+    not the sizing's, and differ from run to run: they are left out, so two
+    missions compare on what their sizing asked for.
+    """
+    out: dict[str, int] = defaultdict(int)
+    for rec in records:
+        if rec.outcome in SIZED_OUTCOMES and rec.memory_request_bytes is not None:
+            out[rec.range_key] += int(rec.memory_request_bytes)
+    return dict(out)
+
+
+def _number(value: Any) -> float | None:
+    if value is None or isinstance(value, bool):
+        return None
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    return number if math.isfinite(number) and number >= 0 else None
+
+
+def _ratio(b: float | None, a: float | None) -> float | None:
+    return None if a is None or b is None or a <= 0 else b / a
+
+
+def band_of(last_ledger: int, band_ledgers: int) -> int:
+    return max(int(last_ledger) - 1, 0) // band_ledgers
+
+
+def band_label(index: int, band_ledgers: int) -> str:
+    def m(ledgers: int) -> str:
+        return f"{ledgers / 1e6:.3f}".rstrip("0").rstrip(".")
+
+    return f"{m(index * band_ledgers)}-{m((index + 1) * band_ledgers)}M"
+
+
+def _by_key(rows: Iterable[Mapping[str, Any]]) -> dict[str, Mapping[str, Any]]:
+    out: dict[str, Mapping[str, Any]] = {}
+    for r in rows:
+        key = r.get("range_key")
+        if key is not None and _number(r.get("last_ledger")) is not None:
+            out[key] = r
+    return out
+
+
+def _sum(values: Iterable[float | None]) -> float | None:
+    present = [v for v in values if v is not None]
+    return sum(present) if present else None
+
+
+def compare(
+    a: Side, b: Side, band_ledgers: int = DEFAULT_BAND_LEDGERS, threshold: float = DEFAULT_THRESHOLD
+) -> ProfileDiff:
+    """A and B by ledger band, and the ranges that regressed from A to B."""
+    if isinstance(band_ledgers, bool) or not isinstance(band_ledgers, int) or band_ledgers < 1:
+        raise ValueError(f"band_ledgers must be an integer >= 1, got {band_ledgers!r}")
+    if not (isinstance(threshold, int | float) and math.isfinite(threshold) and threshold > 1):
+        raise ValueError(f"threshold must be a finite ratio > 1, got {threshold!r}")
+    rows_a, rows_b = _by_key(a.rows), _by_key(b.rows)
+    left_out = {"only_in_a": 0, "only_in_b": 0, "not_completed_in_a": 0, "not_completed_in_b": 0}
+    compared: list[str] = []
+    for key in sorted(rows_a.keys() | rows_b.keys()):
+        ra, rb = rows_a.get(key), rows_b.get(key)
+        if rb is None:
+            left_out["only_in_a"] += 1
+        elif ra is None:
+            left_out["only_in_b"] += 1
+        elif ra.get("completed") is not True:
+            left_out["not_completed_in_a"] += 1
+        elif rb.get("completed") is not True:
+            left_out["not_completed_in_b"] += 1
+        else:
+            compared.append(key)
+
+    regressions: list[dict[str, Any]] = []
+    for key in compared:
+        ra, rb = rows_a[key], rows_b[key]
+        for what, column in (("peak", "peak_anon_bytes"), ("seconds", "seconds")):
+            va, vb = _number(ra.get(column)), _number(rb.get(column))
+            ratio = _ratio(vb, va)
+            if ratio is not None and ratio > threshold:
+                regressions.append(_regression(key, rb, what, va, vb, ratio))
+    for key in sorted(rows_a.keys() & rows_b.keys()):
+        ooms_a, ooms_b = _number(rows_a[key].get("oom_count")) or 0, _number(rows_b[key].get("oom_count")) or 0
+        if ooms_b > 0 and ooms_a == 0:
+            regressions.append(_regression(key, rows_b[key], "new_oom", ooms_a, ooms_b, None))
+    regressions.sort(key=lambda r: (r["last_ledger"], r["what"]))
+
+    def band(row: Mapping[str, Any]) -> int:
+        return band_of(int(_number(row["last_ledger"]) or 0), band_ledgers)
+
+    members: dict[int, list[str]] = defaultdict(list)
+    for key in compared:
+        members[band(rows_b[key])].append(key)
+    ooms: dict[tuple[str, int], int] = defaultdict(int)
+    for side, rows in (("a", rows_a), ("b", rows_b)):
+        for r in rows.values():
+            ooms[side, band(r)] += int(_number(r.get("oom_count")) or 0)
+    regressed: dict[int, set[str]] = defaultdict(set)
+    for r in regressions:
+        regressed[band_of(r["last_ledger"], band_ledgers)].add(r["range_key"])
+
+    bands = []
+    indexes = sorted(set(members) | {i for (_, i), n in ooms.items() if n} | set(regressed))
+    for i in indexes:
+        keys = members.get(i, [])
+        bands.append(
+            {
+                "band": band_label(i, band_ledgers),
+                "band_first_ledger": i * band_ledgers + 1,
+                "band_last_ledger": (i + 1) * band_ledgers,
+                "ranges": len(keys),
+                **_measures(keys, rows_a, rows_b, a.requested, b.requested),
+                "ooms_a": ooms.get(("a", i), 0),
+                "ooms_b": ooms.get(("b", i), 0),
+                "regressed": len(regressed.get(i, ())),
+            }
+        )
+    totals = {"ranges": len(compared), **_measures(compared, rows_a, rows_b, a.requested, b.requested)}
+    totals.update(ooms_a=sum(v for (s, _), v in ooms.items() if s == "a"))
+    totals.update(ooms_b=sum(v for (s, _), v in ooms.items() if s == "b"))
+    totals.update(regressed=len({r["range_key"] for r in regressions}))
+    return ProfileDiff(a, b, bands, regressions, len(compared), left_out, band_ledgers, float(threshold), totals)
+
+
+def _regression(key: str, row: Mapping[str, Any], what: str, a: float | None, b: float | None, ratio):
+    return {
+        "range_key": key,
+        "last_ledger": int(_number(row["last_ledger"]) or 0),
+        "what": what,
+        "a": a,
+        "b": b,
+        "ratio": ratio,
+    }
+
+
+def _measures(
+    keys: Sequence[str],
+    rows_a: Mapping[str, Mapping[str, Any]],
+    rows_b: Mapping[str, Mapping[str, Any]],
+    requested_a: Mapping[str, int] | None,
+    requested_b: Mapping[str, int] | None,
+) -> dict[str, Any]:
+    peaks_a = [_number(rows_a[k].get("peak_anon_bytes")) for k in keys]
+    peaks_b = [_number(rows_b[k].get("peak_anon_bytes")) for k in keys]
+    peak_ratios = [r for r in map(_ratio, peaks_b, peaks_a) if r is not None]
+    seconds_a = _sum(_number(rows_a[k].get("seconds")) for k in keys)
+    seconds_b = _sum(_number(rows_b[k].get("seconds")) for k in keys)
+
+    def requested(side: Mapping[str, int] | None) -> int | None:
+        # Known only if known for every compared range: a partial sum would compare unlike things.
+        if side is None or not keys or any(k not in side for k in keys):
+            return None
+        return int(sum(side[k] for k in keys))
+
+    req_a, req_b = requested(requested_a), requested(requested_b)
+    return {
+        "peak_a_max_bytes": _int_max(peaks_a),
+        "peak_b_max_bytes": _int_max(peaks_b),
+        "peak_ratio_median": statistics.median(peak_ratios) if peak_ratios else None,
+        "peak_ratio_max": max(peak_ratios) if peak_ratios else None,
+        "seconds_a": seconds_a,
+        "seconds_b": seconds_b,
+        "seconds_ratio": _ratio(seconds_b, seconds_a),
+        "requested_a_bytes": req_a,
+        "requested_b_bytes": req_b,
+        "requested_ratio": _ratio(req_b, req_a),
+    }
+
+
+def _int_max(values: Iterable[float | None]) -> int | None:
+    present = [v for v in values if v is not None]
+    return int(max(present)) if present else None
+
+
+# -- display: the same rounded table for the command line and the Dagster UI -------------------
+
+
+def memory_unit(diff: ProfileDiff, scale: float = 1.0) -> tuple[str, int]:
+    """GiB, or MiB when every figure is under a GiB (a scaled-down demo)."""
+    columns = ("peak_a_max_bytes", "peak_b_max_bytes", "requested_a_bytes", "requested_b_bytes")
+    biggest = max((b[c] / scale for b in diff.bands for c in columns if b[c] is not None), default=0)
+    return ("GiB", GiB) if biggest >= GiB or biggest == 0 else ("MiB", MiB)
+
+
+def display_rows(diff: ProfileDiff, scale: float = 1.0, unit: tuple[str, int] | None = None):
+    """Column names and rows of strings: memory in `unit` (divided by `scale`: a demo's memory
+    x 1/200 reads in production figures), ratios to two decimals, counts as counts.
+    `legend(...)` says what the short names mean."""
+    name, size = unit or memory_unit(diff, scale)
+
+    def mem(v) -> str:
+        return "-" if v is None else f"{v / scale / size:,.1f}"
+
+    def ratio(v) -> str:
+        return "-" if v is None else f"{v:.2f}"
+
+    columns = [
+        "band",
+        "ranges",
+        "peak A",
+        "peak B",
+        "peak B/A med",
+        "peak B/A max",
+        "time B/A",
+        "req A",
+        "req B",
+        "req B/A",
+        "OOM A",
+        "OOM B",
+        "regressed",
+    ]
+    rows = []
+    for b in [*diff.bands, {"band": "all", **diff.totals}] if diff.bands else []:
+        rows.append(
+            [
+                b["band"],
+                str(b["ranges"]),
+                mem(b["peak_a_max_bytes"]),
+                mem(b["peak_b_max_bytes"]),
+                ratio(b["peak_ratio_median"]),
+                ratio(b["peak_ratio_max"]),
+                ratio(b["seconds_ratio"]),
+                mem(b["requested_a_bytes"]),
+                mem(b["requested_b_bytes"]),
+                ratio(b["requested_ratio"]),
+                str(b["ooms_a"]),
+                str(b["ooms_b"]),
+                str(b["regressed"]),
+            ]
+        )
+    return columns, rows
+
+
+def legend(diff: ProfileDiff, scale: float = 1.0, unit: tuple[str, int] | None = None) -> str:
+    name, _ = unit or memory_unit(diff, scale)
+    scaled = "" if scale == 1 else f" (the measured figures x {1 / scale:g})"
+    return (
+        f"memory in {name}{scaled}. peak: the band's highest measured peak (anon); peak B/A: per range, median "
+        "and max; time: compute seconds summed; req: memory requested by the attempts that completed and "
+        "those that OOMed (reclaims left out); OOM: OOMed attempts; regressed: ranges past the threshold or "
+        "with a new OOM"
+    )
+
+
+def regression_rows(diff: ProfileDiff, scale: float = 1.0, unit: tuple[str, int] | None = None):
+    name, size = unit or memory_unit(diff, scale)
+
+    def value(what: str, v) -> str:
+        if v is None:
+            return "-"
+        if what == "peak":
+            return f"{v / scale / size:,.2f} {name}"
+        if what == "seconds":
+            return f"{v:,.1f} s" if v >= 10 else f"{v:.3g} s"
+        return f"{int(v)} OOM"
+
+    columns = ["range_key", "what", "A", "B", "B/A"]
+    rows = [
+        [r["range_key"], r["what"], value(r["what"], r["a"]), value(r["what"], r["b"]), _fmt_ratio(r["ratio"])]
+        for r in diff.regressions
+    ]
+    return columns, rows
+
+
+def _fmt_ratio(v) -> str:
+    return "-" if v is None else f"{v:.2f}"
+
+
+def text_table(columns: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    widths = [max(len(c), *(len(r[i]) for r in rows)) if rows else len(c) for i, c in enumerate(columns)]
+    lines = ["  ".join(c.rjust(w) for c, w in zip(columns, widths, strict=True))]
+    lines += ["  ".join(v.rjust(w) for v, w in zip(r, widths, strict=True)) for r in rows]
+    return "\n".join(lines)
+
+
+def markdown_table(columns: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
+    lines += ["| " + " | ".join(r) + " |" for r in rows]
+    return "\n".join(lines)
+
+
+def image_text(image: Mapping[str, Any] | None) -> str:
+    """`ref (digest)`, or `unknown` for a mission that recorded none (planned before images were)."""
+    if not image or not image.get("image"):
+        return "unknown (not recorded)"
+    digest = image.get("digest")
+    ref = str(image["image"])
+    return f"{ref} ({digest})" if digest and digest not in ref else ref
+
+
+def summary_lines(diff: ProfileDiff) -> list[str]:
+    lo = diff.left_out
+    left = ", ".join(f"{n} {why.replace('_', ' ')}" for why, n in lo.items() if n) or "none"
+    lines = [
+        f"A  {diff.a.name}  stellar-core {image_text(diff.a.image)}",
+        f"B  {diff.b.name}  stellar-core {image_text(diff.b.image)}",
+        f"compared {diff.compared} ranges measured from completed chains in both; left out: {left}",
+        f"bands of {diff.band_ledgers:,} ledgers, by each range's last ledger; every ratio is B/A",
+    ]
+    for side in (diff.a, diff.b):
+        if side.requested is None:
+            lines.append(f"requested memory of {side.name} is not known (its attempt records were not read)")
+    return lines

@@ -1,0 +1,179 @@
+"""Attempt records -> one measured row per range -> the profile table.
+
+Pure (pandas/pyarrow only for the output table). The chain rules are L21-L22:
+peaks are the max over the contiguous chain of resumed attempts that ends in
+the range's final attempt; a fresh start (`new-db`) opens the chain and
+supersedes what came before, except an OOM's limit, which stays a lower bound
+on demand. `seconds` and `tx_apply_*` are summed over the chain: a resume
+re-applies at most one 64-ledger checkpoint, so the tx sum may over-count by
+that much. `seconds` is compute; `wall_seconds` also covers the gaps.
+
+Profile columns (one row per range; sizes in bytes, times in seconds):
+    range_key, first_ledger, last_ledger      the range
+    peak_anon_bytes          sizing input: max anon over the chain, >= oom_floor_bytes
+    peak_working_set_bytes   max working set over the chain (cache pressure)
+    peak_ephemeral_bytes     max bytes under the data directory
+    oom_floor_bytes          largest memory limit the range OOMed at (0 if none)
+                             A range that never completed has a row only if it OOMed, with
+                             peak_anon_bytes = oom_floor_bytes and no other measurement.
+    seconds                  compute seconds summed over the chain
+    seconds_estimated        a leg's seconds were estimated (its pod vanished with its node:
+                             start to last seen running) or unknown, so `seconds` is a lower bound
+    wall_seconds             first chain attempt's start to the final attempt's end
+    tx_apply_count           transactions applied, summed over the chain
+    tx_apply_seconds         seconds in ledger.transaction.apply, summed over the chain
+    attempts, oom_count      all attempts of the range, and how many OOMed
+    chain_attempts           attempts in the final chain
+    outcomes                 the outcome of every attempt, in order
+    completed                whether the final attempt was ok
+    mission                  the mission that measured it
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import pyarrow as pa
+
+from catchup_assets.core.classify.outcomes import Outcome
+from catchup_assets.core.plan.ranges import parse_key
+
+log = logging.getLogger(__name__)
+
+PROFILE_SCHEMA = pa.schema(
+    [
+        ("range_key", pa.string()),
+        ("first_ledger", pa.int64()),
+        ("last_ledger", pa.int64()),
+        ("peak_anon_bytes", pa.int64()),
+        ("peak_working_set_bytes", pa.int64()),
+        ("peak_ephemeral_bytes", pa.int64()),
+        ("oom_floor_bytes", pa.int64()),
+        ("seconds", pa.float64()),
+        ("seconds_estimated", pa.bool_()),
+        ("wall_seconds", pa.float64()),
+        ("tx_apply_count", pa.int64()),
+        ("tx_apply_seconds", pa.float64()),
+        ("attempts", pa.int32()),
+        ("oom_count", pa.int32()),
+        ("chain_attempts", pa.int32()),
+        ("outcomes", pa.string()),
+        ("completed", pa.bool_()),
+        ("mission", pa.string()),
+    ]
+)
+# What the sizer and the dispatch order read: a profile without them is refused (L26).
+REQUIRED_COLUMNS = ("range_key", "last_ledger", "peak_anon_bytes", "peak_working_set_bytes", "seconds")
+
+
+def _max(values: Iterable[Any]) -> Any:
+    present = [v for v in values if v is not None]
+    return max(present) if present else None
+
+
+def _sum(values: Iterable[Any]) -> Any:
+    present = [v for v in values if v is not None]
+    return sum(present) if present else None
+
+
+def chain_of(finished: Sequence[Any]) -> list[Any]:
+    """The final attempt and the resumed attempts before it, back to the fresh start."""
+    final_idx = max((i for i, a in enumerate(finished) if a.outcome == Outcome.OK), default=len(finished) - 1)
+    start = final_idx
+    # An attempt that did not run new-db continued the data directory before it.
+    while start > 0 and finished[start].fresh_start is not True:
+        start -= 1
+    return list(finished[start : final_idx + 1])
+
+
+def _floor_row(final: Any, finished: Sequence[Any], ooms: Sequence[Any], oom_floor: int) -> dict[str, Any]:
+    """The row of a range that never completed but OOMed: its OOM floor and nothing else measured."""
+    rng = parse_key(final.range_key)
+    return {
+        **dict.fromkeys(PROFILE_SCHEMA.names),
+        "range_key": final.range_key,
+        "first_ledger": rng.first,
+        "last_ledger": rng.last,
+        "peak_anon_bytes": oom_floor,
+        "oom_floor_bytes": oom_floor,
+        "seconds_estimated": True,
+        "attempts": len(finished),
+        "oom_count": len(ooms),
+        "chain_attempts": 0,
+        "outcomes": " ".join(a.outcome for a in finished),
+        "completed": False,
+        "mission": final.mission,
+    }
+
+
+def range_row(attempts: Sequence[Any]) -> dict[str, Any] | None:
+    """One profile row for a range from its attempt records, or None if unmeasured (L25)."""
+    finished = sorted((a for a in attempts if a.outcome is not None), key=lambda a: a.attempt)
+    if not finished:
+        return None
+    chain = chain_of(finished)
+    final = chain[-1]
+    ooms = [a for a in finished if a.outcome == Outcome.OOM]
+    oom_floor = _max(a.memory_limit_bytes for a in ooms) or 0
+    if final.outcome != Outcome.OK:
+        # Never completed: what its attempts measured stopped where they did (a corrupt
+        # archive fails in half a second at a tenth of the range's memory), so it sizes
+        # nothing. Only an OOM's limit is known to be below its demand (L21).
+        return _floor_row(final, finished, ooms, oom_floor) if oom_floor else None
+    anon = _max(a.peak_anon_bytes for a in chain)
+    if anon is None and not oom_floor:
+        return None  # measurement-free: it would capture every range below it (L25)
+    rng = parse_key(final.range_key)
+    first_start = chain[0].started_at
+    wall = final.finished_at - first_start if final.finished_at and first_start else None
+    return {
+        "range_key": final.range_key,
+        "first_ledger": rng.first,
+        "last_ledger": rng.last,
+        "peak_anon_bytes": max(anon or 0, oom_floor),
+        "peak_working_set_bytes": _max(a.peak_working_set_bytes for a in chain),
+        "peak_ephemeral_bytes": _max(a.peak_ephemeral_bytes for a in chain),
+        "oom_floor_bytes": oom_floor,
+        "seconds": _sum(a.seconds for a in chain),
+        "seconds_estimated": any(a.seconds is None or a.seconds_estimated for a in chain),
+        "wall_seconds": wall,
+        "tx_apply_count": _sum(a.tx_apply_count for a in chain),
+        "tx_apply_seconds": _sum(a.tx_apply_seconds for a in chain),
+        "attempts": len(finished),
+        "oom_count": len(ooms),
+        "chain_attempts": len(chain),
+        "outcomes": " ".join(a.outcome for a in finished),
+        "completed": final.outcome == Outcome.OK,
+        "mission": final.mission,
+    }
+
+
+def profile_rows(records: Iterable[Any]) -> tuple[list[dict[str, Any]], list[str]]:
+    """Rows for every measured range, sorted by ledger, and the keys left out as unmeasured."""
+    by_range: dict[str, list[Any]] = defaultdict(list)
+    for rec in records:
+        by_range[rec.range_key].append(rec)
+    rows, unmeasured = [], []
+    for key in sorted(by_range):
+        row = range_row(by_range[key])
+        if row is None:
+            unmeasured.append(key)
+        else:
+            rows.append(row)
+    if unmeasured:
+        log.warning("profile leaves out %d unmeasured range(s): %s", len(unmeasured), unmeasured[:10])
+    return rows, unmeasured
+
+
+def profile_table(records: Iterable[Any]) -> pa.Table:
+    rows, _ = profile_rows(records)
+    return pa.Table.from_pylist(rows, schema=PROFILE_SCHEMA)
+
+
+def check_profile_columns(table: pa.Table, source: str) -> None:
+    missing = [c for c in REQUIRED_COLUMNS if c not in table.column_names]
+    if missing:
+        raise ValueError(f"profile {source} lacks column(s) {missing} that sizing reads (L26)")

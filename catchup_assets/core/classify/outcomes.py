@@ -1,0 +1,239 @@
+"""Classify a finished attempt, spend per-class budgets, climb the memory ladder.
+
+Pure: no dagster, no kubernetes. A backend reduces whatever it saw (pod status,
+Job conditions, a local supervisor's verdict) to an `Observation`; everything
+after that is decided here, from the range's own attempt history (L5, L6).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+from catchup_assets.core.classify.evictions import REASON as EVICTED_REASON
+from catchup_assets.core.classify.evictions import node_pressure, own_disk_eviction
+
+GiB = 1024**3
+
+
+class Outcome(StrEnum):
+    OK = "ok"
+    OOM = "oom"
+    DISRUPTED = "disrupted"
+    EVICTED = "evicted"
+    DEADLINE = "deadline"
+    REJECTED = "rejected"
+    UNKNOWN = "unknown"
+    INTERRUPTED = "interrupted"
+    FAILED = "failed"
+
+
+class BudgetGroup(StrEnum):
+    """Whose fault an outcome was decides which counter it spends (L5, Z2)."""
+
+    ENVIRONMENTAL = "environmental"
+    OOM = "oom"
+    ORDINARY = "ordinary"
+    FAILED = "failed"
+
+
+GROUP_OF: dict[Outcome, BudgetGroup] = {
+    Outcome.DISRUPTED: BudgetGroup.ENVIRONMENTAL,
+    Outcome.EVICTED: BudgetGroup.ENVIRONMENTAL,
+    Outcome.REJECTED: BudgetGroup.ENVIRONMENTAL,
+    Outcome.UNKNOWN: BudgetGroup.ENVIRONMENTAL,
+    Outcome.OOM: BudgetGroup.OOM,
+    Outcome.INTERRUPTED: BudgetGroup.ORDINARY,
+    Outcome.DEADLINE: BudgetGroup.ORDINARY,
+    Outcome.FAILED: BudgetGroup.FAILED,
+}
+
+# stellar-core exits 3 after draining on SIGTERM, and also on a corrupt archive.
+EXIT_INTERRUPTED = 3
+
+# Pod/Job condition and reason strings as the Kubernetes API spells them.
+OOM_REASONS = frozenset({"OOMKilled"})
+DISRUPTION_CONDITIONS = frozenset({"DisruptionTarget"})
+DEADLINE_REASONS = frozenset({"DeadlineExceeded"})
+ADMISSION_REASONS = frozenset(
+    {
+        "UnexpectedAdmissionError",
+        "OutOfcpu",
+        "OutOfmemory",
+        "OutOfpods",
+        "OutOfephemeral-storage",
+        "NodeAffinity",
+        "NodeSelectorMismatching",
+        "Rejected",
+        "FailedCreate",
+        "Unschedulable",
+    }
+)
+
+
+@dataclass(frozen=True)
+class Observation:
+    """What a backend saw of one finished attempt, before any judgement.
+
+    `conditions` holds condition types/reasons from the pod and its Job
+    (`DisruptionTarget`, `DeadlineExceeded`, `BackoffLimitExceeded`, ...);
+    `pod_reason` the pod's status reason (`Evicted`, `DeadlineExceeded`,
+    an admission reason); `termination_reason` the container's
+    (`OOMKilled`, `Error`, `Completed`).
+    """
+
+    exit_code: int | None = None
+    termination_reason: str | None = None
+    pod_reason: str | None = None
+    conditions: frozenset[str] = frozenset()
+    message: str = ""
+    node_gone: bool = False
+
+    def summary(self) -> str:
+        parts = []
+        if self.exit_code is not None:
+            parts.append(f"exit {self.exit_code}")
+        for label, value in (
+            ("termination", self.termination_reason),
+            ("pod", self.pod_reason),
+        ):
+            if value:
+                parts.append(f"{label} {value}")
+        if self.conditions:
+            parts.append("conditions " + ",".join(sorted(self.conditions)))
+        if self.node_gone:
+            parts.append("node gone")
+        if self.message:
+            parts.append(self.message[:200])
+        return "; ".join(parts) or "no evidence"
+
+
+def classify(obs: Observation) -> Outcome:
+    """Map an observation to one class of L4. Order matters and is the point."""
+    # The deadline kills with SIGTERM, so the pod itself says exit 3 or 143:
+    # the deadline verdict must outrank it, whichever was seen first (L4).
+    if (
+        obs.pod_reason in DEADLINE_REASONS
+        or obs.termination_reason in DEADLINE_REASONS
+        or obs.conditions & DEADLINE_REASONS
+    ):
+        return Outcome.DEADLINE
+    if obs.exit_code == 0:
+        return Outcome.OK
+    if obs.termination_reason in OOM_REASONS:
+        return Outcome.OOM
+    # Before the disruption check: the kubelet marks a node-pressure eviction
+    # `DisruptionTarget` even when our pod filled the node's disk (evictions.py).
+    if own_disk_eviction(obs.pod_reason, obs.message):
+        return Outcome.EVICTED
+    if obs.conditions & DISRUPTION_CONDITIONS or obs.node_gone:
+        return Outcome.DISRUPTED
+    if node_pressure(obs.pod_reason, obs.message):
+        return Outcome.DISRUPTED  # the node ran short, with or without the condition (pre-1.26)
+    if obs.pod_reason == EVICTED_REASON:
+        return Outcome.EVICTED
+    if obs.pod_reason in ADMISSION_REASONS or obs.conditions & ADMISSION_REASONS:
+        return Outcome.REJECTED
+    if obs.exit_code is None:
+        return Outcome.UNKNOWN
+    if obs.exit_code == EXIT_INTERRUPTED:
+        return Outcome.INTERRUPTED
+    return Outcome.FAILED
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """Per-class retry budgets (defaults: L5); the memory ladder is sizing's (L6).
+
+    A budget is how many outcomes of that group a range may have and still be
+    retried; `oom_rungs` counts the rungs tried, so 5 rungs run at
+    base * 1.5**0 .. base * 1.5**4 and the fifth OOM condemns.
+    """
+
+    environmental: int = 20
+    oom_rungs: int = 5
+    ordinary: int = 5
+    failed: int = 0
+
+    def __post_init__(self) -> None:
+        for name in ("environmental", "ordinary", "failed"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"retry budget '{name}' must be >= 0, got {getattr(self, name)}")
+        if self.oom_rungs < 1:
+            raise ValueError(f"'oom_rungs' must be >= 1, got {self.oom_rungs}")
+
+    def allowed(self, group: BudgetGroup) -> int:
+        """Outcomes of `group` a range may have and still be retried."""
+        return {
+            BudgetGroup.ENVIRONMENTAL: self.environmental,
+            BudgetGroup.OOM: self.oom_rungs - 1,
+            BudgetGroup.ORDINARY: self.ordinary,
+            BudgetGroup.FAILED: self.failed,
+        }[group]
+
+
+@dataclass(frozen=True)
+class PastAttempt:
+    """The part of an attempt record that retry decisions read."""
+
+    attempt: int
+    outcome: Outcome
+    memory_limit_bytes: int | None = None
+    evidence: str = ""
+
+
+class Action(StrEnum):
+    DONE = "done"
+    RETRY = "retry"
+    CONDEMNED = "condemned"
+
+
+@dataclass(frozen=True)
+class Decision:
+    action: Action
+    reason: str = ""
+    n_oom: int = 0
+    counts: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def final(self) -> bool:
+        return self.action is not Action.RETRY
+
+
+def decide(history: Sequence[PastAttempt], policy: RetryPolicy, memory_cap_bytes: int | None = None) -> Decision:
+    """Done, retry, or condemned, from the range's own finished attempts.
+
+    `memory_cap_bytes` is the memory ladder's top: an OOM there condemns, since a
+    retry would run at the very limit that OOMed.
+    """
+    ordered = sorted(history, key=lambda a: a.attempt)
+    counts = Counter(GROUP_OF[a.outcome] for a in ordered if a.outcome is not Outcome.OK)
+    n_oom = counts[BudgetGroup.OOM]
+    by_name = {g.value: counts[g] for g in BudgetGroup}
+    if not ordered:
+        return Decision(Action.RETRY, "never attempted", 0, by_name)
+    last = ordered[-1]
+    if last.outcome is Outcome.OK:
+        return Decision(Action.DONE, f"ok at attempt {last.attempt}", n_oom, by_name)
+    group = GROUP_OF[last.outcome]
+    chain = " ".join(f"a{a.attempt}:{a.outcome.value}" for a in ordered)
+    if counts[group] > policy.allowed(group):
+        reason = (
+            f"{group.value} budget spent ({counts[group]} > {policy.allowed(group)}): "
+            f"last attempt {last.attempt} {last.outcome.value}"
+            + (f" ({last.evidence})" if last.evidence else "")
+            + f"; chain {chain}"
+        )
+        return Decision(Action.CONDEMNED, reason, n_oom, by_name)
+    if (
+        last.outcome is Outcome.OOM
+        and memory_cap_bytes is not None
+        and last.memory_limit_bytes is not None
+        and last.memory_limit_bytes >= memory_cap_bytes
+    ):
+        # Retrying at the cap would OOM at the identical limit again.
+        reason = f"OOM at the memory cap ({last.memory_limit_bytes} bytes); chain {chain}"
+        return Decision(Action.CONDEMNED, reason, n_oom, by_name)
+    return Decision(Action.RETRY, f"{last.outcome.value} at attempt {last.attempt}", n_oom, by_name)

@@ -1,0 +1,197 @@
+"""The one protocol the dispatcher speaks to a place that runs attempts.
+
+A backend is the source of truth for what is in flight (L10): `observe()` asks
+it, every pass, and nothing about liveness is kept anywhere else. Local
+subprocesses and Kubernetes Jobs both sit behind these five calls.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Protocol
+
+from catchup_assets.core.classify.outcomes import Observation
+
+log = logging.getLogger(__name__)
+MAX_BYTES = 2**63 - 1  # what a record's int64 column holds
+
+
+@dataclass(frozen=True)
+class AttemptSpec:
+    """Everything needed to start one attempt of one range."""
+
+    mission: str
+    range_key: str
+    attempt: int
+    target_ledger: int  # catchup END
+    ledger_count: int  # catchup COUNT (range length + overlap)
+    memory_request_bytes: int
+    memory_limit_bytes: int
+    tier: str
+    cpu_request: float = 1.0
+    profiled: bool = False  # sized from a measurement: a pooled pod then has its node to itself (L15)
+    deadline_seconds: int | None = None
+    env: Mapping[str, str] = field(default_factory=dict)
+    # Ephemeral storage mode: the range's disk, sized from its profile and its evictions (disk.py);
+    # None: the deployment's flat request and limit.
+    ephemeral_bytes: int | None = None
+
+    @property
+    def attempt_id(self) -> str:
+        return attempt_id(self.range_key, self.attempt)
+
+
+def attempt_id(range_key: str, attempt: int) -> str:
+    return f"{range_key}-a{attempt:03d}"
+
+
+@dataclass(frozen=True)
+class Peaks:
+    """High-water marks of one attempt; they only ever merge by max (L20)."""
+
+    anon_bytes: int | None = None
+    working_set_bytes: int | None = None
+    ephemeral_bytes: int | None = None
+
+    def __post_init__(self) -> None:
+        # Peaks enter from a kubelet's JSON or a supervisor's file: a value that is not a
+        # byte count (a string, a float, negative, past int64) costs that one sample,
+        # with a warning, never the merge, the record or the pass.
+        for name in ("anon_bytes", "working_set_bytes", "ephemeral_bytes"):
+            v = getattr(self, name)
+            if v is not None and (isinstance(v, bool) or not isinstance(v, int) or not 0 <= v <= MAX_BYTES):
+                log.warning("peak %s %r is not a byte count: dropped", name, v)
+                object.__setattr__(self, name, None)
+
+    def merge(self, other: Peaks) -> Peaks:
+        def mx(a: int | None, b: int | None) -> int | None:
+            if a is None:
+                return b
+            if b is None:
+                return a
+            return max(a, b)
+
+        return Peaks(
+            mx(self.anon_bytes, other.anon_bytes),
+            mx(self.working_set_bytes, other.working_set_bytes),
+            mx(self.ephemeral_bytes, other.ephemeral_bytes),
+        )
+
+
+class Phase(StrEnum):
+    PENDING = "pending"
+    RUNNING = "running"
+    FINISHED = "finished"
+
+
+@dataclass(frozen=True)
+class AttemptState:
+    """One attempt as the backend sees it now."""
+
+    range_key: str
+    attempt: int
+    phase: Phase
+    observation: Observation | None = None  # set when finished
+    started_at: float | None = None  # epoch seconds, from the attempt's own clock (L23)
+    finished_at: float | None = None
+    node: str | None = None
+    peaks: Peaks = Peaks()
+    memory_limit_bytes: int | None = None
+    tier: str | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "phase", Phase(self.phase))  # a plain string is checked and kept as the enum
+
+    @property
+    def attempt_id(self) -> str:
+        return attempt_id(self.range_key, self.attempt)
+
+    @property
+    def live(self) -> bool:
+        return self.phase is not Phase.FINISHED
+
+
+@dataclass(frozen=True)
+class Collected:
+    """What the final read of a finished attempt yields (L31)."""
+
+    peaks: Peaks = Peaks()
+    log_path: str | None = None
+    tx_apply_count: int | None = None
+    tx_apply_seconds: float | None = None
+    resumed_from_ledger: int | None = None
+    fresh_start: bool | None = None
+    already_complete: bool = False
+    last_error: str | None = None  # the worker log's last ERROR/FATAL line
+
+    @classmethod
+    def from_log(cls, facts, peaks: Peaks, log_path: str | None) -> Collected:
+        """What the worker's log said (`logparse.WorkerLogFacts`), with the attempt's peaks."""
+        return cls(
+            peaks=peaks,
+            log_path=log_path,
+            tx_apply_count=facts.tx_apply_count,
+            tx_apply_seconds=facts.tx_apply_seconds,
+            resumed_from_ledger=facts.resumed_from_ledger,
+            fresh_start=facts.fresh_start,
+            already_complete=bool(facts.already_complete),
+            last_error=getattr(facts, "last_error", None),
+        )
+
+
+class BackendError(Exception):
+    """Anything a backend raises through the protocol is one of these kinds."""
+
+
+class AlreadyExists(BackendError):
+    """The attempt was created by someone else first (HTTP 409): adopt it (L11)."""
+
+
+class TransientBackendError(BackendError):
+    """The backend could not answer now (429, 5xx, a reset, a timeout, an attempt
+    still running): the caller tries again on a later pass and charges no range."""
+
+
+class Busy(TransientBackendError):
+    """Refused for now: an attempt still runs where the call would free something."""
+
+
+class DispatchBlocked(BackendError):
+    """A configuration fault every attempt would hit (bad image, missing config):
+    stop new dispatches with this error instead of burning every range's budget."""
+
+
+class Backend(Protocol):
+    """Five calls for the dispatcher and one for a stopping run.
+
+    Errors: every call may raise `TransientBackendError` (the dispatcher retries
+    it on a later pass, never charging a range); `submit` also raises
+    `AlreadyExists` (adopt it) and `DispatchBlocked` (stop new dispatches).
+    Anything else is a bug or a permanent fault and ends the run with its
+    cause. Constructing a backend does no I/O.
+    """
+
+    def submit(self, spec: AttemptSpec) -> None:
+        """Start the attempt. Raises AlreadyExists if it is already there."""
+
+    def observe(self) -> list[AttemptState]:
+        """Every attempt of this mission the backend still holds, live or finished."""
+
+    def collect(self, state: AttemptState, log_url: Callable[[int], str]) -> Collected:
+        """Final read of a finished attempt: peaks, metrics, its log archived to
+        `log_url(state.attempt)`, and the logs of earlier attempts of the range that
+        its worker shipped from the volume, each to `log_url(n)` if that is missing
+        or shorter (L31)."""
+
+    def release(self, state: AttemptState) -> None:
+        """Forget a finished attempt whose record is durable (delete the Job) (L2, L32)."""
+
+    def release_range(self, range_key: str) -> None:
+        """Free the range's kept data (PVC, data directory) once it is complete (L3)."""
+
+    def shutdown(self, grace: float) -> list[str]:
+        """Stop this mission's live attempts within `grace` seconds, their kept data left
+        for a later run to resume (L37); the ids of those still alive afterwards."""

@@ -1,0 +1,72 @@
+"""A mission's settings as one value: what it covers and the policies it runs under.
+
+The dispatcher, the planner and the Dagster assets all take this value; each
+setting has its one default here and is validated here, once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from catchup_assets.core.classify.outcomes import RetryPolicy
+from catchup_assets.core.plan.ranges import ORDERS, MissionSpan
+from catchup_assets.core.size.sizing import Placement
+from catchup_assets.store.profiles import PROFILE_TIMEOUT_SECONDS
+from catchup_assets.store.root import validate_mission
+
+# Attempts in flight at once, across every run of the mission (the seed ran 1000-2096).
+DEFAULT_PARALLELISM = 1000
+
+
+@dataclass(frozen=True)
+class MissionConfig:
+    mission: str
+    span: MissionSpan
+    storage_root: str
+    parallelism: int = DEFAULT_PARALLELISM
+    order: str = "tip-first"
+    previous_profile: str | None = None
+    # Set when the mission was planned: the previous profile must still be exactly that file.
+    previous_profile_sha256: str | None = None
+    retry: RetryPolicy = RetryPolicy()
+    placement: Placement = Placement()
+    deadline_seconds: int | None = None
+    poll_seconds: float = 1.0
+    status_every: int = 30  # passes between status lines: thin, not a line per pod (L36)
+    env: Mapping[str, str] = field(default_factory=dict)
+    profile_timeout_seconds: float = PROFILE_TIMEOUT_SECONDS  # connect and total, a profile over http(s)
+    # An attempt is overdue past stall_factor x its profiled seconds, and never before
+    # stall_seconds (the whole threshold for an unprofiled range); the mission has stalled
+    # (Z4) when nothing completed for stall_seconds and every attempt in flight is overdue.
+    stall_seconds: float = 3600.0
+    stall_factor: float = 2.0
+    # Circuit breaker: this many finished attempts in a row failing with one signature
+    # (outcome, exit code, stellar-core's last error) pause dispatch with that cause;
+    # those ranges' budgets are not spent. 0: off.
+    breaker_attempts: int = 5
+
+    def __post_init__(self) -> None:
+        validate_mission(self.mission)
+        if self.order not in ORDERS:
+            raise ValueError(f"order: unknown order {self.order!r}: choose one of {', '.join(ORDERS)}")
+        if self.parallelism < 1:
+            raise ValueError(f"parallelism must be >= 1, got {self.parallelism}")
+        if not self.poll_seconds > 0:
+            raise ValueError(f"poll_seconds must be > 0, got {self.poll_seconds}")
+        if not 0 < self.profile_timeout_seconds < float("inf"):
+            raise ValueError(f"profile_timeout_seconds must be > 0 and finite, got {self.profile_timeout_seconds}")
+        if not 0 < self.stall_seconds < float("inf"):
+            raise ValueError(f"stall_seconds must be > 0 and finite, got {self.stall_seconds}")
+        if not 1 <= self.stall_factor < float("inf"):
+            raise ValueError(f"stall_factor must be >= 1 and finite, got {self.stall_factor}")
+        if (
+            isinstance(self.breaker_attempts, bool)
+            or not isinstance(self.breaker_attempts, int)
+            or self.breaker_attempts < 0
+        ):
+            raise ValueError(f"breaker_attempts must be an integer >= 0 (0: off), got {self.breaker_attempts!r}")
+        if self.status_every < 1:
+            raise ValueError(f"status_every must be >= 1, got {self.status_every}")
+        if self.deadline_seconds is not None and self.deadline_seconds < 1:
+            raise ValueError(f"deadline_seconds must be >= 1, got {self.deadline_seconds}")

@@ -1,0 +1,328 @@
+"""Size each range from the previous profile and place it on a node tier.
+
+Pure. `memory = peak_anon * margin + cache_headroom` (L27), the tier is the
+smallest whose memory cut holds it, a big working set moves it one tier up,
+each OOM moves it one more (L6) while the request climbs by the ladder.
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
+
+from catchup_assets.core.size.catalog import CAPACITY_TYPES, DEFAULT_CATALOG, SPOT, Catalog, NodeShape
+from catchup_assets.core.size.disk import DiskPolicy
+
+GiB = 1024**3
+MiB = 1024**2
+TIER_NAME = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
+
+
+@dataclass(frozen=True)
+class Tier:
+    """A node pool: the most memory one range may get there, and the node it runs on.
+
+    `cpu` is each range pod's CPU request. `shape` names the node's instance
+    type in the catalog (empty: the cheapest shape of `node_memory_bytes` that
+    holds `cpu`); `capacity_type` is what the pool buys, spot or on-demand.
+    `pods_per_node` None packs ranges by their requests, as Kubernetes and
+    Karpenter do; a number holds each node to that many ranges whatever they
+    request (1: exclusive, a node per range, as the seed's cuts were).
+    """
+
+    name: str
+    memory_cut_bytes: int
+    node_memory_bytes: int
+    cpu: float
+    pods_per_node: int | None = None
+    shape: str = ""
+    capacity_type: str = SPOT
+
+    @property
+    def exclusive(self) -> bool:
+        return self.pods_per_node == 1
+
+
+# The seed's cuts, each what its node can give one pod after system reservations
+# (catalog.eks_allocatable), now packed by requests: a range pays for the share of
+# a node it requests, not for a node. The two largest cuts sit at their nodes'
+# allocatable (the seed's 120 and 248 GiB would not schedule); the memory ladder's
+# 48 GiB cap never reaches them.
+DEFAULT_LADDER: tuple[Tier, ...] = (
+    Tier("dwarf", int(6.5 * GiB), 8 * GiB, 1, shape="m6i.large"),
+    Tier("subgiant", int(13.5 * GiB), 16 * GiB, 1, shape="r6i.large"),
+    Tier("giant", 28 * GiB, 32 * GiB, 2, shape="r6i.xlarge"),
+    Tier("supergiant", 58 * GiB, 64 * GiB, 2, shape="r6i.2xlarge"),
+    Tier("hypergiant", 115 * GiB, 128 * GiB, 2, shape="r6i.4xlarge"),
+    Tier("supernova", 233 * GiB, 256 * GiB, 2, shape="r6i.8xlarge"),
+)
+# Catch-alls: an unsized pod requests the unprofiled 12 GiB and 2 CPUs, two to a node.
+PROTOSTAR = Tier("protostar", 14 * GiB, 32 * GiB, 2, shape="r6i.xlarge")
+NEBULA = Tier("nebula", 14 * GiB, 32 * GiB, 2, shape="r6i.xlarge")
+
+
+def exclusive_ladder(ladder: tuple[Tier, ...]) -> tuple[Tier, ...]:
+    """The same tiers, one range per node: the seed's way, for comparison."""
+    return tuple(replace(t, pods_per_node=1) for t in ladder)
+
+
+@dataclass(frozen=True)
+class Tiers:
+    ladder: tuple[Tier, ...] = DEFAULT_LADDER
+    unprofiled: Tier = PROTOSTAR  # an unmeasured range in a profiled mission
+    no_profile: Tier = NEBULA  # every range of a mission with no profile
+
+    def __post_init__(self) -> None:
+        if not self.ladder:
+            raise ValueError("tiers: the ladder needs at least one tier")
+        cuts = [t.memory_cut_bytes for t in self.ladder]
+        if cuts != sorted(cuts) or len(set(cuts)) != len(cuts):
+            raise ValueError("tiers: ladder memory cuts must strictly increase")
+        names = [t.name for t in self.all()]
+        if len(set(names)) != len(names):
+            raise ValueError(f"tiers: duplicate tier names in {names}")
+        for name in names:
+            # A tier name becomes a node-selector label value, a taint value and a NodePool's
+            # name: refused here, at load, not at the first submit after Jobs were created.
+            if not isinstance(name, str) or not TIER_NAME.fullmatch(name):
+                raise ValueError(f"tier {name!r}: a name must be a DNS-1123 label (a-z, 0-9, '-', at most 63)")
+        for t in self.all():
+            if t.memory_cut_bytes <= 0 or t.memory_cut_bytes > t.node_memory_bytes:
+                raise ValueError(f"tier {t.name!r}: need 0 < memory_cut <= node_memory")
+            if t.capacity_type not in CAPACITY_TYPES:
+                raise ValueError(f"tier {t.name!r}: capacity_type {t.capacity_type!r} is not one of {CAPACITY_TYPES}")
+            if t.pods_per_node is not None and (isinstance(t.pods_per_node, bool) or t.pods_per_node < 1):
+                raise ValueError(f"tier {t.name!r}: pods_per_node must be >= 1, or None to pack by requests")
+
+    def all(self) -> tuple[Tier, ...]:
+        return (*self.ladder, self.unprofiled, self.no_profile)
+
+    def by_name(self, name: str) -> Tier:
+        for t in self.all():
+            if t.name == name:
+                return t
+        raise ValueError(f"unknown tier {name!r}: known tiers {[t.name for t in self.all()]}")
+
+    def index_for(self, memory_bytes: int) -> int:
+        """Smallest ladder tier whose cut holds `memory_bytes` (the top one if none does)."""
+        for i, t in enumerate(self.ladder):
+            if memory_bytes <= t.memory_cut_bytes:
+                return i
+        return len(self.ladder) - 1
+
+
+@dataclass(frozen=True)
+class SizingPolicy:
+    margin: float = 1.25
+    cache_headroom_bytes: int = 1 * GiB
+    # A working set above this share of the tier's cut means the page cache is
+    # starved there: one tier up.
+    cache_bump_ratio: float = 1.0
+    unprofiled_memory_bytes: int = 12 * GiB
+    cpu_request: float | None = None  # None: the tier's cpu
+
+    def __post_init__(self) -> None:
+        if self.margin < 1.0:
+            raise ValueError(f"sizing 'margin' must be >= 1.0, got {self.margin}")
+        if self.cache_headroom_bytes < 0:
+            raise ValueError("sizing 'cache_headroom_bytes' must be >= 0")
+        if self.unprofiled_memory_bytes <= 0:
+            raise ValueError("sizing 'unprofiled_memory_bytes' must be > 0")
+        if self.cache_bump_ratio <= 0:
+            raise ValueError("sizing 'cache_bump_ratio' must be > 0")
+
+
+@dataclass(frozen=True)
+class RangeMeasure:
+    """What sizing reads of one profiled range (L26)."""
+
+    last_ledger: int
+    peak_anon_bytes: int
+    peak_working_set_bytes: int | None = None
+    seconds: float | None = None
+    peak_ephemeral_bytes: int | None = None  # sizes its disk in ephemeral mode (disk.py)
+
+
+class ProfileIndex:
+    """Lookup by range end: exact, else the nearest measured end above (L25)."""
+
+    def __init__(self, measures: Iterable[RangeMeasure]):
+        by_end: dict[int, RangeMeasure] = {}
+        for m in measures:
+            if m.peak_anon_bytes is None:
+                continue  # measurement-free entries would capture ranges below them
+            prev = by_end.get(m.last_ledger)
+            by_end[m.last_ledger] = m if prev is None or m.peak_anon_bytes > prev.peak_anon_bytes else prev
+        self._ends = sorted(by_end)
+        self._by_end = by_end
+
+    def __len__(self) -> int:
+        return len(self._ends)
+
+    def lookup(self, last_ledger: int) -> RangeMeasure | None:
+        i = bisect.bisect_left(self._ends, last_ledger)
+        if i == len(self._ends):
+            return None  # past the top of the profile: unprofiled
+        return self._by_end[self._ends[i]]
+
+    def top(self) -> RangeMeasure | None:
+        """The measured range highest in history (the newest ledgers it covers)."""
+        return self._by_end[self._ends[-1]] if self._ends else None
+
+
+@dataclass(frozen=True)
+class Sizing:
+    tier: str
+    memory_request_bytes: int
+    memory_limit_bytes: int
+    cpu_request: float
+    profiled: bool
+    base_memory_bytes: int
+    predicted_seconds: float | None = None
+    ephemeral_bytes: int | None = None  # None: the deployment's flat ephemeral request and limit
+
+
+def base_memory(measure: RangeMeasure, policy: SizingPolicy) -> int:
+    return int(measure.peak_anon_bytes * policy.margin + policy.cache_headroom_bytes)
+
+
+@dataclass(frozen=True)
+class MemoryLadder:
+    """How an OOMed range's memory climbs: by its OOM count, never its attempt number (L6)."""
+
+    factor: float = 1.5
+    cap_bytes: int = 48 * GiB
+
+    def __post_init__(self) -> None:
+        if not self.factor > 1.0:
+            # 1.0 retries an OOM at the very limit that OOMed (L6).
+            raise ValueError(f"memory ladder 'factor' must be > 1.0, got {self.factor}")
+        if self.cap_bytes <= 0:
+            raise ValueError(f"memory ladder 'cap_bytes' must be > 0, got {self.cap_bytes}")
+
+    def memory_for(self, base_bytes: int, n_oom: int) -> int:
+        """Memory for the next attempt after `n_oom` OOMs, at most the cap."""
+        return min(int(base_bytes * self.factor**n_oom), self.cap_bytes)
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where an attempt runs and how much memory it gets: the tier ladder, the sizing
+    rule and the memory ladder, one value that plan, tier map, forecast and dispatcher share."""
+
+    tiers: Tiers = Tiers()
+    sizing: SizingPolicy = SizingPolicy()
+    ladder: MemoryLadder = MemoryLadder()
+    catalog: Catalog = DEFAULT_CATALOG
+    disk: DiskPolicy = DiskPolicy()
+
+    def __post_init__(self) -> None:
+        # Every tier's node resolved once, at load: a shape the catalog lacks, or a cut or
+        # CPU request its node cannot hold, is refused naming the tier (L34).
+        shapes = {t.name: resolve_shape(t, self.catalog) for t in self.tiers.all()}
+        object.__setattr__(self, "_shapes", shapes)
+
+    def shape_of(self, tier: str) -> NodeShape:
+        """The node shape tier `tier` runs on."""
+        try:
+            return self._shapes[tier]
+        except KeyError:
+            raise ValueError(f"unknown tier {tier!r}: known tiers {sorted(self._shapes)}") from None
+
+    def size(self, last_ledger: int, profile: ProfileIndex | None, n_oom: int = 0, n_evicted: int = 0) -> Sizing:
+        """Resources and tier for the next attempt of the range ending at `last_ledger`.
+
+        `n_oom` and `n_evicted`: the range's OOM and (own-disk) eviction outcomes so far."""
+        tiers, policy = self.tiers, self.sizing
+        measure = profile.lookup(last_ledger) if profile is not None and len(profile) else None
+        if measure is None:
+            catch_all = tiers.no_profile if profile is None or not len(profile) else tiers.unprofiled
+            base = min(policy.unprofiled_memory_bytes, catch_all.memory_cut_bytes)
+            memory = self.ladder.memory_for(base, n_oom)
+            tier = catch_all if memory <= catch_all.memory_cut_bytes else tiers.ladder[tiers.index_for(memory)]
+            return _sizing(tier, memory, policy, False, base, None, self.disk.ephemeral_for(None, n_evicted))
+        base = base_memory(measure, policy)
+        memory = self.ladder.memory_for(base, n_oom)
+        idx = tiers.index_for(base)
+        ws = measure.peak_working_set_bytes
+        if ws is not None and ws > tiers.ladder[idx].memory_cut_bytes * policy.cache_bump_ratio:
+            idx += 1
+        idx = max(idx + n_oom, tiers.index_for(memory))
+        tier = tiers.ladder[min(idx, len(tiers.ladder) - 1)]
+        disk = self.disk.ephemeral_for(measure.peak_ephemeral_bytes, n_evicted)
+        return _sizing(tier, memory, policy, True, base, measure.seconds, disk)
+
+    def scaled(self, factor: float) -> Placement:
+        """Every memory figure times `factor` (the demo runs in MiB what production runs in GiB)."""
+        if factor == 1.0:
+            return self
+        ladder = MemoryLadder(self.ladder.factor, int(self.ladder.cap_bytes * factor))
+        return Placement(
+            scaled_tiers(self.tiers, factor),
+            scaled_policy(self.sizing, factor),
+            ladder,
+            self.catalog.scaled(factor),
+            self.disk.scaled(factor),
+        )
+
+
+def _sizing(tier: Tier, memory: int, policy: SizingPolicy, profiled: bool, base: int, seconds, disk) -> Sizing:
+    cpu = policy.cpu_request if policy.cpu_request is not None else tier.cpu
+    return Sizing(tier.name, memory, memory, cpu, profiled, base, seconds, disk)
+
+
+def scaled_tiers(tiers: Tiers, factor: float) -> Tiers:
+    """The same ladder with every memory figure times `factor` (demo missions run in MiB)."""
+
+    def s(t: Tier) -> Tier:
+        return replace(
+            t, memory_cut_bytes=int(t.memory_cut_bytes * factor), node_memory_bytes=int(t.node_memory_bytes * factor)
+        )
+
+    return Tiers(tuple(s(t) for t in tiers.ladder), s(tiers.unprofiled), s(tiers.no_profile))
+
+
+def scaled_policy(policy: SizingPolicy, factor: float) -> SizingPolicy:
+    return SizingPolicy(
+        policy.margin,
+        int(policy.cache_headroom_bytes * factor),
+        policy.cache_bump_ratio,
+        int(policy.unprofiled_memory_bytes * factor),
+        policy.cpu_request,
+    )
+
+
+def resolve_shape(tier: Tier, catalog: Catalog) -> NodeShape:
+    """The catalog shape `tier` runs on, checked to hold the tier's cut and CPU request."""
+    if tier.shape:
+        try:
+            found = catalog.by_name(tier.shape)
+        except ValueError as exc:
+            raise ValueError(f"tier {tier.name!r}: {exc}") from None
+        if found.memory_bytes != tier.node_memory_bytes:
+            raise ValueError(
+                f"tier {tier.name!r}: node_memory {tier.node_memory_bytes / GiB:g} GiB is not "
+                f"shape {found.name}'s {found.memory_bytes / GiB:g} GiB"
+            )
+    else:
+        fits = [s for s in catalog.shapes if s.memory_bytes == tier.node_memory_bytes and s.allocatable_cpu >= tier.cpu]
+        found = min(fits, key=lambda s: s.on_demand_hourly, default=None)
+        if found is None:
+            raise ValueError(
+                f"tier {tier.name!r}: no catalog shape has {tier.node_memory_bytes / GiB:g} GiB and "
+                f"{tier.cpu:g} allocatable CPUs; name one with `shape`, or add it to the catalog"
+            )
+    slots = tier.pods_per_node or 1
+    if tier.memory_cut_bytes * slots > found.allocatable_memory_bytes:
+        raise ValueError(
+            f"tier {tier.name!r}: {slots} x memory_cut {tier.memory_cut_bytes / GiB:.4g} GiB exceeds what "
+            f"{found.name} can give pods ({found.allocatable_memory_bytes / GiB:.4g} GiB allocatable)"
+        )
+    if tier.cpu * slots > found.allocatable_cpu:
+        raise ValueError(
+            f"tier {tier.name!r}: {slots} x cpu {tier.cpu:g} exceeds {found.name}'s "
+            f"{found.allocatable_cpu:g} allocatable"
+        )
+    return found

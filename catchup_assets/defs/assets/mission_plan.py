@@ -1,0 +1,95 @@
+"""The mission_plan asset: a mission's ranges planned, sized and added as partitions (L34, L35).
+
+Made per deployment (`build_mission_plan`): its config's defaults are the deployment's
+(catchup_assets.defs.assets.launchpad), so the launchpad offers this deployment's grid.
+"""
+
+import dagster as dg
+
+from catchup_assets.core.plan.ranges import parse_key
+from catchup_assets.defs.assets.launchpad import MissionPlanConfig, check_limits, superseded
+from catchup_assets.defs.metadata.cost import cost_metadata
+from catchup_assets.defs.metadata.display import plan_metadata
+from catchup_assets.defs.ownership import RANGE_KEY, SUPERSEDED, has_history, latest_marks
+from catchup_assets.defs.resources import CatchupResource
+from catchup_assets.defs.run_context import MISSION_TAG, ledger_ranges_partitions_def, refused
+from catchup_assets.mission.mission import PLAN_FILE, forecast_mission, predict_cost, prepare, save_mission, write_table
+from catchup_assets.store.profiles import ProfileRefused, ProfileUnavailable
+from catchup_assets.store.root import Store
+
+
+def retire_superseded(context: dg.AssetExecutionContext, gone: list[str], keys: list[str], mission: str) -> list[str]:
+    """Retire partitions a new plan supersedes (e.g. a partial tip that has grown); returns those deleted.
+
+    A partition with history (another mission materialized, failed or condemned it) is
+    kept and marked superseded, so its history stays in the UI; one without is deleted.
+    """
+    kept = has_history(context.instance, gone)
+    for k in gone:
+        if k not in kept:
+            context.instance.delete_dynamic_partition(ledger_ranges_partitions_def.name, k)
+            continue
+        r = parse_key(k)
+        by = [n for n in keys if parse_key(n).first <= r.last and r.first <= parse_key(n).last]
+        context.log_event(
+            dg.AssetObservation(
+                asset_key=RANGE_KEY,
+                partition=k,
+                metadata={"kind": SUPERSEDED, "mission": mission, "superseded_by": dg.MetadataValue.json(by)},
+            )
+        )
+    return [k for k in gone if k not in kept]
+
+
+def plan_mission(
+    context: dg.AssetExecutionContext, config: MissionPlanConfig, catchup: CatchupResource
+) -> dg.MaterializeResult:
+    instance = context.instance
+    try:
+        cfg = config.to_mission(catchup)
+        prepared = prepare(cfg)
+        existing = instance.get_dynamic_partitions(ledger_ranges_partitions_def.name)
+        marked = {k for k, (kind, _) in latest_marks(instance, existing).items() if kind == SUPERSEDED}
+        gone = superseded([k for k in existing if k not in marked], prepared.keys)
+        check_limits(config, catchup.mission_defaults, len(existing) - len(marked), len(gone))
+    except ProfileUnavailable as exc:
+        hint = ValueError(f"{exc}; to run the mission unprofiled, leave previous_profile empty")
+        raise refused("mission_plan config refused", hint) from exc
+    except (ValueError, ProfileRefused) as exc:
+        raise refused("mission_plan config refused", exc) from exc
+    if MISSION_TAG not in context.run.tags:  # launched from the UI: filtering runs by mission finds it
+        instance.add_run_tags(context.run.run_id, {MISSION_TAG: cfg.mission})
+    store = Store(cfg.storage_root)
+    plan_url = write_table(store, f"{cfg.mission}/{PLAN_FILE}", prepared.plan)
+    save_mission(store, cfg, prepared.previous, core_image=catchup.core_image())
+    deleted = retire_superseded(context, gone, prepared.keys, cfg.mission)
+    present = set(instance.get_dynamic_partitions(ledger_ranges_partitions_def.name))
+    # Ascending and once: a run covers a contiguous span in insertion order.
+    new_keys = sorted(k for k in prepared.keys if k not in present)
+    instance.add_dynamic_partitions(ledger_ranges_partitions_def.name, new_keys)
+    if prepared.previous.warning:
+        context.log.warning(prepared.previous.warning)
+    return dg.MaterializeResult(
+        metadata={
+            **plan_metadata(
+                cfg, prepared, plan_url, new_keys, gone, deleted, forecast_mission(prepared), catchup.scale_note()
+            ),
+            **cost_metadata(predict_cost(prepared), cfg.placement, "predicted_"),
+        },
+    )
+
+
+def build_mission_plan(config_class: type[MissionPlanConfig]) -> dg.AssetsDefinition:
+    """The mission_plan asset taking `config_class` (MissionPlanConfig with a deployment's defaults)."""
+
+    @dg.asset(name="mission_plan", group_name="mission", kinds={"parquet"})
+    def mission_plan(
+        context: dg.AssetExecutionContext, config: config_class, catchup: CatchupResource
+    ) -> dg.MaterializeResult:
+        """The mission's ranges in dispatch order, each sized from the previous profile."""
+        return plan_mission(context, config, catchup)
+
+    return mission_plan
+
+
+mission_plan = build_mission_plan(MissionPlanConfig)

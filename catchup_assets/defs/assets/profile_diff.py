@@ -1,0 +1,35 @@
+"""The profile_diff asset: each mission against the one it was sized from, a thin wrapper around mission.py."""
+
+import dagster as dg
+from pydantic import Field
+
+from catchup_assets.core.aggregate.diff import DEFAULT_BAND_LEDGERS, DEFAULT_THRESHOLD
+from catchup_assets.defs.metadata.diff import profile_diff_metadata
+from catchup_assets.defs.resources import CatchupResource
+from catchup_assets.defs.run_context import current_mission, refused
+from catchup_assets.mission.mission import build_profile_diff
+
+
+class ProfileDiffConfig(dg.Config):
+    """How the diff cuts and judges: bands of ledgers, and the growth that is a regression."""
+
+    band_ledgers: int = Field(default=DEFAULT_BAND_LEDGERS, gt=0, description="ledgers per band")
+    threshold: float = Field(
+        default=DEFAULT_THRESHOLD, gt=1, description="a range whose peak or seconds grew past this x regressed"
+    )
+
+
+@dg.asset(group_name="mission", deps=["range_profile"], kinds={"parquet"})
+def profile_diff(
+    context: dg.AssetExecutionContext, config: ProfileDiffConfig, catchup: CatchupResource
+) -> dg.MaterializeResult:
+    """This mission's profile against the previous mission's, by ledger band: peaks, time and
+    memory requested, the ranges that regressed and new OOMs, and the stellar-core each ran."""
+    mission = current_mission(context)
+    try:
+        out = build_profile_diff(catchup.root(), mission, config.band_ledgers, config.threshold)
+    except ValueError as exc:
+        raise refused("profile_diff", exc) from exc
+    if out.diff is None:
+        context.log.info(out.note)
+    return dg.MaterializeResult(metadata=profile_diff_metadata(mission, out, catchup.memory_scale))

@@ -1,0 +1,264 @@
+"""The mission as Dagster assets: thin wrappers around mission.py.
+
+mission_plan (plan_asset.py) -> range_catchup[range] -> range_profile -> tier_map, and
+range_profile -> profile_diff (diff_asset.py) and tier_ladder (ladder_asset.py). See docs/design.md,
+"Dagster facts the design rests on", for why range_catchup is a generator that yields nothing and
+logs one AssetMaterialization per range instead.
+"""
+
+from collections.abc import Iterator
+
+import dagster as dg
+
+from catchup_assets.core.dispatch.reconciler import HEALTH_DISPATCH, HEALTH_STALL, RangeResult, RangeStatus
+from catchup_assets.core.plan.ranges import RangeKeyError, parse_key, plan_ranges
+from catchup_assets.defs.assets.launchpad import policies
+from catchup_assets.defs.assets.mission_plan import build_mission_plan, mission_plan  # noqa: F401 - the graph's root, re-exported
+from catchup_assets.defs.metadata.cost import mission_cost_metadata, tier_map_cost_metadata
+from catchup_assets.defs.metadata.display import failure_metadata, profile_metadata, range_metadata, tier_map_metadata
+from catchup_assets.defs.ownership import SUPERSEDED, latest_marks
+from catchup_assets.defs.resources import CatchupResource
+from catchup_assets.defs.run_context import (  # noqa: F401 - re-exported: sensors, demo and tests name them here
+    MISSION_TAG,
+    PLAN_KEY,
+    RANGE_END_TAG,
+    RANGE_START_TAG,
+    WILL_RETRY_TAG,
+    current_mission,
+    ledger_ranges_partitions_def,
+    newest_plan,
+    refused,
+)
+from catchup_assets.mission.mission import (
+    PLAN_FILE,
+    build_profile,
+    build_tier_map,
+    load_mission,
+    prepare,
+    read_table,
+    require_plan,
+    run_mission,
+)
+from catchup_assets.store.profiles import ProfileRefused
+from catchup_assets.store.root import Store
+
+# A stall may end by itself (a slow range completes); stopped dispatch needs an operator.
+HEALTH_SEVERITY = {HEALTH_STALL: dg.AssetCheckSeverity.WARN, HEALTH_DISPATCH: dg.AssetCheckSeverity.ERROR}
+
+
+def skip_superseded(context: dg.AssetExecutionContext, keys: list[str], on_grid: set[str]) -> list[str]:
+    """`keys` without the partitions a later plan superseded (kept for their history, not to run)."""
+    marks = latest_marks(context.instance, [k for k in keys if k not in on_grid])
+    gone = sorted(k for k, (kind, _) in marks.items() if kind == SUPERSEDED)
+    if gone:
+        context.log.warning(f"{len(gone)} ranges superseded by a later plan are not run: {', '.join(gone[:10])}")
+    return [k for k in keys if k not in set(gone)]
+
+
+@dg.asset(
+    group_name="mission",
+    partitions_def=ledger_ranges_partitions_def,
+    backfill_policy=dg.BackfillPolicy.single_run(),
+    deps=[mission_plan],
+    output_required=False,
+    retry_policy=dg.RetryPolicy(max_retries=3, delay=5),
+    check_specs=[
+        dg.AssetCheckSpec(
+            HEALTH_STALL,
+            asset="range_catchup",
+            description="Z4: a range completes within stall_seconds, or some attempt in flight is on time",
+        ),
+        dg.AssetCheckSpec(
+            HEALTH_DISPATCH,
+            asset="range_catchup",
+            description="new attempts are dispatched (not stopped by the circuit breaker or a full backend)",
+        ),
+    ],
+)
+def range_catchup(context: dg.AssetExecutionContext, catchup: CatchupResource) -> Iterator[dg.AssetCheckResult]:
+    """Each ledger range caught up by stellar-core; one run drives every range it was given."""
+    keys = list(context.partition_keys)
+    try:
+        for k in keys:
+            parse_key(k)
+    except RangeKeyError as exc:
+        raise refused("range_catchup refused", exc) from exc
+    mission = current_mission(context, keys)
+    try:
+        cfg = load_mission(Store(catchup.root()), mission, **policies(catchup))
+        # A new run over condemned ranges is an operator's retry; a step retry
+        # or an automatic run retry of a dead dispatcher is not (it would loop).
+        fresh = context.retry_number == 0 and "dagster/retry_number" not in context.run.tags
+        keys = skip_superseded(context, keys, {r.key for r in plan_ranges(cfg.span)})
+        if not keys:
+            yield from (dg.AssetCheckResult(check_name=c, passed=True) for c in (HEALTH_STALL, HEALTH_DISPATCH))
+            return
+        prepared = prepare(cfg, keys)
+    except (ValueError, RangeKeyError, ProfileRefused) as exc:
+        raise refused(f"range_catchup of mission {mission} refused", exc) from exc
+    context.log.info(f"mission {mission}: {len(keys)} ranges, parallelism {cfg.parallelism}")
+
+    def on_result(result: RangeResult, already: bool) -> None:
+        if result.status is RangeStatus.CONDEMNED and not already:
+            # The partition shows why this mission gave it up, not the last success of another.
+            context.log_event(
+                dg.AssetObservation(
+                    asset_key=context.asset_key,
+                    partition=result.range_key,
+                    metadata=failure_metadata(mission, result),
+                )
+            )
+        if result.status is RangeStatus.DONE:
+            context.log_event(
+                dg.AssetMaterialization(
+                    asset_key=context.asset_key,
+                    partition=result.range_key,
+                    metadata=range_metadata(mission, result, already),
+                )
+            )
+
+    def on_health(check: str, passed: bool, why: str) -> None:
+        # As it happens, not at the end: the check shows a stalled or blocked mission while it runs.
+        seen[check] = (passed, why)
+        context.log_event(
+            dg.AssetCheckEvaluation(
+                asset_key=context.asset_key,
+                check_name=check,
+                passed=passed,
+                severity=HEALTH_SEVERITY[check],
+                metadata={"mission": mission, "why": why},
+            )
+        )
+
+    seen: dict[str, tuple[bool, str]] = {}
+    backend = catchup.backend_for(mission)
+    try:
+        result = run_mission(
+            prepared,
+            backend,
+            on_status=lambda s: context.log.info(s.line()),
+            on_result=on_result,
+            on_health=on_health,
+            write_plan=False,
+            reset_condemned=fresh,
+            holder=context.run.run_id,  # a retried step of this run takes its own claims back
+        )
+    except (KeyboardInterrupt, dg.DagsterExecutionInterruptedError):
+        # Terminated from the UI: stop the attempts first, bounded (L37); their
+        # data directories stay, so a later run resumes them.
+        # Not a retryable failure: a step retry would start them all again.
+        left = backend.shutdown(grace=15.0)
+        raise dg.Failure(
+            description=f"run terminated: in-flight attempts stopped (still alive after the grace: {left})",
+            allow_retries=False,
+        ) from None
+    for check in (HEALTH_STALL, HEALTH_DISPATCH):  # the run's last word on each, whatever it was
+        passed, why = seen.get(check, (True, "no alert in this run"))
+        yield dg.AssetCheckResult(
+            check_name=check, passed=passed, severity=HEALTH_SEVERITY[check], metadata={"mission": mission, "why": why}
+        )
+    unfinished = {k: r.reason for k, r in result.results.items() if r.status is not RangeStatus.DONE}
+    if unfinished:
+        # After draining every range it could (L9): name each one and why.
+        lines = "\n".join(f"{k}: {why}" for k, why in sorted(unfinished.items()))
+        raise dg.Failure(
+            description=f"{len(unfinished)} of {len(keys)} ranges did not complete:\n{lines}",
+            metadata={"condemned": dg.MetadataValue.json(unfinished), "mission": mission},
+            allow_retries=False,
+        )
+    yield from ()
+
+
+@dg.asset(
+    group_name="mission",
+    deps=[range_catchup],
+    kinds={"parquet"},
+    check_specs=[
+        dg.AssetCheckSpec("covers_mission", asset="range_profile", description="every completed range is profiled"),
+        dg.AssetCheckSpec("no_measurement_free_rows", asset="range_profile", description="L25: each row is measured"),
+        dg.AssetCheckSpec(
+            "only_completed_chains_size",
+            asset="range_profile",
+            description="a range that never completed sizes the next mission by its OOM floor only",
+        ),
+    ],
+)
+def range_profile(context: dg.AssetExecutionContext, catchup: CatchupResource):
+    """Every range's memory, disk and time, aggregated over its resumed chain."""
+    mission = current_mission(context)
+    store = Store(catchup.root())
+    try:
+        require_plan(store, mission)
+        out = build_profile(catchup.root(), mission)
+    except ValueError as exc:
+        raise refused("range_profile", exc) from exc
+    plan = read_table(store, f"{mission}/{PLAN_FILE}")
+    plan_keys = set(plan.column("range_key").to_pylist())
+    rows = out.profile.to_pylist()
+    profiled = {r["range_key"] for r in rows}
+    completed_unprofiled = sorted(set(out.unmeasured) & plan_keys)
+    missing = sorted(plan_keys - profiled)
+    yield dg.MaterializeResult(
+        metadata={
+            **profile_metadata(mission, out, plan_keys, catchup.memory_scale, catchup.scale_note()),
+            **mission_cost_metadata(out.records, plan.to_pylist(), catchup.placement()),
+        }
+    )
+    yield dg.AssetCheckResult(
+        check_name="covers_mission",
+        passed=not missing,
+        severity=dg.AssetCheckSeverity.WARN,
+        metadata={
+            "planned": len(plan_keys),
+            "profiled": len(profiled & plan_keys),
+            "missing": dg.MetadataValue.json(missing[:50]),
+        },
+    )
+    partial = [
+        r["range_key"]
+        for r in rows
+        if not r["completed"] and (r["peak_anon_bytes"] != r["oom_floor_bytes"] or r["seconds"] is not None)
+    ]
+    yield dg.AssetCheckResult(
+        check_name="only_completed_chains_size",
+        passed=not partial,
+        metadata={
+            "sized_from_incomplete_chains": dg.MetadataValue.json(partial[:50]),
+            "condemned_by_oom_floor": len([r for r in rows if not r["completed"]]),
+        },
+    )
+    junk = [r["range_key"] for r in rows if r["peak_anon_bytes"] is None]
+    yield dg.AssetCheckResult(
+        check_name="no_measurement_free_rows",
+        passed=not junk,
+        metadata={
+            "measurement_free": dg.MetadataValue.json(junk),
+            "left_out_unmeasured": dg.MetadataValue.json(completed_unprofiled[:50]),
+        },
+    )
+
+
+@dg.asset(
+    group_name="mission",
+    deps=[range_profile],
+    kinds={"parquet"},
+    check_specs=[
+        dg.AssetCheckSpec("every_range_placed", asset="tier_map", description="each profiled range has a tier")
+    ],
+)
+def tier_map(context: dg.AssetExecutionContext, catchup: CatchupResource):
+    """The node tier and memory each range gets next mission (L15, L27)."""
+    mission = current_mission(context)
+    try:
+        table, url = build_tier_map(catchup.root(), mission, catchup.placement())
+    except ValueError as exc:
+        raise refused("tier_map", exc) from exc
+    rows = table.to_pylist()
+    known = {t.name for t in catchup.placement().tiers.all()}
+    unplaced = [r["range_key"] for r in rows if r["tier"] not in known or not r["memory_request_bytes"]]
+    yield dg.MaterializeResult(
+        metadata={**tier_map_metadata(mission, rows, url, catchup), **tier_map_cost_metadata(rows, catchup.placement())}
+    )
+    yield dg.AssetCheckResult(
+        check_name="every_range_placed", passed=not unplaced, metadata={"unplaced": dg.MetadataValue.json(unplaced)}
+    )

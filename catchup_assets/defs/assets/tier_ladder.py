@@ -1,0 +1,31 @@
+"""The tier_ladder asset: a ladder fitted to each new profile (issue 15), a thin wrapper around mission.py.
+
+Downstream of range_profile, in profile_job: it writes `<mission>/tier_ladder.yaml`, the
+chart values of the ladder that makes the next mission cheapest on this deployment's
+catalog, and shows it against the ladder in use. The next mission uses it once an
+operator applies those values (`helm upgrade ... -f tier_ladder.yaml`).
+"""
+
+import dagster as dg
+
+from catchup_assets.core.size.fit import NothingToFit
+from catchup_assets.defs.metadata.cost import ladder_metadata
+from catchup_assets.defs.resources import CatchupResource
+from catchup_assets.defs.run_context import current_mission, refused
+from catchup_assets.mission.mission import build_tier_ladder
+
+
+@dg.asset(group_name="mission", deps=["range_profile"], kinds={"yaml"}, output_required=False)
+def tier_ladder(context: dg.AssetExecutionContext, catchup: CatchupResource):
+    """Tier cuts and node shapes fitted to the profile: the chart values, and what they save."""
+    mission = current_mission(context)
+    slots = catchup.mission_defaults.parallelism
+    try:
+        out = build_tier_ladder(catchup.root(), mission, catchup.placement(), slots, catchup.memory_scale)
+    except NothingToFit as exc:
+        # A mission whose every range was condemned times nothing: no ladder, and no failed profile_job.
+        context.log.warning(f"tier_ladder of mission {mission}: {exc}; no ladder fitted")
+        return
+    except ValueError as exc:
+        raise refused("tier_ladder", exc) from exc
+    yield dg.MaterializeResult(metadata=ladder_metadata(mission, out, catchup.placement(), catchup.memory_scale))

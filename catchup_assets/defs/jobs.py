@@ -1,0 +1,19 @@
+"""Jobs the sensors and the demo launch: each selects part of the mission's asset graph."""
+
+import dagster as dg
+
+from catchup_assets.defs.assets.profile_diff import profile_diff
+from catchup_assets.defs.assets.range_assets import mission_plan, range_catchup, range_profile, tier_map
+from catchup_assets.defs.assets.tier_ladder import tier_ladder
+
+mission_plan_job = dg.define_asset_job("mission_plan_job", selection=[mission_plan], description="plan a mission")
+range_catchup_job = dg.define_asset_job(
+    "range_catchup_job",
+    selection=[range_catchup],
+    description="run a contiguous span of ranges (one run, one dispatcher)",
+)
+profile_job = dg.define_asset_job(
+    "profile_job",
+    selection=[range_profile, tier_map, profile_diff, tier_ladder],
+    description="profile a mission, map its tiers, compare it with the mission it was sized from, fit a ladder",
+)

@@ -1,0 +1,47 @@
+"""What every asset of a mission needs from its run: the partitions, the tags, its mission.
+
+The sensors and the demo tag each run `catchup/mission=<name>`; a run launched from the UI
+is not, and learns its mission here (catchup_assets.defs.ownership) and tags itself.
+"""
+
+import dagster as dg
+
+from catchup_assets.defs.ownership import MissionAmbiguous, condemned_by, owning_mission
+
+ledger_ranges_partitions_def = dg.DynamicPartitionsDefinition(name="ledger_ranges")
+MISSION_TAG = "catchup/mission"
+# The run tags by which Dagster runs one partition range in one run (its documented
+# "dagster/asset_partition_range_*" tags; the constants themselves are not public API).
+RANGE_START_TAG = "dagster/asset_partition_range_start"
+RANGE_END_TAG = "dagster/asset_partition_range_end"
+# Set by Dagster on a failed run it will retry (run_retries).
+WILL_RETRY_TAG = "dagster/will_retry"
+PLAN_KEY = dg.AssetKey("mission_plan")
+
+
+def refused(what: str, exc: Exception) -> dg.Failure:
+    """Bad input stops the run before dispatch, with the reason and no retry (L34)."""
+    return dg.Failure(description=f"{what}: {exc}", allow_retries=False)
+
+
+def newest_plan(instance: dg.DagsterInstance) -> str | None:
+    event = instance.get_latest_materialization_event(PLAN_KEY)
+    if event is None or event.asset_materialization is None:
+        return None
+    return str(event.asset_materialization.metadata["mission"].value)
+
+
+def current_mission(context: dg.AssetExecutionContext, keys: list[str] | None = None) -> str:
+    """The run's mission tag; else the mission that owns `keys`, tagged on the run from here on."""
+    tagged = context.run.tags.get(MISSION_TAG)
+    if tagged:
+        return tagged
+    instance = context.instance
+    try:
+        owner = owning_mission(keys or [], condemned_by(instance, keys) if keys else {}, newest_plan(instance))
+    except MissionAmbiguous as exc:
+        raise dg.Failure(description=str(exc), allow_retries=False) from exc
+    context.log.info(f"run not tagged {MISSION_TAG}: mission {owner.mission}, {owner.why}")
+    # Filtering runs by mission in the UI, and the sensors, find it from now on.
+    instance.add_run_tags(context.run.run_id, {MISSION_TAG: owner.mission})
+    return owner.mission

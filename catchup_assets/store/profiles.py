@@ -1,0 +1,103 @@
+"""Read a previous mission's profile from a path or URL (L35).
+
+A local path, `http(s)://`, `s3://` or any fsspec URL. An empty spec is an
+unprofiled mission (a warning). A profile that was given is required: missing,
+unreachable, empty or unusable (not Parquet, lacking a column the sizer reads,
+no measured range), it is refused, naming the URL, before anything is
+dispatched; a typo in the URL must not quietly run every range unprofiled.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from dataclasses import dataclass, field
+from typing import Any
+
+import fsspec
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from catchup_assets.core.aggregate.profile import check_profile_columns
+from catchup_assets.core.plan.plan_table import measures_from_rows
+from catchup_assets.core.size.sizing import ProfileIndex
+
+log = logging.getLogger(__name__)
+
+
+class ProfileRefused(ValueError):
+    """The previous profile that was given cannot size a mission."""
+
+
+class ProfileUnavailable(ProfileRefused):
+    """The previous profile that was given could not be read at all (missing, unreachable, empty)."""
+
+
+@dataclass
+class PreviousProfile:
+    source: str | None
+    index: ProfileIndex | None
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    warning: str | None = None
+    data: bytes = b""  # the file as read: what the mission's snapshot of it holds
+    sha256: str | None = None
+
+    @property
+    def seconds_by_key(self) -> dict[str, float]:
+        return {r["range_key"]: r["seconds"] for r in self.rows if r.get("seconds") is not None}
+
+
+PROFILE_TIMEOUT_SECONDS = 60.0  # a server that never answers, or drips, must not hold a launch
+
+
+def _open_options(spec: str, timeout: float) -> dict:
+    """Bounded reads: over http(s), aiohttp's connect and total timeouts."""
+    if spec.startswith(("http://", "https://")):
+        import aiohttp
+
+        return {"client_kwargs": {"timeout": aiohttp.ClientTimeout(total=timeout, connect=min(timeout, 10.0))}}
+    return {}
+
+
+def load_previous_profile(
+    spec: str | None, timeout: float = PROFILE_TIMEOUT_SECONDS, expect_sha256: str | None = None
+) -> PreviousProfile:
+    """The profile at `spec`; with `expect_sha256`, refused unless it is exactly the file a plan saw."""
+    if not spec or not str(spec).strip():
+        return _unprofiled(spec, "no previous profile given: every range runs on the no-profile tier")
+    spec = str(spec).strip()
+    try:
+        with fsspec.open(spec, "rb", **_open_options(spec, timeout)) as f:
+            data = f.read()
+    except FileNotFoundError as exc:
+        # fsspec's HTTP filesystem reports a refused connection as not found too.
+        where = "does not exist" if "://" not in spec or spec.startswith("file://") else "is missing or unreachable"
+        raise ProfileUnavailable(f"previous profile {spec} {where} ({exc})") from exc
+    except Exception as exc:  # noqa: BLE001 - any driver's failure, named with the URL
+        raise ProfileUnavailable(f"previous profile {spec} is unreachable ({type(exc).__name__}: {exc})") from exc
+    if not data:
+        raise ProfileUnavailable(f"previous profile {spec} is empty")
+    digest = hashlib.sha256(data).hexdigest()
+    if expect_sha256 is not None and digest != expect_sha256:
+        raise ProfileRefused(
+            f"previous profile snapshot {spec} was altered after the mission was planned "
+            f"(sha256 {digest[:12]}..., the plan saw {expect_sha256[:12]}...): plan the mission again"
+        )
+    try:
+        table = pq.ParquetFile(pa.BufferReader(data)).read()  # not read_table: no dataset machinery
+    except Exception as exc:  # noqa: BLE001
+        raise ProfileRefused(f"previous profile {spec} is not a Parquet table: {exc}") from exc
+    check_profile_columns(table, spec)
+    rows = table.to_pylist()
+    if not rows:
+        raise ProfileRefused(f"previous profile {spec} has no ranges")
+    index = ProfileIndex(measures_from_rows(rows))
+    if not len(index):
+        raise ProfileRefused(f"previous profile {spec} has no measured range (no peak_anon_bytes)")
+    log.info("previous profile %s: %d measured ranges", spec, len(index))
+    return PreviousProfile(spec, index, rows, data=data, sha256=digest)
+
+
+def _unprofiled(spec: str | None, why: str) -> PreviousProfile:
+    log.warning(why)
+    return PreviousProfile(spec, None, [], why)
