@@ -14,6 +14,8 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
+from catchup_assets.core import text
+
 RESULTS = Path(__file__).resolve().parent / "results"
 
 
@@ -32,9 +34,7 @@ def markdown_table(header: Sequence[str], rows: Sequence[Sequence[object]]) -> s
             return f"{v:.3g}" if abs(v) < 1000 else f"{v:,.0f}"
         return str(v)
 
-    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
-    lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in rows]
-    return "\n".join(lines)
+    return text.markdown_table(header, [[cell(v) for v in row] for row in rows])
 
 
 def table_rows(text: str, caption: str | None = None) -> list[list[str]]:

@@ -17,9 +17,10 @@ import multiprocessing
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from catchup_assets.core.units import GiB
 from catchup_assets.sim.core_log import tx_apply_report
 from kubesim.kube_meta import ManualClock
-from kubesim.kube_script import GiB, Script, Usage
+from kubesim.kube_script import Script, Usage
 
 TIER = "nebula"  # where every range of a mission without a profile is placed
 TIER_LABEL = TIER_TAINT = "catchup.stellar.org/tier"  # K8sSettings' defaults

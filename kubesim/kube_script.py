@@ -16,10 +16,8 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from catchup_assets.core.units import GiB, MiB
 from catchup_assets.sim.core_log import UNTRUSTED, log_line, tx_apply_report
-
-GiB = 1024**3
-MiB = 1024**2
 
 
 @dataclass(frozen=True)

@@ -27,12 +27,13 @@ from dataclasses import dataclass, field
 from kubernetes.utils import parse_quantity
 
 from catchup_assets.core.classify import evictions
+from catchup_assets.core.units import GiB, MiB
 from kubesim.kube_jobs import JobController
 from kubesim.kube_meta import ManualClock, rfc3339
 from kubesim.kube_meta import set_condition as _condition
 from kubesim.kube_pod import blocker, core_stamp, ephemeral_limit, pod_stats
 from kubesim.kube_sched import KUBELET_PORT, bind_claims, node_manifest, schedule_pending
-from kubesim.kube_script import DISRUPTION_MESSAGES, GiB, MiB, Script, first_crossing, usage_at
+from kubesim.kube_script import DISRUPTION_MESSAGES, Script, first_crossing, usage_at
 from kubesim.kube_store import Store
 from kubesim.kube_volumes import LogTarget, Volumes
 

@@ -24,7 +24,8 @@ from catchup_assets.core.aggregate.profile import profile_rows
 from catchup_assets.core.dispatch.reconciler import DispatchConfig, Dispatcher
 from catchup_assets.core.plan.config import MissionConfig
 from catchup_assets.core.plan.ranges import MissionSpan
-from catchup_assets.core.size.sizing import GiB, Tiers
+from catchup_assets.core.size.sizing import Tiers
+from catchup_assets.core.units import GiB
 from catchup_assets.mission.mission import prepare
 from catchup_assets.sim.core_log import tx_apply_report
 from catchup_assets.store.records import PEAK_FIELDS, AttemptRecord, RecordStore

@@ -2,7 +2,8 @@
 and the node shapes alike, so the sizing rule and the memory ladder see MiB, not GiB."""
 
 from catchup_assets.core.size.catalog import DEFAULT_CATALOG
-from catchup_assets.core.size.sizing import MemoryLadder, MiB, Placement, SizingPolicy, Tiers, scaled_tiers
+from catchup_assets.core.size.sizing import MemoryLadder, Placement, SizingPolicy, Tiers, scaled_tiers
+from catchup_assets.core.units import MiB
 
 SCALE = 1 / 200
 LADDER = MemoryLadder(cap_bytes=512 * MiB)

@@ -6,9 +6,10 @@ import dataclasses
 
 import pytest
 
-from catchup_assets.core.size.catalog import DEFAULT_CATALOG, Catalog, MiB, NodeShape, eks_allocatable
+from catchup_assets.core.size.catalog import DEFAULT_CATALOG, Catalog, NodeShape, eks_allocatable
 from catchup_assets.core.size.cost import Use, mission_cost, node_share
-from catchup_assets.core.size.sizing import GiB, Placement, Tier, Tiers
+from catchup_assets.core.size.sizing import Placement, Tier, Tiers
+from catchup_assets.core.units import GiB, MiB
 
 # A node of 10 GiB and 4 CPUs allocatable: $1/h on-demand, $0.40 spot; another of 20 GiB at twice the price.
 SMALL = NodeShape("small", 12 * GiB, 4, 1.0, 0.4, 10 * GiB, 4.0)

@@ -7,7 +7,8 @@ import re
 import pytest
 
 from catchup_assets.core.size.disk import DiskPolicy
-from catchup_assets.core.size.sizing import GiB, Placement, ProfileIndex, RangeMeasure
+from catchup_assets.core.size.sizing import Placement, ProfileIndex, RangeMeasure
+from catchup_assets.core.units import GiB
 
 MiB = 1024**2
 POLICY = DiskPolicy(margin=1.25, factor=1.5, cap_bytes=100 * GiB, unprofiled_bytes=40 * GiB)

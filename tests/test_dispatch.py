@@ -13,7 +13,8 @@ from catchup_assets.core.dispatch.ports import AttemptSpec, Peaks
 from catchup_assets.core.dispatch.reconciler import DispatchConfig, Dispatcher
 from catchup_assets.core.plan.config import MissionConfig
 from catchup_assets.core.plan.ranges import MissionSpan, dispatch_order, plan_ranges
-from catchup_assets.core.size.sizing import GiB, MemoryLadder, Placement
+from catchup_assets.core.size.sizing import MemoryLadder, Placement
+from catchup_assets.core.units import GiB
 from catchup_assets.store.records import RecordStore
 from catchup_assets.store.root import Store
 from fakes import DISRUPTED, FAILED, INTERRUPTED, OOM, FakeBackend, FakeClock, Script

@@ -25,7 +25,8 @@ from catchup_assets.backends.kubernetes.manifests import (
     to_dict,
 )
 from catchup_assets.core.dispatch.ports import AttemptSpec
-from catchup_assets.core.size.sizing import DEFAULT_LADDER, NEBULA, PROTOSTAR, GiB, Tier
+from catchup_assets.core.size.sizing import DEFAULT_LADDER, NEBULA, PROTOSTAR, Tier
+from catchup_assets.core.units import GiB
 
 DNS_1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 KEY = "0059904001-0059920000"

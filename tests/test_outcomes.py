@@ -1,7 +1,8 @@
 import pytest
 
-from catchup_assets.core.classify.outcomes import GiB, Observation, Outcome, PastAttempt, RetryPolicy, classify, decide
+from catchup_assets.core.classify.outcomes import Observation, Outcome, PastAttempt, RetryPolicy, classify, decide
 from catchup_assets.core.size.sizing import MemoryLadder
+from catchup_assets.core.units import GiB
 
 F = frozenset
 

@@ -15,7 +15,8 @@ import yaml
 
 from catchup_assets.core.classify.outcomes import RetryPolicy
 from catchup_assets.core.size.disk import DiskPolicy
-from catchup_assets.core.size.sizing import GiB, MemoryLadder, SizingPolicy
+from catchup_assets.core.size.sizing import MemoryLadder, SizingPolicy
+from catchup_assets.core.units import GiB
 from catchup_assets.defs.resources import CatchupResource
 from test_chart import BASE, CHART, NS, _merge, helm
 

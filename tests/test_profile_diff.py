@@ -17,8 +17,8 @@ from catchup_assets.core.aggregate.diff import (
     legend,
     regression_rows,
     requested_by_range,
-    text_table,
 )
+from catchup_assets.core.text import text_table
 from catchup_assets.store.records import AttemptRecord
 
 GiB = 1024**3

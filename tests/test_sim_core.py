@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from catchup_assets.core.measure.logparse import iter_lines, parse_tx_apply
-from catchup_assets.sim.model import GiB, range_cost
+from catchup_assets.core.units import GiB
+from catchup_assets.sim.model import range_cost
 
 CORE = Path(sys.executable).parent / "catchup-sim-core"
 FAST = {"SIM_SPEED": "20000", "SIM_MEMORY_SCALE": "0.005"}

@@ -14,9 +14,10 @@ from datetime import timedelta
 import pytest
 from kubernetes.client import ApiException, BatchV1Api, CoreV1Api
 
+from catchup_assets.core.units import GiB
 from kubesim.kube_api import KubeApiServer
 from kubesim.kube_logs import MAX_ENTRY
-from kubesim.kube_script import GiB, Script, Usage
+from kubesim.kube_script import Script, Usage
 from kubesim.kubelet import Kubelet
 from test_sim_kube import job_manifest
 

@@ -16,8 +16,9 @@ from kubernetes.client import BatchV1Api, CoreV1Api
 from catchup_assets.backends.kubernetes import manifests as m
 from catchup_assets.core.dispatch.ports import AttemptSpec
 from catchup_assets.core.measure import shipped
+from catchup_assets.core.units import GiB
 from kubesim.kube_api import KubeApiServer
-from kubesim.kube_script import GiB, Script
+from kubesim.kube_script import Script
 from kubesim.kubelet import Kubelet
 
 NS = "catchup"

@@ -15,9 +15,10 @@ import pytest
 import urllib3
 from kubernetes.client import BatchV1Api, CoreV1Api
 
+from catchup_assets.core.units import GiB
 from kubesim import kube_tls
 from kubesim.kube_api import KubeApiServer
-from kubesim.kube_script import GiB, Script, Usage
+from kubesim.kube_script import Script, Usage
 from kubesim.kubelet import Kubelet
 from kubesim.kubelet_server import KubeletServer, request_attributes
 from test_sim_kube import job_manifest

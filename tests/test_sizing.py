@@ -1,14 +1,7 @@
 import pytest
 
-from catchup_assets.core.size.sizing import (
-    GiB,
-    MemoryLadder,
-    Placement,
-    ProfileIndex,
-    RangeMeasure,
-    SizingPolicy,
-    Tiers,
-)
+from catchup_assets.core.size.sizing import MemoryLadder, Placement, ProfileIndex, RangeMeasure, SizingPolicy, Tiers
+from catchup_assets.core.units import GiB
 
 T = Tiers()
 P = SizingPolicy()  # margin 1.25, headroom 1 GiB

@@ -8,7 +8,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from catchup_assets.core.size.sizing import SizingPolicy
-from catchup_assets.sim.workload import GiB, Workload
+from catchup_assets.core.units import GiB
+from catchup_assets.sim.workload import Workload
 from catchup_assets.store.profiles import load_previous_profile
 
 

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from catchup_assets.core.aggregate.diff import DEFAULT_BAND_LEDGERS, DEFAULT_THRESHOLD
 from catchup_assets.core.plan.config import DEFAULT_PARALLELISM
+from catchup_assets.core.text import records_table
 
 
 def number(kind: type, above: float | None = None, at_least: float | None = None):
@@ -71,7 +72,8 @@ def _profile(args: argparse.Namespace) -> int:
 def _diff(args: argparse.Namespace) -> int:
     import textwrap
 
-    from catchup_assets.core.aggregate.diff import display_rows, legend, regression_rows, summary_lines, text_table
+    from catchup_assets.core.aggregate.diff import display_rows, legend, regression_rows, summary_lines
+    from catchup_assets.core.text import text_table
     from catchup_assets.mission.mission import diff_missions
 
     diff = diff_missions(args.root, args.a, args.b, args.band_ledgers, args.threshold)
@@ -133,7 +135,7 @@ def _plan(args: argparse.Namespace) -> int:
         f"{forecasts[0].estimated} without their own measurement"
     )
     print("tiers     " + ", ".join(f"{t} {n}" for t, n in sorted(tiers.items(), key=lambda kv: -kv[1])))
-    print("\n" + text_table(forecast_rows(forecasts, cfg.parallelism)))
+    print("\n" + records_table(forecast_rows(forecasts, cfg.parallelism)))
     print(
         "\nPredicted from the profile's seconds with the dispatcher's own order; reclaims, OOM retries "
         "and node start-up come on top."
@@ -142,20 +144,11 @@ def _plan(args: argparse.Namespace) -> int:
     return 0
 
 
-def text_table(rows: list[dict]) -> str:
-    """Rows of one shape as right-aligned columns under their names."""
-    cols = list(rows[0])
-    widths = [max(len(c), *(len(str(r[c])) for r in rows)) for c in cols]
-    lines = ["  ".join(c.rjust(w) for c, w in zip(cols, widths, strict=True))]
-    lines += ["  ".join(str(r[c]).rjust(w) for c, w in zip(cols, widths, strict=True)) for r in rows]
-    return "\n".join(lines)
-
-
 def print_cost(cost, placement) -> None:
     """The predicted cost of a mission's first attempts, per tier, with flat sizing beside it."""
     from catchup_assets.core.size.cost import COST_NOTE, cost_rows
 
-    print("\n" + text_table(cost_rows(cost, placement)))
+    print("\n" + records_table(cost_rows(cost, placement)))
     ratio = f"{cost.ratio:.3f}" if cost.ratio is not None else "-"
     print(
         f"\ncost {cost.dollars:,.2f} USD (spot {cost.spot_dollars:,.2f}, on-demand {cost.on_demand_dollars:,.2f}; "
@@ -176,7 +169,8 @@ def _fit_tiers(args: argparse.Namespace) -> int:
         fit_ladder,
         profile_ranges,
     )
-    from catchup_assets.core.size.sizing import GiB, Placement
+    from catchup_assets.core.size.sizing import Placement
+    from catchup_assets.core.units import GiB
     from catchup_assets.defs.resources import catalog_from_values
 
     previous = load_profile(args.profile)
@@ -193,7 +187,7 @@ def _fit_tiers(args: argparse.Namespace) -> int:
         named.insert(0, ("default", base, *evaluate(ranges, index, base, args.parallelism)))
     print(f"# chart values of the ladder fitted to {args.profile} ({len(ranges)} ranges)")
     print(chart_values(result.placement, with_catalog=bool(args.catalog)))
-    print(text_table(comparison_rows(named)))
+    print(records_table(comparison_rows(named)))
     bound = result.forecast.lower_bound_seconds
     print(
         f"\npredicted makespan {result.forecast.makespan_seconds / 3600:.3f} h at {args.parallelism} slots, "

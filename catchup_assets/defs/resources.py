@@ -25,7 +25,8 @@ from catchup_assets.core.plan.config import DEFAULT_PARALLELISM, MissionConfig
 from catchup_assets.core.plan.ranges import DEFAULT_LEDGERS_PER_RANGE, DEFAULT_OVERLAP, MissionSpan
 from catchup_assets.core.size.catalog import DEFAULT_CATALOG, Catalog, NodeShape, eks_allocatable
 from catchup_assets.core.size.disk import DiskPolicy
-from catchup_assets.core.size.sizing import GiB, MemoryLadder, Placement, SizingPolicy, Tier, Tiers
+from catchup_assets.core.size.sizing import MemoryLadder, Placement, SizingPolicy, Tier, Tiers
+from catchup_assets.core.units import GiB
 from catchup_assets.mission.tip import TIP_TIMEOUT_SECONDS, TipSource, parse_tip_source
 
 

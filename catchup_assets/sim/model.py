@@ -15,8 +15,7 @@ import math
 import random
 from dataclasses import dataclass
 
-GiB = 1024**3
-KiB = 1024
+from catchup_assets.core.units import GiB, KiB
 
 HISTORY_LEDGERS = 60_000_000
 

@@ -29,8 +29,7 @@ import pyarrow as pa
 
 from catchup_assets.core.aggregate.profile import PROFILE_SCHEMA
 from catchup_assets.core.plan.ranges import LedgerRange, MissionSpan, plan_ranges
-
-GiB = 1024**3
+from catchup_assets.core.units import GiB
 
 
 @dataclass(frozen=True)

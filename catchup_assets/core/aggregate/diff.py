@@ -41,13 +41,12 @@ from typing import Any
 import pyarrow as pa
 
 from catchup_assets.core.classify.outcomes import Outcome
+from catchup_assets.core.units import GiB, MiB
 
 DEFAULT_BAND_LEDGERS = 5_000_000  # 12 bands over ~60M ledgers
 DEFAULT_THRESHOLD = 1.25
 # What the diff reads of a profile (range_profile.parquet; profile.py documents each column).
 DIFF_COLUMNS = ("range_key", "last_ledger", "peak_anon_bytes", "seconds", "oom_count", "completed")
-GiB = 1024**3
-MiB = 1024**2
 
 BAND_SCHEMA = pa.schema(
     [
@@ -394,19 +393,6 @@ def regression_rows(diff: ProfileDiff, scale: float = 1.0, unit: tuple[str, int]
 
 def _fmt_ratio(v) -> str:
     return "-" if v is None else f"{v:.2f}"
-
-
-def text_table(columns: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
-    widths = [max(len(c), *(len(r[i]) for r in rows)) if rows else len(c) for i, c in enumerate(columns)]
-    lines = ["  ".join(c.rjust(w) for c, w in zip(columns, widths, strict=True))]
-    lines += ["  ".join(v.rjust(w) for v, w in zip(r, widths, strict=True)) for r in rows]
-    return "\n".join(lines)
-
-
-def markdown_table(columns: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
-    lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
-    lines += ["| " + " | ".join(r) + " |" for r in rows]
-    return "\n".join(lines)
 
 
 def image_text(image: Mapping[str, Any] | None) -> str:

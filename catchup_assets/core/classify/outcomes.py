@@ -15,8 +15,6 @@ from enum import StrEnum
 from catchup_assets.core.classify.evictions import REASON as EVICTED_REASON
 from catchup_assets.core.classify.evictions import node_pressure, own_disk_eviction
 
-GiB = 1024**3
-
 
 class Outcome(StrEnum):
     OK = "ok"

@@ -21,8 +21,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-GiB = 1024**3
-MiB = 1024**2
+from catchup_assets.core.units import GiB, MiB
+
 SPOT, ON_DEMAND = "spot", "on-demand"
 CAPACITY_TYPES = (SPOT, ON_DEMAND)
 

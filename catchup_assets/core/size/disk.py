@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-GiB = 1024**3
+from catchup_assets.core.units import GiB
 
 
 @dataclass(frozen=True)

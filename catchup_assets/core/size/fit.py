@@ -30,7 +30,8 @@ from catchup_assets.core.plan.ranges import LedgerRange, dispatch_order
 from catchup_assets.core.size.catalog import SPOT, Catalog, NodeShape
 from catchup_assets.core.size.cost import MissionCost, mission_cost, node_share
 from catchup_assets.core.size.forecast import Forecast, estimates, forecast
-from catchup_assets.core.size.sizing import GiB, Placement, ProfileIndex, Tier, Tiers
+from catchup_assets.core.size.sizing import Placement, ProfileIndex, Tier, Tiers
+from catchup_assets.core.units import GiB
 
 
 class NothingToFit(ValueError):

@@ -14,9 +14,8 @@ from dataclasses import dataclass, replace
 
 from catchup_assets.core.size.catalog import CAPACITY_TYPES, DEFAULT_CATALOG, SPOT, Catalog, NodeShape
 from catchup_assets.core.size.disk import DiskPolicy
+from catchup_assets.core.units import GiB
 
-GiB = 1024**3
-MiB = 1024**2
 TIER_NAME = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
 
 

@@ -6,7 +6,8 @@ from typing import Any
 
 import dagster as dg
 
-from catchup_assets.defs.metadata.display import GiB, _figure, _png_markdown
+from catchup_assets.core.units import GiB
+from catchup_assets.defs.metadata.display import _figure, _png_markdown
 
 
 def _rounded(value, digits: int):
@@ -58,10 +59,10 @@ def profile_diff_metadata(mission: str, out, memory_scale: float = 1.0) -> dict[
         display_rows,
         image_text,
         legend,
-        markdown_table,
         regression_rows,
         summary_lines,
     )
+    from catchup_assets.core.text import markdown_table
 
     diff = out.diff
     if diff is None:

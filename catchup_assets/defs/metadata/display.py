@@ -16,9 +16,9 @@ from typing import Any
 import dagster as dg
 
 from catchup_assets.core.size.forecast import significant
+from catchup_assets.core.text import markdown_table as text_markdown_table
+from catchup_assets.core.units import GiB, MiB
 
-MiB = 1024**2
-GiB = 1024**3
 PREVIEW_ROWS = 12
 
 
@@ -65,11 +65,10 @@ def markdown_table(
             return f"{v:,}"
         return "" if v is None else str(v)
 
-    lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
-    lines += ["| " + " | ".join(cell(r.get(c)) for c in columns) + " |" for r in rows[:limit]]
+    text = text_markdown_table(columns, [[cell(r.get(c)) for c in columns] for r in rows[:limit]])
     if len(rows) > limit:
-        lines.append(f"\n{len(rows) - limit} more rows in the Parquet file")
-    return dg.MetadataValue.md("\n".join(lines))
+        text += f"\n\n{len(rows) - limit} more rows in the Parquet file"
+    return dg.MetadataValue.md(text)
 
 
 def forecast_metadata(cfg, forecasts) -> dict[str, Any]:
