@@ -170,7 +170,7 @@ def load_location(directory: Path) -> dg.Definitions:
 
 def project_root() -> Path | None:
     """The source checkout this package runs from (where `uv run` works), if any."""
-    root = Path(__file__).resolve().parent.parent
+    root = Path(__file__).resolve().parents[2]
     return root if (root / "pyproject.toml").exists() else None
 
 
