@@ -6,7 +6,7 @@
 #
 # BASE is any Debian-like image with python3 3.11+ and its venv module (ensurepip):
 # the official image for real builds; .ci/image-base makes a stand-in from Debian
-# packages where no registry is reachable (README, "Image").
+# packages where no registry is reachable (docs/deploy.md, "Image").
 #
 # Non-root (uid 10001) and read-only-root friendly: the only paths written at run
 # time are /tmp (also HOME), DAGSTER_HOME and /var/lib/catchup (the chart's workDir),

@@ -30,7 +30,7 @@ MISSION_NS = "catchup-missions"  # the default mission namespace: "<release name
 WORKER_CM, LOCATION_CM = "cu-catchup-assets-worker", "cu-catchup-assets-location"
 BASE = {"image": {"repository": "ghcr.io/stellar/catchup-assets", "tag": "1.2.3"}}
 
-# What the mission's ServiceAccount may do in its namespace, exactly (README, issue 5).
+# What the mission's ServiceAccount may do in its namespace, exactly (docs/deploy.md, "RBAC"; issue 5).
 # What the backend calls (test_k8s_backend.py measures it against the simulated API server).
 ROLE_GRANTS = {
     ("batch", "jobs"): {"create", "list", "delete"},

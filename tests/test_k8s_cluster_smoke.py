@@ -8,7 +8,7 @@ Run against a cluster you may create Jobs in (kind, minikube, a dev cluster):
     uv run pytest -m cluster tests/test_k8s_cluster_smoke.py
 
 The namespace must exist and the kubeconfig's user needs the RBAC listed in
-the README ("Kubernetes backend"). Peaks are read from each node's kubelet, so
+docs/deploy.md ("RBAC"). Peaks are read from each node's kubelet, so
 from outside the cluster the nodes' addresses must be reachable (kind: they
 are, from its host) and the kubelets need a token they accept and a CA:
 CATCHUP_K8S_KUBELET_TOKEN_FILE (e.g. `kubectl create token SA > token`),

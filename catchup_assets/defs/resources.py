@@ -212,7 +212,7 @@ class MissionDefaultsConfig(_Strict):
 
 
 class KubernetesConfig(_Strict):
-    """Where and how range Jobs run (backend: kubernetes); see README "Kubernetes backend".
+    """Where and how range Jobs run (backend: kubernetes); see docs/deploy.md, "Kubernetes backend".
 
     Every field of K8sSettings is a field here with the same name and default;
     the rest configure the backend's polling and the client.

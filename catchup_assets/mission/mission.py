@@ -3,7 +3,7 @@
 The Dagster assets and the CLI both call these functions; nothing here knows
 which backend runs the attempts.
 
-Storage layout under the root, per mission (README "Storage layout"):
+Storage layout under the root, per mission (docs/storage.md):
     <mission>/plan.parquet            the plan (plan.py)
     <mission>/attempts/...            attempt records and done marks (records.py)
     <mission>/logs/<key>/aNNN.log.gz  attempt logs

@@ -1,6 +1,6 @@
 """Attempt records on the storage root: one Parquet file per attempt, done mark last.
 
-Layout under the root (see README "Storage layout"):
+Layout under the root (see docs/storage.md, "Storage layout"):
     <mission>/attempts/<range_key>/a<NNN>.parquet   the attempt record
     <mission>/attempts/<range_key>/_a<NNN>.done     written after the record (L32); the
                                                     underscore keeps Parquet readers off it

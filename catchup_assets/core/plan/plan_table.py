@@ -1,7 +1,7 @@
 """The plan table of a mission and the tier map of a profile.
 
 Pure over ranges, a profile index and policies; the output is a pyarrow table
-with documented columns (README "Storage layout").
+with documented columns (docs/storage.md).
 
 plan.parquet, one row per range, in dispatch order:
     range_key, first_ledger, last_ledger   the range
