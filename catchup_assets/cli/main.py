@@ -87,9 +87,9 @@ def _diff(args: argparse.Namespace) -> int:
     if diff.regressions:
         print(text_table(*regression_rows(diff, args.memory_scale)))
     if args.out:
-        import pyarrow.parquet as pq
+        from catchup_assets.store.io import write_parquet
 
-        pq.write_table(diff.table(), args.out)
+        write_parquet(diff.table(), args.out)
         print(f"\nband table -> {args.out}")
     return 0
 
@@ -199,16 +199,15 @@ def _fit_tiers(args: argparse.Namespace) -> int:
 
 
 def _workload(args: argparse.Namespace) -> int:
-    import pyarrow.parquet as pq
-
     from catchup_assets.sim.workload import Workload
+    from catchup_assets.store.io import write_parquet
 
     if Path(args.out).is_dir():
         raise ValueError(
             f"--out: {args.out} is a directory; name the file, e.g. {Path(args.out) / 'range_profile.parquet'}"
         )
     model = Workload(ranges=args.ranges, seed=args.seed)
-    pq.write_table(model.profile_table(), args.out)
+    write_parquet(model.profile_table(), args.out)
     secs = sorted(c.seconds for c in model)
     print(
         f"{len(secs)} ranges, {sum(secs) / 3600:,.0f} h of work, median {secs[len(secs) // 2]:.0f} s, "

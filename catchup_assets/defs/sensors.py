@@ -35,8 +35,6 @@ from __future__ import annotations
 import json
 
 import dagster as dg
-import fsspec
-import pyarrow.parquet as pq
 
 from catchup_assets.core.plan.ranges import MissionSpan, plan_ranges
 from catchup_assets.defs.assets.range_assets import (
@@ -52,6 +50,7 @@ from catchup_assets.defs.jobs import mission_plan_job, profile_job, range_catchu
 from catchup_assets.defs.resources import CatchupResource
 from catchup_assets.mission.mission import MissionConfig, load_mission
 from catchup_assets.mission.tip import Tip, TipUnavailable, read_tip, span_to_tip
+from catchup_assets.store.io import read_parquet_column
 from catchup_assets.store.root import Store
 
 CATCHUP_KEY = dg.AssetKey("range_catchup")
@@ -85,9 +84,7 @@ def meta(record: dg.EventLogRecord, name: str):
 
 
 def read_plan_keys(plan_path: str) -> list[str]:
-    # No listing cache (as the Store): a sensor process lives long, a plan may be rewritten.
-    fs, path = fsspec.core.url_to_fs(plan_path, use_listings_cache=False)
-    return pq.read_table(path, filesystem=fs, columns=["range_key"]).column("range_key").to_pylist()
+    return read_parquet_column(plan_path, "range_key")
 
 
 def contiguous_groups(keys: list[str], insertion_order: list[str]) -> tuple[list[list[str]], list[str]]:

@@ -163,14 +163,13 @@ def log_tail(url: str, lines: int = LOG_TAIL_LINES) -> str:
     import collections
     import gzip
 
-    import fsspec
-
     from catchup_assets.core.measure.logparse import iter_lines
+    from catchup_assets.store.io import open_binary
 
     tail: collections.deque[str] = collections.deque(maxlen=lines)
     read = 0
     try:
-        with fsspec.open(url, "rb") as raw, gzip.open(raw) as f:
+        with open_binary(url) as raw, gzip.open(raw) as f:
 
             def chunks():
                 nonlocal read
