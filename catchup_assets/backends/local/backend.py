@@ -51,7 +51,7 @@ from catchup_assets.core.dispatch.ports import (
 
 log = logging.getLogger(__name__)
 
-ENTRYPOINT = Path(__file__).resolve().parents[2] / "worker" / "entrypoint.sh"
+ENTRYPOINT = Path(__file__).resolve().parents[1] / "worker" / "entrypoint.sh"
 # A dispatcher that died between creating an attempt and starting its
 # supervisor leaves a directory nobody runs; after this long it is judged lost.
 START_TIMEOUT = 60.0
