@@ -41,7 +41,8 @@ def _demo(args: argparse.Namespace) -> int:
 
     # The assets use beta parameters (backfill_policy) on purpose: no warning about it on every demo.
     warnings.filterwarnings("ignore", category=dg.BetaWarning)
-    from catchup_assets.cli.demo import DemoSettings, run_demo
+    from catchup_assets.cli.demo.run import run_demo
+    from catchup_assets.cli.demo.settings import DemoSettings
 
     if Path(args.dir).exists() and not Path(args.dir).is_dir():
         raise ValueError(f"--dir: {args.dir} exists and is not a directory")
