@@ -18,7 +18,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from catchup_assets.cli.main import main as cli
+from catchup_assets.cli import main as cli
 from catchup_assets.core.aggregate.profile import PROFILE_SCHEMA
 from catchup_assets.core.dispatch.ports import Peaks
 from catchup_assets.core.dispatch.reconciler import DispatchConfig, Dispatcher, DispatcherStuck
