@@ -46,7 +46,8 @@ def flat_placement(base: Placement, largest_request: int) -> Placement:
 
 def demo_costs(runs: int, ranges: int) -> list[tuple[int, float, float, str]]:
     """(seed, unprofiled USD, profiled USD, verdict) of `runs` demos, each in a directory of its own."""
-    from catchup_assets.cli.demo import DemoSettings, run_demo
+    from catchup_assets.cli.demo.run import run_demo
+    from catchup_assets.cli.demo.settings import DemoSettings
 
     out = []
     for seed in range(runs):

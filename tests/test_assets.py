@@ -255,7 +255,7 @@ def test_a_condemned_partition_carries_this_mission_s_cause_and_log_tail(instanc
 def test_the_log_tail_is_the_last_lines_and_an_unreadable_log_is_said_not_raised(tmp_path):
     import gzip
 
-    from catchup_assets.defs.metadata.display import log_tail
+    from catchup_assets.defs.metadata.log_tail import log_tail
 
     log = tmp_path / "a001.log.gz"
     log.write_bytes(gzip.compress("".join(f"line {i}\n" for i in range(1000)).encode() + b"x" * 5000))

@@ -13,7 +13,8 @@ import pandas as pd
 import pytest
 from dagster._core.storage.tags import ASSET_PARTITION_RANGE_END_TAG, ASSET_PARTITION_RANGE_START_TAG
 
-from catchup_assets.cli.demo import DemoSettings, run_demo
+from catchup_assets.cli.demo.run import run_demo
+from catchup_assets.cli.demo.settings import DemoSettings
 from catchup_assets.defs.assets.range_assets import MISSION_TAG, ledger_ranges_partitions_def
 from test_workspace import load_repository
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
-from catchup_assets.cli.demo import DemoSettings
+from catchup_assets.cli.demo.settings import DemoSettings
 from catchup_assets.core.plan.ranges import MissionSpan, plan_ranges
 from catchup_assets.defs.assets.launchpad import MissionPlanConfig, check_limits, superseded
 from catchup_assets.defs.assets.range_assets import MISSION_TAG

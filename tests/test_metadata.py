@@ -2,7 +2,8 @@
 
 import pytest
 
-from catchup_assets.defs.metadata.display import SPARKS, markdown_table, mib, sparkline
+from catchup_assets.defs.metadata.plots import SPARKS, sparkline
+from catchup_assets.defs.metadata.tables import markdown_table, mib
 
 
 @pytest.mark.parametrize(

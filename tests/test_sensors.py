@@ -22,13 +22,9 @@ from catchup_assets.defs.assets.range_assets import (
 from catchup_assets.defs.assets.tier_ladder import tier_ladder
 from catchup_assets.defs.jobs import mission_plan_job, profile_job, range_catchup_job
 from catchup_assets.defs.resources import CatchupResource
-from catchup_assets.defs.sensors import (
-    PREVIOUS_MISSION_TAG,
-    mission_finished_sensor,
-    mission_plan_sensor,
-    next_mission_sensor,
-    read_plan_keys,
-)
+from catchup_assets.defs.sensors.mission_finished import mission_finished_sensor
+from catchup_assets.defs.sensors.mission_plan import mission_plan_sensor, read_plan_keys
+from catchup_assets.defs.sensors.next_mission import PREVIOUS_MISSION_TAG, next_mission_sensor
 from history_archive import WELL_KNOWN, HistoryArchive
 
 R = 1_250_048  # a multiple of 64, so a few ranges cover a few million quick simulated ledgers

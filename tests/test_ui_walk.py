@@ -27,7 +27,7 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
-from catchup_assets.cli.demo import run_demo
+from catchup_assets.cli.demo.run import run_demo
 from catchup_assets.core.plan.ranges import MissionSpan
 from test_demo import FailingArchive
 

@@ -7,7 +7,9 @@ from catchup_assets.defs.assets.range_assets import mission_plan, range_catchup,
 from catchup_assets.defs.assets.tier_ladder import tier_ladder
 from catchup_assets.defs.jobs import mission_plan_job, profile_job, range_catchup_job
 from catchup_assets.defs.resources import CatchupResource
-from catchup_assets.defs.sensors import mission_finished_sensor, mission_plan_sensor, next_mission_sensor
+from catchup_assets.defs.sensors.mission_finished import mission_finished_sensor
+from catchup_assets.defs.sensors.mission_plan import mission_plan_sensor
+from catchup_assets.defs.sensors.next_mission import next_mission_sensor
 
 defs = dg.Definitions(
     assets=[mission_plan, range_catchup, range_profile, tier_map, profile_diff, tier_ladder],

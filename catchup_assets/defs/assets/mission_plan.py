@@ -9,7 +9,7 @@ import dagster as dg
 from catchup_assets.core.plan.ranges import parse_key
 from catchup_assets.defs.assets.launchpad import MissionPlanConfig, check_limits, superseded
 from catchup_assets.defs.metadata.cost import cost_metadata
-from catchup_assets.defs.metadata.display import plan_metadata
+from catchup_assets.defs.metadata.plan import plan_metadata
 from catchup_assets.defs.ownership import RANGE_KEY, SUPERSEDED, has_history, latest_marks
 from catchup_assets.defs.resources import CatchupResource
 from catchup_assets.defs.run_context import MISSION_TAG, ledger_ranges_partitions_def, refused

@@ -15,7 +15,8 @@ from catchup_assets.core.plan.ranges import RangeKeyError, parse_key, plan_range
 from catchup_assets.defs.assets.launchpad import policies
 from catchup_assets.defs.assets.mission_plan import build_mission_plan, mission_plan  # noqa: F401 - the graph's root, re-exported
 from catchup_assets.defs.metadata.cost import mission_cost_metadata, tier_map_cost_metadata
-from catchup_assets.defs.metadata.display import failure_metadata, profile_metadata, range_metadata, tier_map_metadata
+from catchup_assets.defs.metadata.profile import profile_metadata, tier_map_metadata
+from catchup_assets.defs.metadata.ranges import failure_metadata, range_metadata
 from catchup_assets.defs.ownership import SUPERSEDED, latest_marks
 from catchup_assets.defs.resources import CatchupResource
 from catchup_assets.defs.run_context import (  # noqa: F401 - re-exported: sensors, demo and tests name them here

@@ -8,7 +8,7 @@ from typing import Any
 import dagster as dg
 
 from catchup_assets.core.size.forecast import significant
-from catchup_assets.defs.metadata.display import markdown_table
+from catchup_assets.defs.metadata.tables import markdown_table
 
 
 def cost_metadata(cost, placement, prefix: str) -> dict[str, Any]:

@@ -7,7 +7,7 @@ from typing import Any
 import dagster as dg
 
 from catchup_assets.core.units import GiB
-from catchup_assets.defs.metadata.display import _figure, _png_markdown
+from catchup_assets.defs.metadata.plots import figure, png_markdown
 
 
 def _rounded(value, digits: int):
@@ -21,7 +21,7 @@ def profile_diff_plot(diff, memory_scale: float = 1.0) -> dg.MetadataValue:
     name, size = memory_unit(diff, memory_scale)
     bands = diff.bands
     xs = list(range(len(bands)))
-    fig, axes = _figure(2)
+    fig, axes = figure(2)
     ax1, ax2 = axes[0][0], axes[1][0]
 
     def mem(column: str) -> list[float]:
@@ -47,7 +47,7 @@ def profile_diff_plot(diff, memory_scale: float = 1.0) -> dg.MetadataValue:
     ax1.set_xticklabels([])
     ax2.set_xticks(xs)
     ax2.set_xticklabels([b["band"] for b in bands], rotation=45, fontsize="small")
-    return _png_markdown(fig)
+    return png_markdown(fig)
 
 
 def profile_diff_metadata(mission: str, out, memory_scale: float = 1.0) -> dict[str, Any]:

@@ -1,0 +1,140 @@
+"""One demo mission through Dagster, as an operator runs it: mission_plan, range_catchup_job over
+the plan's partitions as one run, profile_job; what it measured and where its files are."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from dataclasses import dataclass, replace
+from typing import Any
+
+import dagster as dg
+
+from catchup_assets.cli.demo.progress import Poller, ProgressBar
+from catchup_assets.cli.demo.settings import DemoSettings
+from catchup_assets.defs.assets.range_assets import (
+    MISSION_TAG,
+    RANGE_END_TAG,
+    RANGE_START_TAG,
+    ledger_ranges_partitions_def,
+)
+from catchup_assets.defs.resources import CatchupResource
+from catchup_assets.defs.sensors.mission_finished import AFTER_RUN_TAG
+from catchup_assets.mission.mission import PLAN_FILE, PROFILE_DIFF_FILE, PROFILE_FILE, TIER_MAP_FILE, read_table
+from catchup_assets.mission.report import MissionSummary, summarize
+from catchup_assets.store.records import RecordStore
+from catchup_assets.store.root import Store
+
+
+class DemoFailed(Exception):
+    """A run failed for a reason other than condemned ranges (those are reported, not raised)."""
+
+
+@dataclass
+class MissionOutcome:
+    mission: str
+    summary: MissionSummary
+    condemned: dict[str, str]
+    paths: dict[str, str]
+    run_ids: dict[str, str]
+
+
+def _quiet(level: str) -> dict[str, Any]:
+    return {"loggers": {"console": {"config": {"log_level": level}}}}
+
+
+def _failure_text(result: dg.ExecuteInProcessResult) -> str:
+    errors = [e.event_specific_data.error for e in result.all_events if e.is_failure and e.event_specific_data]
+    messages = dict.fromkeys(err.message.strip() for err in errors if err is not None)  # the step's and the run's
+    return "; ".join(messages) or "run failed"
+
+
+def _contiguous(instance: dg.DagsterInstance, keys: list[str]) -> tuple[str, str]:
+    """The plan's keys as one span of the instance's key order (a run covers one span)."""
+    order = instance.get_dynamic_partitions(ledger_ranges_partitions_def.name)
+    index = {k: i for i, k in enumerate(order)}
+    missing = [k for k in keys if k not in index]
+    if missing:
+        raise DemoFailed(f"plan keys missing from partitions {ledger_ranges_partitions_def.name}: {missing[:3]}")
+    lo, hi = min(index[k] for k in keys), max(index[k] for k in keys)
+    if hi - lo + 1 != len(keys):
+        raise DemoFailed("the plan's partitions are not contiguous in the instance's key order")
+    return order[lo], order[hi]
+
+
+def run_one(
+    instance: dg.DagsterInstance,
+    defs: dg.Definitions,
+    settings: DemoSettings,
+    mission: str,
+    previous: str | None,
+    order: str,
+    log_level: str = "CRITICAL",
+) -> MissionOutcome:
+    catchup: CatchupResource = defs.resources["catchup"]
+    store = Store(catchup.root())
+    tags = {MISSION_TAG: mission}
+    run_ids: dict[str, str] = {}
+
+    plan_run = defs.resolve_job_def("mission_plan_job").execute_in_process(
+        run_config={
+            "ops": {"mission_plan": {"config": settings.plan_config(mission, previous, order)}},
+            **_quiet(log_level),
+        },
+        instance=instance,
+        tags=tags,
+        raise_on_error=False,
+    )
+    run_ids["mission_plan_job"] = plan_run.run_id
+    if not plan_run.success:
+        raise DemoFailed(f"mission_plan of {mission}: {_failure_text(plan_run)}")
+    keys = sorted(read_table(store, f"{mission}/{PLAN_FILE}").column("range_key").to_pylist())
+    first, last = _contiguous(instance, keys)
+
+    run_id = str(uuid.uuid4())  # what Dagster makes a run id of
+    bar = ProgressBar(mission, len(keys))
+    poller = Poller(bar, catchup, mission, keys)
+    started = time.monotonic()
+    poller.start()
+    try:
+        catchup_run = defs.resolve_job_def("range_catchup_job").execute_in_process(
+            run_config=_quiet(log_level),
+            instance=instance,
+            tags={**tags, RANGE_START_TAG: first, RANGE_END_TAG: last},
+            run_id=run_id,
+            raise_on_error=False,
+        )
+    finally:
+        states = poller.stop()
+    wall = time.monotonic() - started
+    run_ids["range_catchup_job"] = catchup_run.run_id
+    if not catchup_run.success and not states.condemned:
+        raise DemoFailed(f"range_catchup of {mission} (run {run_id}): {_failure_text(catchup_run)}")
+
+    # Tagged as mission_finished_sensor tags the profile it requests after a run.
+    profile_run = defs.resolve_job_def("profile_job").execute_in_process(
+        run_config=_quiet(log_level), instance=instance, tags={**tags, AFTER_RUN_TAG: run_id}, raise_on_error=False
+    )
+    run_ids["profile_job"] = profile_run.run_id
+    if not profile_run.success:
+        raise DemoFailed(f"profile_job of {mission}: {_failure_text(profile_run)}")
+
+    records, done = RecordStore(store, mission).load()
+    summary = summarize(
+        mission,
+        [r for i, r in records.items() if i in done],
+        catchup.placement(),
+        len(keys),
+        len(states.condemned),
+        time_scale=catchup.sim_speed,
+        plan_rows=read_table(store, f"{mission}/{PLAN_FILE}").to_pylist(),
+    )
+    paths = {
+        "plan": store.url(f"{mission}/{PLAN_FILE}"),
+        "attempts": store.url(f"{mission}/attempts"),
+        "profile": store.url(f"{mission}/{PROFILE_FILE}"),
+        "tier map": store.url(f"{mission}/{TIER_MAP_FILE}"),
+    }
+    if store.exists(f"{mission}/{PROFILE_DIFF_FILE}"):
+        paths["diff"] = store.url(f"{mission}/{PROFILE_DIFF_FILE}")  # profile_diff: against the one before
+    return MissionOutcome(mission, replace(summary, wall_seconds=wall), states.condemned, paths, run_ids)

@@ -1,0 +1,92 @@
+"""The demo: two missions over a simulated history, run through Dagster on a persistent instance.
+
+The first mission runs with no profile (every range on the catch-all tier, OOMs
+climb the ladder); the second is sized from the first's profile, longest first.
+Memory is the production model scaled down (`memory_scale`), so the same
+ladder, margins and headroom apply in MiB instead of GiB.
+
+Each mission is what an operator does in the UI, in the same order, on the same
+instance: materialize `mission_plan`, run `range_catchup_job` over the plan's
+partitions as one run, run `profile_job` (range_profile, tier_map, profile_diff). The demo's
+directory keeps the Dagster home (SQLite), the storage root (Parquet), the
+local backend's work directory and the code location the UI opens:
+
+    <dir>/dagster_home/          DAGSTER_HOME: dagster.yaml, runs, events
+    <dir>/storage/<mission>/     plan, attempts, logs, range_profile, tier_map, profile_diff
+    <dir>/work/                  attempts in flight, per-range data directories
+    <dir>/catchup_location.py    the definitions with the demo's CatchupResource
+    <dir>/workspace.yaml         what `dagster dev -w` loads
+
+Progress is read from durable state only (attempt records and the backend's
+registry), as any second observer would, never from the dispatcher's memory.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from shlex import quote as q
+from typing import TextIO
+
+import dagster as dg
+
+from catchup_assets.cli.demo.mission import DemoFailed, run_one
+from catchup_assets.cli.demo.settings import DemoSettings
+from catchup_assets.core.size.cost import COST_NOTE
+from catchup_assets.defs.location import load_location, project_root, ui_command, write_home, write_location
+from catchup_assets.mission.report import cost_verdict, side_by_side
+
+
+def diff_command(storage_root: str, a: str, b: str, memory_scale: float) -> str:
+    """The shell command that prints `catchup-assets diff` of the two missions, in production figures."""
+    cmd = f"catchup-assets diff --root {q(storage_root)} {a} {b} --memory-scale {memory_scale:g}"
+    root = project_root()
+    return cmd if root is None else f"cd {q(str(root))} && uv run {cmd}"
+
+
+def run_demo(settings: DemoSettings, out: TextIO = sys.stdout, log_level: str = "CRITICAL") -> int:
+    settings.directory.mkdir(parents=True, exist_ok=True)
+    home = settings.home
+    write_home(home)
+    workspace = write_location(settings.directory, settings.catchup())
+    # The very file the UI loads: the runs below use its resources, not a copy of them.
+    defs = load_location(settings.directory)
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    first, second = f"demo-{stamp}-a", f"demo-{stamp}-b"
+    started = time.monotonic()
+    with dg.DagsterInstance.from_config(str(home)) as instance:
+        try:
+            a = run_one(instance, defs, settings, first, None, "tip-first", log_level)
+            b = run_one(instance, defs, settings, second, a.paths["profile"], "longest-first", log_level)
+        except DemoFailed as exc:
+            print(f"catchup-assets demo: {exc}", file=sys.stderr)
+            print(f"\nthe runs are in the Dagster UI:\n  {ui_command(home, workspace)}", file=sys.stderr)
+            return 1
+    total = time.monotonic() - started
+    memory_scale = defs.resources["catchup"].memory_scale
+    print("\n" + side_by_side([a.summary, b.summary], memory_scale), file=out)
+    print(
+        "\nmemory, node and dollar figures in production scale (the demo runs memory x "
+        f"{memory_scale:g} and time x {settings.speed:,.0f}); wall time is real "
+        f"(the range_catchup run; both missions with planning and profiling took {total:.0f} s)",
+        file=out,
+    )
+    print(f"cost: {cost_verdict(a.summary, b.summary)}; {COST_NOTE}", file=out)
+    for m in (a, b):
+        print(f"\n{m.mission}:", file=out)
+        for what, path in m.paths.items():
+            print(f"  {what:<9} {path}", file=out)
+        for key, why in sorted(m.condemned.items()):
+            print(f"  condemned {key}: {why}", file=out)
+    print(
+        "\nthe two missions by ledger band (memory requested, peaks, time, regressions; "
+        f"profile_diff in the UI):\n  {diff_command(settings.storage_root, a.mission, b.mission, memory_scale)}",
+        file=out,
+    )
+    print(f"\nDagster instance  {home}", file=out)
+    print(
+        "open it in the UI (runs, partitions, the profile's plots; launch the next mission):\n"
+        f"  {ui_command(home, workspace)}",
+        file=out,
+    )
+    return 1 if a.condemned or b.condemned else 0

@@ -1,0 +1,81 @@
+"""The demo's settings: its directory, scale and speed, the mission grid it cuts and the resource it runs with."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from catchup_assets.core.plan.ranges import CHECKPOINT_LEDGERS, MissionSpan
+from catchup_assets.sim.model import HISTORY_LEDGERS
+
+
+@dataclass(frozen=True)
+class DemoSettings:
+    directory: Path
+    ranges: int = 48
+    parallelism: int = 8
+    speed: float = 300_000.0  # simulated seconds per real second
+    memory_scale: float = 1 / 200
+    disruption_rate: float = 0.07
+    seed: int = 0
+    poll_seconds: float = 0.25
+
+    def __post_init__(self) -> None:
+        if self.ranges < 1:
+            raise ValueError(f"ranges must be >= 1, got {self.ranges}")
+        if self.parallelism < 1:
+            raise ValueError(f"parallelism must be >= 1, got {self.parallelism}")
+        if self.speed <= 0 or not 0 < self.memory_scale <= 1:
+            raise ValueError("speed must be > 0 and memory_scale in (0, 1]")
+        if not 0 <= self.disruption_rate < 1:
+            raise ValueError(f"disruption_rate must be in [0, 1), got {self.disruption_rate}")
+
+    @property
+    def home(self) -> Path:
+        return self.directory / "dagster_home"
+
+    @property
+    def storage_root(self) -> str:
+        return str(self.directory / "storage")
+
+    def span(self) -> MissionSpan:
+        # The whole simulated history cut into `ranges` grid-aligned pieces.
+        per = math.ceil(HISTORY_LEDGERS / self.ranges / CHECKPOINT_LEDGERS) * CHECKPOINT_LEDGERS
+        return MissionSpan(1, per * self.ranges, ledgers_per_range=per, overlap=0)
+
+    def catchup(self) -> dict[str, Any]:
+        """The `CatchupResource` fields of the demo: what its runs and its UI both use."""
+        return dict(
+            storage_root=self.storage_root,
+            memory_scale=self.memory_scale,
+            sim_speed=self.speed,
+            sim_seed=self.seed,
+            disruption_rate=self.disruption_rate,
+            poll_seconds=self.poll_seconds,
+            status_every=max(1, round(5 / self.poll_seconds)),  # a status line in the run's log every ~5 s
+            # What the UI's launchpad offers for mission_plan: this demo's grid, not production's.
+            mission_defaults=dict(
+                first_ledger=self.span().first_ledger,
+                last_ledger=self.span().last_ledger,
+                ledgers_per_range=self.span().ledgers_per_range,
+                overlap=self.span().overlap,
+                parallelism=self.parallelism,
+                max_parallelism=self.parallelism,
+            ),
+        )
+
+    def plan_config(self, mission: str, previous_profile: str | None, order: str) -> dict[str, Any]:
+        """`mission_plan`'s run config: the fields an operator fills in the launchpad."""
+        span = self.span()
+        return {
+            "mission": mission,
+            "first_ledger": span.first_ledger,
+            "last_ledger": span.last_ledger,
+            "ledgers_per_range": span.ledgers_per_range,
+            "overlap": span.overlap,
+            "order": order,
+            "parallelism": self.parallelism,
+            "previous_profile": previous_profile or "",
+        }

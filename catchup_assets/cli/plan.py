@@ -1,0 +1,72 @@
+"""`catchup-assets plan`: a mission's makespan, node-hours and cost predicted from a profile;
+the --profile it reads and the cost table it prints, which `fit-tiers` shares."""
+
+from __future__ import annotations
+
+import argparse
+
+from catchup_assets.core.text import records_table
+
+
+def load_profile(path: str):
+    """The profile at `path` (--profile), refused naming the option if it cannot size a mission."""
+    from catchup_assets.store.profiles import ProfileRefused, load_previous_profile
+
+    try:
+        previous = load_previous_profile(path)
+    except ProfileRefused as exc:
+        raise ValueError(f"--profile: {exc}") from exc
+    if previous.index is None:
+        raise ValueError(f"--profile: {previous.warning}")
+    return previous
+
+
+def command(args: argparse.Namespace) -> int:
+    from collections import Counter
+
+    from catchup_assets.core.plan.ranges import MissionSpan
+    from catchup_assets.core.size.forecast import forecast_rows
+    from catchup_assets.mission.mission import MissionConfig, forecast_mission, predict_cost, prepare
+
+    previous = load_profile(args.profile)
+    last = args.last_ledger or max(int(r["last_ledger"]) for r in previous.rows)
+    cfg = MissionConfig(
+        mission="plan",
+        span=MissionSpan(args.first_ledger, last, args.ledgers_per_range, args.overlap),
+        storage_root="memory://catchup-assets-plan",  # nothing is written
+        parallelism=args.parallelism,
+        order=args.order,
+        previous_profile=args.profile,
+    )
+    prepared = prepare(cfg)
+    forecasts = forecast_mission(prepared, args.what_if)
+    if not forecasts:
+        raise ValueError(f"--profile: {args.profile} has no seconds to time a mission with")
+    tiers = Counter(prepared.plan.column("tier").to_pylist())
+    print(f"profile   {args.profile}: {len(previous.index)} measured ranges")
+    print(
+        f"mission   ledgers {cfg.span.first_ledger}..{last}, {len(prepared.ordered)} ranges, order {cfg.order}, "
+        f"{forecasts[0].estimated} without their own measurement"
+    )
+    print("tiers     " + ", ".join(f"{t} {n}" for t, n in sorted(tiers.items(), key=lambda kv: -kv[1])))
+    print("\n" + records_table(forecast_rows(forecasts, cfg.parallelism)))
+    print(
+        "\nPredicted from the profile's seconds with the dispatcher's own order; reclaims, OOM retries "
+        "and node start-up come on top."
+    )
+    print_cost(predict_cost(prepared), cfg.placement)
+    return 0
+
+
+def print_cost(cost, placement) -> None:
+    """The predicted cost of a mission's first attempts, per tier, with flat sizing beside it."""
+    from catchup_assets.core.size.cost import COST_NOTE, cost_rows
+
+    print("\n" + records_table(cost_rows(cost, placement)))
+    ratio = f"{cost.ratio:.3f}" if cost.ratio is not None else "-"
+    print(
+        f"\ncost {cost.dollars:,.2f} USD (spot {cost.spot_dollars:,.2f}, on-demand {cost.on_demand_dollars:,.2f}; "
+        f"{cost.all_on_demand_dollars:,.2f} were it all on-demand); "
+        f"flat sizing {cost.flat_dollars:,.2f} USD ({cost.flat_shape}); ratio {ratio}.\n"
+        f"Prices: {placement.catalog.source}; {COST_NOTE}."
+    )

@@ -1,0 +1,68 @@
+"""`range_profile`'s and `tier_map`'s metadata: counts, inline sparklines, a plot and a preview."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from typing import Any
+
+import dagster as dg
+
+from catchup_assets.core.size.forecast import significant
+from catchup_assets.core.units import GiB
+from catchup_assets.defs.metadata.plots import figure, png_markdown, profile_plot, spark_metadata
+from catchup_assets.defs.metadata.tables import in_mib, markdown_table
+
+
+def profile_metadata(
+    mission: str, out, plan_keys: set[str], memory_scale: float, scale: str | None = None
+) -> dict[str, Any]:
+    rows = out.profile.to_pylist()
+    meta: dict[str, Any] = {
+        "mission": mission,
+        "profile_path": dg.MetadataValue.path(out.url),
+        "profiled_ranges": len(rows),
+        "planned_ranges": len(plan_keys),
+        "unmeasured_ranges": len(out.unmeasured),
+        "ooms": sum(r["oom_count"] for r in rows),
+        "compute_hours": significant(sum(r["seconds"] or 0 for r in rows) / 3600),
+        "preview": markdown_table(
+            in_mib(sorted(rows, key=lambda r: -(r["seconds"] or 0)), ["peak_anon_bytes", "peak_working_set_bytes"]),
+            ["range_key", "peak_anon_mib", "peak_working_set_mib", "seconds", "attempts", "outcomes"],
+        ),
+    }
+    if rows:
+        production = " (production scale)" if memory_scale != 1 else ""
+        meta["memory_by_ledger"] = spark_metadata(
+            rows, "peak_anon_bytes", memory_scale * GiB, "GiB", "peak anon memory" + production
+        )
+        meta["hours_by_ledger"] = spark_metadata(rows, "seconds", 3600, "h", "compute time")
+        meta["plot"] = profile_plot(rows, memory_scale)
+    if scale:
+        meta["scale"] = scale
+    meta["preview"] = meta.pop("preview")  # the inline plots first, the long table last
+    return meta
+
+
+def tier_map_metadata(mission: str, rows: Sequence[dict[str, Any]], url: str, catchup) -> dict[str, Any]:
+    counts = Counter(r["tier"] for r in rows)
+    order = [t.name for t in catchup.placement().tiers.all()]
+    names = [n for n in order if counts.get(n)]
+    fig, ax = figure(1)
+    ax = ax[0][0]
+    ax.bar(names, [counts[n] for n in names], color="#5a9e6f")
+    ax.set_ylabel("ranges")
+    ax.set_title("ranges per tier next mission")
+    return {
+        "mission": mission,
+        "tier_map_path": dg.MetadataValue.path(url),
+        "ranges": len(rows),
+        "ranges_per_tier": dg.MetadataValue.json({n: counts[n] for n in names}),
+        "node_hours": significant(sum(r["node_hours"] or 0 for r in rows)),
+        "unprofiled_ranges": sum(1 for r in rows if not r["profiled"]),
+        "plot": png_markdown(fig),
+        "preview": markdown_table(
+            in_mib(rows, ["memory_request_bytes"]),
+            ["range_key", "tier", "memory_request_mib", "seconds", "node_hours"],
+        ),
+    }

@@ -1,0 +1,55 @@
+"""A range's partition metadata: what its attempts measured, or, condemned, its cause and its log's tail."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import dagster as dg
+
+from catchup_assets.defs.metadata.log_tail import LOG_TAIL_LINES, log_tail
+from catchup_assets.defs.metadata.tables import mib
+
+
+def range_metadata(mission: str, result, adopted: bool) -> dict[str, Any]:
+    row = result.row or {}
+    meta: dict[str, Any] = {
+        "mission": mission,
+        "attempts": result.attempts,
+        "outcomes": result.outcomes,
+        "tier": result.tier or "",
+        "memory_limit_mib": mib(result.memory_limit_bytes or 0),
+        "recorded_by_earlier_run": adopted,
+    }
+    for field in ("seconds", "wall_seconds", "tx_apply_seconds"):
+        if row.get(field) is not None:
+            meta[field] = round(float(row[field]), 1)
+    for field in ("seconds_estimated", "tx_apply_count"):
+        if row.get(field) is not None:
+            meta[field] = row[field]
+    for field in ("peak_anon_bytes", "peak_working_set_bytes", "peak_ephemeral_bytes"):
+        if row.get(field) is not None:
+            meta[field[: -len("_bytes")] + "_mib"] = mib(row[field])
+    if result.log_path:
+        meta["log_path"] = dg.MetadataValue.path(result.log_path)
+    return meta
+
+
+def failure_metadata(mission: str, result) -> dict[str, Any]:
+    """A condemned range's evidence, on its partition: this mission's cause and the log's last lines."""
+    meta: dict[str, Any] = {
+        "mission": mission,
+        "kind": "condemned",  # catchup_assets.defs.ownership reads it
+        "cause": result.reason,
+        "attempts": result.attempts,
+        "outcomes": result.outcomes,
+        "tier": result.tier or "",
+        "memory_limit_mib": mib(result.memory_limit_bytes or 0),
+    }
+    if result.log_path:
+        meta["log_path"] = dg.MetadataValue.path(result.log_path)
+        fence = "`" * 3
+        tail = log_tail(result.log_path).replace(fence, "'" * 3)  # a log line cannot close the block
+        meta["log_tail"] = dg.MetadataValue.md(
+            f"Last {LOG_TAIL_LINES} lines of the last attempt's log:\n\n{fence}\n{tail}\n{fence}"
+        )
+    return meta

@@ -1,0 +1,75 @@
+"""`mission_plan_sensor`: each new `mission_plan` becomes `range_catchup_job` runs, one per
+contiguous span of the plan's keys in the partition set's insertion order."""
+
+from __future__ import annotations
+
+import dagster as dg
+
+from catchup_assets.defs.assets.range_assets import MISSION_TAG, PLAN_KEY, RANGE_END_TAG, RANGE_START_TAG
+from catchup_assets.defs.jobs import range_catchup_job
+from catchup_assets.defs.sensors.instance import PARTITIONS, has_runs, meta, new_materializations
+from catchup_assets.store.io import read_parquet_column
+
+
+def read_plan_keys(plan_path: str) -> list[str]:
+    return read_parquet_column(plan_path, "range_key")
+
+
+def contiguous_groups(keys: list[str], insertion_order: list[str]) -> tuple[list[list[str]], list[str]]:
+    """Keys split into runs of consecutive positions in insertion order; and the keys not present."""
+    position = {k: i for i, k in enumerate(insertion_order)}
+    missing = sorted(k for k in keys if k not in position)
+    groups: list[list[str]] = []
+    for k in sorted((k for k in set(keys) if k in position), key=position.__getitem__):
+        if groups and position[groups[-1][-1]] + 1 == position[k]:
+            groups[-1].append(k)
+        else:
+            groups.append([k])
+    return groups, missing
+
+
+# Dagster shows `description`, not the docstring, in the UI.
+@dg.sensor(
+    job=range_catchup_job,
+    default_status=dg.DefaultSensorStatus.RUNNING,
+    description="Run each newly planned mission: one range_catchup_job run per contiguous span of its ranges.",
+)
+def mission_plan_sensor(context: dg.SensorEvaluationContext):
+    """Run each newly planned mission: one range_catchup_job run per contiguous span of its ranges."""
+    records = new_materializations(context, PLAN_KEY)
+    if not records:
+        return dg.SkipReason("no new mission_plan materialization")
+    live = context.instance.get_dynamic_partitions(PARTITIONS)
+    requests = []
+    for record in records:
+        mission, plan_path = meta(record, "mission"), meta(record, "plan_path")
+        if has_runs(context.instance, job_name=range_catchup_job.name, tags={MISSION_TAG: mission}):
+            # Run already (by `catchup-assets demo`, by hand, or before a cursor reset): a plan is launched once.
+            context.log.info(f"mission {mission} already has range_catchup runs: none launched")
+            continue
+        try:
+            keys = read_plan_keys(plan_path)
+        except OSError as exc:
+            # One unreadable plan must not stall every later one: it stays launchable by hand.
+            context.log.warning(f"mission {mission}: plan {plan_path} unreadable, not run: {exc}")
+            continue
+        groups, missing = contiguous_groups(keys, live)
+        if missing:
+            context.log.info(
+                f"mission {mission}: {len(missing)} planned ranges not in the partition set "
+                f"(retired by a later plan), skipped: {missing[:5]}"
+            )
+        for group in groups:
+            start, end = group[0], group[-1]
+            requests.append(
+                dg.RunRequest(
+                    run_key=f"{mission}:{start}...{end}",
+                    job_name=range_catchup_job.name,
+                    tags={RANGE_START_TAG: start, RANGE_END_TAG: end, MISSION_TAG: mission},
+                )
+            )
+        context.log.info(f"mission {mission}: {len(groups)} run(s) over {sum(map(len, groups))} ranges")
+    cursor = str(records[-1].storage_id)
+    if not requests:
+        return dg.SensorResult(skip_reason="the new plans have no live ranges", cursor=cursor)
+    return dg.SensorResult(run_requests=requests, cursor=cursor)
