@@ -3,7 +3,7 @@
 import gzip
 
 from catchup_assets.backends.kubernetes.logs import Cursor, LogSpool, new_lines, since_param
-from catchup_assets.backends.shipping import archive
+from catchup_assets.store.logs import archive
 
 
 class Body:

@@ -1,27 +1,25 @@
 """An attempt's log to the storage root, with the earlier attempts' logs it shipped split off (L31).
 
 A worker prints the log files earlier attempts left on the range's volume into
-its own log, each between marker lines (`worker/shipped.py`). A backend's
+its own log, each between marker lines (`core/measure/shipped.py`). A backend's
 collect splits them off here: the attempt's own lines are archived as its log
 and are all the log parser sees; each shipped section is stored as its own
 attempt's log when what is stored there is missing or shorter, as after a pod
-that vanished with its node left its final read nothing to read.
+that vanished with its node left its final read nothing to read. Writing and
+reading the stored logs is `store/logs.py`'s.
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
-import os
-import shutil
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-import fsspec
-
 from catchup_assets.core.measure import shipped
 from catchup_assets.core.measure.logparse import iter_lines
+from catchup_assets.store.logs import archive, stored_size
 
 log = logging.getLogger(__name__)
 
@@ -60,36 +58,6 @@ def lines(path: Path) -> Iterator[str]:
     if path.exists():
         with open(path, "rb") as f:
             yield from iter_lines(iter(lambda: f.read(CHUNK), b""))
-
-
-def archive(src: Path, dest: str) -> None:
-    """gzip src to dest, a local path or an fsspec URL; never a partial dest (L33)."""
-    local = "://" not in dest or dest.startswith("file://")
-    if local:
-        final = Path(dest.removeprefix("file://"))
-        final.parent.mkdir(parents=True, exist_ok=True)
-        target = str(final.with_name(f".{final.name}.{os.getpid()}.tmp"))
-    else:
-        target = dest  # object stores publish on close
-    with open(src, "rb") as f, fsspec.open(target, "wb", compression="gzip") as out:
-        shutil.copyfileobj(f, out, CHUNK)
-    if local:
-        os.replace(target, final)
-
-
-def stored_size(dest: str) -> int | None:
-    """Bytes of the log stored at dest, uncompressed; None if there is none or it is unreadable."""
-    try:
-        with fsspec.open(dest, "rb", compression="gzip") as f:
-            size = 0
-            while chunk := f.read(CHUNK):
-                size += len(chunk)
-            return size
-    except FileNotFoundError:
-        return None
-    except Exception as exc:  # noqa: BLE001 - a torn archive is one to replace (L33)
-        log.warning("stored log %s unreadable, to be replaced: %s", dest, exc)
-        return None
 
 
 def ship(parts: SplitLog, attempt: int, log_url: Callable[[int], str]) -> list[int]:

@@ -27,7 +27,7 @@ from catchup_assets.backends.kubernetes.json_views import list_items
 from catchup_assets.backends.kubernetes.logs import POLLABLE, LogSpool
 from catchup_assets.backends.kubernetes.observe import CONTAINER, attempt_state, waiting
 from catchup_assets.backends.kubernetes.stats import KubeletAccess, KubeletReader, KubeletRefused
-from catchup_assets.backends.shipping import archive, lines, ship
+from catchup_assets.backends.shipping import lines, ship
 from catchup_assets.core.classify.outcomes import Observation
 from catchup_assets.core.dispatch.ports import (
     AlreadyExists,
@@ -41,6 +41,7 @@ from catchup_assets.core.dispatch.ports import (
 )
 from catchup_assets.core.measure.logparse import parse_worker_log
 from catchup_assets.core.size.sizing import Tiers
+from catchup_assets.store.logs import archive
 
 log = logging.getLogger(__name__)
 

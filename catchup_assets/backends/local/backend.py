@@ -36,7 +36,7 @@ from catchup_assets.backends.local.supervisor import (
     read_json,
     write_json_atomic,
 )
-from catchup_assets.backends.shipping import archive, ship, split_log
+from catchup_assets.backends.shipping import ship, split_log
 from catchup_assets.core.classify.outcomes import Observation
 from catchup_assets.core.dispatch.ports import (
     AlreadyExists,
@@ -48,6 +48,7 @@ from catchup_assets.core.dispatch.ports import (
     Peaks,
     Phase,
 )
+from catchup_assets.store.logs import archive
 
 log = logging.getLogger(__name__)
 
