@@ -20,7 +20,7 @@ from kubernetes.client import BatchV1Api, CoreV1Api
 from benchmarks.meter import DispatcherMeter, MachineLoad
 from benchmarks.sim_cluster import ClusterProcess, ClusterSpec, VariedAttempts, mission_config, mission_ranges
 from catchup_assets.backends.kubernetes.backend import KubernetesBackend
-from catchup_assets.backends.kubernetes.manifests import K8sSettings
+from catchup_assets.backends.kubernetes.settings import K8sSettings
 from catchup_assets.backends.kubernetes.stats import KubeletAccess
 from catchup_assets.core.dispatch.reconciler import DispatchConfig, Dispatcher, MissionResult
 from catchup_assets.core.size.sizing import Tiers

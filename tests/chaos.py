@@ -18,7 +18,8 @@ from dataclasses import dataclass, fields
 from kubernetes.client import BatchV1Api, CoreV1Api
 
 from catchup_assets.backends.kubernetes.backend import KubernetesBackend
-from catchup_assets.backends.kubernetes.manifests import LABEL_ATTEMPT, LABEL_RANGE_KEY, K8sSettings
+from catchup_assets.backends.kubernetes.names import LABEL_ATTEMPT, LABEL_RANGE_KEY
+from catchup_assets.backends.kubernetes.settings import K8sSettings
 from catchup_assets.backends.kubernetes.stats import KubeletAccess
 from catchup_assets.core.aggregate.profile import profile_rows
 from catchup_assets.core.dispatch.reconciler import DispatchConfig, Dispatcher

@@ -15,7 +15,8 @@ import pytest
 from kubernetes.client import BatchV1Api, CoreV1Api
 
 from catchup_assets.backends.kubernetes.backend import KubernetesBackend
-from catchup_assets.backends.kubernetes.manifests import K8sSettings, pvc_name
+from catchup_assets.backends.kubernetes.names import pvc_name
+from catchup_assets.backends.kubernetes.settings import K8sSettings
 from catchup_assets.backends.kubernetes.stats import KubeletAccess
 from catchup_assets.core.classify.outcomes import RetryPolicy
 from catchup_assets.core.dispatch.reconciler import DispatchConfig, Dispatcher

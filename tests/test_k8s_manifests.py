@@ -12,18 +12,20 @@ import pytest
 
 from catchup_assets.backends.kubernetes.manifests import (
     COMMAND,
-    K8sSettings,
     configmap_manifest,
-    configmap_name,
     job_manifest,
+    pvc_manifest,
+    to_dict,
+)
+from catchup_assets.backends.kubernetes.names import (
+    configmap_name,
     job_name,
     labels,
     mission_selector,
-    pvc_manifest,
     pvc_name,
     range_selector,
-    to_dict,
 )
+from catchup_assets.backends.kubernetes.settings import K8sSettings
 from catchup_assets.core.dispatch.ports import AttemptSpec
 from catchup_assets.core.size.sizing import DEFAULT_LADDER, NEBULA, PROTOSTAR, Tier
 from catchup_assets.core.units import GiB
@@ -384,7 +386,8 @@ def test_bad_setting_refused_naming_the_field(field, value):
 
 
 def test_L4_pod_failure_policy_names_the_evidence_a_lost_pod_cannot():
-    from catchup_assets.backends.kubernetes.manifests import K8sSettings, job_manifest, to_dict
+    from catchup_assets.backends.kubernetes.manifests import job_manifest, to_dict
+    from catchup_assets.backends.kubernetes.settings import K8sSettings
     from catchup_assets.core.dispatch.ports import AttemptSpec
     from catchup_assets.core.size.sizing import Tiers
 

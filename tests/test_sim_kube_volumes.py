@@ -14,6 +14,8 @@ import pytest
 from kubernetes.client import BatchV1Api, CoreV1Api
 
 from catchup_assets.backends.kubernetes import manifests as m
+from catchup_assets.backends.kubernetes import names as n
+from catchup_assets.backends.kubernetes.settings import K8sSettings
 from catchup_assets.core.dispatch.ports import AttemptSpec
 from catchup_assets.core.measure import shipped
 from catchup_assets.core.units import GiB
@@ -23,7 +25,7 @@ from kubesim.kubelet import Kubelet
 
 NS = "catchup"
 KEY = "0059904001-0059968000"
-SETTINGS = m.K8sSettings(namespace=NS, image="stellar/stellar-core:22", pooled=False)  # any node will do
+SETTINGS = K8sSettings(namespace=NS, image="stellar/stellar-core:22", pooled=False)  # any node will do
 FIRST = ["RESUME DECLINED: no range marker in the data dir (never started here)", "{now} [History INFO] applying"]
 
 
@@ -35,7 +37,7 @@ def spec(attempt: int) -> AttemptSpec:
 def sim():
     scripts: dict[int, Script] = {}
     with KubeApiServer() as api:
-        kubelet = Kubelet(api.store, script=lambda job: scripts[int(job["metadata"]["labels"][m.LABEL_ATTEMPT])])
+        kubelet = Kubelet(api.store, script=lambda job: scripts[int(job["metadata"]["labels"][n.LABEL_ATTEMPT])])
         kubelet.add_node("n1")
         core = CoreV1Api(api.api_client)
         core.create_namespaced_config_map(NS, m.configmap_manifest("m1", SETTINGS, "", ""))  # the pods mount it
@@ -43,8 +45,8 @@ def sim():
 
 
 def pod_log(core: CoreV1Api, attempt: int) -> list[str]:
-    [pod] = core.list_namespaced_pod(NS, label_selector=f"{m.LABEL_ATTEMPT}={attempt}").items
-    resp = core.read_namespaced_pod_log(pod.metadata.name, NS, container=m.CONTAINER, _preload_content=False)
+    [pod] = core.list_namespaced_pod(NS, label_selector=f"{n.LABEL_ATTEMPT}={attempt}").items
+    resp = core.read_namespaced_pod_log(pod.metadata.name, NS, container=n.CONTAINER, _preload_content=False)
     return resp.data.decode().splitlines()
 
 
@@ -72,8 +74,8 @@ def test_L31_a_reclaimed_attempt_s_log_stays_on_its_pvc_and_the_next_attempt_shi
     assert kubelet.volumes.files(volume) == {"logs/a001.log.shipped": left, "logs/a002.log": [scripts[2].lines[0]]}
 
     # The files go with the claim.
-    batch.delete_namespaced_job(m.job_name("m1", KEY, 2), NS, propagation_policy="Background")
-    core.delete_namespaced_persistent_volume_claim(m.pvc_name("m1", KEY), NS)
+    batch.delete_namespaced_job(n.job_name("m1", KEY, 2), NS, propagation_policy="Background")
+    core.delete_namespaced_persistent_volume_claim(n.pvc_name("m1", KEY), NS)
     kubelet.step()
     assert kubelet.volumes.files(volume) == {}
 
@@ -86,7 +88,7 @@ def test_L31_an_emptydir_log_goes_with_its_pod(sim):
     batch.create_namespaced_job(NS, m.job_manifest(spec(1), None, False, ephemeral))
     kubelet.advance(25)
     assert pod_log(core, 1) == ["one line"]
-    batch.delete_namespaced_job(m.job_name("m1", KEY, 1), NS, propagation_policy="Background")
+    batch.delete_namespaced_job(n.job_name("m1", KEY, 1), NS, propagation_policy="Background")
     batch.create_namespaced_job(NS, m.job_manifest(spec(2), None, False, ephemeral))
     kubelet.advance(25)
     assert pod_log(core, 2) == ["fresh volume"]  # nothing to ship: attempt 1's emptyDir went with its pod

@@ -23,9 +23,11 @@ from kubernetes.client import ApiException, BatchV1Api, CoreV1Api, V1DeleteOptio
 from urllib3.exceptions import HTTPError as Urllib3Error
 
 from catchup_assets.backends.kubernetes import manifests as m
+from catchup_assets.backends.kubernetes import names as n
 from catchup_assets.backends.kubernetes.json_views import list_items
 from catchup_assets.backends.kubernetes.logs import POLLABLE, LogSpool
 from catchup_assets.backends.kubernetes.observe import CONTAINER, attempt_state, waiting
+from catchup_assets.backends.kubernetes.settings import K8sSettings
 from catchup_assets.backends.kubernetes.stats import KubeletAccess, KubeletReader, KubeletRefused
 from catchup_assets.backends.shipping import lines, ship
 from catchup_assets.core.classify.outcomes import Observation
@@ -69,7 +71,7 @@ class KubernetesBackend:
     def __init__(
         self,
         mission: str,
-        settings: m.K8sSettings,
+        settings: K8sSettings,
         tiers: Tiers,
         *,
         batch_api: BatchV1Api,
@@ -92,7 +94,7 @@ class KubernetesBackend:
         self.tiers = tiers
         self.batch, self.core = batch_api, core_api
         self.ns = settings.namespace
-        self.selector = m.mission_selector(mission)
+        self.selector = n.mission_selector(mission)
         self.core_config_text = core_config_text
         self.clock, self.sleeper = clock, sleeper
         self.stats_interval = stats_interval
@@ -262,7 +264,7 @@ class KubernetesBackend:
         for pod in pods:
             if pod.status and pod.status.phase == "Running" and pod.spec.node_name:
                 labels = pod.metadata.labels or {}
-                aid = f"{labels.get(m.LABEL_RANGE_KEY)}-a{int(labels.get(m.LABEL_ATTEMPT, '0')):03d}"
+                aid = f"{labels.get(n.LABEL_RANGE_KEY)}-a{int(labels.get(n.LABEL_ATTEMPT, '0')):03d}"
                 ours.setdefault(pod.spec.node_name, {})[pod.metadata.name] = aid
         for node, summary in self.kubelet.summaries(list(ours)):
             names = ours[node]
@@ -308,14 +310,14 @@ class KubernetesBackend:
         return Collected.from_log(facts, self._peaks.get(aid, Peaks()), log_dest)
 
     def release(self, state: AttemptState) -> None:
-        name = m.job_name(self.mission, state.range_key, state.attempt)
+        name = n.job_name(self.mission, state.range_key, state.attempt)
         self._delete(self.batch.delete_namespaced_job, name, body=V1DeleteOptions(propagation_policy="Background"))
         self.spool.forget(state.attempt_id)
         self._peaks.pop(state.attempt_id, None)
 
     def release_range(self, range_key: str) -> None:
         if self.settings.storage_mode == "pvc":
-            self._delete(self.core.delete_namespaced_persistent_volume_claim, m.pvc_name(self.mission, range_key))
+            self._delete(self.core.delete_namespaced_persistent_volume_claim, n.pvc_name(self.mission, range_key))
 
     def shutdown(self, grace: float) -> list[str]:
         """Delete the mission's live Jobs (L37); their PVCs stay, so a later run resumes them."""

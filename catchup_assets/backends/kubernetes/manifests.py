@@ -1,12 +1,12 @@
 """Kubernetes objects for one mission: a Job per attempt, a PVC per range, one ConfigMap.
 
-Pure: plain data in, `kubernetes.client` models out, no API calls. Every rule
-here is a lesson that cost a production run; the ids say which.
+Plain data in, `kubernetes.client` models out, no API calls; the objects'
+names and labels are `names.py`'s. Every rule here is a lesson that cost a
+production run; the ids say which.
 """
 
 from __future__ import annotations
 
-import hashlib
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -14,28 +14,20 @@ from typing import Any
 from kubernetes import client as k
 from kubernetes.utils.quantity import parse_quantity
 
-from catchup_assets.backends.kubernetes.settings import (  # noqa: F401 - K8sSettings is used through this module too
-    CONFIGMAP_KEY_RE,
-    DNS_LABEL_RE,
-    DNS_SUBDOMAIN_RE,
-    ENTRYPOINT_KEY,
-    LABEL_VALUE_RE,
-    MAX_NAME,
-    K8sSettings,
-    check_toleration,
+from catchup_assets.backends.kubernetes.names import (
+    CONTAINER,
+    LABEL_TIER,
+    configmap_name,
+    job_name,
+    labels,
+    mission_labels,
+    pvc_name,
+    range_labels,
 )
+from catchup_assets.backends.kubernetes.settings import ENTRYPOINT_KEY, LABEL_VALUE_RE, K8sSettings, check_toleration
 from catchup_assets.core.dispatch.ports import AttemptSpec
 from catchup_assets.core.size.sizing import Tier
 
-APP = "catchup-assets"
-LABEL_APP = "app.kubernetes.io/name"
-LABEL_MISSION = "catchup.stellar.org/mission"
-LABEL_RANGE_KEY = "catchup.stellar.org/range-key"
-LABEL_RANGE_END = "catchup.stellar.org/range-end"
-LABEL_ATTEMPT = "catchup.stellar.org/attempt"
-LABEL_TIER = "catchup.stellar.org/tier"
-
-CONTAINER = "catchup"
 WORKER_MOUNT = "/catchup"
 DATA_MOUNT = "/data"
 COMMAND = ("/bin/sh", f"{WORKER_MOUNT}/{ENTRYPOINT_KEY}")
@@ -51,93 +43,14 @@ RESERVED_ENV = frozenset(
     }
 )
 
-MISSION_RE = re.compile(r"^[a-z0-9]([a-z0-9-]{0,38}[a-z0-9])?$")
-RANGE_KEY_RE = re.compile(r"^(\d{10})-(\d{10})$")
 ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-HASH_CHARS = 8
-MAX_ATTEMPT = 99_999
 CONFIGMAP_MAX_BYTES = 1024 * 1024
-
-
-# -- names and labels ---------------------------------------------------------
-def _check_mission(mission: str) -> str:
-    if not isinstance(mission, str) or not MISSION_RE.fullmatch(mission):
-        raise ValueError(f"mission {mission!r} must match {MISSION_RE.pattern}")
-    return mission
-
-
-def _range_end(range_key: str) -> int:
-    m = RANGE_KEY_RE.fullmatch(range_key) if isinstance(range_key, str) else None
-    if not m:
-        raise ValueError(f"range key {range_key!r} must be '{{first:010d}}-{{last:010d}}'")
-    return int(m.group(2))
-
-
-def _check_attempt(attempt: int) -> int:
-    if isinstance(attempt, bool) or not isinstance(attempt, int) or not 0 <= attempt <= MAX_ATTEMPT:
-        raise ValueError(f"attempt {attempt!r} must be an integer in 0..{MAX_ATTEMPT}")
-    return attempt
-
-
-def _bounded_name(mission: str, suffix: str) -> str:
-    """`catchup-<mission><suffix>`, the mission cut short with its hash when too long.
-
-    Only the mission is ever shortened: the suffix (range key, attempt) stays
-    whole so the name still reads as the range it runs, and the hash is of the
-    mission alone so every object of one mission shares one readable prefix.
-    """
-    name = f"catchup-{mission}{suffix}"
-    if len(name) <= MAX_NAME:
-        return name
-    digest = hashlib.sha256(mission.encode()).hexdigest()[:HASH_CHARS]
-    room = MAX_NAME - len("catchup-") - len(suffix) - 1 - HASH_CHARS
-    if room < 1:
-        raise ValueError(f"name suffix {suffix!r} leaves no room for the mission")
-    return f"catchup-{mission[:room].rstrip('-')}-{digest}{suffix}"
-
-
-def job_name(mission: str, range_key: str, attempt: int) -> str:
-    _range_end(range_key)
-    return _bounded_name(_check_mission(mission), f"-{range_key}-a{_check_attempt(attempt):03d}")
-
-
-def pvc_name(mission: str, range_key: str) -> str:
-    _range_end(range_key)
-    return _bounded_name(_check_mission(mission), f"-{range_key}-data")
-
-
-def configmap_name(mission: str) -> str:
-    return _bounded_name(_check_mission(mission), "-worker")
-
-
-def mission_labels(mission: str) -> dict[str, str]:
-    return {LABEL_APP: APP, LABEL_MISSION: _check_mission(mission)}
-
-
-def range_labels(mission: str, range_key: str) -> dict[str, str]:
-    # The end unpadded: profiles and records name a range by its last ledger.
-    end = _range_end(range_key)
-    return {**mission_labels(mission), LABEL_RANGE_KEY: range_key, LABEL_RANGE_END: str(end)}
-
-
-def labels(mission: str, range_key: str, attempt: int) -> dict[str, str]:
-    return {**range_labels(mission, range_key), LABEL_ATTEMPT: str(_check_attempt(attempt))}
-
-
-def mission_selector(mission: str) -> str:
-    """Label selector for the one LIST per kind per pass over this mission's objects."""
-    return ",".join(f"{key}={value}" for key, value in mission_labels(mission).items())
-
-
-def range_selector(mission: str, range_key: str) -> str:
-    return ",".join(f"{key}={value}" for key, value in range_labels(mission, range_key).items())
 
 
 def _toleration(spec: Mapping[str, Any]) -> k.V1Toleration:
     return k.V1Toleration(**check_toleration(spec))
 
 
-# -- manifests ----------------------------------------------------------------
 def _meta(name: str, settings: K8sSettings, labels_: Mapping[str, str]) -> k.V1ObjectMeta:
     return k.V1ObjectMeta(name=name, namespace=settings.namespace, labels=dict(labels_))
 

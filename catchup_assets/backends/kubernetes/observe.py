@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 
-from catchup_assets.backends.kubernetes.manifests import CONTAINER, LABEL_ATTEMPT, LABEL_RANGE_KEY, LABEL_TIER
+from catchup_assets.backends.kubernetes.names import CONTAINER, LABEL_ATTEMPT, LABEL_RANGE_KEY, LABEL_TIER
 from catchup_assets.core.classify.outcomes import Observation
 from catchup_assets.core.dispatch.ports import AttemptState, Peaks, Phase
 
