@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
-from importlib import resources
+from dataclasses import replace
 from pathlib import Path
 
 from kubernetes.client import ApiException, BatchV1Api, CoreV1Api, V1DeleteOptions, V1Job, V1Pod
@@ -26,11 +26,17 @@ from catchup_assets.backends.kubernetes import manifests as m
 from catchup_assets.backends.kubernetes import names as n
 from catchup_assets.backends.kubernetes.json_views import list_items
 from catchup_assets.backends.kubernetes.logs import POLLABLE, LogSpool
-from catchup_assets.backends.kubernetes.observe import CONTAINER, attempt_state, waiting
+from catchup_assets.backends.kubernetes.observe import (
+    CONTAINER,
+    attempt_state,
+    doomed,
+    never_starting,
+    running_by_node,
+    summary_peaks,
+)
 from catchup_assets.backends.kubernetes.settings import K8sSettings
 from catchup_assets.backends.kubernetes.stats import KubeletAccess, KubeletReader, KubeletRefused
 from catchup_assets.backends.shipping import lines, ship
-from catchup_assets.core.classify.outcomes import Observation
 from catchup_assets.core.dispatch.ports import (
     AlreadyExists,
     AttemptSpec,
@@ -50,21 +56,6 @@ log = logging.getLogger(__name__)
 # 410 Gone on a LIST: the server's window moved; listing again is the cure.
 TRANSIENT = frozenset({410, 429, 500, 502, 503, 504})
 DEFAULT_CORE_CONFIG = 'NETWORK_PASSPHRASE="Public Global Stellar Network ; September 2015"\n'
-
-
-def _doomed(pod) -> bool:
-    """A pod about to go (reclaim notice, deletion): read its log now, while it is there (L31).
-
-    Its volume keeps the log anyway, but only a read now gets it into this attempt's record
-    (its exit report, L24): the next attempt's copy arrives after the record is written.
-    """
-    if pod.metadata.deletion_timestamp is not None:
-        return True
-    return any(c.type == "DisruptionTarget" and c.status == "True" for c in (pod.status.conditions or ()))
-
-
-def entrypoint_text() -> str:
-    return resources.files("catchup_assets.backends.worker").joinpath("entrypoint.sh").read_text()
 
 
 class KubernetesBackend:
@@ -181,7 +172,7 @@ class KubernetesBackend:
             raise DispatchBlocked(self.blocked)
         if not self._configmap_ready and self.settings.configmap is None:
             # The chart may provide the ConfigMap (settings.configmap): then it is not ours to create.
-            body = m.configmap_manifest(self.mission, self.settings, entrypoint_text(), self.core_config_text)
+            body = m.configmap_manifest(self.mission, self.settings, m.entrypoint_text(), self.core_config_text)
             self._create(self.core.create_namespaced_config_map, body)
         self._configmap_ready = True
         if self.settings.storage_mode == "pvc":
@@ -218,7 +209,7 @@ class KubernetesBackend:
             aid = state.attempt_id
             if pod is not None:
                 seen[aid] = (pod.metadata.name, pod.status.phase if pod.status else "Unknown")
-                if pod.status and pod.status.phase in POLLABLE and _doomed(pod):
+                if pod.status and pod.status.phase in POLLABLE and doomed(pod):
                     to_poll.append((aid, pod.metadata.name))
             if state.live:
                 state = self._never_starting(state, pod, now) or state
@@ -228,31 +219,17 @@ class KubernetesBackend:
         return states
 
     def _with_peaks(self, state: AttemptState) -> AttemptState:
-        from dataclasses import replace
-
         return replace(state, peaks=self._peaks.get(state.attempt_id, Peaks()))
 
     def _never_starting(self, state: AttemptState, pod, now: float) -> AttemptState | None:
         """A pod that cannot start ends its attempt with the cause; a config cause blocks the mission."""
-        from dataclasses import replace
-
-        w = waiting(pod)
-        if w is None or w.since is None:
+        stuck = never_starting(pod, now, self.config_error_seconds, self.unschedulable_seconds)
+        if stuck is None:
             return None
-        limit = (
-            self.config_error_seconds
-            if w.config_error
-            else self.unschedulable_seconds
-            if w.reason == "Unschedulable"
-            else None
-        )
-        if limit is None or now - w.since < limit:
-            return None
-        cause = f"{w.reason}: {w.message}".strip(": ")
+        w, obs = stuck
         if w.config_error and not self.blocked:
-            self.blocked = f"attempts cannot start ({cause}); fix the mission's image or config"
+            self.blocked = f"attempts cannot start ({obs.message}); fix the mission's image or config"
             log.error("mission %s: %s", self.mission, self.blocked)
-        obs = Observation(pod_reason=w.reason if w.reason == "Unschedulable" else "FailedCreate", message=cause)
         return replace(state, phase=Phase.FINISHED, observation=obs)
 
     def _sample_peaks(self, pods: list, now: float) -> None:
@@ -260,12 +237,7 @@ class KubernetesBackend:
         if now - self._last_stats < self.stats_interval:
             return
         self._last_stats = now
-        ours = {}
-        for pod in pods:
-            if pod.status and pod.status.phase == "Running" and pod.spec.node_name:
-                labels = pod.metadata.labels or {}
-                aid = f"{labels.get(n.LABEL_RANGE_KEY)}-a{int(labels.get(n.LABEL_ATTEMPT, '0')):03d}"
-                ours.setdefault(pod.spec.node_name, {})[pod.metadata.name] = aid
+        ours = running_by_node(pods)
         for node, summary in self.kubelet.summaries(list(ours)):
             names = ours[node]
             if isinstance(summary, KubeletRefused):
@@ -277,15 +249,7 @@ class KubernetesBackend:
             if self.kubelet_refused is not None:
                 log.warning("mission %s: kubelet summaries are read again (node %s)", self.mission, node)
                 self.kubelet_refused, self._refusals = None, set()
-            for p in summary.get("pods", []):
-                aid = names.get(p.get("podRef", {}).get("name"))
-                if aid is None:
-                    continue
-                c = next((c for c in p.get("containers", []) if c.get("name") == CONTAINER), {})
-                mem = c.get("memory", {})
-                sample = Peaks(
-                    mem.get("rssBytes"), mem.get("workingSetBytes"), (p.get("ephemeral-storage") or {}).get("usedBytes")
-                )
+            for aid, sample in summary_peaks(summary, names):
                 self._peaks[aid] = self._peaks.get(aid, Peaks()).merge(sample)  # L20
 
     def _kubelet_refused(self, exc: KubeletRefused) -> None:

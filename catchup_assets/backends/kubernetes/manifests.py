@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from importlib import resources
 from typing import Any
 
 from kubernetes import client as k
@@ -248,6 +249,11 @@ def pvc_manifest(mission: str, range_key: str, settings: K8sSettings) -> k.V1Per
             resources=k.V1VolumeResourceRequirements(requests={"storage": settings.pvc_size}),
         ),
     )
+
+
+def entrypoint_text() -> str:
+    """The worker script the ConfigMap carries (`backends/worker/entrypoint.sh`)."""
+    return resources.files("catchup_assets.backends.worker").joinpath("entrypoint.sh").read_text()
 
 
 def configmap_manifest(

@@ -2,12 +2,14 @@
 
 Pure over `kubernetes.client` models: the backend LISTs the mission's Jobs and
 pods once per pass and hands each pair here. Nothing is fetched per attempt.
+Also what the pods say beside it: one that cannot start, one about to go, and
+the peaks of the running ones in a kubelet summary (L19).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -164,3 +166,53 @@ def parse_quantity_bytes(q: str) -> int:
         if q.endswith(suffix):
             return int(float(q[: -len(suffix)]) * _SUFFIX[suffix])
     return int(float(q))
+
+
+def never_starting(
+    pod, now: float, config_error_seconds: float, unschedulable_seconds: float
+) -> tuple[Waiting, Observation] | None:
+    """Why a pod will not start, once it has waited past its cause's limit; None while it may still start."""
+    w = waiting(pod)
+    if w is None or w.since is None:
+        return None
+    limit = config_error_seconds if w.config_error else unschedulable_seconds if w.reason == "Unschedulable" else None
+    if limit is None or now - w.since < limit:
+        return None
+    cause = f"{w.reason}: {w.message}".strip(": ")
+    return w, Observation(pod_reason=w.reason if w.reason == "Unschedulable" else "FailedCreate", message=cause)
+
+
+def doomed(pod) -> bool:
+    """A pod about to go (reclaim notice, deletion): read its log now, while it is there (L31).
+
+    Its volume keeps the log anyway, but only a read now gets it into this attempt's record
+    (its exit report, L24): the next attempt's copy arrives after the record is written.
+    """
+    if pod.metadata.deletion_timestamp is not None:
+        return True
+    return any(c.type == "DisruptionTarget" and c.status == "True" for c in (pod.status.conditions or ()))
+
+
+def running_by_node(pods: Iterable) -> dict[str, dict[str, str]]:
+    """Node -> pod name -> attempt id, of the running pods: the nodes whose kubelet summary to read (L19)."""
+    ours: dict[str, dict[str, str]] = {}
+    for pod in pods:
+        if pod.status and pod.status.phase == "Running" and pod.spec.node_name:
+            labels = pod.metadata.labels or {}
+            aid = f"{labels.get(LABEL_RANGE_KEY)}-a{int(labels.get(LABEL_ATTEMPT, '0')):03d}"
+            ours.setdefault(pod.spec.node_name, {})[pod.metadata.name] = aid
+    return ours
+
+
+def summary_peaks(summary: dict, names: dict[str, str]) -> Iterator[tuple[str, Peaks]]:
+    """(attempt id, sample) per pod of ours in one kubelet summary; `names` maps its pod names to attempts."""
+    for p in summary.get("pods", []):
+        aid = names.get(p.get("podRef", {}).get("name"))
+        if aid is None:
+            continue
+        c = next((c for c in p.get("containers", []) if c.get("name") == CONTAINER), {})
+        mem = c.get("memory", {})
+        yield (
+            aid,
+            Peaks(mem.get("rssBytes"), mem.get("workingSetBytes"), (p.get("ephemeral-storage") or {}).get("usedBytes")),
+        )
