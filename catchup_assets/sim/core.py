@@ -7,26 +7,25 @@ interrupted attempt can resume, real memory touched so a supervisor's RSS
 sampler and memory limit see it, real bytes on disk. What it prints is
 stellar-core's own format (see `core_log.py` for the sources): log lines on
 stderr, `offline-info`'s JSON on stdout, and the exit metric report only for
-the names given with `--metric`. Costs come from `model.range_cost`; env knobs
-shrink time and memory for demos and tests.
+the names given with `--metric` (`core_report.py` prints them). Costs come
+from `model.range_cost`; env knobs shrink time and memory for demos and tests.
 
-Command line as `src/main/CommandLine.cpp` parses it: `--conf`, `--metric`
-(repeatable), `--ll` and `--console` before or after the subcommand; a bad
+Command line as `src/main/CommandLine.cpp` parses it (`core_cli.py`); a bad
 command line exits 1, as `runWithHelp` does.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import signal
 import sys
 import time
-from dataclasses import dataclass, field
 
 from catchup_assets.sim import core_log
-from catchup_assets.sim.model import RangeCost, range_cost
+from catchup_assets.sim.core_cli import EX_USAGE, Knobs, UsageError, parse_args, read_knobs
+from catchup_assets.sim.core_report import Applied, banner, destroy_application, interleaved, log, offline_info
+from catchup_assets.sim.model import range_cost
 
 STATE_FILE = "sim-core-state.json"
 BUCKETS_FILE = "sim-buckets.bin"
@@ -34,69 +33,8 @@ GENESIS = 1
 CHECKPOINT = 64
 MAX_SLEEP = 0.05  # so SIGTERM is noticed within this, whatever SIM_SPEED is
 MIN_PEAK_HOLD = 0.3  # long enough for a sampling supervisor to see the peak
-EX_USAGE = 64
 
 _stop = False
-
-
-class UsageError(Exception):
-    pass
-
-
-@dataclass(frozen=True)
-class Knobs:
-    speed: float = 1.0
-    seed: int = 0
-    memory_scale: float = 1.0
-    fail_targets: frozenset[int] = frozenset()
-    peak_bytes: dict[int, int] = field(default_factory=dict)
-    disk_scale: float | None = None  # None: follow memory_scale
-
-    @property
-    def disk(self) -> float:
-        return self.memory_scale if self.disk_scale is None else self.disk_scale
-
-
-def _int(var: str, text: str) -> int:
-    try:
-        return int(text.strip())
-    except ValueError:
-        raise UsageError(f"{var}: {text!r} is not an integer") from None
-
-
-def _float(var: str, text: str, minimum: float) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise UsageError(f"{var}: {text!r} is not a number") from None
-    if not (value >= minimum and value < float("inf")):
-        raise UsageError(f"{var}: {text!r} must be a finite number >= {minimum}")
-    return value
-
-
-def read_knobs(env: dict[str, str]) -> Knobs:
-    speed = _float("SIM_SPEED", env.get("SIM_SPEED", "1.0"), 1e-9)
-    seed = _int("SIM_SEED", env.get("SIM_SEED", "0"))
-    scale = _float("SIM_MEMORY_SCALE", env.get("SIM_MEMORY_SCALE", "1.0"), 0.0)
-    fails = frozenset(
-        _int("SIM_FAIL_TARGETS", item) for item in env.get("SIM_FAIL_TARGETS", "").split(",") if item.strip()
-    )
-    peaks: dict[int, int] = {}
-    for item in env.get("SIM_PEAK_BYTES", "").split(","):
-        if not item.strip():
-            continue
-        end, sep, size = item.partition("=")
-        if not sep:
-            raise UsageError(f"SIM_PEAK_BYTES: {item!r} is not END=BYTES")
-        peaks[_int("SIM_PEAK_BYTES", end)] = max(0, _int("SIM_PEAK_BYTES", size))
-    disk = env.get("SIM_DISK_SCALE")
-    disk_scale = None if disk is None else _float("SIM_DISK_SCALE", disk, 0.0)
-    return Knobs(speed, seed, scale, fails, peaks, disk_scale)
-
-
-def log(partition: str, level: str, message: str, node: str | None = core_log.NODE) -> None:
-    # stellar-core's console sink is stderr, for every level.
-    print(core_log.log_line(partition, level, message, node=node), file=sys.stderr, flush=True)
 
 
 class StateError(Exception):
@@ -157,87 +95,6 @@ def _append_disk(nbytes: int) -> None:
             nbytes -= len(block)
 
 
-@dataclass
-class Applied:
-    ledgers: int = 0
-    txs: int = 0
-    apply_ms: float = 0.0
-
-    def add(self, cost: RangeCost, ledgers: int) -> None:
-        self.ledgers += ledgers
-        self.txs += round(cost.tx_per_ledger * ledgers)
-        # Simulated compute time, not wall time: SIM_SPEED must not change it.
-        self.apply_ms += 0.7 * cost.seconds_per_ledger * ledgers * 1000.0
-
-
-def _metrics(applied: Applied, elapsed_s: float) -> dict[str, list[str]]:
-    """The registry's metrics this process would report, as ConsoleReporter lines."""
-    tx = core_log.TimerValues.spread(applied.txs, applied.apply_ms, elapsed_s)
-    close = core_log.TimerValues.spread(applied.ledgers, applied.apply_ms / 0.7, elapsed_s)
-    return {
-        "ledger.ledger.close": core_log.timer_lines(close),
-        core_log.TIMER_METRIC: core_log.timer_lines(tx),
-        "ledger.transaction.count": core_log.histogram_lines(applied.ledgers, applied.txs),
-    }
-
-
-def destroy_application(applied: Applied, report: list[str], started: float, foreign: int = 0) -> None:
-    """`~ApplicationImpl`: the `--metric` report of THIS process's work, then goodbye.
-
-    Threads are joined only after the report, so `foreign` lines of another
-    thread land inside the block, after its `count` (L24).
-    """
-    log("default", "INFO", "Application destructing")
-    for level, text in core_log.metric_report(_metrics(applied, time.monotonic() - started), report):
-        log("default", level, text)
-        if foreign and text.lstrip().startswith("count = "):
-            for i in range(foreign):
-                log("Bucket", "INFO", f"Background eviction scan: idle ({i})")
-            foreign = 0
-    log("default", "INFO", "Application destroyed")
-
-
-def interleaved(tag: str) -> int:
-    """How many foreign lines land in this run's metric block: some runs get none."""
-    digest = hashlib.sha256(tag.encode()).digest()
-    return 1 + digest[1] % 3 if digest[0] % 3 == 0 else 0
-
-
-def _banner(*lines: str) -> None:
-    for text in ("*", *lines, "*"):
-        log("default", "INFO", text)
-
-
-def offline_info(lcl: int) -> dict:
-    def h(*parts: object) -> str:
-        return hashlib.sha256(":".join(map(str, parts)).encode()).hexdigest()
-
-    # The bucket list sits between "ledger" and "num", as in the real output:
-    # a reader that looks a few lines past "ledger" never finds the number (L16).
-    levels = [{"curr": h(lcl, i, "curr"), "snap": h(lcl, i, "snap")} for i in range(11)]
-    return {
-        "info": {
-            "build": "stellar-core-sim 27.1.1 (catchup_assets.sim)",
-            "history_failure_rate": "0",
-            "ledger": {
-                "age": 42,
-                "baseFee": 100,
-                "baseReserve": 5000000,
-                "bucketlist": levels,
-                "closeTime": 1438387200 + 5 * lcl,
-                "hash": h(lcl, "ledger"),
-                "maxTxSetSize": 1000,
-                "num": lcl,
-                "version": 23,
-            },
-            "network": "Public Global Stellar Network ; September 2015",
-            "peers": {"authenticated_count": 0, "pending_count": 0},
-            "protocol_version": 23,
-            "state": "Booting",
-        }
-    }
-
-
 MIN_STEP_SECONDS = 0.05
 
 
@@ -262,7 +119,7 @@ def catchup(spec: str, knobs: Knobs, report: list[str], started: float) -> int:
         if synced is not None:  # ApplicationUtils.cpp catchup(): the closing banner
             if synced:
                 log("History", "INFO", "Catchup finished")
-            _banner("* Catchup finished." if synced else "* Catchup failed.")
+            banner("* Catchup finished." if synced else "* Catchup failed.")
             # writeCatchupInfo without --output-file: the styled JSON on stdout.
             log("default", "INFO", "*")
             log("default", "INFO", "* Catchup info:")
@@ -278,7 +135,7 @@ def catchup(spec: str, knobs: Knobs, report: list[str], started: float) -> int:
         return 1
     log("History", "WARNING", core_log.UNTRUSTED)
     if lcl >= end:
-        _banner(
+        banner(
             f"* Target ledger {end} is not newer than last closed ledger {lcl} - nothing to do",
             f"* If you really want to catchup to {end} run stellar-core new-db",
         )
@@ -351,36 +208,6 @@ def catchup(spec: str, knobs: Knobs, report: list[str], started: float) -> int:
     return finish(0, synced=True)
 
 
-OPTIONS_WITH_VALUE = ("--conf", "--metric", "--ll")
-
-
-def parse_args(args: list[str]) -> tuple[str, list[str], dict[str, list[str]]]:
-    """(subcommand, positionals, options): options may come before or after the subcommand."""
-    command, positional, options = None, [], {"--metric": [], "--conf": [], "--ll": []}
-    i = 0
-    while i < len(args):
-        arg = args[i]
-        if arg in OPTIONS_WITH_VALUE:
-            if i + 1 >= len(args):
-                raise UsageError(f"option {arg} requires a value")
-            options[arg].append(args[i + 1])
-            i += 2
-            continue
-        if arg == "--console":
-            i += 1
-            continue
-        if arg.startswith("-"):
-            raise UsageError(f"Unrecognised token: {arg}")
-        if command is None:
-            command = arg
-        else:
-            positional.append(arg)
-        i += 1
-    if command is None:
-        raise UsageError("no command given: new-db | offline-info | catchup DESTINATION-LEDGER/LEDGER-COUNT")
-    return command, positional, options
-
-
 def main(argv: list[str] | None = None) -> int:
     started = time.monotonic()
     args = list(sys.argv[1:] if argv is None else argv)
@@ -404,7 +231,7 @@ def main(argv: list[str] | None = None) -> int:
             if os.path.exists(BUCKETS_FILE):
                 os.remove(BUCKETS_FILE)
             save_lcl(GENESIS)
-            _banner("* The next launch will catchup from the network afresh.")
+            banner("* The next launch will catchup from the network afresh.")
             destroy_application(Applied(), report, started)
             return 0
         if command == "offline-info":

@@ -1,0 +1,97 @@
+"""The simulated stellar-core's command line and the environment knobs that shrink it for demos and tests.
+
+The command line as `src/main/CommandLine.cpp` parses it: `--conf`, `--metric`
+(repeatable), `--ll` and `--console` before or after the subcommand. A bad
+knob exits EX_USAGE, a bad command line 1 (`core.py`'s `main`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+EX_USAGE = 64
+
+
+class UsageError(Exception):
+    pass
+
+
+@dataclass(frozen=True)
+class Knobs:
+    speed: float = 1.0
+    seed: int = 0
+    memory_scale: float = 1.0
+    fail_targets: frozenset[int] = frozenset()
+    peak_bytes: dict[int, int] = field(default_factory=dict)
+    disk_scale: float | None = None  # None: follow memory_scale
+
+    @property
+    def disk(self) -> float:
+        return self.memory_scale if self.disk_scale is None else self.disk_scale
+
+
+def _int(var: str, text: str) -> int:
+    try:
+        return int(text.strip())
+    except ValueError:
+        raise UsageError(f"{var}: {text!r} is not an integer") from None
+
+
+def _float(var: str, text: str, minimum: float) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise UsageError(f"{var}: {text!r} is not a number") from None
+    if not (value >= minimum and value < float("inf")):
+        raise UsageError(f"{var}: {text!r} must be a finite number >= {minimum}")
+    return value
+
+
+def read_knobs(env: dict[str, str]) -> Knobs:
+    speed = _float("SIM_SPEED", env.get("SIM_SPEED", "1.0"), 1e-9)
+    seed = _int("SIM_SEED", env.get("SIM_SEED", "0"))
+    scale = _float("SIM_MEMORY_SCALE", env.get("SIM_MEMORY_SCALE", "1.0"), 0.0)
+    fails = frozenset(
+        _int("SIM_FAIL_TARGETS", item) for item in env.get("SIM_FAIL_TARGETS", "").split(",") if item.strip()
+    )
+    peaks: dict[int, int] = {}
+    for item in env.get("SIM_PEAK_BYTES", "").split(","):
+        if not item.strip():
+            continue
+        end, sep, size = item.partition("=")
+        if not sep:
+            raise UsageError(f"SIM_PEAK_BYTES: {item!r} is not END=BYTES")
+        peaks[_int("SIM_PEAK_BYTES", end)] = max(0, _int("SIM_PEAK_BYTES", size))
+    disk = env.get("SIM_DISK_SCALE")
+    disk_scale = None if disk is None else _float("SIM_DISK_SCALE", disk, 0.0)
+    return Knobs(speed, seed, scale, fails, peaks, disk_scale)
+
+
+OPTIONS_WITH_VALUE = ("--conf", "--metric", "--ll")
+
+
+def parse_args(args: list[str]) -> tuple[str, list[str], dict[str, list[str]]]:
+    """(subcommand, positionals, options): options may come before or after the subcommand."""
+    command, positional, options = None, [], {"--metric": [], "--conf": [], "--ll": []}
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        if arg in OPTIONS_WITH_VALUE:
+            if i + 1 >= len(args):
+                raise UsageError(f"option {arg} requires a value")
+            options[arg].append(args[i + 1])
+            i += 2
+            continue
+        if arg == "--console":
+            i += 1
+            continue
+        if arg.startswith("-"):
+            raise UsageError(f"Unrecognised token: {arg}")
+        if command is None:
+            command = arg
+        else:
+            positional.append(arg)
+        i += 1
+    if command is None:
+        raise UsageError("no command given: new-db | offline-info | catchup DESTINATION-LEDGER/LEDGER-COUNT")
+    return command, positional, options
