@@ -19,10 +19,11 @@ import fsspec
 import psutil
 import pytest
 
-from catchup_assets.backends.local.backend import LocalBackend, disruption_delay
+from catchup_assets.backends.local.backend import LocalBackend
 from catchup_assets.backends.local.supervisor import flush_peaks, pid_alive, read_json
 from catchup_assets.core.classify.outcomes import Outcome, classify
 from catchup_assets.core.dispatch.ports import AlreadyExists, AttemptSpec, AttemptState, TransientBackendError
+from catchup_assets.sim.disruption import disruption_delay
 
 MiB = 1 << 20
 RANGE = "0000000001-0000000064"

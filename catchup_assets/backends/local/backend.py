@@ -14,10 +14,8 @@ Creating the attempt directory is the atomic create; losing it is a 409 (L11).
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import logging
 import os
-import random
 import re
 import shutil
 import signal
@@ -61,17 +59,6 @@ _SAFE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 LOG_CHUNK = 1 << 20
 
 
-def disruption_delay(seed: int, rate: float, window: tuple[float, float], range_key: str, attempt: int) -> float | None:
-    """Seconds after start to disrupt this attempt, or None; the same every time."""
-    if rate <= 0:
-        return None
-    digest = hashlib.sha256(f"{seed}\0{range_key}\0{attempt}".encode()).digest()
-    rng = random.Random(int.from_bytes(digest[:8], "big"))
-    if rng.random() >= rate:
-        return None
-    return rng.uniform(*window)
-
-
 def _peaks(d: dict | None) -> Peaks:
     m = merge_peaks(d, None)
     return Peaks(m["anon_bytes"], m["working_set_bytes"], m["ephemeral_bytes"])
@@ -111,17 +98,27 @@ class LocalBackend:
         self.env = {"STELLAR_CORE": str(Path(sys.executable).parent / "catchup-sim-core")}
         self.env.update(env or {})
         self.sample_interval = sample_interval
-        self.disruption_rate = disruption_rate
-        self.disruption_seed = disruption_seed
-        self.disruption_window = disruption_window
-        # attempt id -> seconds: a spot reclaim aimed at one attempt (demos, tests)
-        self.disruptions = dict(disruptions or {})
-        # attempt id -> a line of its log: reclaimed the moment the worker prints it
-        self.disruption_triggers = dict(disruption_triggers or {})
-        # The kubelet's disk evictions: over the attempt's own limit, or filling a
-        # node it has to itself (supervisor.disk_eviction).
-        self.ephemeral_limit_bytes = ephemeral_limit_bytes
-        self.node_disk_bytes = node_disk_bytes
+        # The stand-in for a cluster's spot reclaims and the kubelet's disk evictions
+        # (sim/disruption.py), built only when the caller asks for any.
+        self.disruption = None
+        if (
+            disruption_rate > 0
+            or disruptions
+            or disruption_triggers
+            or ephemeral_limit_bytes is not None
+            or node_disk_bytes is not None
+        ):
+            from catchup_assets.sim.disruption import Disruptions
+
+            self.disruption = Disruptions(
+                disruption_rate,
+                disruption_seed,
+                disruption_window,
+                dict(disruptions or {}),
+                dict(disruption_triggers or {}),
+                ephemeral_limit_bytes,
+                node_disk_bytes,
+            )
         # Below this much free space in the work directory nothing new starts: a supervisor
         # that cannot write its state dies without a verdict, and every retry would too.
         self.min_free_bytes = min_free_bytes
@@ -160,18 +157,7 @@ class LocalBackend:
             "data_dir": str(data.resolve()),
             "sample_interval": self.sample_interval,
             "terminate_grace": self.terminate_grace,
-            "disrupt_after_seconds": self.disruptions.get(
-                spec.attempt_id,
-                disruption_delay(
-                    self.disruption_seed, self.disruption_rate, self.disruption_window, spec.range_key, spec.attempt
-                ),
-            ),
-            "disrupt_on_line": self.disruption_triggers.get(spec.attempt_id),
-            # Like the kubelet in ephemeral mode: the attempt's sized disk, once this node limits disk at all.
-            "ephemeral_limit_bytes": (spec.ephemeral_bytes or self.ephemeral_limit_bytes)
-            if self.ephemeral_limit_bytes is not None
-            else None,
-            "node_disk_bytes": self.node_disk_bytes,
+            "disruption": self.disruption.launch(spec) if self.disruption is not None else None,
         }
         write_json_atomic(d / "launch.json", launch)
         spec_json = dataclasses.asdict(spec)

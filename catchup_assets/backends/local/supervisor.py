@@ -20,18 +20,19 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import psutil
 
-from catchup_assets.core.classify import evictions
+if TYPE_CHECKING:
+    from catchup_assets.sim.disruption import Emulator
 
 log = logging.getLogger("catchup_assets.backends.local.supervisor")
 
 PEAK_KEYS = ("anon_bytes", "working_set_bytes", "ephemeral_bytes")
 PEAKS_FLUSH_SECONDS = 2.0
 PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
-# A spec may force the injected disruption, e.g. for a demo of one range.
+# A spec may force the stand-in's spot reclaim, e.g. for a demo of one range.
 DISRUPT_ENV = "CATCHUP_DISRUPT_AFTER_SECONDS"
 
 
@@ -78,49 +79,14 @@ def flush_peaks(path: Path, peaks: dict) -> dict:
     return merged
 
 
-NODE_SHUTDOWN_MESSAGE = "Pod was terminated in response to imminent node shutdown."
-EVICTION_GRACE_SECONDS = 1.0  # the kubelet's immediateEvictionGracePeriodSeconds
-HARD_EVICTION_SHARE = 0.10  # the kubelet's default hard threshold: nodefs.available<10%
+def _emulator(spec: dict, launch: dict, log_path: Path) -> Emulator | None:
+    """The stand-in for a cluster's reclaims and disk evictions, only when the attempt asks for it."""
+    forced = (spec.get("env") or {}).get(DISRUPT_ENV)
+    if launch.get("disruption") is None and forced is None:
+        return None
+    from catchup_assets.sim.disruption import Emulator  # opt-in: an ordinary run never imports the sim
 
-
-def disk_eviction(used: int, launch: dict) -> str | None:
-    """The kubelet's message if `used` bytes of the attempt's data get it evicted, else None.
-
-    `ephemeral_limit_bytes` is the pod's own limit; `node_disk_bytes` the disk of a
-    node the pod has to itself (a pooled pod, L15), evicted as its disk hog.
-    """
-    limit = launch.get("ephemeral_limit_bytes")
-    if limit and used > limit:
-        return evictions.POD_EPHEMERAL_FMT.format(limit=evictions.quantity(limit))
-    disk = launch.get("node_disk_bytes")
-    if disk and disk - used < disk * HARD_EVICTION_SHARE:
-        return evictions.node_pressure_message(
-            evictions.DISK, int(disk * HARD_EVICTION_SHARE), max(0, disk - used), "catchup", used, 0
-        )
-    return None
-
-
-class LogTrigger:
-    """Fires once the worker's log holds `line` (a substring); never if `line` is None."""
-
-    def __init__(self, path: Path, line: str | None) -> None:
-        self.path, self.line = path, line
-        self._offset, self._tail, self._fired = 0, b"", False
-
-    def fired(self) -> bool:
-        if self.line is None or self._fired:
-            return self._fired
-        try:
-            with open(self.path, "rb") as f:
-                f.seek(self._offset)
-                data = f.read()
-        except OSError:
-            return False
-        self._offset += len(data)
-        needle = self.line.encode()
-        self._fired = needle in self._tail + data
-        self._tail = (self._tail + data)[-len(needle) :]
-        return self._fired
+    return Emulator(launch.get("disruption") or {}, forced, log_path)
 
 
 def exit_code_of(returncode: int) -> int:
@@ -329,13 +295,9 @@ class Supervisor:
         limit = spec.get("memory_limit_bytes")
         t0 = time.monotonic()
         deadline = spec.get("deadline_seconds")
-        disrupt = (spec.get("env") or {}).get(DISRUPT_ENV, launch.get("disrupt_after_seconds"))
-        disrupt = float(disrupt) if disrupt not in (None, "") else None
-        # A reclaim aimed at a moment of the attempt's own, not at a time: "once the worker printed X".
-        trigger = LogTrigger(self.dir / "worker.log", launch.get("disrupt_on_line"))
+        emulator = _emulator(spec, launch, self.dir / "worker.log")
         kill_at: float | None = None
         oom = False
-        evicted: str | None = None
         next_flush = next_walk = 0.0
         while True:
             now = time.monotonic()
@@ -344,7 +306,8 @@ class Supervisor:
                 w0 = time.monotonic()
                 used = disk_usage(launch["data_dir"])
                 self._peak("ephemeral_bytes", used)
-                evicted = evicted or disk_eviction(used, launch)
+                if emulator is not None:
+                    emulator.walked(used)
                 # Rarely for a huge directory: the walk must not dominate the node.
                 next_walk = now + max(1.0, 20 * (time.monotonic() - w0))
             self._peak("anon_bytes", anon)
@@ -360,23 +323,12 @@ class Supervisor:
                 elif deadline and now - t0 >= deadline:
                     why = f"deadline {deadline} s exceeded"
                     self.status["pod_reason"] = "DeadlineExceeded"
-                elif evicted is not None:
-                    # As the kubelet evicts: Failed/Evicted, its message, a 1 s grace;
-                    # DisruptionTarget only when the node ran short (evictions.py).
-                    why, wait = evicted, EVICTION_GRACE_SECONDS
-                    self.status["pod_reason"] = evictions.REASON
-                    if evictions.node_pressure(evictions.REASON, evicted):
-                        self.status["conditions"] += ["DisruptionTarget", "TerminationByKubelet"]
-                elif (disrupt is not None and now - t0 >= disrupt) or trigger.fired():
-                    # A spot reclaim as the node's graceful shutdown reports it (nodeshutdown manager).
-                    self.status["pod_reason"] = "Terminated"
-                    self.status["conditions"] += ["DisruptionTarget", "TerminationByKubelet"]
-                    self.messages.append(NODE_SHUTDOWN_MESSAGE)
-                    why = (
-                        f"disruption injected after {now - t0:.2f} s"
-                        if trigger.line is None
-                        else f"disruption injected once the worker printed {trigger.line!r}"
-                    )
+                elif emulator is not None and (hit := emulator.due(now - t0, grace)) is not None:
+                    # What a cluster does uninvited: a spot reclaim, a disk eviction (sim/disruption.py).
+                    why, wait = hit.why, hit.grace
+                    self.status["pod_reason"] = hit.pod_reason
+                    self.status["conditions"] += list(hit.conditions)
+                    self.messages += hit.before
                 if why:
                     self.messages.append(why)
                     _killpg(proc.pid, signal.SIGTERM)
