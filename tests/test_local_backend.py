@@ -20,7 +20,8 @@ import psutil
 import pytest
 
 from catchup_assets.backends.local.backend import LocalBackend
-from catchup_assets.backends.local.supervisor import flush_peaks, pid_alive, read_json
+from catchup_assets.backends.local.state import flush_peaks, read_json
+from catchup_assets.backends.local.supervisor import pid_alive
 from catchup_assets.core.classify.outcomes import Outcome, classify
 from catchup_assets.core.dispatch.ports import AlreadyExists, AttemptSpec, AttemptState, TransientBackendError
 from catchup_assets.sim.disruption import disruption_delay

@@ -28,12 +28,8 @@ from pathlib import Path
 
 import psutil
 
-from catchup_assets.backends.local.supervisor import (
-    merge_peaks,
-    pid_alive,
-    read_json,
-    write_json_atomic,
-)
+from catchup_assets.backends.local.state import merge_peaks, read_json, write_json_atomic
+from catchup_assets.backends.local.supervisor import pid_alive
 from catchup_assets.backends.shipping import ship, split_log
 from catchup_assets.core.classify.outcomes import Observation
 from catchup_assets.core.dispatch.ports import (

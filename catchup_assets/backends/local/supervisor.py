@@ -4,13 +4,13 @@ Run as `python -m catchup_assets.backends.local.supervisor ATTEMPT_DIR`, in its
 own session, so it outlives the dispatcher that started it. Everything it
 knows goes to files in ATTEMPT_DIR (the registry, L10); `status.json` is
 written last, atomically, and its presence is what "finished" means (L32, L33).
+Its files are `state.py`'s; what it measures of its worker, `sampling.py`'s.
 
 Kept free of heavy imports: a supervisor per attempt, many at once.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import signal
@@ -24,59 +24,17 @@ from typing import TYPE_CHECKING, Any
 
 import psutil
 
+from catchup_assets.backends.local.sampling import disk_usage, sample_tree
+from catchup_assets.backends.local.state import PEAK_KEYS, flush_peaks, read_json, write_json_atomic
+
 if TYPE_CHECKING:
     from catchup_assets.sim.disruption import Emulator
 
 log = logging.getLogger("catchup_assets.backends.local.supervisor")
 
-PEAK_KEYS = ("anon_bytes", "working_set_bytes", "ephemeral_bytes")
 PEAKS_FLUSH_SECONDS = 2.0
-PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 # A spec may force the stand-in's spot reclaim, e.g. for a demo of one range.
 DISRUPT_ENV = "CATCHUP_DISRUPT_AFTER_SECONDS"
-
-
-def write_json_atomic(path: Path, data: Any) -> None:
-    # The pid in the tmp name keeps two writers (backend, supervisor) apart (L33).
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-    with open(tmp, "w") as f:
-        json.dump(data, f)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-
-
-def read_json(path: Path) -> Any:
-    """The file's JSON; None if absent. Raises ValueError if torn (L12)."""
-    try:
-        with open(path, "rb") as f:
-            raw = f.read()
-    except FileNotFoundError:
-        return None
-    try:
-        return json.loads(raw)
-    except ValueError as e:
-        raise ValueError(f"{path}: unreadable JSON ({e})") from None
-
-
-def merge_peaks(a: dict | None, b: dict | None) -> dict:
-    out: dict = {}
-    for k in PEAK_KEYS:
-        vals = [d[k] for d in (a, b) if isinstance(d, dict) and isinstance(d.get(k), (int, float))]
-        out[k] = int(max(vals)) if vals else None
-    return out
-
-
-def flush_peaks(path: Path, peaks: dict) -> dict:
-    """Merge `peaks` into the file by max: a flush never lowers a peak (L20)."""
-    try:
-        on_disk = read_json(path)
-    except ValueError as e:
-        log.warning("%s; rewriting from this run's samples", e)
-        on_disk = None
-    merged = merge_peaks(on_disk, peaks)
-    write_json_atomic(path, merged)
-    return merged
 
 
 def _emulator(spec: dict, launch: dict, log_path: Path) -> Emulator | None:
@@ -92,83 +50,6 @@ def _emulator(spec: dict, launch: dict, log_path: Path) -> Emulator | None:
 def exit_code_of(returncode: int) -> int:
     # As a container runtime reports it: killed by signal N -> 128 + N.
     return 128 - returncode if returncode < 0 else returncode
-
-
-def _tree(root: int) -> list[int]:
-    """Pids of root and its descendants, from /proc children lists.
-
-    psutil's children() scans every pid on the host per call; with one
-    supervisor per attempt sampling several times a second that adds up.
-    """
-    pids, i = [root], 0
-    while i < len(pids):
-        pid, i = pids[i], i + 1
-        try:
-            tids = os.listdir(f"/proc/{pid}/task")
-        except OSError:
-            continue
-        for tid in tids:
-            try:
-                with open(f"/proc/{pid}/task/{tid}/children") as f:
-                    pids.extend(int(x) for x in f.read().split())
-            except OSError:
-                pass
-    return pids
-
-
-def _memory(pid: int) -> tuple[int, int]:
-    """(anon, rss) of one process: anon = rss - file/shmem pages (RssAnon, L19)."""
-    with open(f"/proc/{pid}/statm") as f:
-        fields = f.read().split()
-    rss, shared = int(fields[1]) * PAGE, int(fields[2]) * PAGE
-    return rss - shared, rss
-
-
-def sample_tree(root: int) -> tuple[int, int]:
-    """Summed (anon, working set) of the process tree under root."""
-    if os.path.isdir("/proc/self/task"):
-        anon = ws = 0
-        for pid in _tree(root):
-            try:
-                a, r = _memory(pid)
-            except (OSError, IndexError, ValueError):
-                continue  # exited between listing and reading
-            anon, ws = anon + a, ws + r
-        return anon, ws
-    anon = ws = 0
-    try:
-        procs = [psutil.Process(root)]
-        procs += procs[0].children(recursive=True)
-    except psutil.Error:
-        return 0, 0
-    for p in procs:
-        try:
-            mi = p.memory_info()
-        except psutil.Error:
-            continue
-        anon, ws = anon + mi.rss - getattr(mi, "shared", 0), ws + mi.rss
-    return anon, ws
-
-
-def disk_usage(root: str) -> int:
-    """Bytes allocated under root, like the kubelet's du of a volume."""
-    total, stack = 0, [root]
-    while stack:
-        try:
-            it = os.scandir(stack.pop())
-        except OSError:
-            continue
-        with it:
-            for entry in it:
-                try:
-                    if entry.is_dir(follow_symlinks=False):
-                        stack.append(entry.path)
-                    else:
-                        st = entry.stat(follow_symlinks=False)
-                        total += getattr(st, "st_blocks", 0) * 512 or st.st_size
-                except OSError:
-                    continue
-    return total
 
 
 def pid_alive(pid: int, create_time: float | None) -> bool:
