@@ -9,6 +9,7 @@ again from the files it keeps (L10). Layout, per mission:
     data/<range_key>/       the range's kept data directory, the "PVC" (L3)
 
 Creating the attempt directory is the atomic create; losing it is a 409 (L11).
+Reading the directories back as attempt states is `registry.py`'s.
 """
 
 from __future__ import annotations
@@ -28,10 +29,9 @@ from pathlib import Path
 
 import psutil
 
-from catchup_assets.backends.local.state import merge_peaks, read_json, write_json_atomic
-from catchup_assets.backends.local.supervisor import pid_alive
+from catchup_assets.backends.local.registry import Registry, peaks_of
+from catchup_assets.backends.local.state import write_json_atomic
 from catchup_assets.backends.shipping import ship, split_log
-from catchup_assets.core.classify.outcomes import Observation
 from catchup_assets.core.dispatch.ports import (
     AlreadyExists,
     AttemptSpec,
@@ -39,7 +39,6 @@ from catchup_assets.core.dispatch.ports import (
     Busy,
     Collected,
     DispatchBlocked,
-    Peaks,
     Phase,
 )
 from catchup_assets.store.logs import archive
@@ -47,17 +46,8 @@ from catchup_assets.store.logs import archive
 log = logging.getLogger(__name__)
 
 ENTRYPOINT = Path(__file__).resolve().parents[1] / "worker" / "entrypoint.sh"
-# A dispatcher that died between creating an attempt and starting its
-# supervisor leaves a directory nobody runs; after this long it is judged lost.
-START_TIMEOUT = 60.0
-_NAME = re.compile(r"^(?P<range>.+)-a(?P<attempt>\d{3,})$")
 _SAFE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 LOG_CHUNK = 1 << 20
-
-
-def _peaks(d: dict | None) -> Peaks:
-    m = merge_peaks(d, None)
-    return Peaks(m["anon_bytes"], m["working_set_bytes"], m["ephemeral_bytes"])
 
 
 def _safe(name: str, what: str) -> str:
@@ -122,10 +112,8 @@ class LocalBackend:
         self.python = python
         # Only caches of immutable files and children to reap: never a source
         # of truth, a restart loses nothing by starting them empty (L10).
-        self._specs: dict[str, dict] = {}
-        self._finished: dict[str, tuple[int, AttemptState]] = {}
+        self.registry = Registry(self.attempts_dir, self._disk_full)
         self._children: dict[str, subprocess.Popen] = {}
-        self._warned: set[str] = set()
 
     def data_dir(self, range_key: str) -> Path:
         return self.data_root / _safe(range_key, "range key")
@@ -182,117 +170,7 @@ class LocalBackend:
         for aid, p in list(self._children.items()):
             if p.poll() is not None:
                 del self._children[aid]  # reaped: a zombie must not look alive
-        try:
-            entries = list(os.scandir(self.attempts_dir))
-        except FileNotFoundError:
-            return []
-        states = []
-        for e in entries:
-            if e.name.startswith(".") or not e.is_dir(follow_symlinks=False):
-                if e.name.startswith(".trash-"):
-                    shutil.rmtree(e.path, ignore_errors=True)  # an interrupted release
-                continue
-            try:
-                st = self._observe_one(e.name, Path(e.path))
-            except Exception as exc:  # one bad attempt costs itself, not the pass (L12)
-                self._warn(e.name, f"attempt {e.name} unreadable, skipped: {exc}")
-                continue
-            if st is not None:
-                states.append(st)
-        return states
-
-    def _warn(self, key: str, msg: str) -> None:
-        if key not in self._warned:
-            self._warned.add(key)
-            log.warning(msg)
-
-    def _json(self, aid: str, path: Path) -> dict | None:
-        try:
-            v = read_json(path)
-        except ValueError as e:
-            self._warn(f"{aid}:{path.name}", str(e))
-            return None
-        return v if isinstance(v, dict) else None
-
-    def _observe_one(self, aid: str, d: Path) -> AttemptState | None:
-        status_path = d / "status.json"
-        try:
-            mtime = status_path.stat().st_mtime_ns
-        except FileNotFoundError:
-            mtime = None
-        if mtime is not None and aid in self._finished and self._finished[aid][0] == mtime:
-            return self._finished[aid][1]
-        spec = self._specs.get(aid) or self._json(aid, d / "spec.json")
-        if spec is not None:
-            self._specs[aid] = spec
-            range_key, attempt = spec["range_key"], int(spec["attempt"])
-        else:
-            m = _NAME.match(aid)
-            if not m:
-                self._warn(aid, f"attempt directory {aid} has no spec and no attempt name")
-                return None
-            range_key, attempt = m["range"], int(m["attempt"])
-        base = dict(
-            range_key=range_key,
-            attempt=attempt,
-            memory_limit_bytes=(spec or {}).get("memory_limit_bytes"),
-            tier=(spec or {}).get("tier"),
-        )
-        peaks = self._json(aid, d / "peaks.json")
-        if mtime is not None:
-            status = self._json(aid, status_path)
-            if status is not None:
-                state = AttemptState(
-                    phase=Phase.FINISHED,
-                    observation=Observation(
-                        exit_code=status.get("exit_code"),
-                        termination_reason=status.get("termination_reason"),
-                        pod_reason=status.get("pod_reason"),
-                        conditions=frozenset(status.get("conditions") or ()),
-                        message=status.get("message") or "",
-                        node_gone=bool(status.get("node_gone", False)),
-                    ),
-                    started_at=status.get("started_at"),
-                    finished_at=status.get("finished_at"),
-                    node=status.get("node"),
-                    peaks=_peaks(merge_peaks(status.get("peaks"), peaks)),
-                    **base,
-                )
-                self._finished[aid] = (mtime, state)
-                return state
-        sup = self._json(aid, d / "supervisor.json")
-        worker = self._json(aid, d / "worker.json") or {}
-        running = dict(started_at=worker.get("started_at"), peaks=_peaks(peaks), **base)
-        if sup is not None and pid_alive(sup["pid"], sup.get("create_time")):
-            return AttemptState(phase=Phase.RUNNING, node=sup.get("node"), **running)
-        if mtime is not None:  # torn verdict, nobody left to rewrite it
-            return AttemptState(
-                phase=Phase.FINISHED, observation=Observation(message="status.json unreadable"), **running
-            )
-        if sup is None:
-            try:
-                age = time.time() - d.stat().st_mtime
-            except FileNotFoundError:
-                return None
-            if age < START_TIMEOUT:
-                return AttemptState(phase=Phase.PENDING, **running)
-            # Fence: a supervisor that starts after this verdict sees it and stops.
-            write_json_atomic(status_path, {"node_gone": True, "message": "supervisor never started"})
-            return AttemptState(
-                phase=Phase.FINISHED,
-                observation=Observation(node_gone=True, message="supervisor never started"),
-                **running,
-            )
-        # The supervisor died without a verdict: a lost node (Z3). Its worker
-        # must not keep writing into the range's data under the next attempt.
-        if worker.get("pid") and pid_alive(worker["pid"], worker.get("create_time")):
-            try:
-                os.killpg(worker["pid"], signal.SIGKILL)
-            except OSError:
-                pass
-        why = self._disk_full()
-        message = "supervisor vanished" + (f" ({why})" if why else "")
-        return AttemptState(phase=Phase.FINISHED, observation=Observation(node_gone=True, message=message), **running)
+        return self.registry.scan()
 
     def _disk_full(self) -> str | None:
         """Why the work directory cannot take an attempt, or None if it can."""
@@ -313,8 +191,10 @@ class LocalBackend:
         parse its own lines, merge peaks. Idempotent."""
         d = self.attempt_dir(state.attempt_id)
         peaks = state.peaks
-        status = self._json(state.attempt_id, d / "status.json") or {}
-        peaks = peaks.merge(_peaks(status.get("peaks"))).merge(_peaks(self._json(state.attempt_id, d / "peaks.json")))
+        status = self.registry.json(state.attempt_id, d / "status.json") or {}
+        peaks = peaks.merge(peaks_of(status.get("peaks"))).merge(
+            peaks_of(self.registry.json(state.attempt_id, d / "peaks.json"))
+        )
         src = d / "worker.log"
         if not src.exists():
             return Collected(peaks=peaks)
@@ -341,38 +221,16 @@ class LocalBackend:
         """Delete a finished attempt's directory; refuses one still running (L2)."""
         aid = state.attempt_id
         d = self.attempt_dir(aid)
-        now = self._observe_one(aid, d) if d.exists() else None
+        now = self.registry.one(aid, d) if d.exists() else None
         if now is not None and now.live:
             raise Busy(f"attempt {aid} is {now.phase}; not released")
         _remove(d)
-        for cache in (self._specs, self._finished, self._children):
-            cache.pop(aid, None)
-
-    def _observe_range(self, range_key: str) -> list[AttemptState]:
-        """The range's own attempts only: a full observe per finished range costs O(in flight)."""
-        prefix = f"{_safe(range_key, 'range key')}-a"
-        try:
-            names = [
-                e.name
-                for e in os.scandir(self.attempts_dir)
-                if e.name.startswith(prefix) and e.is_dir(follow_symlinks=False)
-            ]
-        except FileNotFoundError:
-            return []
-        states = []
-        for name in names:
-            try:
-                st = self._observe_one(name, self.attempts_dir / name)
-            except Exception as exc:  # one bad attempt costs itself, not the pass (L12)
-                self._warn(name, f"attempt {name} unreadable, skipped: {exc}")
-                continue
-            if st is not None and st.range_key == range_key:
-                states.append(st)
-        return states
+        self.registry.forget(aid)
+        self._children.pop(aid, None)
 
     def release_range(self, range_key: str) -> None:
         """Delete the range's data directory (L3); refuses while an attempt runs on it."""
-        live = [s.attempt_id for s in self._observe_range(range_key) if s.live]
+        live = [s.attempt_id for s in self.registry.of_range(_safe(range_key, "range key")) if s.live]
         if live:
             raise Busy(f"range {range_key} has live attempts {live}; data kept")
         _remove(self.data_dir(range_key))
@@ -400,7 +258,7 @@ class LocalBackend:
                 if not st.live:
                     continue
                 d = self.attempt_dir(st.attempt_id)
-                sup = self._json(st.attempt_id, d / "supervisor.json")
+                sup = self.registry.json(st.attempt_id, d / "supervisor.json")
                 if st.phase is Phase.PENDING and sup is None:
                     write_json_atomic(
                         d / "status.json", {"node_gone": True, "message": "shut down before its supervisor started"}
