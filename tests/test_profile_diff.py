@@ -12,12 +12,9 @@ from catchup_assets.core.aggregate.diff import (
     band_of,
     check_diff_columns,
     compare,
-    display_rows,
-    image_text,
-    legend,
-    regression_rows,
     requested_by_range,
 )
+from catchup_assets.core.aggregate.diff_display import display_rows, image_text, legend, regression_rows
 from catchup_assets.core.text import text_table
 from catchup_assets.store.records import AttemptRecord
 

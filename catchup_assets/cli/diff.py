@@ -8,7 +8,7 @@ import argparse
 def command(args: argparse.Namespace) -> int:
     import textwrap
 
-    from catchup_assets.core.aggregate.diff import display_rows, legend, regression_rows, summary_lines
+    from catchup_assets.core.aggregate.diff_display import display_rows, legend, regression_rows, summary_lines
     from catchup_assets.core.text import text_table
     from catchup_assets.mission.mission import diff_missions
 
