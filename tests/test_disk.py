@@ -7,7 +7,8 @@ import re
 import pytest
 
 from catchup_assets.core.size.disk import DiskPolicy
-from catchup_assets.core.size.sizing import Placement, ProfileIndex, RangeMeasure
+from catchup_assets.core.size.measures import ProfileIndex, RangeMeasure
+from catchup_assets.core.size.sizing import Placement
 from catchup_assets.core.units import GiB
 
 MiB = 1024**2

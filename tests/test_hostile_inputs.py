@@ -24,8 +24,8 @@ from catchup_assets.core.dispatch.ports import Peaks
 from catchup_assets.core.dispatch.reconciler import DispatchConfig, Dispatcher, DispatcherStuck
 from catchup_assets.core.measure.logparse import parse_worker_log
 from catchup_assets.core.plan.config import MissionConfig
-from catchup_assets.core.plan.plan_table import measures_from_rows
 from catchup_assets.core.plan.ranges import MissionSpan, dispatch_order, parse_key, plan_ranges
+from catchup_assets.core.size.measures import measures_from_rows
 from catchup_assets.core.size.sizing import Tier, Tiers
 from catchup_assets.defs.resources import CatchupResource
 from catchup_assets.mission.mission import build_tier_map, prepare

@@ -162,7 +162,7 @@ def test_only_a_completed_chain_measures_a_range_else_its_oom_floor(attempts, an
 
 def test_an_older_profile_s_incomplete_row_sizes_by_its_oom_floor_or_not_at_all(caplog):
     """A profile written before incomplete chains were left out may carry an early failure's peak."""
-    from catchup_assets.core.plan.plan_table import measures_from_rows
+    from catchup_assets.core.size.measures import measures_from_rows
 
     early = {"range_key": KEY, "last_ledger": 32000, "peak_anon_bytes": GiB // 8, "completed": False}
     floor = {**early, "last_ledger": 48000, "oom_floor_bytes": 6 * GiB, "peak_anon_bytes": 7 * GiB}

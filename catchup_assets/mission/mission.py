@@ -35,13 +35,14 @@ from catchup_assets.core.dispatch.reconciler import (
     Status,
 )
 from catchup_assets.core.plan.config import MissionConfig
-from catchup_assets.core.plan.plan_table import plan_table, tier_map_table
+from catchup_assets.core.plan.plan_table import plan_table
 from catchup_assets.core.plan.ranges import LedgerRange, MissionSpan, dispatch_order, parse_key, plan_ranges
 from catchup_assets.core.size.catalog import DEFAULT_CATALOG
 from catchup_assets.core.size.cost import MissionCost, mission_cost
 from catchup_assets.core.size.fit import FitResult, FitSettings, chart_values, evaluate, fit_ladder, profile_ranges
 from catchup_assets.core.size.forecast import WHAT_IF_FACTORS, Forecast, estimates, what_if
 from catchup_assets.core.size.sizing import Placement
+from catchup_assets.core.size.tier_map import tier_map_table
 from catchup_assets.store.profiles import PreviousProfile, load_previous_profile
 from catchup_assets.store.records import AttemptRecord, RecordStore
 from catchup_assets.store.root import Store, validate_mission

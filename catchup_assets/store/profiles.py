@@ -19,8 +19,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from catchup_assets.core.aggregate.profile import check_profile_columns
-from catchup_assets.core.plan.plan_table import measures_from_rows
-from catchup_assets.core.size.sizing import ProfileIndex
+from catchup_assets.core.size.measures import ProfileIndex, measures_from_rows
 
 log = logging.getLogger(__name__)
 

@@ -1,0 +1,71 @@
+"""The tier map of a profile: where each range goes next mission, and what it costs there.
+
+Pure over ranges, profile rows and a placement; the output is a pyarrow table
+with documented columns (README "Storage layout").
+
+tier_map.parquet, one row per planned range (unmeasured ones on the catch-all tier):
+    range_key, first_ledger, last_ledger, tier, memory_request_bytes, profiled,
+    peak_anon_bytes, peak_working_set_bytes, seconds, node_hours, cost_usd
+    (node_hours and cost_usd: the share of its tier's node the range pays for, cost.py)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import pyarrow as pa
+
+from catchup_assets.core.plan.ranges import LedgerRange
+from catchup_assets.core.size.cost import node_share
+from catchup_assets.core.size.measures import ProfileIndex, measures_from_rows
+from catchup_assets.core.size.sizing import Placement
+
+TIER_MAP_SCHEMA = pa.schema(
+    [
+        ("range_key", pa.string()),
+        ("first_ledger", pa.int64()),
+        ("last_ledger", pa.int64()),
+        ("tier", pa.string()),
+        ("memory_request_bytes", pa.int64()),
+        ("profiled", pa.bool_()),
+        ("peak_anon_bytes", pa.int64()),
+        ("peak_working_set_bytes", pa.int64()),
+        ("seconds", pa.float64()),
+        ("node_hours", pa.float64()),
+        ("cost_usd", pa.float64()),
+    ]
+)
+
+
+def tier_map_table(
+    ranges: Sequence[LedgerRange],
+    profile_rows: Iterable[dict[str, Any]],
+    placement: Placement,
+) -> pa.Table:
+    """Where each range goes next mission, sized from this profile, and what it costs there."""
+    index = ProfileIndex(measures_from_rows(profile_rows))
+    out = []
+    for r in ranges:
+        s = placement.size(r.last, index)
+        m = index.lookup(r.last)
+        secs = s.predicted_seconds
+        tier = placement.tiers.by_name(s.tier)
+        shape = placement.shape_of(s.tier)
+        share = node_share(tier, shape, s.memory_request_bytes, s.cpu_request)
+        out.append(
+            {
+                "range_key": r.key,
+                "first_ledger": r.first,
+                "last_ledger": r.last,
+                "tier": s.tier,
+                "memory_request_bytes": s.memory_request_bytes,
+                "profiled": s.profiled,
+                "peak_anon_bytes": m.peak_anon_bytes if m else None,
+                "peak_working_set_bytes": m.peak_working_set_bytes if m else None,
+                "seconds": secs,
+                "node_hours": None if secs is None else secs / 3600 * share,
+                "cost_usd": None if secs is None else secs / 3600 * share * shape.hourly(tier.capacity_type),
+            }
+        )
+    return pa.Table.from_pylist(out, schema=TIER_MAP_SCHEMA)
