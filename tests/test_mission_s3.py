@@ -13,17 +13,11 @@ import pytest
 
 from catchup_assets.backends.local.backend import LocalBackend
 from catchup_assets.core.plan.ranges import MissionSpan
-from catchup_assets.mission.mission import (
-    MissionConfig,
-    build_profile,
-    build_tier_map,
-    prepare,
-    read_table,
-    run_mission,
-)
+from catchup_assets.mission.mission import MissionConfig, build_profile, build_tier_map, prepare, run_mission
 from catchup_assets.store.profiles import ProfileUnavailable, load_previous_profile
 from catchup_assets.store.records import RecordStore
 from catchup_assets.store.root import Store
+from catchup_assets.store.tables import read_table
 from scaled import scaled_placement
 
 MiB = 1024**2

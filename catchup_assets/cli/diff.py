@@ -24,7 +24,8 @@ def command(args: argparse.Namespace) -> int:
         print(text_table(*regression_rows(diff, args.memory_scale)))
     if args.out:
         from catchup_assets.store.io import write_parquet
+        from catchup_assets.store.tables import band_table
 
-        write_parquet(diff.table(), args.out)
+        write_parquet(band_table(diff), args.out)
         print(f"\nband table -> {args.out}")
     return 0

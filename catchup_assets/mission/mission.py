@@ -14,17 +14,13 @@ Storage layout under the root, per mission (docs/storage.md):
 
 from __future__ import annotations
 
-import io
 import json
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-import pyarrow as pa
-import pyarrow.parquet as pq
-
 from catchup_assets.core.aggregate.diff import ProfileDiff, Side, check_diff_columns, compare, requested_by_range
-from catchup_assets.core.aggregate.profile import PROFILE_SCHEMA, profile_rows
+from catchup_assets.core.aggregate.profile import profile_rows
 from catchup_assets.core.dispatch.ports import Backend
 from catchup_assets.core.dispatch.reconciler import (
     Clock,
@@ -35,17 +31,26 @@ from catchup_assets.core.dispatch.reconciler import (
     Status,
 )
 from catchup_assets.core.plan.config import MissionConfig
-from catchup_assets.core.plan.plan_table import plan_table
 from catchup_assets.core.plan.ranges import LedgerRange, MissionSpan, dispatch_order, parse_key, plan_ranges
 from catchup_assets.core.size.catalog import DEFAULT_CATALOG
 from catchup_assets.core.size.cost import MissionCost, mission_cost
 from catchup_assets.core.size.fit import FitResult, FitSettings, chart_values, evaluate, fit_ladder, profile_ranges
 from catchup_assets.core.size.forecast import WHAT_IF_FACTORS, Forecast, estimates, what_if
 from catchup_assets.core.size.sizing import Placement
-from catchup_assets.core.size.tier_map import tier_map_table
 from catchup_assets.store.profiles import PreviousProfile, load_previous_profile
 from catchup_assets.store.records import AttemptRecord, RecordStore
 from catchup_assets.store.root import Store, validate_mission
+from catchup_assets.store.tables import (
+    PROFILE_SCHEMA,
+    Table,
+    band_table,
+    parse_table,
+    plan_table,
+    read_table,
+    table,
+    tier_map_table,
+    write_table,
+)
 
 log = logging.getLogger(__name__)
 
@@ -60,23 +65,11 @@ class PreparedMission:
     config: MissionConfig
     ordered: list[LedgerRange]
     previous: PreviousProfile
-    plan: pa.Table
+    plan: Table
 
     @property
     def keys(self) -> list[str]:
         return [r.key for r in self.ordered]
-
-
-def write_table(store: Store, rel: str, table: pa.Table) -> str:
-    buf = io.BytesIO()
-    pq.write_table(table, buf, compression="zstd")
-    store.write_bytes(rel, buf.getvalue())
-    return store.url(rel)
-
-
-def read_table(store: Store, rel: str) -> pa.Table:
-    # ParquetFile, not pq.read_table: one file needs none of the dataset machinery.
-    return pq.ParquetFile(pa.BufferReader(store.read_bytes(rel))).read()
 
 
 def prepare(config: MissionConfig, keys: list[str] | None = None) -> PreparedMission:
@@ -152,7 +145,7 @@ def run_mission(
 
 @dataclass
 class ProfileOutput:
-    profile: pa.Table
+    profile: Table
     unmeasured: list[str]
     url: str
     records: list[AttemptRecord] = field(default_factory=list)  # every finished attempt the profile read
@@ -178,7 +171,7 @@ def build_profile(storage_root: str, mission: str) -> ProfileOutput:
         record_store.write_snapshot(records, done)  # the next read of these records is one file
     finished = [r for ident, r in records.items() if ident in done]
     rows, unmeasured = profile_rows(finished)
-    profile = pa.Table.from_pylist(rows, schema=PROFILE_SCHEMA)
+    profile = table(rows, PROFILE_SCHEMA)
     return ProfileOutput(profile, unmeasured, write_table(store, f"{mission}/{PROFILE_FILE}", profile), finished)
 
 
@@ -186,7 +179,7 @@ def build_tier_map(
     storage_root: str,
     mission: str,
     placement: Placement = Placement(),
-) -> tuple[pa.Table, str]:
+) -> tuple[Table, str]:
     """Every planned range of the mission placed from its profile -> tier_map.parquet."""
     store = Store(storage_root)
     require_plan(store, mission)
@@ -309,7 +302,7 @@ def read_profile_rows(store: Store, rel: str) -> list[dict]:
     except FileNotFoundError:
         raise ValueError(f"profile {url} does not exist") from None
     try:
-        table = pq.ParquetFile(pa.BufferReader(data)).read()
+        table = parse_table(data)
     except Exception as exc:  # noqa: BLE001 - whatever the file is, it is not a profile: named
         raise ValueError(f"profile {url} is not a Parquet table: {exc}") from exc
     check_diff_columns(table.column_names, url)
@@ -395,6 +388,6 @@ def build_profile_diff(storage_root: str, mission: str, band_ledgers: int, thres
     else:
         a = Side(name_a or str(source), rows_a)
     diff = compare(a, b, band_ledgers, threshold)
-    url = write_table(store, f"{mission}/{PROFILE_DIFF_FILE}", diff.table())
+    url = write_table(store, f"{mission}/{PROFILE_DIFF_FILE}", band_table(diff))
     note = f"{mission} (B) against the profile it was sized from, {source} (A: {a.name})"
     return DiffOutput(diff, url, note, b.image)

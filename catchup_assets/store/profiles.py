@@ -15,11 +15,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import fsspec
-import pyarrow as pa
-import pyarrow.parquet as pq
 
 from catchup_assets.core.aggregate.profile import check_profile_columns
 from catchup_assets.core.size.measures import ProfileIndex, measures_from_rows
+from catchup_assets.store.tables import parse_table
 
 log = logging.getLogger(__name__)
 
@@ -83,10 +82,10 @@ def load_previous_profile(
             f"(sha256 {digest[:12]}..., the plan saw {expect_sha256[:12]}...): plan the mission again"
         )
     try:
-        table = pq.ParquetFile(pa.BufferReader(data)).read()  # not read_table: no dataset machinery
+        table = parse_table(data)
     except Exception as exc:  # noqa: BLE001
         raise ProfileRefused(f"previous profile {spec} is not a Parquet table: {exc}") from exc
-    check_profile_columns(table, spec)
+    check_profile_columns(table.column_names, spec)
     rows = table.to_pylist()
     if not rows:
         raise ProfileRefused(f"previous profile {spec} has no ranges")

@@ -20,10 +20,11 @@ from catchup_assets.defs.assets.range_assets import (
 )
 from catchup_assets.defs.resources import CatchupResource
 from catchup_assets.defs.sensors.mission_finished import AFTER_RUN_TAG
-from catchup_assets.mission.mission import PLAN_FILE, PROFILE_DIFF_FILE, PROFILE_FILE, TIER_MAP_FILE, read_table
+from catchup_assets.mission.mission import PLAN_FILE, PROFILE_DIFF_FILE, PROFILE_FILE, TIER_MAP_FILE
 from catchup_assets.mission.report import MissionSummary, summarize
 from catchup_assets.store.records import RecordStore
 from catchup_assets.store.root import Store
+from catchup_assets.store.tables import read_table
 
 
 class DemoFailed(Exception):

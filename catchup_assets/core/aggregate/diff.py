@@ -1,6 +1,7 @@
 """Two missions' profiles compared by ledger band: what changed between A and B.
 
-Pure (pyarrow only for the output table). A is the earlier mission, B the later;
+Pure: the band table is rows of BAND_COLUMNS (store/tables.py makes them Parquet). A is the earlier
+mission, B the later;
 every ratio is B / A.
 
 A range is compared when both profiles have it (same range key) and both
@@ -38,8 +39,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import pyarrow as pa
-
 from catchup_assets.core.classify.outcomes import Outcome
 
 DEFAULT_BAND_LEDGERS = 5_000_000  # 12 bands over ~60M ledgers
@@ -47,26 +46,25 @@ DEFAULT_THRESHOLD = 1.25
 # What the diff reads of a profile (range_profile.parquet; profile.py documents each column).
 DIFF_COLUMNS = ("range_key", "last_ledger", "peak_anon_bytes", "seconds", "oom_count", "completed")
 
-BAND_SCHEMA = pa.schema(
-    [
-        ("band", pa.string()),
-        ("band_first_ledger", pa.int64()),
-        ("band_last_ledger", pa.int64()),
-        ("ranges", pa.int32()),
-        ("peak_a_max_bytes", pa.int64()),
-        ("peak_b_max_bytes", pa.int64()),
-        ("peak_ratio_median", pa.float64()),
-        ("peak_ratio_max", pa.float64()),
-        ("seconds_a", pa.float64()),
-        ("seconds_b", pa.float64()),
-        ("seconds_ratio", pa.float64()),
-        ("requested_a_bytes", pa.int64()),
-        ("requested_b_bytes", pa.int64()),
-        ("requested_ratio", pa.float64()),
-        ("ooms_a", pa.int32()),
-        ("ooms_b", pa.int32()),
-        ("regressed", pa.int32()),
-    ]
+# The band table's columns, in order, by name and kind (store/tables.py: the Parquet schema).
+BAND_COLUMNS = (
+    ("band", "string"),
+    ("band_first_ledger", "int64"),
+    ("band_last_ledger", "int64"),
+    ("ranges", "int32"),
+    ("peak_a_max_bytes", "int64"),
+    ("peak_b_max_bytes", "int64"),
+    ("peak_ratio_median", "float64"),
+    ("peak_ratio_max", "float64"),
+    ("seconds_a", "float64"),
+    ("seconds_b", "float64"),
+    ("seconds_ratio", "float64"),
+    ("requested_a_bytes", "int64"),
+    ("requested_b_bytes", "int64"),
+    ("requested_ratio", "float64"),
+    ("ooms_a", "int32"),
+    ("ooms_b", "int32"),
+    ("regressed", "int32"),
 )
 # Attempts whose request sizing answers for: the one that completed the range, and each
 # rung of the memory ladder that OOMed on the way there.
@@ -95,8 +93,9 @@ class ProfileDiff:
     threshold: float
     totals: dict[str, Any] = field(default_factory=dict)
 
-    def table(self) -> pa.Table:
-        """The band table; which missions (and stellar-cores) A and B are rides in its schema metadata."""
+    def schema_metadata(self) -> dict[str, str]:
+        """Which missions (and stellar-cores) A and B are: the band table's schema metadata
+        (store/tables.band_table)."""
         meta = {
             "a": self.a.name,
             "b": self.b.name,
@@ -105,8 +104,7 @@ class ProfileDiff:
             "band_ledgers": str(self.band_ledgers),
             "threshold": repr(self.threshold),
         }
-        table = pa.Table.from_pylist(self.bands, schema=BAND_SCHEMA)
-        return table.replace_schema_metadata({f"catchup_assets.diff.{k}": v for k, v in meta.items()})
+        return {f"catchup_assets.diff.{k}": v for k, v in meta.items()}
 
     @property
     def new_ooms(self) -> list[str]:

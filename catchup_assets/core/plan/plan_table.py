@@ -1,7 +1,8 @@
 """The plan table of a mission.
 
-Pure over ranges, a profile index and policies; the output is a pyarrow table
-with documented columns (docs/storage.md).
+Pure over ranges, a profile index and policies; the output is rows of
+PLAN_COLUMNS (store/tables.py makes them a Parquet table), documented here and
+in docs/storage.md.
 
 plan.parquet, one row per range, in dispatch order:
     range_key, first_ledger, last_ledger   the range
@@ -14,34 +15,32 @@ plan.parquet, one row per range, in dispatch order:
 from __future__ import annotations
 
 from collections.abc import Sequence
-
-import pyarrow as pa
+from typing import Any
 
 from catchup_assets.core.plan.ranges import LedgerRange
 from catchup_assets.core.size.measures import ProfileIndex
 from catchup_assets.core.size.sizing import Placement
 
-PLAN_SCHEMA = pa.schema(
-    [
-        ("range_key", pa.string()),
-        ("first_ledger", pa.int64()),
-        ("last_ledger", pa.int64()),
-        ("catchup", pa.string()),
-        ("dispatch_rank", pa.int32()),
-        ("tier", pa.string()),
-        ("memory_request_bytes", pa.int64()),
-        ("profiled", pa.bool_()),
-        ("predicted_seconds", pa.float64()),
-    ]
+# The plan's columns, in order, by name and kind (store/tables.py: the Parquet schema).
+PLAN_COLUMNS = (
+    ("range_key", "string"),
+    ("first_ledger", "int64"),
+    ("last_ledger", "int64"),
+    ("catchup", "string"),
+    ("dispatch_rank", "int32"),
+    ("tier", "string"),
+    ("memory_request_bytes", "int64"),
+    ("profiled", "bool"),
+    ("predicted_seconds", "float64"),
 )
 
 
-def plan_table(
+def plan_rows(
     ordered: Sequence[LedgerRange],
     overlap: int,
     profile: ProfileIndex | None,
     placement: Placement,
-) -> pa.Table:
+) -> list[dict[str, Any]]:
     rows = []
     for rank, r in enumerate(ordered):
         s = placement.size(r.last, profile)
@@ -58,4 +57,4 @@ def plan_table(
                 "predicted_seconds": s.predicted_seconds,
             }
         )
-    return pa.Table.from_pylist(rows, schema=PLAN_SCHEMA)
+    return rows

@@ -1,7 +1,8 @@
 """The tier map of a profile: where each range goes next mission, and what it costs there.
 
-Pure over ranges, profile rows and a placement; the output is a pyarrow table
-with documented columns (README "Storage layout").
+Pure over ranges, profile rows and a placement; the output is rows of
+TIER_MAP_COLUMNS (store/tables.py makes them a Parquet table), documented here
+and in docs/storage.md.
 
 tier_map.parquet, one row per planned range (unmeasured ones on the catch-all tier):
     range_key, first_ledger, last_ledger, tier, memory_request_bytes, profiled,
@@ -14,35 +15,32 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-import pyarrow as pa
-
 from catchup_assets.core.plan.ranges import LedgerRange
 from catchup_assets.core.size.cost import node_share
 from catchup_assets.core.size.measures import ProfileIndex, measures_from_rows
 from catchup_assets.core.size.sizing import Placement
 
-TIER_MAP_SCHEMA = pa.schema(
-    [
-        ("range_key", pa.string()),
-        ("first_ledger", pa.int64()),
-        ("last_ledger", pa.int64()),
-        ("tier", pa.string()),
-        ("memory_request_bytes", pa.int64()),
-        ("profiled", pa.bool_()),
-        ("peak_anon_bytes", pa.int64()),
-        ("peak_working_set_bytes", pa.int64()),
-        ("seconds", pa.float64()),
-        ("node_hours", pa.float64()),
-        ("cost_usd", pa.float64()),
-    ]
+# The tier map's columns, in order, by name and kind (store/tables.py: the Parquet schema).
+TIER_MAP_COLUMNS = (
+    ("range_key", "string"),
+    ("first_ledger", "int64"),
+    ("last_ledger", "int64"),
+    ("tier", "string"),
+    ("memory_request_bytes", "int64"),
+    ("profiled", "bool"),
+    ("peak_anon_bytes", "int64"),
+    ("peak_working_set_bytes", "int64"),
+    ("seconds", "float64"),
+    ("node_hours", "float64"),
+    ("cost_usd", "float64"),
 )
 
 
-def tier_map_table(
+def tier_map_rows(
     ranges: Sequence[LedgerRange],
     profile_rows: Iterable[dict[str, Any]],
     placement: Placement,
-) -> pa.Table:
+) -> list[dict[str, Any]]:
     """Where each range goes next mission, sized from this profile, and what it costs there."""
     index = ProfileIndex(measures_from_rows(profile_rows))
     out = []
@@ -68,4 +66,4 @@ def tier_map_table(
                 "cost_usd": None if secs is None else secs / 3600 * share * shape.hourly(tier.capacity_type),
             }
         )
-    return pa.Table.from_pylist(out, schema=TIER_MAP_SCHEMA)
+    return out

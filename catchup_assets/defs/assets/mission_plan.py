@@ -13,9 +13,10 @@ from catchup_assets.defs.metadata.plan import plan_metadata
 from catchup_assets.defs.ownership import RANGE_KEY, SUPERSEDED, has_history, latest_marks
 from catchup_assets.defs.resources import CatchupResource
 from catchup_assets.defs.run_context import MISSION_TAG, ledger_ranges_partitions_def, refused
-from catchup_assets.mission.mission import PLAN_FILE, forecast_mission, predict_cost, prepare, save_mission, write_table
+from catchup_assets.mission.mission import PLAN_FILE, forecast_mission, predict_cost, prepare, save_mission
 from catchup_assets.store.profiles import ProfileRefused, ProfileUnavailable
 from catchup_assets.store.root import Store
+from catchup_assets.store.tables import write_table
 
 
 def retire_superseded(context: dg.AssetExecutionContext, gone: list[str], keys: list[str], mission: str) -> list[str]:

@@ -36,12 +36,12 @@ from catchup_assets.mission.mission import (
     build_tier_map,
     load_mission,
     prepare,
-    read_table,
     require_plan,
     run_mission,
 )
 from catchup_assets.store.profiles import ProfileRefused
 from catchup_assets.store.root import Store
+from catchup_assets.store.tables import read_table
 
 # A stall may end by itself (a slow range completes); stopped dispatch needs an operator.
 HEALTH_SEVERITY = {HEALTH_STALL: dg.AssetCheckSeverity.WARN, HEALTH_DISPATCH: dg.AssetCheckSeverity.ERROR}
