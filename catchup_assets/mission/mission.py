@@ -30,7 +30,7 @@ from catchup_assets.core.dispatch.reconciler import (
     RangeResult,
     Status,
 )
-from catchup_assets.core.plan.config import MissionConfig
+from catchup_assets.core.plan.config import MissionConfig, validate_mission
 from catchup_assets.core.plan.ranges import LedgerRange, MissionSpan, dispatch_order, parse_key, plan_ranges
 from catchup_assets.core.size.catalog import DEFAULT_CATALOG
 from catchup_assets.core.size.cost import MissionCost, mission_cost
@@ -39,7 +39,7 @@ from catchup_assets.core.size.forecast import WHAT_IF_FACTORS, Forecast, estimat
 from catchup_assets.core.size.sizing import Placement
 from catchup_assets.store.profiles import PreviousProfile, load_previous_profile
 from catchup_assets.store.records import AttemptRecord, RecordStore
-from catchup_assets.store.root import Store, validate_mission
+from catchup_assets.store.root import Store
 from catchup_assets.store.tables import (
     PROFILE_SCHEMA,
     Table,

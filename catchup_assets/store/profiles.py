@@ -17,6 +17,7 @@ from typing import Any
 import fsspec
 
 from catchup_assets.core.aggregate.profile import check_profile_columns
+from catchup_assets.core.plan.config import PROFILE_TIMEOUT_SECONDS
 from catchup_assets.core.size.measures import ProfileIndex, measures_from_rows
 from catchup_assets.store.tables import parse_table
 
@@ -43,9 +44,6 @@ class PreviousProfile:
     @property
     def seconds_by_key(self) -> dict[str, float]:
         return {r["range_key"]: r["seconds"] for r in self.rows if r.get("seconds") is not None}
-
-
-PROFILE_TIMEOUT_SECONDS = 60.0  # a server that never answers, or drips, must not hold a launch
 
 
 def _open_options(spec: str, timeout: float) -> dict:
