@@ -3,13 +3,7 @@
 The Dagster assets and the CLI both call these functions; nothing here knows
 which backend runs the attempts.
 
-Storage layout under the root, per mission (docs/storage.md):
-    <mission>/plan.parquet            the plan (plan.py)
-    <mission>/attempts/...            attempt records and done marks (records.py)
-    <mission>/logs/<key>/aNNN.log.gz  attempt logs
-    <mission>/range_profile.parquet   the profile (profile.py)
-    <mission>/tier_map.parquet        the tier map (plan.py)
-    <mission>/profile_diff.parquet    the profile compared with the previous mission's (profile_diff.py)
+Every path it reads and writes under the storage root is store/layout.py's.
 """
 
 from __future__ import annotations
@@ -37,6 +31,7 @@ from catchup_assets.core.size.cost import MissionCost, mission_cost
 from catchup_assets.core.size.fit import FitResult, FitSettings, chart_values, evaluate, fit_ladder, profile_ranges
 from catchup_assets.core.size.forecast import WHAT_IF_FACTORS, Forecast, estimates, what_if
 from catchup_assets.core.size.sizing import Placement
+from catchup_assets.store import layout
 from catchup_assets.store.profiles import PreviousProfile, load_previous_profile
 from catchup_assets.store.records import AttemptRecord, RecordStore
 from catchup_assets.store.root import Store
@@ -53,11 +48,6 @@ from catchup_assets.store.tables import (
 )
 
 log = logging.getLogger(__name__)
-
-PLAN_FILE = "plan.parquet"
-PROFILE_FILE = "range_profile.parquet"
-TIER_MAP_FILE = "tier_map.parquet"
-PROFILE_DIFF_FILE = "profile_diff.parquet"
 
 
 @dataclass
@@ -127,7 +117,7 @@ def run_mission(
     cfg = prepared.config
     store = Store(cfg.storage_root)
     if write_plan:
-        write_table(store, f"{cfg.mission}/{PLAN_FILE}", prepared.plan)
+        write_table(store, layout.plan(cfg.mission), prepared.plan)
     dispatch_cfg = DispatchConfig(
         cfg, prepared.ordered, prepared.previous.index, reset_condemned=reset_condemned, holder=holder
     )
@@ -155,9 +145,9 @@ def require_plan(store: Store, mission: str) -> None:
     """A mission to profile or map is a planned one: refused, naming where its plan should be,
     before anything is written (a typo'd name must not leave an empty profile behind)."""
     validate_mission(mission)
-    if not store.exists(f"{mission}/{PLAN_FILE}"):
+    if not store.exists(layout.plan(mission)):
         raise ValueError(
-            f"mission {mission!r} has no plan at {store.url(f'{mission}/{PLAN_FILE}')}: "
+            f"mission {mission!r} has no plan at {store.url(layout.plan(mission))}: "
             "plan it first (mission_plan), or check the mission name and storage root"
         )
 
@@ -172,7 +162,7 @@ def build_profile(storage_root: str, mission: str) -> ProfileOutput:
     finished = [r for ident, r in records.items() if ident in done]
     rows, unmeasured = profile_rows(finished)
     profile = table(rows, PROFILE_SCHEMA)
-    return ProfileOutput(profile, unmeasured, write_table(store, f"{mission}/{PROFILE_FILE}", profile), finished)
+    return ProfileOutput(profile, unmeasured, write_table(store, layout.profile(mission), profile), finished)
 
 
 def build_tier_map(
@@ -183,14 +173,11 @@ def build_tier_map(
     """Every planned range of the mission placed from its profile -> tier_map.parquet."""
     store = Store(storage_root)
     require_plan(store, mission)
-    plan = read_table(store, f"{mission}/{PLAN_FILE}")
+    plan = read_table(store, layout.plan(mission))
     ranges = sorted(parse_key(k) for k in plan.column("range_key").to_pylist())
-    profile = read_table(store, f"{mission}/{PROFILE_FILE}").to_pylist()
+    profile = read_table(store, layout.profile(mission)).to_pylist()
     table = tier_map_table(ranges, profile, placement)
-    return table, write_table(store, f"{mission}/{TIER_MAP_FILE}", table)
-
-
-TIER_LADDER_FILE = "tier_ladder.yaml"
+    return table, write_table(store, layout.tier_map(mission), table)
 
 
 @dataclass
@@ -207,7 +194,7 @@ def build_tier_ladder(
     """The ladder fitted to the mission's profile -> tier_ladder.yaml (chart values), against the current one."""
     store = Store(storage_root)
     require_plan(store, mission)
-    ranges, index = profile_ranges(read_table(store, f"{mission}/{PROFILE_FILE}").to_pylist())
+    ranges, index = profile_ranges(read_table(store, layout.profile(mission)).to_pylist())
     # A scaled-down deployment (the demo) fits on a grid scaled alike, so its cuts are production's.
     settings = FitSettings(step_bytes=max(1, int(FitSettings().step_bytes * memory_scale)))
     fit = fit_ladder(ranges, index, placement, placement.catalog, slots, settings)
@@ -218,14 +205,12 @@ def build_tier_ladder(
         "# measured seconds (a scaled demo's are scaled down). Apply with\n"
         "# helm upgrade ... -f tier_ladder.yaml\n" + chart_values(fit.placement, memory_scale, with_catalog=custom)
     )
-    rel = f"{mission}/{TIER_LADDER_FILE}"
+    rel = layout.tier_ladder(mission)
     store.write_bytes(rel, values.encode())
     return LadderOutput(fit, evaluate(ranges, index, placement, slots), values, store.url(rel))
 
 
-MISSION_FILE = "mission.json"
 _SPEC_FIELDS = ("mission", "order", "parallelism", "previous_profile", "previous_profile_sha256", "deadline_seconds")
-PREVIOUS_PROFILE_FILE = "previous_profile.parquet"
 
 
 def save_mission(
@@ -243,7 +228,7 @@ def save_mission(
     if core_image is not None:
         doc["core_image"] = dict(core_image)
     if previous is not None and previous.data:
-        rel = f"{cfg.mission}/{PREVIOUS_PROFILE_FILE}"
+        rel = layout.previous_profile(cfg.mission)
         store.write_bytes(rel, previous.data)
         doc.update(
             previous_profile=store.url(rel),
@@ -256,21 +241,23 @@ def save_mission(
         ledgers_per_range=cfg.span.ledgers_per_range,
         overlap=cfg.span.overlap,
     )
-    store.write_bytes(f"{cfg.mission}/{MISSION_FILE}", json.dumps(doc, indent=1).encode())
-    return store.url(f"{cfg.mission}/{MISSION_FILE}")
+    store.write_bytes(layout.mission_file(cfg.mission), json.dumps(doc, indent=1).encode())
+    return store.url(layout.mission_file(cfg.mission))
 
 
 def load_mission(store: Store, mission: str, **policies) -> MissionConfig:
     """A saved mission with this deployment's policies (retry, sizing, tiers, env...)."""
     validate_mission(mission)
-    rel = f"{mission}/{MISSION_FILE}"
+    rel = layout.mission_file(mission)
     try:
         doc = json.loads(store.read_bytes(rel))
         span = MissionSpan(doc["first_ledger"], doc["last_ledger"], doc["ledgers_per_range"], doc["overlap"])
         fields = {f: doc.get(f) for f in _SPEC_FIELDS if f in doc or f == "previous_profile_sha256"}
         return MissionConfig(span=span, storage_root=store.root, **fields, **policies)
     except FileNotFoundError:
-        raise ValueError(f"mission {mission!r} has no {MISSION_FILE} under {store.root}: plan it first") from None
+        raise ValueError(
+            f"mission {mission!r} has no {layout.MISSION_FILE} under {store.root}: plan it first"
+        ) from None
     except (KeyError, TypeError, json.JSONDecodeError) as exc:
         raise ValueError(f"{store.url(rel)} is not a mission file: {exc}") from exc
 
@@ -279,11 +266,11 @@ def mission_doc(store: Store, mission: str) -> dict | None:
     """The mission's saved mission.json as a dict; None if it has none (or it is not JSON)."""
     validate_mission(mission)
     try:
-        doc = json.loads(store.read_bytes(f"{mission}/{MISSION_FILE}"))
+        doc = json.loads(store.read_bytes(layout.mission_file(mission)))
     except FileNotFoundError:
         return None
     except (ValueError, UnicodeDecodeError) as exc:
-        log.warning("%s is not a mission file: %s", store.url(f"{mission}/{MISSION_FILE}"), exc)
+        log.warning("%s is not a mission file: %s", store.url(layout.mission_file(mission)), exc)
         return None
     return doc if isinstance(doc, dict) else None
 
@@ -313,7 +300,7 @@ def requested_of(store: Store, mission: str) -> dict[str, int] | None:
     """Memory the mission's finished attempts requested per range (profile_diff.requested_by_range);
     None when the mission has no attempt records under this root."""
     validate_mission(mission)
-    if not store.exists(f"{mission}/attempts"):
+    if not store.exists(layout.attempts(mission)):
         return None
     records, done = RecordStore(store, mission).load()
     return requested_by_range(r for ident, r in records.items() if ident in done)
@@ -323,10 +310,10 @@ def mission_side(store: Store, mission: str, profile_rel: str | None = None) -> 
     """A mission's side of a diff: its profile (by default its own range_profile.parquet), the
     memory its attempts requested and the stellar-core it recorded."""
     validate_mission(mission)
-    rel = profile_rel or f"{mission}/{PROFILE_FILE}"
+    rel = profile_rel or layout.profile(mission)
     if profile_rel is None and not store.exists(rel):
-        if not store.exists(f"{mission}/{PLAN_FILE}"):
-            raise ValueError(f"no mission {mission!r} under {store.root} (no {store.url(f'{mission}/{PLAN_FILE}')})")
+        if not store.exists(layout.plan(mission)):
+            raise ValueError(f"no mission {mission!r} under {store.root} (no {store.url(layout.plan(mission))})")
         raise ValueError(f"mission {mission!r} has no profile at {store.url(rel)}: profile it first")
     rows = read_profile_rows(store, rel)
     return Side(mission, rows, requested_of(store, mission), mission_image(store, mission))
@@ -375,7 +362,7 @@ def build_profile_diff(storage_root: str, mission: str, band_ledgers: int, thres
     store = Store(storage_root)
     require_plan(store, mission)
     doc = mission_doc(store, mission) or {}
-    previous_rel = f"{mission}/{PREVIOUS_PROFILE_FILE}"
+    previous_rel = layout.previous_profile(mission)
     if not store.exists(previous_rel):
         note = f"mission {mission} was planned without a previous profile: nothing to compare"
         return DiffOutput(None, None, note, mission_image(store, mission))
@@ -383,11 +370,11 @@ def build_profile_diff(storage_root: str, mission: str, band_ledgers: int, thres
     rows_a = read_profile_rows(store, previous_rel)
     source = doc.get("previous_profile_source") or store.url(previous_rel)
     name_a = _previous_mission(rows_a)
-    if name_a is not None and name_a != mission and store.exists(f"{name_a}/{PLAN_FILE}"):
+    if name_a is not None and name_a != mission and store.exists(layout.plan(name_a)):
         a = Side(name_a, rows_a, requested_of(store, name_a), mission_image(store, name_a))
     else:
         a = Side(name_a or str(source), rows_a)
     diff = compare(a, b, band_ledgers, threshold)
-    url = write_table(store, f"{mission}/{PROFILE_DIFF_FILE}", band_table(diff))
+    url = write_table(store, layout.profile_diff(mission), band_table(diff))
     note = f"{mission} (B) against the profile it was sized from, {source} (A: {a.name})"
     return DiffOutput(diff, url, note, b.image)

@@ -31,7 +31,6 @@ from catchup_assets.defs.run_context import (  # noqa: F401 - re-exported: senso
     refused,
 )
 from catchup_assets.mission.mission import (
-    PLAN_FILE,
     build_profile,
     build_tier_map,
     load_mission,
@@ -39,6 +38,7 @@ from catchup_assets.mission.mission import (
     require_plan,
     run_mission,
 )
+from catchup_assets.store import layout
 from catchup_assets.store.profiles import ProfileRefused
 from catchup_assets.store.root import Store
 from catchup_assets.store.tables import read_table
@@ -193,7 +193,7 @@ def range_profile(context: dg.AssetExecutionContext, catchup: CatchupResource):
         out = build_profile(catchup.root(), mission)
     except ValueError as exc:
         raise refused("range_profile", exc) from exc
-    plan = read_table(store, f"{mission}/{PLAN_FILE}")
+    plan = read_table(store, layout.plan(mission))
     plan_keys = set(plan.column("range_key").to_pylist())
     rows = out.profile.to_pylist()
     profiled = {r["range_key"] for r in rows}
