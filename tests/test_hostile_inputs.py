@@ -27,7 +27,8 @@ from catchup_assets.core.plan.ranges import MissionSpan, dispatch_order, parse_k
 from catchup_assets.core.size.measures import measures_from_rows
 from catchup_assets.core.size.sizing import Tier, Tiers
 from catchup_assets.defs.resources import CatchupResource
-from catchup_assets.mission.mission import build_tier_map, prepare
+from catchup_assets.mission.plan import prepare
+from catchup_assets.mission.profile import build_tier_map
 from catchup_assets.store.profiles import load_previous_profile
 from catchup_assets.store.records import AttemptRecord, RecordStore, UnrecordableRecord, encode
 from catchup_assets.store.root import StorageError, Store

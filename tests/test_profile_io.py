@@ -89,7 +89,7 @@ def test_L34_hostile_profile_values_are_left_out_row_by_row_and_the_plan_stays_s
 
     from catchup_assets.core.plan.config import MissionConfig
     from catchup_assets.core.plan.ranges import MissionSpan
-    from catchup_assets.mission.mission import prepare
+    from catchup_assets.mission.plan import prepare
 
     rows = [
         {

@@ -10,7 +10,7 @@ def command(args: argparse.Namespace) -> int:
 
     from catchup_assets.core.aggregate.diff_display import display_rows, legend, regression_rows, summary_lines
     from catchup_assets.core.text import text_table
-    from catchup_assets.mission.mission import diff_missions
+    from catchup_assets.mission.diff import diff_missions
 
     diff = diff_missions(args.root, args.a, args.b, args.band_ledgers, args.threshold)
     print("\n".join(summary_lines(diff)))

@@ -13,7 +13,8 @@ from catchup_assets.defs.metadata.plan import plan_metadata
 from catchup_assets.defs.ownership import RANGE_KEY, SUPERSEDED, has_history, latest_marks
 from catchup_assets.defs.resources import CatchupResource
 from catchup_assets.defs.run_context import MISSION_TAG, ledger_ranges_partitions_def, refused
-from catchup_assets.mission.mission import forecast_mission, predict_cost, prepare, save_mission
+from catchup_assets.mission.plan import forecast_mission, predict_cost, prepare
+from catchup_assets.mission.saved import save_mission
 from catchup_assets.store import layout
 from catchup_assets.store.profiles import ProfileRefused, ProfileUnavailable
 from catchup_assets.store.root import Store

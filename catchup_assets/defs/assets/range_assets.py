@@ -1,4 +1,4 @@
-"""The mission as Dagster assets: thin wrappers around mission.py.
+"""The mission as Dagster assets: thin wrappers around mission/ (plan.py, run.py, profile.py).
 
 mission_plan (plan_asset.py) -> range_catchup[range] -> range_profile -> tier_map, and
 range_profile -> profile_diff (diff_asset.py) and tier_ladder (ladder_asset.py). See docs/design.md,
@@ -30,14 +30,10 @@ from catchup_assets.defs.run_context import (  # noqa: F401 - re-exported: senso
     newest_plan,
     refused,
 )
-from catchup_assets.mission.mission import (
-    build_profile,
-    build_tier_map,
-    load_mission,
-    prepare,
-    require_plan,
-    run_mission,
-)
+from catchup_assets.mission.plan import prepare, require_plan
+from catchup_assets.mission.profile import build_profile, build_tier_map
+from catchup_assets.mission.run import run_mission
+from catchup_assets.mission.saved import load_mission
 from catchup_assets.store import layout
 from catchup_assets.store.profiles import ProfileRefused
 from catchup_assets.store.root import Store
