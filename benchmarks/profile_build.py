@@ -142,8 +142,8 @@ def main(argv: list[str] | None = None) -> int:
             return build_tier_map(root, MISSION, placement)
 
         _, pure_s = timed(pure)
-        listing = store.find(f"{MISSION}/attempts")
-        _, list_s = timed(lambda: store.find(f"{MISSION}/attempts"))
+        listing = store.find(layout.attempts(MISSION))
+        _, list_s = timed(lambda: store.find(layout.attempts(MISSION)))
         (loaded, _), load_cold_s = timed(records.load)
         assert len(loaded) == len(recs), "every record must load"
         _, cold_s = timed(both)  # writes the snapshot on its way
