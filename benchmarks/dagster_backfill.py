@@ -44,9 +44,11 @@ import pyarrow.parquet as pq
 from benchmarks.dagster_location import ENV, VirtualCatchupResource, build_defs
 from benchmarks.dagster_storage import dir_bytes, instance_storage
 from benchmarks.report import write_result
+from catchup_assets.core.plan.config import MissionConfig
 from catchup_assets.core.plan.ranges import MissionSpan
 from catchup_assets.defs.assets.range_assets import policies
-from catchup_assets.mission.mission import MissionConfig, prepare, run_mission
+from catchup_assets.mission.plan import prepare
+from catchup_assets.mission.run import run_mission
 from catchup_assets.sim.workload import Workload
 
 LOCATION_FILE = str(Path(__file__).resolve().with_name("dagster_location.py"))

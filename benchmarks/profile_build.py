@@ -19,13 +19,14 @@ from pathlib import Path
 from benchmarks.report import write_result
 from catchup_assets.core.aggregate.profile import profile_rows
 from catchup_assets.core.dispatch.reconciler import DispatchConfig
-from catchup_assets.core.plan.plan_table import plan_table, tier_map_table
 from catchup_assets.core.plan.ranges import dispatch_order
 from catchup_assets.core.size.sizing import Placement
-from catchup_assets.mission.mission import PLAN_FILE, build_profile, build_tier_map, write_table
+from catchup_assets.mission.profile import build_profile, build_tier_map
 from catchup_assets.sim.workload import Workload
+from catchup_assets.store import layout
 from catchup_assets.store.records import SNAPSHOT_FILE, AttemptRecord, RecordStore
 from catchup_assets.store.root import Store
+from catchup_assets.store.tables import plan_table, tier_map_table, write_table
 
 MISSION = "bench"
 
@@ -124,7 +125,7 @@ def main(argv: list[str] | None = None) -> int:
         store = Store(root)
         records = RecordStore(store, MISSION)
         ordered = dispatch_order([c.range for c in w], "tip-first")
-        write_table(store, f"{MISSION}/{PLAN_FILE}", plan_table(ordered, 320, None, placement))
+        write_table(store, layout.plan(MISSION), plan_table(ordered, 320, None, placement))
         started = time.perf_counter()
         recs = [r for c in w for r in chain(c, 1.75e9)]
         for r in recs:
@@ -141,8 +142,8 @@ def main(argv: list[str] | None = None) -> int:
             return build_tier_map(root, MISSION, placement)
 
         _, pure_s = timed(pure)
-        listing = store.find(f"{MISSION}/attempts")
-        _, list_s = timed(lambda: store.find(f"{MISSION}/attempts"))
+        listing = store.find(layout.attempts(MISSION))
+        _, list_s = timed(lambda: store.find(layout.attempts(MISSION)))
         (loaded, _), load_cold_s = timed(records.load)
         assert len(loaded) == len(recs), "every record must load"
         _, cold_s = timed(both)  # writes the snapshot on its way

@@ -19,9 +19,11 @@ from dataclasses import dataclass
 
 import pyarrow.parquet as pq
 
+from catchup_assets.core.plan.config import MissionConfig
 from catchup_assets.core.size.cost import MissionCost, Use, mission_cost
 from catchup_assets.core.size.sizing import Placement, Tiers
-from catchup_assets.mission.mission import MissionConfig, prepare, run_mission
+from catchup_assets.mission.plan import prepare
+from catchup_assets.mission.run import run_mission
 from catchup_assets.sim.workload import Workload
 from catchup_assets.store.root import Store
 from kubesim.virtual import VirtualBackend, VirtualClock

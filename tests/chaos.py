@@ -27,7 +27,7 @@ from catchup_assets.core.plan.config import MissionConfig
 from catchup_assets.core.plan.ranges import MissionSpan
 from catchup_assets.core.size.sizing import Tiers
 from catchup_assets.core.units import GiB
-from catchup_assets.mission.mission import prepare
+from catchup_assets.mission.plan import prepare
 from catchup_assets.sim.core_log import tx_apply_report
 from catchup_assets.store.records import PEAK_FIELDS, AttemptRecord, RecordStore
 from catchup_assets.store.root import Store

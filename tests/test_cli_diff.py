@@ -13,7 +13,8 @@ import pytest
 from catchup_assets.cli.main import run
 from catchup_assets.core.plan.config import MissionConfig
 from catchup_assets.core.plan.ranges import MissionSpan
-from catchup_assets.mission.mission import build_profile, save_mission
+from catchup_assets.mission.profile import build_profile
+from catchup_assets.mission.saved import save_mission
 from catchup_assets.store.records import AttemptRecord, RecordStore
 from catchup_assets.store.root import Store
 

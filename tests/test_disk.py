@@ -7,7 +7,8 @@ import re
 import pytest
 
 from catchup_assets.core.size.disk import DiskPolicy
-from catchup_assets.core.size.sizing import Placement, ProfileIndex, RangeMeasure
+from catchup_assets.core.size.measures import ProfileIndex, RangeMeasure
+from catchup_assets.core.size.sizing import Placement
 from catchup_assets.core.units import GiB
 
 MiB = 1024**2
@@ -64,8 +65,10 @@ def test_an_evicted_range_gets_more_disk_on_each_retry_until_it_completes(tmp_pa
     """End to end on the local kubelet: the range outgrows the flat 4 MiB, is evicted (its own disk,
     L4), and each retry asks for 4x more, as the memory ladder climbs after an OOM."""
     from catchup_assets.backends.local.backend import LocalBackend
+    from catchup_assets.core.plan.config import MissionConfig
     from catchup_assets.core.plan.ranges import MissionSpan
-    from catchup_assets.mission.mission import MissionConfig, prepare, run_mission
+    from catchup_assets.mission.plan import prepare
+    from catchup_assets.mission.run import run_mission
     from catchup_assets.store.records import RecordStore
     from catchup_assets.store.root import Store
     from scaled import scaled_placement

@@ -230,7 +230,7 @@ def test_L32_done_mark_exists_before_the_attempt_is_released(tmp_path):
 
 
 def test_Z1_status_names_stragglers_against_their_profile(tmp_path):
-    from catchup_assets.core.size.sizing import ProfileIndex, RangeMeasure
+    from catchup_assets.core.size.measures import ProfileIndex, RangeMeasure
 
     slow = KEYS[0]
     profile = ProfileIndex([RangeMeasure(r.last, GiB, GiB, 100.0) for r in RANGES])
@@ -423,7 +423,7 @@ def test_Z4_a_long_range_on_time_is_no_stall_and_one_past_its_profile_is_overdue
     """Hours without a completion are normal while every range in flight is a long one on time;
     a range running past stall_factor x its profiled seconds is named overdue, and when every
     range in flight is overdue, the mission has stalled."""
-    from catchup_assets.core.size.sizing import ProfileIndex, RangeMeasure
+    from catchup_assets.core.size.measures import ProfileIndex, RangeMeasure
 
     long_key, stuck_key = KEYS[0], KEYS[1]
     by_end = {r.key: r.last for r in RANGES}

@@ -159,7 +159,8 @@ def test_R1_L11_two_local_dispatchers_in_two_threads_start_each_attempt_once(tmp
     from catchup_assets.backends.local.backend import LocalBackend
     from catchup_assets.core.plan.config import MissionConfig
     from catchup_assets.core.plan.ranges import MissionSpan
-    from catchup_assets.mission.mission import prepare, run_mission
+    from catchup_assets.mission.plan import prepare
+    from catchup_assets.mission.run import run_mission
     from catchup_assets.store.records import RecordStore
     from catchup_assets.store.root import Store
     from scaled import scaled_placement

@@ -6,7 +6,8 @@ import pytest
 
 from catchup_assets.core.plan.ranges import LedgerRange, format_key
 from catchup_assets.core.size.forecast import RangeEstimate, estimates, forecast, list_schedule, what_if
-from catchup_assets.core.size.sizing import Placement, ProfileIndex, RangeMeasure
+from catchup_assets.core.size.measures import ProfileIndex, RangeMeasure
+from catchup_assets.core.size.sizing import Placement
 from catchup_assets.core.units import GiB
 
 

@@ -21,10 +21,13 @@ from catchup_assets.backends.kubernetes.stats import KubeletAccess
 from catchup_assets.core.classify.outcomes import RetryPolicy
 from catchup_assets.core.dispatch.reconciler import DispatchConfig, Dispatcher
 from catchup_assets.core.measure.logparse import parse_worker_log
+from catchup_assets.core.plan.config import MissionConfig
 from catchup_assets.core.plan.ranges import MissionSpan
 from catchup_assets.core.size.sizing import Tiers
 from catchup_assets.core.units import GiB
-from catchup_assets.mission.mission import MissionConfig, build_profile, build_tier_map, prepare, run_mission
+from catchup_assets.mission.plan import prepare
+from catchup_assets.mission.profile import build_profile, build_tier_map
+from catchup_assets.mission.run import run_mission
 from catchup_assets.sim.core_log import tx_apply_report
 from catchup_assets.store.records import RecordStore
 from catchup_assets.store.root import Store

@@ -33,9 +33,12 @@ pytestmark = [
 
 
 def test_a_small_mission_completes_on_a_real_cluster(tmp_path):
+    from catchup_assets.core.plan.config import MissionConfig
     from catchup_assets.core.plan.ranges import MissionSpan
     from catchup_assets.defs.resources import CatchupResource, KubernetesConfig
-    from catchup_assets.mission.mission import MissionConfig, build_profile, prepare, run_mission
+    from catchup_assets.mission.plan import prepare
+    from catchup_assets.mission.profile import build_profile
+    from catchup_assets.mission.run import run_mission
 
     catchup = CatchupResource(
         storage_root=str(tmp_path / "storage"),

@@ -16,7 +16,8 @@ import logging
 import pytest
 
 import test_k8s_backend as k8s
-from catchup_assets.mission.mission import prepare, run_mission
+from catchup_assets.mission.plan import prepare
+from catchup_assets.mission.run import run_mission
 from catchup_assets.store.records import RecordStore
 from catchup_assets.store.root import Store
 from kubesim import kube_tls

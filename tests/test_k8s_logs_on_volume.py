@@ -16,7 +16,8 @@ import fsspec
 import pytest
 
 from catchup_assets.core.plan.ranges import MissionSpan
-from catchup_assets.mission.mission import prepare, run_mission
+from catchup_assets.mission.plan import prepare
+from catchup_assets.mission.run import run_mission
 from catchup_assets.store.records import RecordStore
 from catchup_assets.store.root import Store
 from kubesim.kube_script import Script

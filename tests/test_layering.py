@@ -15,6 +15,7 @@ PACKAGES = ("catchup_assets", "kubesim")
 PURE_CORE = (
     *("core.plan.ranges", "core.classify.outcomes", "core.classify.evictions", "core.size.sizing"),
     *("core.aggregate.profile", "core.plan.plan_table", "core.size.forecast", "mission.tip", "core.aggregate.diff"),
+    *("core.aggregate.diff_display", "core.size.measures", "core.size.tier_map", "core.plan.config"),
     *("core.size.catalog", "core.size.cost", "core.size.fit", "core.size.disk"),  # issue 15
 )
 EDGES = ("dagster", "kubernetes", "pandas")

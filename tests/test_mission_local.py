@@ -8,18 +8,15 @@ import pytest
 
 from catchup_assets.backends.local.backend import LocalBackend
 from catchup_assets.core.classify.outcomes import RetryPolicy
+from catchup_assets.core.plan.config import MissionConfig
 from catchup_assets.core.plan.ranges import MissionSpan
 from catchup_assets.core.size.sizing import MemoryLadder
-from catchup_assets.mission.mission import (
-    MissionConfig,
-    build_profile,
-    build_tier_map,
-    prepare,
-    read_table,
-    run_mission,
-)
+from catchup_assets.mission.plan import prepare
+from catchup_assets.mission.profile import build_profile, build_tier_map
+from catchup_assets.mission.run import run_mission
 from catchup_assets.store.records import RecordStore
 from catchup_assets.store.root import Store
+from catchup_assets.store.tables import read_table
 from scaled import scaled_placement
 
 MiB = 1024**2

@@ -2,14 +2,9 @@
 
 import pytest
 
-from catchup_assets.core.aggregate.profile import (
-    REQUIRED_COLUMNS,
-    check_profile_columns,
-    profile_rows,
-    profile_table,
-    range_row,
-)
+from catchup_assets.core.aggregate.profile import REQUIRED_COLUMNS, check_profile_columns, profile_rows, range_row
 from catchup_assets.store.records import AttemptRecord
+from catchup_assets.store.tables import profile_table
 
 GiB = 1024**3
 KEY = "0000016001-0000032000"
@@ -162,7 +157,7 @@ def test_only_a_completed_chain_measures_a_range_else_its_oom_floor(attempts, an
 
 def test_an_older_profile_s_incomplete_row_sizes_by_its_oom_floor_or_not_at_all(caplog):
     """A profile written before incomplete chains were left out may carry an early failure's peak."""
-    from catchup_assets.core.plan.plan_table import measures_from_rows
+    from catchup_assets.core.size.measures import measures_from_rows
 
     early = {"range_key": KEY, "last_ledger": 32000, "peak_anon_bytes": GiB // 8, "completed": False}
     floor = {**early, "last_ledger": 48000, "oom_floor_bytes": 6 * GiB, "peak_anon_bytes": 7 * GiB}
@@ -186,7 +181,7 @@ def test_L25_unmeasured_ranges_are_left_out_per_record():
 
 def test_L26_profile_table_carries_every_field_the_sizer_reads():
     table = profile_table([rec(1, "ok", GiB, 2 * GiB, 10, True)])
-    check_profile_columns(table, "test")
+    check_profile_columns(table.column_names, "test")
     row = table.to_pylist()[0]
     assert all(row[c] is not None for c in REQUIRED_COLUMNS)
 
@@ -194,4 +189,4 @@ def test_L26_profile_table_carries_every_field_the_sizer_reads():
 def test_L26_profile_missing_a_sizing_column_is_refused_with_its_name():
     table = profile_table([rec(1, "ok", GiB, 2 * GiB, 10, True)]).drop(["peak_working_set_bytes"])
     with pytest.raises(ValueError, match="peak_working_set_bytes"):
-        check_profile_columns(table, "prev.parquet")
+        check_profile_columns(table.column_names, "prev.parquet")

@@ -6,20 +6,17 @@ import pyarrow as pa
 import pytest
 
 from catchup_assets.core.aggregate.diff import (
-    BAND_SCHEMA,
     Side,
     band_label,
     band_of,
     check_diff_columns,
     compare,
-    display_rows,
-    image_text,
-    legend,
-    regression_rows,
     requested_by_range,
 )
+from catchup_assets.core.aggregate.diff_display import display_rows, image_text, legend, regression_rows
 from catchup_assets.core.text import text_table
 from catchup_assets.store.records import AttemptRecord
+from catchup_assets.store.tables import BAND_SCHEMA, band_table
 
 GiB = 1024**3
 BAND = 10_000  # ledgers per band in these cases
@@ -213,7 +210,7 @@ def test_a_profile_lacking_a_column_the_diff_reads_is_refused_naming_its_file():
 def test_the_table_carries_the_bands_and_names_both_missions_and_images():
     image = {"image": "stellar/stellar-core:22@sha256:abc", "tag": "22", "digest": "sha256:abc"}
     diff = compare(side("a", [row(5000)], {5000: 12}, image), side("b", [row(5000)], {5000: 4}), BAND)
-    table = diff.table()
+    table = band_table(diff)
     assert table.schema.equals(BAND_SCHEMA)
     assert table.num_rows == 1 and table.column("requested_ratio")[0].as_py() == pytest.approx(1 / 3)
     meta = {k.decode(): v.decode() for k, v in table.schema.metadata.items()}

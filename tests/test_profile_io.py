@@ -8,9 +8,9 @@ from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 import pyarrow.parquet as pq
 import pytest
 
-from catchup_assets.core.aggregate.profile import profile_table
 from catchup_assets.store.profiles import ProfileRefused, ProfileUnavailable, load_previous_profile
 from catchup_assets.store.records import AttemptRecord
+from catchup_assets.store.tables import profile_table
 
 GiB = 1024**3
 
@@ -89,7 +89,7 @@ def test_L34_hostile_profile_values_are_left_out_row_by_row_and_the_plan_stays_s
 
     from catchup_assets.core.plan.config import MissionConfig
     from catchup_assets.core.plan.ranges import MissionSpan
-    from catchup_assets.mission.mission import prepare
+    from catchup_assets.mission.plan import prepare
 
     rows = [
         {

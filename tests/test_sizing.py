@@ -1,6 +1,7 @@
 import pytest
 
-from catchup_assets.core.size.sizing import MemoryLadder, Placement, ProfileIndex, RangeMeasure, SizingPolicy, Tiers
+from catchup_assets.core.size.measures import ProfileIndex, RangeMeasure
+from catchup_assets.core.size.sizing import MemoryLadder, Placement, SizingPolicy, Tiers
 from catchup_assets.core.units import GiB
 
 T = Tiers()

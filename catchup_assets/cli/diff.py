@@ -8,9 +8,9 @@ import argparse
 def command(args: argparse.Namespace) -> int:
     import textwrap
 
-    from catchup_assets.core.aggregate.diff import display_rows, legend, regression_rows, summary_lines
+    from catchup_assets.core.aggregate.diff_display import display_rows, legend, regression_rows, summary_lines
     from catchup_assets.core.text import text_table
-    from catchup_assets.mission.mission import diff_missions
+    from catchup_assets.mission.diff import diff_missions
 
     diff = diff_missions(args.root, args.a, args.b, args.band_ledgers, args.threshold)
     print("\n".join(summary_lines(diff)))
@@ -24,7 +24,8 @@ def command(args: argparse.Namespace) -> int:
         print(text_table(*regression_rows(diff, args.memory_scale)))
     if args.out:
         from catchup_assets.store.io import write_parquet
+        from catchup_assets.store.tables import band_table
 
-        write_parquet(diff.table(), args.out)
+        write_parquet(band_table(diff), args.out)
         print(f"\nband table -> {args.out}")
     return 0

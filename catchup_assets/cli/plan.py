@@ -24,9 +24,10 @@ def load_profile(path: str):
 def command(args: argparse.Namespace) -> int:
     from collections import Counter
 
+    from catchup_assets.core.plan.config import MissionConfig
     from catchup_assets.core.plan.ranges import MissionSpan
     from catchup_assets.core.size.forecast import forecast_rows
-    from catchup_assets.mission.mission import MissionConfig, forecast_mission, predict_cost, prepare
+    from catchup_assets.mission.plan import forecast_mission, predict_cost, prepare
 
     previous = load_profile(args.profile)
     last = args.last_ledger or max(int(r["last_ledger"]) for r in previous.rows)

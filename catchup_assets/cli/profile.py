@@ -6,7 +6,8 @@ import argparse
 
 
 def command(args: argparse.Namespace) -> int:
-    from catchup_assets.mission.mission import build_profile, build_tier_map, require_plan
+    from catchup_assets.mission.plan import require_plan
+    from catchup_assets.mission.profile import build_profile, build_tier_map
     from catchup_assets.store.root import Store
 
     require_plan(Store(args.root), args.mission)  # before anything is written

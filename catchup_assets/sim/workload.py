@@ -25,11 +25,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cached_property
 
-import pyarrow as pa
-
-from catchup_assets.core.aggregate.profile import PROFILE_SCHEMA
 from catchup_assets.core.plan.ranges import LedgerRange, MissionSpan, plan_ranges
 from catchup_assets.core.units import GiB
+from catchup_assets.store.tables import PROFILE_SCHEMA, Table, table
 
 
 @dataclass(frozen=True)
@@ -156,7 +154,7 @@ class Workload:
         disrupt = rng.uniform(0.05, 0.95) if rng.random() < s.disruption_share else None
         return RangeDraw(factor, disrupt)
 
-    def profile_table(self, mission: str = "workload-model") -> pa.Table:
+    def profile_table(self, mission: str = "workload-model") -> Table:
         """The profile a clean mission over this workload would measure (range_profile.parquet)."""
         rows = [
             {
@@ -180,4 +178,4 @@ class Workload:
             }
             for c in self.costs
         ]
-        return pa.Table.from_pylist(rows, schema=PROFILE_SCHEMA)
+        return table(rows, PROFILE_SCHEMA)

@@ -15,12 +15,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import fsspec
-import pyarrow as pa
-import pyarrow.parquet as pq
 
 from catchup_assets.core.aggregate.profile import check_profile_columns
-from catchup_assets.core.plan.plan_table import measures_from_rows
-from catchup_assets.core.size.sizing import ProfileIndex
+from catchup_assets.core.plan.config import PROFILE_TIMEOUT_SECONDS
+from catchup_assets.core.size.measures import ProfileIndex, measures_from_rows
+from catchup_assets.store.tables import parse_table
 
 log = logging.getLogger(__name__)
 
@@ -45,9 +44,6 @@ class PreviousProfile:
     @property
     def seconds_by_key(self) -> dict[str, float]:
         return {r["range_key"]: r["seconds"] for r in self.rows if r.get("seconds") is not None}
-
-
-PROFILE_TIMEOUT_SECONDS = 60.0  # a server that never answers, or drips, must not hold a launch
 
 
 def _open_options(spec: str, timeout: float) -> dict:
@@ -84,10 +80,10 @@ def load_previous_profile(
             f"(sha256 {digest[:12]}..., the plan saw {expect_sha256[:12]}...): plan the mission again"
         )
     try:
-        table = pq.ParquetFile(pa.BufferReader(data)).read()  # not read_table: no dataset machinery
+        table = parse_table(data)
     except Exception as exc:  # noqa: BLE001
         raise ProfileRefused(f"previous profile {spec} is not a Parquet table: {exc}") from exc
-    check_profile_columns(table, spec)
+    check_profile_columns(table.column_names, spec)
     rows = table.to_pylist()
     if not rows:
         raise ProfileRefused(f"previous profile {spec} has no ranges")

@@ -31,7 +31,8 @@ from dataclasses import dataclass, fields
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from catchup_assets.store.root import Store, validate_mission
+from catchup_assets.core.plan.config import validate_mission
+from catchup_assets.store.root import Store
 
 log = logging.getLogger(__name__)
 

@@ -10,7 +10,6 @@ import contextlib
 import logging
 import os
 import posixpath
-import re
 import threading
 import uuid
 
@@ -19,17 +18,6 @@ from fsspec.implementations.local import LocalFileSystem
 
 _CHECK_THEN_WRITE = threading.Lock()  # serialises this process's claims where the driver cannot
 _WARNED: dict[str, bool] = {}
-_MISSION_RE = re.compile(r"^[a-z0-9]([a-z0-9-]{0,38}[a-z0-9])?$")
-
-
-def validate_mission(name: str) -> str:
-    """Mission names go into paths and Kubernetes labels: DNS-1123 label, <= 40 chars."""
-    if not isinstance(name, str) or not _MISSION_RE.match(name):
-        raise ValueError(
-            f"mission name {name!r} is invalid: use 1-40 lowercase letters, digits and '-', "
-            "starting and ending with a letter or digit"
-        )
-    return name
 
 
 class StorageError(OSError):

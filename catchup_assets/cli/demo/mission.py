@@ -20,10 +20,11 @@ from catchup_assets.defs.assets.range_assets import (
 )
 from catchup_assets.defs.resources import CatchupResource
 from catchup_assets.defs.sensors.mission_finished import AFTER_RUN_TAG
-from catchup_assets.mission.mission import PLAN_FILE, PROFILE_DIFF_FILE, PROFILE_FILE, TIER_MAP_FILE, read_table
 from catchup_assets.mission.report import MissionSummary, summarize
+from catchup_assets.store import layout
 from catchup_assets.store.records import RecordStore
 from catchup_assets.store.root import Store
+from catchup_assets.store.tables import read_table
 
 
 class DemoFailed(Exception):
@@ -88,7 +89,7 @@ def run_one(
     run_ids["mission_plan_job"] = plan_run.run_id
     if not plan_run.success:
         raise DemoFailed(f"mission_plan of {mission}: {_failure_text(plan_run)}")
-    keys = sorted(read_table(store, f"{mission}/{PLAN_FILE}").column("range_key").to_pylist())
+    keys = sorted(read_table(store, layout.plan(mission)).column("range_key").to_pylist())
     first, last = _contiguous(instance, keys)
 
     run_id = str(uuid.uuid4())  # what Dagster makes a run id of
@@ -127,14 +128,14 @@ def run_one(
         len(keys),
         len(states.condemned),
         time_scale=catchup.sim_speed,
-        plan_rows=read_table(store, f"{mission}/{PLAN_FILE}").to_pylist(),
+        plan_rows=read_table(store, layout.plan(mission)).to_pylist(),
     )
     paths = {
-        "plan": store.url(f"{mission}/{PLAN_FILE}"),
-        "attempts": store.url(f"{mission}/attempts"),
-        "profile": store.url(f"{mission}/{PROFILE_FILE}"),
-        "tier map": store.url(f"{mission}/{TIER_MAP_FILE}"),
+        "plan": store.url(layout.plan(mission)),
+        "attempts": store.url(layout.attempts(mission)),
+        "profile": store.url(layout.profile(mission)),
+        "tier map": store.url(layout.tier_map(mission)),
     }
-    if store.exists(f"{mission}/{PROFILE_DIFF_FILE}"):
-        paths["diff"] = store.url(f"{mission}/{PROFILE_DIFF_FILE}")  # profile_diff: against the one before
+    if store.exists(layout.profile_diff(mission)):
+        paths["diff"] = store.url(layout.profile_diff(mission))  # profile_diff: against the one before
     return MissionOutcome(mission, replace(summary, wall_seconds=wall), states.condemned, paths, run_ids)

@@ -1,6 +1,7 @@
 """Two missions' profiles compared by ledger band: what changed between A and B.
 
-Pure (pyarrow only for the output table). A is the earlier mission, B the later;
+Pure: the band table is rows of BAND_COLUMNS (store/tables.py makes them Parquet). A is the earlier
+mission, B the later;
 every ratio is B / A.
 
 A range is compared when both profiles have it (same range key) and both
@@ -38,36 +39,32 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import pyarrow as pa
-
 from catchup_assets.core.classify.outcomes import Outcome
-from catchup_assets.core.units import GiB, MiB
 
 DEFAULT_BAND_LEDGERS = 5_000_000  # 12 bands over ~60M ledgers
 DEFAULT_THRESHOLD = 1.25
 # What the diff reads of a profile (range_profile.parquet; profile.py documents each column).
 DIFF_COLUMNS = ("range_key", "last_ledger", "peak_anon_bytes", "seconds", "oom_count", "completed")
 
-BAND_SCHEMA = pa.schema(
-    [
-        ("band", pa.string()),
-        ("band_first_ledger", pa.int64()),
-        ("band_last_ledger", pa.int64()),
-        ("ranges", pa.int32()),
-        ("peak_a_max_bytes", pa.int64()),
-        ("peak_b_max_bytes", pa.int64()),
-        ("peak_ratio_median", pa.float64()),
-        ("peak_ratio_max", pa.float64()),
-        ("seconds_a", pa.float64()),
-        ("seconds_b", pa.float64()),
-        ("seconds_ratio", pa.float64()),
-        ("requested_a_bytes", pa.int64()),
-        ("requested_b_bytes", pa.int64()),
-        ("requested_ratio", pa.float64()),
-        ("ooms_a", pa.int32()),
-        ("ooms_b", pa.int32()),
-        ("regressed", pa.int32()),
-    ]
+# The band table's columns, in order, by name and kind (store/tables.py: the Parquet schema).
+BAND_COLUMNS = (
+    ("band", "string"),
+    ("band_first_ledger", "int64"),
+    ("band_last_ledger", "int64"),
+    ("ranges", "int32"),
+    ("peak_a_max_bytes", "int64"),
+    ("peak_b_max_bytes", "int64"),
+    ("peak_ratio_median", "float64"),
+    ("peak_ratio_max", "float64"),
+    ("seconds_a", "float64"),
+    ("seconds_b", "float64"),
+    ("seconds_ratio", "float64"),
+    ("requested_a_bytes", "int64"),
+    ("requested_b_bytes", "int64"),
+    ("requested_ratio", "float64"),
+    ("ooms_a", "int32"),
+    ("ooms_b", "int32"),
+    ("regressed", "int32"),
 )
 # Attempts whose request sizing answers for: the one that completed the range, and each
 # rung of the memory ladder that OOMed on the way there.
@@ -96,8 +93,9 @@ class ProfileDiff:
     threshold: float
     totals: dict[str, Any] = field(default_factory=dict)
 
-    def table(self) -> pa.Table:
-        """The band table; which missions (and stellar-cores) A and B are rides in its schema metadata."""
+    def schema_metadata(self) -> dict[str, str]:
+        """Which missions (and stellar-cores) A and B are: the band table's schema metadata
+        (store/tables.band_table)."""
         meta = {
             "a": self.a.name,
             "b": self.b.name,
@@ -106,8 +104,7 @@ class ProfileDiff:
             "band_ledgers": str(self.band_ledgers),
             "threshold": repr(self.threshold),
         }
-        table = pa.Table.from_pylist(self.bands, schema=BAND_SCHEMA)
-        return table.replace_schema_metadata({f"catchup_assets.diff.{k}": v for k, v in meta.items()})
+        return {f"catchup_assets.diff.{k}": v for k, v in meta.items()}
 
     @property
     def new_ooms(self) -> list[str]:
@@ -299,121 +296,3 @@ def _measures(
 def _int_max(values: Iterable[float | None]) -> int | None:
     present = [v for v in values if v is not None]
     return int(max(present)) if present else None
-
-
-# -- display: the same rounded table for the command line and the Dagster UI -------------------
-
-
-def memory_unit(diff: ProfileDiff, scale: float = 1.0) -> tuple[str, int]:
-    """GiB, or MiB when every figure is under a GiB (a scaled-down demo)."""
-    columns = ("peak_a_max_bytes", "peak_b_max_bytes", "requested_a_bytes", "requested_b_bytes")
-    biggest = max((b[c] / scale for b in diff.bands for c in columns if b[c] is not None), default=0)
-    return ("GiB", GiB) if biggest >= GiB or biggest == 0 else ("MiB", MiB)
-
-
-def display_rows(diff: ProfileDiff, scale: float = 1.0, unit: tuple[str, int] | None = None):
-    """Column names and rows of strings: memory in `unit` (divided by `scale`: a demo's memory
-    x 1/200 reads in production figures), ratios to two decimals, counts as counts.
-    `legend(...)` says what the short names mean."""
-    name, size = unit or memory_unit(diff, scale)
-
-    def mem(v) -> str:
-        return "-" if v is None else f"{v / scale / size:,.1f}"
-
-    def ratio(v) -> str:
-        return "-" if v is None else f"{v:.2f}"
-
-    columns = [
-        "band",
-        "ranges",
-        "peak A",
-        "peak B",
-        "peak B/A med",
-        "peak B/A max",
-        "time B/A",
-        "req A",
-        "req B",
-        "req B/A",
-        "OOM A",
-        "OOM B",
-        "regressed",
-    ]
-    rows = []
-    for b in [*diff.bands, {"band": "all", **diff.totals}] if diff.bands else []:
-        rows.append(
-            [
-                b["band"],
-                str(b["ranges"]),
-                mem(b["peak_a_max_bytes"]),
-                mem(b["peak_b_max_bytes"]),
-                ratio(b["peak_ratio_median"]),
-                ratio(b["peak_ratio_max"]),
-                ratio(b["seconds_ratio"]),
-                mem(b["requested_a_bytes"]),
-                mem(b["requested_b_bytes"]),
-                ratio(b["requested_ratio"]),
-                str(b["ooms_a"]),
-                str(b["ooms_b"]),
-                str(b["regressed"]),
-            ]
-        )
-    return columns, rows
-
-
-def legend(diff: ProfileDiff, scale: float = 1.0, unit: tuple[str, int] | None = None) -> str:
-    name, _ = unit or memory_unit(diff, scale)
-    scaled = "" if scale == 1 else f" (the measured figures x {1 / scale:g})"
-    return (
-        f"memory in {name}{scaled}. peak: the band's highest measured peak (anon); peak B/A: per range, median "
-        "and max; time: compute seconds summed; req: memory requested by the attempts that completed and "
-        "those that OOMed (reclaims left out); OOM: OOMed attempts; regressed: ranges past the threshold or "
-        "with a new OOM"
-    )
-
-
-def regression_rows(diff: ProfileDiff, scale: float = 1.0, unit: tuple[str, int] | None = None):
-    name, size = unit or memory_unit(diff, scale)
-
-    def value(what: str, v) -> str:
-        if v is None:
-            return "-"
-        if what == "peak":
-            return f"{v / scale / size:,.2f} {name}"
-        if what == "seconds":
-            return f"{v:,.1f} s" if v >= 10 else f"{v:.3g} s"
-        return f"{int(v)} OOM"
-
-    columns = ["range_key", "what", "A", "B", "B/A"]
-    rows = [
-        [r["range_key"], r["what"], value(r["what"], r["a"]), value(r["what"], r["b"]), _fmt_ratio(r["ratio"])]
-        for r in diff.regressions
-    ]
-    return columns, rows
-
-
-def _fmt_ratio(v) -> str:
-    return "-" if v is None else f"{v:.2f}"
-
-
-def image_text(image: Mapping[str, Any] | None) -> str:
-    """`ref (digest)`, or `unknown` for a mission that recorded none (planned before images were)."""
-    if not image or not image.get("image"):
-        return "unknown (not recorded)"
-    digest = image.get("digest")
-    ref = str(image["image"])
-    return f"{ref} ({digest})" if digest and digest not in ref else ref
-
-
-def summary_lines(diff: ProfileDiff) -> list[str]:
-    lo = diff.left_out
-    left = ", ".join(f"{n} {why.replace('_', ' ')}" for why, n in lo.items() if n) or "none"
-    lines = [
-        f"A  {diff.a.name}  stellar-core {image_text(diff.a.image)}",
-        f"B  {diff.b.name}  stellar-core {image_text(diff.b.image)}",
-        f"compared {diff.compared} ranges measured from completed chains in both; left out: {left}",
-        f"bands of {diff.band_ledgers:,} ledgers, by each range's last ledger; every ratio is B/A",
-    ]
-    for side in (diff.a, diff.b):
-        if side.requested is None:
-            lines.append(f"requested memory of {side.name} is not known (its attempt records were not read)")
-    return lines

@@ -1,6 +1,6 @@
 """Attempt records -> one measured row per range -> the profile table.
 
-Pure (pandas/pyarrow only for the output table). The chain rules are L21-L22:
+Pure: rows of PROFILE_COLUMNS (store/tables.py makes them a Parquet table). The chain rules are L21-L22:
 peaks are the max over the contiguous chain of resumed attempts that ends in
 the range's final attempt; a fresh start (`new-db`) opens the chain and
 supersedes what came before, except an OOM's limit, which stays a lower bound
@@ -36,34 +36,31 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-import pyarrow as pa
-
 from catchup_assets.core.classify.outcomes import Outcome
 from catchup_assets.core.plan.ranges import parse_key
 
 log = logging.getLogger(__name__)
 
-PROFILE_SCHEMA = pa.schema(
-    [
-        ("range_key", pa.string()),
-        ("first_ledger", pa.int64()),
-        ("last_ledger", pa.int64()),
-        ("peak_anon_bytes", pa.int64()),
-        ("peak_working_set_bytes", pa.int64()),
-        ("peak_ephemeral_bytes", pa.int64()),
-        ("oom_floor_bytes", pa.int64()),
-        ("seconds", pa.float64()),
-        ("seconds_estimated", pa.bool_()),
-        ("wall_seconds", pa.float64()),
-        ("tx_apply_count", pa.int64()),
-        ("tx_apply_seconds", pa.float64()),
-        ("attempts", pa.int32()),
-        ("oom_count", pa.int32()),
-        ("chain_attempts", pa.int32()),
-        ("outcomes", pa.string()),
-        ("completed", pa.bool_()),
-        ("mission", pa.string()),
-    ]
+# The profile's columns, in order, by name and kind (store/tables.py: the Parquet schema).
+PROFILE_COLUMNS = (
+    ("range_key", "string"),
+    ("first_ledger", "int64"),
+    ("last_ledger", "int64"),
+    ("peak_anon_bytes", "int64"),
+    ("peak_working_set_bytes", "int64"),
+    ("peak_ephemeral_bytes", "int64"),
+    ("oom_floor_bytes", "int64"),
+    ("seconds", "float64"),
+    ("seconds_estimated", "bool"),
+    ("wall_seconds", "float64"),
+    ("tx_apply_count", "int64"),
+    ("tx_apply_seconds", "float64"),
+    ("attempts", "int32"),
+    ("oom_count", "int32"),
+    ("chain_attempts", "int32"),
+    ("outcomes", "string"),
+    ("completed", "bool"),
+    ("mission", "string"),
 )
 # What the sizer and the dispatch order read: a profile without them is refused (L26).
 REQUIRED_COLUMNS = ("range_key", "last_ledger", "peak_anon_bytes", "peak_working_set_bytes", "seconds")
@@ -93,7 +90,7 @@ def _floor_row(final: Any, finished: Sequence[Any], ooms: Sequence[Any], oom_flo
     """The row of a range that never completed but OOMed: its OOM floor and nothing else measured."""
     rng = parse_key(final.range_key)
     return {
-        **dict.fromkeys(PROFILE_SCHEMA.names),
+        **dict.fromkeys(name for name, _ in PROFILE_COLUMNS),
         "range_key": final.range_key,
         "first_ledger": rng.first,
         "last_ledger": rng.last,
@@ -168,12 +165,8 @@ def profile_rows(records: Iterable[Any]) -> tuple[list[dict[str, Any]], list[str
     return rows, unmeasured
 
 
-def profile_table(records: Iterable[Any]) -> pa.Table:
-    rows, _ = profile_rows(records)
-    return pa.Table.from_pylist(rows, schema=PROFILE_SCHEMA)
-
-
-def check_profile_columns(table: pa.Table, source: str) -> None:
-    missing = [c for c in REQUIRED_COLUMNS if c not in table.column_names]
+def check_profile_columns(names: Iterable[str], source: str) -> None:
+    names = set(names)
+    missing = [c for c in REQUIRED_COLUMNS if c not in names]
     if missing:
         raise ValueError(f"profile {source} lacks column(s) {missing} that sizing reads (L26)")

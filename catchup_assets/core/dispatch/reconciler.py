@@ -36,7 +36,7 @@ from catchup_assets.core.dispatch.ports import (
 )
 from catchup_assets.core.plan.config import MissionConfig
 from catchup_assets.core.plan.ranges import LedgerRange
-from catchup_assets.core.size.sizing import ProfileIndex
+from catchup_assets.core.size.measures import ProfileIndex
 from catchup_assets.store.records import AttemptRecord, RecordStore, UnrecordableRecord, merge, unrecordable_fields
 
 log = logging.getLogger(__name__)

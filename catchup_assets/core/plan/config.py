@@ -6,17 +6,28 @@ setting has its one default here and is validated here, once.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from catchup_assets.core.classify.outcomes import RetryPolicy
 from catchup_assets.core.plan.ranges import ORDERS, MissionSpan
 from catchup_assets.core.size.sizing import Placement
-from catchup_assets.store.profiles import PROFILE_TIMEOUT_SECONDS
-from catchup_assets.store.root import validate_mission
 
 # Attempts in flight at once, across every run of the mission (the seed ran 1000-2096).
 DEFAULT_PARALLELISM = 1000
+PROFILE_TIMEOUT_SECONDS = 60.0  # a server that never answers, or drips, must not hold a launch
+_MISSION_RE = re.compile(r"^[a-z0-9]([a-z0-9-]{0,38}[a-z0-9])?$")
+
+
+def validate_mission(name: str) -> str:
+    """Mission names go into paths and Kubernetes labels: DNS-1123 label, <= 40 chars."""
+    if not isinstance(name, str) or not _MISSION_RE.match(name):
+        raise ValueError(
+            f"mission name {name!r} is invalid: use 1-40 lowercase letters, digits and '-', "
+            "starting and ending with a letter or digit"
+        )
+    return name
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,8 @@ from dataclasses import dataclass
 
 from catchup_assets.core.plan.ranges import LedgerRange
 from catchup_assets.core.size.cost import Use, node_share, significant
-from catchup_assets.core.size.sizing import Placement, ProfileIndex
+from catchup_assets.core.size.measures import ProfileIndex
+from catchup_assets.core.size.sizing import Placement
 
 WHAT_IF_FACTORS = (0.5, 1.0, 2.0)
 

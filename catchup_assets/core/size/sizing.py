@@ -7,13 +7,12 @@ each OOM moves it one more (L6) while the request climbs by the ladder.
 
 from __future__ import annotations
 
-import bisect
 import re
-from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
 from catchup_assets.core.size.catalog import CAPACITY_TYPES, DEFAULT_CATALOG, SPOT, Catalog, NodeShape
 from catchup_assets.core.size.disk import DiskPolicy
+from catchup_assets.core.size.measures import ProfileIndex, RangeMeasure
 from catchup_assets.core.units import GiB
 
 TIER_NAME = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
@@ -131,44 +130,6 @@ class SizingPolicy:
             raise ValueError("sizing 'unprofiled_memory_bytes' must be > 0")
         if self.cache_bump_ratio <= 0:
             raise ValueError("sizing 'cache_bump_ratio' must be > 0")
-
-
-@dataclass(frozen=True)
-class RangeMeasure:
-    """What sizing reads of one profiled range (L26)."""
-
-    last_ledger: int
-    peak_anon_bytes: int
-    peak_working_set_bytes: int | None = None
-    seconds: float | None = None
-    peak_ephemeral_bytes: int | None = None  # sizes its disk in ephemeral mode (disk.py)
-
-
-class ProfileIndex:
-    """Lookup by range end: exact, else the nearest measured end above (L25)."""
-
-    def __init__(self, measures: Iterable[RangeMeasure]):
-        by_end: dict[int, RangeMeasure] = {}
-        for m in measures:
-            if m.peak_anon_bytes is None:
-                continue  # measurement-free entries would capture ranges below them
-            prev = by_end.get(m.last_ledger)
-            by_end[m.last_ledger] = m if prev is None or m.peak_anon_bytes > prev.peak_anon_bytes else prev
-        self._ends = sorted(by_end)
-        self._by_end = by_end
-
-    def __len__(self) -> int:
-        return len(self._ends)
-
-    def lookup(self, last_ledger: int) -> RangeMeasure | None:
-        i = bisect.bisect_left(self._ends, last_ledger)
-        if i == len(self._ends):
-            return None  # past the top of the profile: unprofiled
-        return self._by_end[self._ends[i]]
-
-    def top(self) -> RangeMeasure | None:
-        """The measured range highest in history (the newest ledgers it covers)."""
-        return self._by_end[self._ends[-1]] if self._ends else None
 
 
 @dataclass(frozen=True)

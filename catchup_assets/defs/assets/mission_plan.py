@@ -13,9 +13,12 @@ from catchup_assets.defs.metadata.plan import plan_metadata
 from catchup_assets.defs.ownership import RANGE_KEY, SUPERSEDED, has_history, latest_marks
 from catchup_assets.defs.resources import CatchupResource
 from catchup_assets.defs.run_context import MISSION_TAG, ledger_ranges_partitions_def, refused
-from catchup_assets.mission.mission import PLAN_FILE, forecast_mission, predict_cost, prepare, save_mission, write_table
+from catchup_assets.mission.plan import forecast_mission, predict_cost, prepare
+from catchup_assets.mission.saved import save_mission
+from catchup_assets.store import layout
 from catchup_assets.store.profiles import ProfileRefused, ProfileUnavailable
 from catchup_assets.store.root import Store
+from catchup_assets.store.tables import write_table
 
 
 def retire_superseded(context: dg.AssetExecutionContext, gone: list[str], keys: list[str], mission: str) -> list[str]:
@@ -60,7 +63,7 @@ def plan_mission(
     if MISSION_TAG not in context.run.tags:  # launched from the UI: filtering runs by mission finds it
         instance.add_run_tags(context.run.run_id, {MISSION_TAG: cfg.mission})
     store = Store(cfg.storage_root)
-    plan_url = write_table(store, f"{cfg.mission}/{PLAN_FILE}", prepared.plan)
+    plan_url = write_table(store, layout.plan(cfg.mission), prepared.plan)
     save_mission(store, cfg, prepared.previous, core_image=catchup.core_image())
     deleted = retire_superseded(context, gone, prepared.keys, cfg.mission)
     present = set(instance.get_dynamic_partitions(ledger_ranges_partitions_def.name))

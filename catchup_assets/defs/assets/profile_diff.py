@@ -1,4 +1,4 @@
-"""The profile_diff asset: each mission against the one it was sized from, a thin wrapper around mission.py."""
+"""The profile_diff asset: each mission against the one it was sized from, a thin wrapper around mission/diff.py."""
 
 import dagster as dg
 from pydantic import Field
@@ -7,7 +7,7 @@ from catchup_assets.core.aggregate.diff import DEFAULT_BAND_LEDGERS, DEFAULT_THR
 from catchup_assets.defs.metadata.diff import profile_diff_metadata
 from catchup_assets.defs.resources import CatchupResource
 from catchup_assets.defs.run_context import current_mission, refused
-from catchup_assets.mission.mission import build_profile_diff
+from catchup_assets.mission.diff import build_profile_diff
 
 
 class ProfileDiffConfig(dg.Config):

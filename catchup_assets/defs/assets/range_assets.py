@@ -1,4 +1,4 @@
-"""The mission as Dagster assets: thin wrappers around mission.py.
+"""The mission as Dagster assets: thin wrappers around mission/ (plan.py, run.py, profile.py).
 
 mission_plan (plan_asset.py) -> range_catchup[range] -> range_profile -> tier_map, and
 range_profile -> profile_diff (diff_asset.py) and tier_ladder (ladder_asset.py). See docs/design.md,
@@ -30,18 +30,14 @@ from catchup_assets.defs.run_context import (  # noqa: F401 - re-exported: senso
     newest_plan,
     refused,
 )
-from catchup_assets.mission.mission import (
-    PLAN_FILE,
-    build_profile,
-    build_tier_map,
-    load_mission,
-    prepare,
-    read_table,
-    require_plan,
-    run_mission,
-)
+from catchup_assets.mission.plan import prepare, require_plan
+from catchup_assets.mission.profile import build_profile, build_tier_map
+from catchup_assets.mission.run import run_mission
+from catchup_assets.mission.saved import load_mission
+from catchup_assets.store import layout
 from catchup_assets.store.profiles import ProfileRefused
 from catchup_assets.store.root import Store
+from catchup_assets.store.tables import read_table
 
 # A stall may end by itself (a slow range completes); stopped dispatch needs an operator.
 HEALTH_SEVERITY = {HEALTH_STALL: dg.AssetCheckSeverity.WARN, HEALTH_DISPATCH: dg.AssetCheckSeverity.ERROR}
@@ -193,7 +189,7 @@ def range_profile(context: dg.AssetExecutionContext, catchup: CatchupResource):
         out = build_profile(catchup.root(), mission)
     except ValueError as exc:
         raise refused("range_profile", exc) from exc
-    plan = read_table(store, f"{mission}/{PLAN_FILE}")
+    plan = read_table(store, layout.plan(mission))
     plan_keys = set(plan.column("range_key").to_pylist())
     rows = out.profile.to_pylist()
     profiled = {r["range_key"] for r in rows}

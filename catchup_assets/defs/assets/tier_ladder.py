@@ -1,4 +1,4 @@
-"""The tier_ladder asset: a ladder fitted to each new profile (issue 15), a thin wrapper around mission.py.
+"""The tier_ladder asset: a ladder fitted to each new profile (issue 15), a thin wrapper around mission/ladder.py.
 
 Downstream of range_profile, in profile_job: it writes `<mission>/tier_ladder.yaml`, the
 chart values of the ladder that makes the next mission cheapest on this deployment's
@@ -12,7 +12,7 @@ from catchup_assets.core.size.fit import NothingToFit
 from catchup_assets.defs.metadata.cost import ladder_metadata
 from catchup_assets.defs.resources import CatchupResource
 from catchup_assets.defs.run_context import current_mission, refused
-from catchup_assets.mission.mission import build_tier_ladder
+from catchup_assets.mission.ladder import build_tier_ladder
 
 
 @dg.asset(group_name="mission", deps=["range_profile"], kinds={"yaml"}, output_required=False)

@@ -16,7 +16,7 @@ def _rounded(value, digits: int):
 
 def profile_diff_plot(diff, memory_scale: float = 1.0) -> dg.MetadataValue:
     """Memory requested per band, A beside B; below, the B/A ratios per band against 1 and the threshold."""
-    from catchup_assets.core.aggregate.diff import memory_unit
+    from catchup_assets.core.aggregate.diff_display import memory_unit
 
     name, size = memory_unit(diff, memory_scale)
     bands = diff.bands
@@ -55,7 +55,7 @@ def profile_diff_metadata(mission: str, out, memory_scale: float = 1.0) -> dict[
 
     Memory in GiB of production figures (divided by `memory_scale`, as the profile's plot is).
     """
-    from catchup_assets.core.aggregate.diff import (
+    from catchup_assets.core.aggregate.diff_display import (
         display_rows,
         image_text,
         legend,

@@ -7,12 +7,13 @@ import json
 
 import dagster as dg
 
+from catchup_assets.core.plan.config import MissionConfig
 from catchup_assets.core.plan.ranges import MissionSpan, plan_ranges
 from catchup_assets.defs.assets.range_assets import MISSION_TAG, policies
 from catchup_assets.defs.jobs import mission_plan_job
 from catchup_assets.defs.resources import CatchupResource
 from catchup_assets.defs.sensors.instance import PARTITIONS, has_runs, meta, new_materializations, targets_range_catchup
-from catchup_assets.mission.mission import MissionConfig, load_mission
+from catchup_assets.mission.saved import load_mission
 from catchup_assets.mission.tip import Tip, TipUnavailable, read_tip, span_to_tip
 from catchup_assets.store.root import Store
 

@@ -1,0 +1,81 @@
+"""Plan a mission: validate it, load the previous profile, order and size its ranges (L34, L35).
+
+Also what the plan predicts (makespan, node-hours, dollars) and the check that a
+mission to profile or map was planned. The CLI and the mission_plan asset call it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from catchup_assets.core.plan.config import MissionConfig, validate_mission
+from catchup_assets.core.plan.ranges import LedgerRange, dispatch_order, parse_key, plan_ranges
+from catchup_assets.core.size.cost import MissionCost, mission_cost
+from catchup_assets.core.size.forecast import WHAT_IF_FACTORS, Forecast, estimates, what_if
+from catchup_assets.store import layout
+from catchup_assets.store.profiles import PreviousProfile, load_previous_profile
+from catchup_assets.store.root import Store
+from catchup_assets.store.tables import Table, plan_table
+
+
+@dataclass
+class PreparedMission:
+    config: MissionConfig
+    ordered: list[LedgerRange]
+    previous: PreviousProfile
+    plan: Table
+
+    @property
+    def keys(self) -> list[str]:
+        return [r.key for r in self.ordered]
+
+
+def prepare(config: MissionConfig, keys: list[str] | None = None) -> PreparedMission:
+    """Validate everything, load the previous profile, order the ranges (L34, L35).
+
+    `keys` narrows the mission to those ranges (a backfill of some partitions).
+    """
+    previous = load_previous_profile(
+        config.previous_profile, config.profile_timeout_seconds, config.previous_profile_sha256
+    )
+    planned = plan_ranges(config.span)
+    if keys is not None:
+        wanted = {parse_key(k) for k in keys}
+        outside = sorted(r.key for r in wanted - set(planned))
+        if outside:
+            raise ValueError(f"range keys not in the mission's span: {outside[:5]}")
+        planned = [r for r in planned if r in wanted]
+    seconds = {}
+    if config.order == "longest-first" and previous.index is not None:
+        for r in planned:
+            m = previous.index.lookup(r.last)
+            if m is not None and m.seconds is not None:
+                seconds[r.key] = m.seconds
+    ordered = dispatch_order(planned, config.order, seconds)
+    plan = plan_table(ordered, config.span.overlap, previous.index, config.placement)
+    return PreparedMission(config, ordered, previous, plan)
+
+
+def forecast_mission(prepared: PreparedMission, factors=WHAT_IF_FACTORS) -> list[Forecast]:
+    """Predicted makespan and node-hours at the configured parallelism times each factor; [] unprofiled."""
+    cfg = prepared.config
+    est = estimates(prepared.ordered, prepared.previous.index, cfg.placement)
+    return [] if est is None else what_if(est, cfg.parallelism, factors)
+
+
+def predict_cost(prepared: PreparedMission) -> MissionCost | None:
+    """What the plan's first attempts cost at the profile's seconds; None unprofiled (nothing to time)."""
+    cfg = prepared.config
+    est = estimates(prepared.ordered, prepared.previous.index, cfg.placement)
+    return None if est is None else mission_cost((e.use() for e in est), cfg.placement)
+
+
+def require_plan(store: Store, mission: str) -> None:
+    """A mission to profile or map is a planned one: refused, naming where its plan should be,
+    before anything is written (a typo'd name must not leave an empty profile behind)."""
+    validate_mission(mission)
+    if not store.exists(layout.plan(mission)):
+        raise ValueError(
+            f"mission {mission!r} has no plan at {store.url(layout.plan(mission))}: "
+            "plan it first (mission_plan), or check the mission name and storage root"
+        )

@@ -1,0 +1,54 @@
+"""Run a planned mission: write its plan, then dispatch its ranges on a backend until each is done or condemned.
+
+Nothing here knows which backend runs the attempts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from catchup_assets.core.dispatch.ports import Backend
+from catchup_assets.core.dispatch.reconciler import (
+    Clock,
+    DispatchConfig,
+    Dispatcher,
+    MissionResult,
+    RangeResult,
+    Status,
+)
+from catchup_assets.mission.plan import PreparedMission
+from catchup_assets.store import layout
+from catchup_assets.store.records import RecordStore
+from catchup_assets.store.root import Store
+from catchup_assets.store.tables import write_table
+
+
+def run_mission(
+    prepared: PreparedMission,
+    backend: Backend,
+    *,
+    clock: Clock | None = None,
+    on_status: Callable[[Status], None] | None = None,
+    on_result: Callable[[RangeResult, bool], None] | None = None,
+    on_health: Callable[[str, bool, str], None] | None = None,
+    write_plan: bool = True,
+    reset_condemned: bool = False,
+    holder: str | None = None,
+) -> MissionResult:
+    cfg = prepared.config
+    store = Store(cfg.storage_root)
+    if write_plan:
+        write_table(store, layout.plan(cfg.mission), prepared.plan)
+    dispatch_cfg = DispatchConfig(
+        cfg, prepared.ordered, prepared.previous.index, reset_condemned=reset_condemned, holder=holder
+    )
+    dispatcher = Dispatcher(
+        dispatch_cfg,
+        backend,
+        RecordStore(store, cfg.mission),
+        clock=clock,
+        on_status=on_status,
+        on_result=on_result,
+        on_health=on_health,
+    )
+    return dispatcher.run()

@@ -1,0 +1,85 @@
+"""A mission's own settings saved beside its plan (mission.json), so a later backfill runs it the same way."""
+
+from __future__ import annotations
+
+import json
+import logging
+
+from catchup_assets.core.plan.config import MissionConfig, validate_mission
+from catchup_assets.core.plan.ranges import MissionSpan
+from catchup_assets.store import layout
+from catchup_assets.store.profiles import PreviousProfile
+from catchup_assets.store.root import Store
+
+log = logging.getLogger(__name__)
+
+
+_SPEC_FIELDS = ("mission", "order", "parallelism", "previous_profile", "previous_profile_sha256", "deadline_seconds")
+
+
+def save_mission(
+    store: Store, cfg: MissionConfig, previous: PreviousProfile | None = None, core_image: dict | None = None
+) -> str:
+    """The mission's own settings, so a later backfill of its ranges runs it the same way.
+
+    The previous profile the plan was sized from is copied beside them, with its digest:
+    every run of the mission dispatches from that copy, and refuses one that changed, so
+    the plan shown is the plan run (a profile edited or gone at its URL changes nothing).
+    `core_image` is the stellar-core the deployment runs ({"image", "tag", "digest"}:
+    CatchupResource.core_image), kept so a diff of two missions names what each ran.
+    """
+    doc = {f: getattr(cfg, f) for f in _SPEC_FIELDS}
+    if core_image is not None:
+        doc["core_image"] = dict(core_image)
+    if previous is not None and previous.data:
+        rel = layout.previous_profile(cfg.mission)
+        store.write_bytes(rel, previous.data)
+        doc.update(
+            previous_profile=store.url(rel),
+            previous_profile_sha256=previous.sha256,
+            previous_profile_source=cfg.previous_profile,
+        )
+    doc.update(
+        first_ledger=cfg.span.first_ledger,
+        last_ledger=cfg.span.last_ledger,
+        ledgers_per_range=cfg.span.ledgers_per_range,
+        overlap=cfg.span.overlap,
+    )
+    store.write_bytes(layout.mission_file(cfg.mission), json.dumps(doc, indent=1).encode())
+    return store.url(layout.mission_file(cfg.mission))
+
+
+def load_mission(store: Store, mission: str, **policies) -> MissionConfig:
+    """A saved mission with this deployment's policies (retry, sizing, tiers, env...)."""
+    validate_mission(mission)
+    rel = layout.mission_file(mission)
+    try:
+        doc = json.loads(store.read_bytes(rel))
+        span = MissionSpan(doc["first_ledger"], doc["last_ledger"], doc["ledgers_per_range"], doc["overlap"])
+        fields = {f: doc.get(f) for f in _SPEC_FIELDS if f in doc or f == "previous_profile_sha256"}
+        return MissionConfig(span=span, storage_root=store.root, **fields, **policies)
+    except FileNotFoundError:
+        raise ValueError(
+            f"mission {mission!r} has no {layout.MISSION_FILE} under {store.root}: plan it first"
+        ) from None
+    except (KeyError, TypeError, json.JSONDecodeError) as exc:
+        raise ValueError(f"{store.url(rel)} is not a mission file: {exc}") from exc
+
+
+def mission_doc(store: Store, mission: str) -> dict | None:
+    """The mission's saved mission.json as a dict; None if it has none (or it is not JSON)."""
+    validate_mission(mission)
+    try:
+        doc = json.loads(store.read_bytes(layout.mission_file(mission)))
+    except FileNotFoundError:
+        return None
+    except (ValueError, UnicodeDecodeError) as exc:
+        log.warning("%s is not a mission file: %s", store.url(layout.mission_file(mission)), exc)
+        return None
+    return doc if isinstance(doc, dict) else None
+
+
+def mission_image(store: Store, mission: str) -> dict | None:
+    """The stellar-core the mission recorded when planned; None for one planned before missions did."""
+    image = (mission_doc(store, mission) or {}).get("core_image")
+    return image if isinstance(image, dict) else None

@@ -1,0 +1,90 @@
+"""Every path under the storage root, per mission: the layout, written once (docs/storage.md).
+
+Each function returns a path relative to the root (Store.path and Store.url
+make it absolute):
+
+    <mission>/mission.json                          the mission's own settings (mission/saved.py)
+    <mission>/plan.parquet                          the plan (core/plan/plan_table.py)
+    <mission>/previous_profile.parquet              the plan's copy of the profile it was sized from
+    <mission>/attempts/<range_key>/a<NNN>.parquet   the attempt record (store/records.py)
+    <mission>/attempts/<range_key>/_a<NNN>.done     written after the record (L32); the
+                                                    underscore keeps Parquet readers off it
+    <mission>/attempts/<range_key>/_claim-a<NNN>    a dispatcher's claim on the attempt
+    <mission>/attempts/<range_key>/_reset-a<NNN>    a new run of a condemned range: budgets count after NNN
+    <mission>/logs/<range_key>/a<NNN>.log.gz        the attempt's log
+    <mission>/attempt_records.parquet               every done attempt in one table: a
+                                                    snapshot, never the source of truth
+    <mission>/range_profile.parquet                 the profile (core/aggregate/profile.py)
+    <mission>/tier_map.parquet                      the tier map (core/size/tier_map.py)
+    <mission>/tier_ladder.yaml                      the fitted ladder as chart values (core/size/fit.py)
+    <mission>/profile_diff.parquet                  the profile against the one it was sized from
+                                                    (core/aggregate/diff.py)
+"""
+
+from __future__ import annotations
+
+MISSION_FILE = "mission.json"
+PLAN_FILE = "plan.parquet"
+PREVIOUS_PROFILE_FILE = "previous_profile.parquet"
+ATTEMPTS_DIR = "attempts"
+LOGS_DIR = "logs"
+SNAPSHOT_FILE = "attempt_records.parquet"
+PROFILE_FILE = "range_profile.parquet"
+TIER_MAP_FILE = "tier_map.parquet"
+TIER_LADDER_FILE = "tier_ladder.yaml"
+PROFILE_DIFF_FILE = "profile_diff.parquet"
+
+
+def mission_file(mission: str) -> str:
+    return f"{mission}/{MISSION_FILE}"
+
+
+def plan(mission: str) -> str:
+    return f"{mission}/{PLAN_FILE}"
+
+
+def previous_profile(mission: str) -> str:
+    return f"{mission}/{PREVIOUS_PROFILE_FILE}"
+
+
+def attempts(mission: str, range_key: str | None = None) -> str:
+    """Every attempt file of the mission, or of one of its ranges."""
+    return f"{mission}/{ATTEMPTS_DIR}" if range_key is None else f"{mission}/{ATTEMPTS_DIR}/{range_key}"
+
+
+def attempt_file(mission: str, range_key: str, attempt: int, ext: str) -> str:
+    """The attempt's record (`parquet`) or its done mark (`done`, underscored)."""
+    mark = "_" if ext == "done" else ""
+    return f"{attempts(mission, range_key)}/{mark}a{attempt:03d}.{ext}"
+
+
+def claim(mission: str, range_key: str, attempt: int) -> str:
+    return f"{attempts(mission, range_key)}/_claim-a{attempt:03d}"
+
+
+def reset(mission: str, range_key: str, after_attempt: int) -> str:
+    return f"{attempts(mission, range_key)}/_reset-a{after_attempt:03d}"
+
+
+def log(mission: str, range_key: str, attempt: int) -> str:
+    return f"{mission}/{LOGS_DIR}/{range_key}/a{attempt:03d}.log.gz"
+
+
+def snapshot(mission: str) -> str:
+    return f"{mission}/{SNAPSHOT_FILE}"
+
+
+def profile(mission: str) -> str:
+    return f"{mission}/{PROFILE_FILE}"
+
+
+def tier_map(mission: str) -> str:
+    return f"{mission}/{TIER_MAP_FILE}"
+
+
+def tier_ladder(mission: str) -> str:
+    return f"{mission}/{TIER_LADDER_FILE}"
+
+
+def profile_diff(mission: str) -> str:
+    return f"{mission}/{PROFILE_DIFF_FILE}"

@@ -1,0 +1,88 @@
+"""The tables the project writes, as Parquet: their schemas, rows to Table, and a Table on the storage root.
+
+The pure core makes rows and declares each table's columns by name and kind
+(PROFILE_COLUMNS, PLAN_COLUMNS, TIER_MAP_COLUMNS, BAND_COLUMNS, each beside the
+code that fills them); here they become pyarrow schemas, in that column order.
+The attempt records' own schema is store/records.py's.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from catchup_assets.core.aggregate.diff import BAND_COLUMNS, ProfileDiff
+from catchup_assets.core.aggregate.profile import PROFILE_COLUMNS, profile_rows
+from catchup_assets.core.plan.plan_table import PLAN_COLUMNS, plan_rows
+from catchup_assets.core.plan.ranges import LedgerRange
+from catchup_assets.core.size.measures import ProfileIndex
+from catchup_assets.core.size.sizing import Placement
+from catchup_assets.core.size.tier_map import TIER_MAP_COLUMNS, tier_map_rows
+from catchup_assets.store.root import Store
+
+Table = pa.Table  # what the use cases hand on, without importing pyarrow themselves
+
+_KINDS = {"string": pa.string(), "int64": pa.int64(), "int32": pa.int32(), "float64": pa.float64(), "bool": pa.bool_()}
+
+
+def schema_of(columns: Sequence[tuple[str, str]]) -> pa.Schema:
+    """A core table's declared (name, kind) columns as a pyarrow schema, in order."""
+    return pa.schema([(name, _KINDS[kind]) for name, kind in columns])
+
+
+PROFILE_SCHEMA = schema_of(PROFILE_COLUMNS)  # range_profile.parquet
+PLAN_SCHEMA = schema_of(PLAN_COLUMNS)  # plan.parquet
+TIER_MAP_SCHEMA = schema_of(TIER_MAP_COLUMNS)  # tier_map.parquet
+BAND_SCHEMA = schema_of(BAND_COLUMNS)  # profile_diff.parquet
+
+
+def table(rows: Iterable[dict[str, Any]], schema: pa.Schema) -> pa.Table:
+    return pa.Table.from_pylist(list(rows), schema=schema)
+
+
+def profile_table(records: Iterable[Any]) -> pa.Table:
+    """The profile of these attempt records (aggregate/profile.py's rows)."""
+    rows, _ = profile_rows(records)
+    return table(rows, PROFILE_SCHEMA)
+
+
+def plan_table(
+    ordered: Sequence[LedgerRange], overlap: int, profile: ProfileIndex | None, placement: Placement
+) -> pa.Table:
+    """The plan of these ranges in dispatch order (plan/plan_table.py's rows)."""
+    return table(plan_rows(ordered, overlap, profile, placement), PLAN_SCHEMA)
+
+
+def tier_map_table(ranges: Sequence[LedgerRange], profile: Iterable[dict[str, Any]], placement: Placement) -> pa.Table:
+    """Where each range goes next mission (size/tier_map.py's rows)."""
+    return table(tier_map_rows(ranges, profile, placement), TIER_MAP_SCHEMA)
+
+
+def band_table(diff: ProfileDiff) -> pa.Table:
+    """The band table; which missions (and stellar-cores) A and B are rides in its schema metadata."""
+    return table(diff.bands, BAND_SCHEMA).replace_schema_metadata(diff.schema_metadata())
+
+
+def parse_table(data: bytes) -> pa.Table:
+    """A Parquet file's bytes as a Table; whatever the reader raises for bytes that are not one."""
+    # ParquetFile, not pq.read_table: one file needs none of the dataset machinery.
+    return pq.ParquetFile(pa.BufferReader(data)).read()
+
+
+def table_bytes(data: pa.Table) -> bytes:
+    buf = io.BytesIO()
+    pq.write_table(data, buf, compression="zstd")
+    return buf.getvalue()
+
+
+def write_table(store: Store, rel: str, data: pa.Table) -> str:
+    store.write_bytes(rel, table_bytes(data))
+    return store.url(rel)
+
+
+def read_table(store: Store, rel: str) -> pa.Table:
+    return parse_table(store.read_bytes(rel))
