@@ -4,6 +4,7 @@ from catchup_assets.core.plan.ranges import (
     LedgerRange,
     MissionSpan,
     RangeKeyError,
+    contiguous_groups,
     dispatch_order,
     format_key,
     parse_key,
@@ -118,3 +119,18 @@ def test_the_range_cap_is_a_setting_and_the_seed_s_history_fits_the_default():
     assert len(plan_ranges(MissionSpan(1, 60_000_000, ledgers_per_range=12_800))) == 4688  # the seed's finest grid
     with pytest.raises(ValueError, match="into 4 ranges, more than max_ranges 3"):
         MissionSpan(1, 64000, max_ranges=3)
+
+
+@pytest.mark.parametrize(
+    "keys, order, groups, missing",
+    [
+        (["b", "c"], ["a", "b", "c", "d"], [["b", "c"]], []),
+        (["d", "a", "b"], ["a", "b", "c", "d"], [["a", "b"], ["d"]], []),  # one run per span, in insertion order
+        (["c", "a"], ["c", "a", "b"], [["c", "a"]], []),  # insertion order, not key order
+        (["a", "a", "b"], ["a", "b"], [["a", "b"]], []),  # a repeated key counts once
+        (["z", "a"], ["a"], [["a"]], ["z"]),
+        ([], ["a"], [], []),
+    ],
+)
+def test_keys_group_into_contiguous_spans_of_insertion_order(keys, order, groups, missing):
+    assert contiguous_groups(keys, order) == (groups, missing)

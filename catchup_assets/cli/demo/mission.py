@@ -12,6 +12,7 @@ import dagster as dg
 
 from catchup_assets.cli.demo.progress import Poller, ProgressBar
 from catchup_assets.cli.demo.settings import DemoSettings
+from catchup_assets.core.plan.ranges import contiguous_groups
 from catchup_assets.defs.assets.range_assets import (
     MISSION_TAG,
     RANGE_END_TAG,
@@ -52,15 +53,12 @@ def _failure_text(result: dg.ExecuteInProcessResult) -> str:
 
 def _contiguous(instance: dg.DagsterInstance, keys: list[str]) -> tuple[str, str]:
     """The plan's keys as one span of the instance's key order (a run covers one span)."""
-    order = instance.get_dynamic_partitions(ledger_ranges_partitions_def.name)
-    index = {k: i for i, k in enumerate(order)}
-    missing = [k for k in keys if k not in index]
+    groups, missing = contiguous_groups(keys, instance.get_dynamic_partitions(ledger_ranges_partitions_def.name))
     if missing:
         raise DemoFailed(f"plan keys missing from partitions {ledger_ranges_partitions_def.name}: {missing[:3]}")
-    lo, hi = min(index[k] for k in keys), max(index[k] for k in keys)
-    if hi - lo + 1 != len(keys):
+    if len(groups) != 1 or len(groups[0]) != len(keys):
         raise DemoFailed("the plan's partitions are not contiguous in the instance's key order")
-    return order[lo], order[hi]
+    return groups[0][0], groups[0][-1]
 
 
 def run_one(

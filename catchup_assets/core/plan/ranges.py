@@ -141,3 +141,20 @@ def dispatch_order(
         return (0, 0.0) if s is None else (1, -float(s))
 
     return sorted(tip_first, key=rank)  # stable: ties stay tip-first
+
+
+def contiguous_groups(keys: list[str], insertion_order: list[str]) -> tuple[list[list[str]], list[str]]:
+    """Keys split into runs of consecutive positions in insertion order; and the keys not present.
+
+    A Dagster run covers one contiguous span of the partition set's insertion order, so the
+    sensor launches one run per group and the demo requires exactly one.
+    """
+    position = {k: i for i, k in enumerate(insertion_order)}
+    missing = sorted(k for k in keys if k not in position)
+    groups: list[list[str]] = []
+    for k in sorted((k for k in set(keys) if k in position), key=position.__getitem__):
+        if groups and position[groups[-1][-1]] + 1 == position[k]:
+            groups[-1].append(k)
+        else:
+            groups.append([k])
+    return groups, missing

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dagster as dg
 
+from catchup_assets.core.plan.ranges import contiguous_groups
 from catchup_assets.defs.assets.range_assets import MISSION_TAG, PLAN_KEY, RANGE_END_TAG, RANGE_START_TAG
 from catchup_assets.defs.jobs import range_catchup_job
 from catchup_assets.defs.sensors.instance import PARTITIONS, has_runs, meta, new_materializations
@@ -13,19 +14,6 @@ from catchup_assets.store.io import read_parquet_column
 
 def read_plan_keys(plan_path: str) -> list[str]:
     return read_parquet_column(plan_path, "range_key")
-
-
-def contiguous_groups(keys: list[str], insertion_order: list[str]) -> tuple[list[list[str]], list[str]]:
-    """Keys split into runs of consecutive positions in insertion order; and the keys not present."""
-    position = {k: i for i, k in enumerate(insertion_order)}
-    missing = sorted(k for k in keys if k not in position)
-    groups: list[list[str]] = []
-    for k in sorted((k for k in set(keys) if k in position), key=position.__getitem__):
-        if groups and position[groups[-1][-1]] + 1 == position[k]:
-            groups[-1].append(k)
-        else:
-            groups.append([k])
-    return groups, missing
 
 
 # Dagster shows `description`, not the docstring, in the UI.
