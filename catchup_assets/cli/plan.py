@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 
+from catchup_assets.core.errors import ConfigError
 from catchup_assets.core.text import records_table
 
 
@@ -15,9 +16,9 @@ def load_profile(path: str):
     try:
         previous = load_previous_profile(path)
     except ProfileRefused as exc:
-        raise ValueError(f"--profile: {exc}") from exc
+        raise ConfigError(f"--profile: {exc}") from exc
     if previous.index is None:
-        raise ValueError(f"--profile: {previous.warning}")
+        raise ConfigError(f"--profile: {previous.warning}")
     return previous
 
 
@@ -42,7 +43,7 @@ def command(args: argparse.Namespace) -> int:
     prepared = prepare(cfg)
     forecasts = forecast_mission(prepared, args.what_if)
     if not forecasts:
-        raise ValueError(f"--profile: {args.profile} has no seconds to time a mission with")
+        raise ConfigError(f"--profile: {args.profile} has no seconds to time a mission with")
     tiers = Counter(prepared.plan.column("tier").to_pylist())
     print(f"profile   {args.profile}: {len(previous.index)} measured ranges")
     print(

@@ -5,13 +5,15 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from catchup_assets.core.errors import ConfigError
+
 
 def command(args: argparse.Namespace) -> int:
     from catchup_assets.sim.workload import Workload
     from catchup_assets.store.io import write_parquet
 
     if Path(args.out).is_dir():
-        raise ValueError(
+        raise ConfigError(
             f"--out: {args.out} is a directory; name the file, e.g. {Path(args.out) / 'range_profile.parquet'}"
         )
     model = Workload(ranges=args.ranges, seed=args.seed)

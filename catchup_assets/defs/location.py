@@ -26,6 +26,7 @@ from typing import Any
 import dagster as dg
 import yaml
 
+from catchup_assets.core.errors import ConfigError
 from catchup_assets.defs.resources import CatchupResource
 
 INSTANCE_FILE = "dagster.yaml"
@@ -159,12 +160,12 @@ def load_location(directory: Path) -> dg.Definitions:
     path = directory / LOCATION_FILE
     spec = importlib.util.spec_from_file_location("catchup_location", path)
     if spec is None or spec.loader is None:
-        raise ValueError(f"{path}: not a Python file")
+        raise ConfigError(f"{path}: not a Python file")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     defs = getattr(module, "defs", None)
     if not isinstance(defs, dg.Definitions):
-        raise ValueError(f"{path}: has no `defs`")
+        raise ConfigError(f"{path}: has no `defs`")
     return defs
 
 

@@ -17,13 +17,15 @@ from dataclasses import dataclass
 import dagster as dg
 from dagster._core.events import DagsterEventType
 
+from catchup_assets.core.errors import ConfigError
+
 RANGE_KEY = dg.AssetKey("range_catchup")
 # The `kind` metadata of the observations this project records on a range's partition.
 CONDEMNED = "condemned"
 SUPERSEDED = "superseded"
 
 
-class MissionAmbiguous(ValueError):
+class MissionAmbiguous(ConfigError):
     """The selected partitions do not say which one mission to run."""
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from catchup_assets.core.aggregate.diff import ProfileDiff, Side, check_diff_columns, compare, requested_by_range
+from catchup_assets.core.errors import ConfigError
 from catchup_assets.core.plan.config import validate_mission
 from catchup_assets.mission.plan import require_plan
 from catchup_assets.mission.saved import mission_doc, mission_image
@@ -21,11 +22,11 @@ def read_profile_rows(store: Store, rel: str) -> list[dict]:
     try:
         data = store.read_bytes(rel)
     except FileNotFoundError:
-        raise ValueError(f"profile {url} does not exist") from None
+        raise ConfigError(f"profile {url} does not exist") from None
     try:
         table = parse_table(data)
     except Exception as exc:  # noqa: BLE001 - whatever the file is, it is not a profile: named
-        raise ValueError(f"profile {url} is not a Parquet table: {exc}") from exc
+        raise ConfigError(f"profile {url} is not a Parquet table: {exc}") from exc
     check_diff_columns(table.column_names, url)
     return table.to_pylist()
 
@@ -47,8 +48,8 @@ def mission_side(store: Store, mission: str, profile_rel: str | None = None) -> 
     rel = profile_rel or layout.profile(mission)
     if profile_rel is None and not store.exists(rel):
         if not store.exists(layout.plan(mission)):
-            raise ValueError(f"no mission {mission!r} under {store.root} (no {store.url(layout.plan(mission))})")
-        raise ValueError(f"mission {mission!r} has no profile at {store.url(rel)}: profile it first")
+            raise ConfigError(f"no mission {mission!r} under {store.root} (no {store.url(layout.plan(mission))})")
+        raise ConfigError(f"mission {mission!r} has no profile at {store.url(rel)}: profile it first")
     rows = read_profile_rows(store, rel)
     return Side(mission, rows, requested_of(store, mission), mission_image(store, mission))
 
@@ -61,7 +62,7 @@ def diff_missions(storage_root: str, a: str, b: str, band_ledgers: int, threshol
         try:
             sides.append(mission_side(store, mission))
         except ValueError as exc:
-            raise ValueError(f"{label} ({mission}): {exc}") from exc
+            raise ConfigError(f"{label} ({mission}): {exc}") from exc
     return compare(sides[0], sides[1], band_ledgers, threshold)
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from catchup_assets.core.errors import ConfigError
 from catchup_assets.core.plan.config import MissionConfig, validate_mission
 from catchup_assets.core.plan.ranges import LedgerRange, dispatch_order, parse_key, plan_ranges
 from catchup_assets.core.size.cost import MissionCost, mission_cost
@@ -43,7 +44,7 @@ def prepare(config: MissionConfig, keys: list[str] | None = None) -> PreparedMis
         wanted = {parse_key(k) for k in keys}
         outside = sorted(r.key for r in wanted - set(planned))
         if outside:
-            raise ValueError(f"range keys not in the mission's span: {outside[:5]}")
+            raise ConfigError(f"range keys not in the mission's span: {outside[:5]}")
         planned = [r for r in planned if r in wanted]
     seconds = {}
     if config.order == "longest-first" and previous.index is not None:
@@ -75,7 +76,7 @@ def require_plan(store: Store, mission: str) -> None:
     before anything is written (a typo'd name must not leave an empty profile behind)."""
     validate_mission(mission)
     if not store.exists(layout.plan(mission)):
-        raise ValueError(
+        raise ConfigError(
             f"mission {mission!r} has no plan at {store.url(layout.plan(mission))}: "
             "plan it first (mission_plan), or check the mission name and storage root"
         )

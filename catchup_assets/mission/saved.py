@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import logging
 
+from catchup_assets.core.errors import ConfigError, StateError
 from catchup_assets.core.plan.config import MissionConfig, validate_mission
 from catchup_assets.core.plan.ranges import MissionSpan
 from catchup_assets.store import layout
@@ -59,11 +60,11 @@ def load_mission(store: Store, mission: str, **policies) -> MissionConfig:
         fields = {f: doc.get(f) for f in _SPEC_FIELDS if f in doc or f == "previous_profile_sha256"}
         return MissionConfig(span=span, storage_root=store.root, **fields, **policies)
     except FileNotFoundError:
-        raise ValueError(
+        raise ConfigError(
             f"mission {mission!r} has no {layout.MISSION_FILE} under {store.root}: plan it first"
         ) from None
     except (KeyError, TypeError, json.JSONDecodeError) as exc:
-        raise ValueError(f"{store.url(rel)} is not a mission file: {exc}") from exc
+        raise StateError(f"{store.url(rel)} is not a mission file: {exc}") from exc
 
 
 def mission_doc(store: Store, mission: str) -> dict | None:

@@ -27,6 +27,7 @@ import urllib.parse
 import urllib.request
 from dataclasses import dataclass
 
+from catchup_assets.core.errors import CatchupError, ConfigError
 from catchup_assets.core.plan.ranges import CHECKPOINT_LEDGERS, MAX_LEDGER, MissionSpan
 
 WELL_KNOWN_HAS = ".well-known/stellar-history.json"  # HistoryArchiveState::wellKnownRemoteName()
@@ -44,7 +45,7 @@ _LEDGER = re.compile(r"[0-9]+")
 _NO_SPACE = re.compile(r"\S+")
 
 
-class TipUnavailable(Exception):
+class TipUnavailable(CatchupError):
     """The tip could not be read from its source: unreachable, slow, refused, or not a HAS."""
 
 
@@ -74,33 +75,33 @@ def parse_tip_source(spec: str, field: str = "tip_source") -> TipSource | None:
     with a ValueError naming `field`.
     """
     if not isinstance(spec, str):
-        raise ValueError(f"{field}: must be a string (a ledger number or an http(s) URL), got {spec!r}")
+        raise ConfigError(f"{field}: must be a string (a ledger number or an http(s) URL), got {spec!r}")
     spec = spec.strip()
     if not spec:
         return None
     if _LEDGER.fullmatch(spec):
         ledger = int(spec)
         if not 1 <= ledger <= MAX_LEDGER:
-            raise ValueError(f"{field}: a ledger number must be 1..{MAX_LEDGER}, got {spec}")
+            raise ConfigError(f"{field}: a ledger number must be 1..{MAX_LEDGER}, got {spec}")
         return TipSource(ledger=ledger)
     if not _NO_SPACE.fullmatch(spec):
-        raise ValueError(f"{field}: {spec!r} has white space in it: give a ledger number or one http(s) URL")
+        raise ConfigError(f"{field}: {spec!r} has white space in it: give a ledger number or one http(s) URL")
     try:
         parts = urllib.parse.urlsplit(spec)
         _ = parts.port  # raises on a port that is not a number or out of range
     except ValueError as exc:
-        raise ValueError(f"{field}: {spec!r} is not a URL: {exc}") from None
+        raise ConfigError(f"{field}: {spec!r} is not a URL: {exc}") from None
     if parts.scheme not in ("http", "https"):
-        raise ValueError(
+        raise ConfigError(
             f"{field}: {spec!r} is neither a ledger number nor an http(s) URL of a history archive "
             f"(scheme {parts.scheme or 'missing'!r})"
         )
     if not parts.hostname:
-        raise ValueError(f"{field}: {spec!r} names no host")
+        raise ConfigError(f"{field}: {spec!r} names no host")
     if parts.username is not None or parts.password is not None:
-        raise ValueError(f"{field}: {parts.scheme}://{parts.hostname}...: credentials in the URL would be logged")
+        raise ConfigError(f"{field}: {parts.scheme}://{parts.hostname}...: credentials in the URL would be logged")
     if parts.query or parts.fragment:
-        raise ValueError(f"{field}: {spec!r}: an archive URL takes no query or fragment")
+        raise ConfigError(f"{field}: {spec!r}: an archive URL takes no query or fragment")
     path = parts.path if parts.path.endswith("/" + WELL_KNOWN_HAS) else parts.path.rstrip("/") + "/" + WELL_KNOWN_HAS
     return TipSource(archive=urllib.parse.urlunsplit((parts.scheme, parts.netloc, path, "", "")))
 

@@ -25,6 +25,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cached_property
 
+from catchup_assets.core.errors import ConfigError
 from catchup_assets.core.plan.ranges import LedgerRange, MissionSpan, plan_ranges
 from catchup_assets.core.units import GiB
 from catchup_assets.store.tables import PROFILE_SCHEMA, Table, table
@@ -96,7 +97,7 @@ class Workload:
 
     def __post_init__(self) -> None:
         if self.ranges < 1:
-            raise ValueError(f"workload 'ranges' must be >= 1, got {self.ranges}")
+            raise ConfigError(f"workload 'ranges' must be >= 1, got {self.ranges}")
 
     @property
     def span(self) -> MissionSpan:

@@ -17,6 +17,7 @@ from typing import Any
 import fsspec
 
 from catchup_assets.core.aggregate.profile import check_profile_columns
+from catchup_assets.core.errors import ConfigError
 from catchup_assets.core.plan.config import PROFILE_TIMEOUT_SECONDS
 from catchup_assets.core.size.measures import ProfileIndex, measures_from_rows
 from catchup_assets.store.tables import parse_table
@@ -24,7 +25,7 @@ from catchup_assets.store.tables import parse_table
 log = logging.getLogger(__name__)
 
 
-class ProfileRefused(ValueError):
+class ProfileRefused(ConfigError):
     """The previous profile that was given cannot size a mission."""
 
 

@@ -16,11 +16,13 @@ import uuid
 import fsspec
 from fsspec.implementations.local import LocalFileSystem
 
+from catchup_assets.core.errors import CatchupError
+
 _CHECK_THEN_WRITE = threading.Lock()  # serialises this process's claims where the driver cannot
 _WARNED: dict[str, bool] = {}
 
 
-class StorageError(OSError):
+class StorageError(CatchupError, OSError):
     """A write the storage root refused (read-only, full, gone), naming the path."""
 
 

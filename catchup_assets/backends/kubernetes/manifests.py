@@ -27,6 +27,7 @@ from catchup_assets.backends.kubernetes.names import (
 )
 from catchup_assets.backends.kubernetes.settings import ENTRYPOINT_KEY, LABEL_VALUE_RE, K8sSettings, check_toleration
 from catchup_assets.core.dispatch.ports import AttemptSpec
+from catchup_assets.core.errors import ConfigError
 from catchup_assets.core.size.sizing import Tier
 
 WORKER_MOUNT = "/catchup"
@@ -58,7 +59,7 @@ def _meta(name: str, settings: K8sSettings, labels_: Mapping[str, str]) -> k.V1O
 
 def _cpu(cores: float) -> str:
     if isinstance(cores, bool) or not isinstance(cores, (int, float)) or not cores > 0:
-        raise ValueError(f"cpu_request {cores!r} must be a number > 0")
+        raise ConfigError(f"cpu_request {cores!r} must be a number > 0")
     return f"{max(1, round(cores * 1000))}m"
 
 
@@ -75,11 +76,11 @@ def _env(spec: AttemptSpec, settings: K8sSettings) -> list[k.V1EnvVar]:
     }
     for name, value in spec.env.items():
         if not isinstance(name, str) or not ENV_NAME_RE.fullmatch(name):
-            raise ValueError(f"env name {name!r} must match {ENV_NAME_RE.pattern}")
+            raise ConfigError(f"env name {name!r} must match {ENV_NAME_RE.pattern}")
         if name in RESERVED_ENV:
-            raise ValueError(f"env {name!r} is set by the backend from the attempt itself")
+            raise ConfigError(f"env {name!r} is set by the backend from the attempt itself")
         if not isinstance(value, str):
-            raise ValueError(f"env {name!r}: value {value!r} must be a string")
+            raise ConfigError(f"env {name!r}: value {value!r} must be a string")
     return [k.V1EnvVar(name=n, value=v) for n, v in {**fixed, **spec.env}.items()]
 
 
@@ -90,9 +91,9 @@ def _placement(tier: Tier | None, settings: K8sSettings) -> tuple[dict[str, str]
     if not settings.pooled:
         return chosen or None, extra
     if tier is None:
-        raise ValueError("pooled k8s settings need a tier for every attempt")
+        raise ConfigError("pooled k8s settings need a tier for every attempt")
     if not LABEL_VALUE_RE.fullmatch(tier.name) or len(tier.name) > 63:
-        raise ValueError(f"tier name {tier.name!r} is not a valid label value")
+        raise ConfigError(f"tier name {tier.name!r} is not a valid label value")
     tolerations = list(extra)
     if settings.tier_taint_key is not None:
         # No effect given: tolerate the pool's taint whether it is NoSchedule or NoExecute.
@@ -109,14 +110,14 @@ def _owns_node(tier: Tier | None, profiled: bool, settings: K8sSettings) -> bool
 def _resources(spec: AttemptSpec, tier: Tier | None, profiled: bool, settings: K8sSettings) -> k.V1ResourceRequirements:
     memory = spec.memory_limit_bytes
     if isinstance(memory, bool) or not isinstance(memory, int) or memory <= 0:
-        raise ValueError(f"memory_limit_bytes {memory!r} must be an integer > 0")
+        raise ConfigError(f"memory_limit_bytes {memory!r} must be an integer > 0")
     # Request = limit: the sizing decision is the pod's whole budget, and a pod
     # using more than it requested is the first evicted under node pressure.
     requests: dict[str, str] = {"memory": str(memory), "cpu": _cpu(spec.cpu_request)}
     limits: dict[str, str] = {"memory": str(memory)}
     if settings.cpu_limit is not None:
         if parse_quantity(settings.cpu_limit) < parse_quantity(requests["cpu"]):
-            raise ValueError(f"cpu_limit {settings.cpu_limit!r} is below the attempt's cpu request {requests['cpu']}")
+            raise ConfigError(f"cpu_limit {settings.cpu_limit!r} is below the attempt's cpu request {requests['cpu']}")
         limits["cpu"] = str(settings.cpu_limit)
     if settings.storage_mode == "ephemeral" and not _owns_node(tier, profiled, settings):
         if spec.ephemeral_bytes is not None:
@@ -170,9 +171,9 @@ def _pod_security(settings: K8sSettings) -> k.V1PodSecurityContext:
 def job_manifest(spec: AttemptSpec, tier: Tier | None, profiled: bool, settings: K8sSettings) -> k.V1Job:
     """The one Job of one attempt (L1): the orchestrator, not Kubernetes, retries."""
     if tier is not None and tier.name != spec.tier:
-        raise ValueError(f"attempt {spec.attempt_id} was sized for tier {spec.tier!r}, given tier {tier.name!r}")
+        raise ConfigError(f"attempt {spec.attempt_id} was sized for tier {spec.tier!r}, given tier {tier.name!r}")
     if spec.deadline_seconds is not None and (isinstance(spec.deadline_seconds, bool) or spec.deadline_seconds <= 0):
-        raise ValueError(f"deadline_seconds {spec.deadline_seconds!r} must be > 0")
+        raise ConfigError(f"deadline_seconds {spec.deadline_seconds!r} must be > 0")
     attempt_labels = labels(spec.mission, spec.range_key, spec.attempt)
     if tier is not None:
         attempt_labels[LABEL_TIER] = tier.name
@@ -238,7 +239,7 @@ def job_manifest(spec: AttemptSpec, tier: Tier | None, profiled: bool, settings:
 def pvc_manifest(mission: str, range_key: str, settings: K8sSettings) -> k.V1PersistentVolumeClaim:
     """The range's `/data`, shared by its attempts so one resumes another (L10), freed at completion (L3)."""
     if settings.storage_mode != "pvc":
-        raise ValueError(f"storage_mode {settings.storage_mode!r} keeps /data in the pod: no PVC to create")
+        raise ConfigError(f"storage_mode {settings.storage_mode!r} keeps /data in the pod: no PVC to create")
     return k.V1PersistentVolumeClaim(
         api_version="v1",
         kind="PersistentVolumeClaim",
@@ -262,7 +263,7 @@ def configmap_manifest(
     data = {ENTRYPOINT_KEY: entrypoint_text, settings.core_config_key: core_config_text}
     size = sum(len(key.encode()) + len(value.encode()) for key, value in data.items())
     if size > CONFIGMAP_MAX_BYTES:
-        raise ValueError(f"worker ConfigMap would hold {size} bytes; the API refuses more than {CONFIGMAP_MAX_BYTES}")
+        raise ConfigError(f"worker ConfigMap would hold {size} bytes; the API refuses more than {CONFIGMAP_MAX_BYTES}")
     return k.V1ConfigMap(
         api_version="v1",
         kind="ConfigMap",

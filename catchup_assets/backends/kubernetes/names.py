@@ -11,6 +11,7 @@ import hashlib
 import re
 
 from catchup_assets.backends.kubernetes.settings import MAX_NAME
+from catchup_assets.core.errors import ConfigError
 
 APP = "catchup-assets"
 LABEL_APP = "app.kubernetes.io/name"
@@ -30,20 +31,20 @@ MAX_ATTEMPT = 99_999
 
 def _check_mission(mission: str) -> str:
     if not isinstance(mission, str) or not MISSION_RE.fullmatch(mission):
-        raise ValueError(f"mission {mission!r} must match {MISSION_RE.pattern}")
+        raise ConfigError(f"mission {mission!r} must match {MISSION_RE.pattern}")
     return mission
 
 
 def _range_end(range_key: str) -> int:
     m = RANGE_KEY_RE.fullmatch(range_key) if isinstance(range_key, str) else None
     if not m:
-        raise ValueError(f"range key {range_key!r} must be '{{first:010d}}-{{last:010d}}'")
+        raise ConfigError(f"range key {range_key!r} must be '{{first:010d}}-{{last:010d}}'")
     return int(m.group(2))
 
 
 def _check_attempt(attempt: int) -> int:
     if isinstance(attempt, bool) or not isinstance(attempt, int) or not 0 <= attempt <= MAX_ATTEMPT:
-        raise ValueError(f"attempt {attempt!r} must be an integer in 0..{MAX_ATTEMPT}")
+        raise ConfigError(f"attempt {attempt!r} must be an integer in 0..{MAX_ATTEMPT}")
     return attempt
 
 
@@ -60,7 +61,7 @@ def _bounded_name(mission: str, suffix: str) -> str:
     digest = hashlib.sha256(mission.encode()).hexdigest()[:HASH_CHARS]
     room = MAX_NAME - len("catchup-") - len(suffix) - 1 - HASH_CHARS
     if room < 1:
-        raise ValueError(f"name suffix {suffix!r} leaves no room for the mission")
+        raise ConfigError(f"name suffix {suffix!r} leaves no room for the mission")
     return f"catchup-{mission[:room].rstrip('-')}-{digest}{suffix}"
 
 

@@ -41,6 +41,7 @@ from catchup_assets.core.dispatch.ports import (
     DispatchBlocked,
     Phase,
 )
+from catchup_assets.core.errors import ConfigError
 from catchup_assets.store.logs import archive
 
 log = logging.getLogger(__name__)
@@ -52,7 +53,7 @@ LOG_CHUNK = 1 << 20
 
 def _safe(name: str, what: str) -> str:
     if not _SAFE.match(name):
-        raise ValueError(f"{what} {name!r} is not a safe path component")
+        raise ConfigError(f"{what} {name!r} is not a safe path component")
     return name
 
 

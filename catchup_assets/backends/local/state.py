@@ -14,6 +14,8 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from catchup_assets.core.errors import StateError
+
 # The supervisor's logger: it is the supervisor that flushes its peaks.
 log = logging.getLogger("catchup_assets.backends.local.supervisor")
 
@@ -40,7 +42,7 @@ def read_json(path: Path) -> Any:
     try:
         return json.loads(raw)
     except ValueError as e:
-        raise ValueError(f"{path}: unreadable JSON ({e})") from None
+        raise StateError(f"{path}: unreadable JSON ({e})") from None
 
 
 def merge_peaks(a: dict | None, b: dict | None) -> dict:

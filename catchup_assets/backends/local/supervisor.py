@@ -26,6 +26,7 @@ import psutil
 
 from catchup_assets.backends.local.sampling import disk_usage, sample_tree
 from catchup_assets.backends.local.state import PEAK_KEYS, flush_peaks, read_json, write_json_atomic
+from catchup_assets.core.errors import StateError
 
 if TYPE_CHECKING:
     from catchup_assets.sim.disruption import Emulator
@@ -117,7 +118,7 @@ class Supervisor:
             spec = read_json(self.dir / "spec.json")
             launch = read_json(self.dir / "launch.json")
             if not spec or not launch:
-                raise ValueError("spec.json or launch.json missing")
+                raise StateError("spec.json or launch.json missing")
             proc = self._start(spec, launch)
             if proc is not None:
                 self._watch(proc, spec, launch)

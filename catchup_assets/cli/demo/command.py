@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from catchup_assets.core.errors import ConfigError
+
 
 def command(args: argparse.Namespace) -> int:
     import warnings
@@ -17,7 +19,7 @@ def command(args: argparse.Namespace) -> int:
     from catchup_assets.cli.demo.settings import DemoSettings
 
     if Path(args.dir).exists() and not Path(args.dir).is_dir():
-        raise ValueError(f"--dir: {args.dir} exists and is not a directory")
+        raise ConfigError(f"--dir: {args.dir} exists and is not a directory")
     settings = DemoSettings(
         directory=Path(args.dir).resolve(),
         ranges=args.ranges,

@@ -12,6 +12,7 @@ import dagster as dg
 
 from catchup_assets.cli.demo.progress import Poller, ProgressBar
 from catchup_assets.cli.demo.settings import DemoSettings
+from catchup_assets.core.errors import CatchupError
 from catchup_assets.core.plan.ranges import contiguous_groups
 from catchup_assets.defs.assets.range_assets import (
     MISSION_TAG,
@@ -28,7 +29,7 @@ from catchup_assets.store.root import Store
 from catchup_assets.store.tables import read_table
 
 
-class DemoFailed(Exception):
+class DemoFailed(CatchupError):
     """A run failed for a reason other than condemned ranges (those are reported, not raised)."""
 
 

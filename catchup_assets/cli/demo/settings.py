@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from catchup_assets.core.errors import ConfigError
 from catchup_assets.core.plan.ranges import CHECKPOINT_LEDGERS, MissionSpan
 from catchup_assets.sim.model import HISTORY_LEDGERS
 
@@ -24,13 +25,13 @@ class DemoSettings:
 
     def __post_init__(self) -> None:
         if self.ranges < 1:
-            raise ValueError(f"ranges must be >= 1, got {self.ranges}")
+            raise ConfigError(f"ranges must be >= 1, got {self.ranges}")
         if self.parallelism < 1:
-            raise ValueError(f"parallelism must be >= 1, got {self.parallelism}")
+            raise ConfigError(f"parallelism must be >= 1, got {self.parallelism}")
         if self.speed <= 0 or not 0 < self.memory_scale <= 1:
-            raise ValueError("speed must be > 0 and memory_scale in (0, 1]")
+            raise ConfigError("speed must be > 0 and memory_scale in (0, 1]")
         if not 0 <= self.disruption_rate < 1:
-            raise ValueError(f"disruption_rate must be in [0, 1), got {self.disruption_rate}")
+            raise ConfigError(f"disruption_rate must be in [0, 1), got {self.disruption_rate}")
 
     @property
     def home(self) -> Path:

@@ -40,6 +40,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from catchup_assets.core.classify.outcomes import Outcome
+from catchup_assets.core.errors import ConfigError
 
 DEFAULT_BAND_LEDGERS = 5_000_000  # 12 bands over ~60M ledgers
 DEFAULT_THRESHOLD = 1.25
@@ -115,7 +116,7 @@ def check_diff_columns(names: Iterable[str], source: str) -> None:
     """A profile the diff can read has every DIFF_COLUMNS column; else refused naming `source`."""
     missing = [c for c in DIFF_COLUMNS if c not in set(names)]
     if missing:
-        raise ValueError(f"profile {source} lacks column(s) {missing} that the diff reads: not a range_profile")
+        raise ConfigError(f"profile {source} lacks column(s) {missing} that the diff reads: not a range_profile")
 
 
 def requested_by_range(records: Iterable[Any]) -> dict[str, int]:
@@ -178,9 +179,9 @@ def compare(
 ) -> ProfileDiff:
     """A and B by ledger band, and the ranges that regressed from A to B."""
     if isinstance(band_ledgers, bool) or not isinstance(band_ledgers, int) or band_ledgers < 1:
-        raise ValueError(f"band_ledgers must be an integer >= 1, got {band_ledgers!r}")
+        raise ConfigError(f"band_ledgers must be an integer >= 1, got {band_ledgers!r}")
     if not (isinstance(threshold, int | float) and math.isfinite(threshold) and threshold > 1):
-        raise ValueError(f"threshold must be a finite ratio > 1, got {threshold!r}")
+        raise ConfigError(f"threshold must be a finite ratio > 1, got {threshold!r}")
     rows_a, rows_b = _by_key(a.rows), _by_key(b.rows)
     left_out = {"only_in_a": 0, "only_in_b": 0, "not_completed_in_a": 0, "not_completed_in_b": 0}
     compared: list[str] = []

@@ -37,6 +37,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from catchup_assets.core.classify.outcomes import Outcome
+from catchup_assets.core.errors import ConfigError
 from catchup_assets.core.plan.ranges import parse_key
 
 log = logging.getLogger(__name__)
@@ -169,4 +170,4 @@ def check_profile_columns(names: Iterable[str], source: str) -> None:
     names = set(names)
     missing = [c for c in REQUIRED_COLUMNS if c not in names]
     if missing:
-        raise ValueError(f"profile {source} lacks column(s) {missing} that sizing reads (L26)")
+        raise ConfigError(f"profile {source} lacks column(s) {missing} that sizing reads (L26)")

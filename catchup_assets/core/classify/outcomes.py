@@ -14,6 +14,7 @@ from enum import StrEnum
 
 from catchup_assets.core.classify.evictions import REASON as EVICTED_REASON
 from catchup_assets.core.classify.evictions import node_pressure, own_disk_eviction
+from catchup_assets.core.errors import ConfigError
 
 
 class Outcome(StrEnum):
@@ -158,9 +159,9 @@ class RetryPolicy:
     def __post_init__(self) -> None:
         for name in ("environmental", "ordinary", "failed"):
             if getattr(self, name) < 0:
-                raise ValueError(f"retry budget '{name}' must be >= 0, got {getattr(self, name)}")
+                raise ConfigError(f"retry budget '{name}' must be >= 0, got {getattr(self, name)}")
         if self.oom_rungs < 1:
-            raise ValueError(f"'oom_rungs' must be >= 1, got {self.oom_rungs}")
+            raise ConfigError(f"'oom_rungs' must be >= 1, got {self.oom_rungs}")
 
     def allowed(self, group: BudgetGroup) -> int:
         """Outcomes of `group` a range may have and still be retried."""

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from catchup_assets.core.classify.outcomes import RetryPolicy
+from catchup_assets.core.errors import ConfigError
 from catchup_assets.core.plan.ranges import ORDERS, MissionSpan
 from catchup_assets.core.size.sizing import Placement
 
@@ -23,7 +24,7 @@ _MISSION_RE = re.compile(r"^[a-z0-9]([a-z0-9-]{0,38}[a-z0-9])?$")
 def validate_mission(name: str) -> str:
     """Mission names go into paths and Kubernetes labels: DNS-1123 label, <= 40 chars."""
     if not isinstance(name, str) or not _MISSION_RE.match(name):
-        raise ValueError(
+        raise ConfigError(
             f"mission name {name!r} is invalid: use 1-40 lowercase letters, digits and '-', "
             "starting and ending with a letter or digit"
         )
@@ -60,24 +61,24 @@ class MissionConfig:
     def __post_init__(self) -> None:
         validate_mission(self.mission)
         if self.order not in ORDERS:
-            raise ValueError(f"order: unknown order {self.order!r}: choose one of {', '.join(ORDERS)}")
+            raise ConfigError(f"order: unknown order {self.order!r}: choose one of {', '.join(ORDERS)}")
         if self.parallelism < 1:
-            raise ValueError(f"parallelism must be >= 1, got {self.parallelism}")
+            raise ConfigError(f"parallelism must be >= 1, got {self.parallelism}")
         if not self.poll_seconds > 0:
-            raise ValueError(f"poll_seconds must be > 0, got {self.poll_seconds}")
+            raise ConfigError(f"poll_seconds must be > 0, got {self.poll_seconds}")
         if not 0 < self.profile_timeout_seconds < float("inf"):
-            raise ValueError(f"profile_timeout_seconds must be > 0 and finite, got {self.profile_timeout_seconds}")
+            raise ConfigError(f"profile_timeout_seconds must be > 0 and finite, got {self.profile_timeout_seconds}")
         if not 0 < self.stall_seconds < float("inf"):
-            raise ValueError(f"stall_seconds must be > 0 and finite, got {self.stall_seconds}")
+            raise ConfigError(f"stall_seconds must be > 0 and finite, got {self.stall_seconds}")
         if not 1 <= self.stall_factor < float("inf"):
-            raise ValueError(f"stall_factor must be >= 1 and finite, got {self.stall_factor}")
+            raise ConfigError(f"stall_factor must be >= 1 and finite, got {self.stall_factor}")
         if (
             isinstance(self.breaker_attempts, bool)
             or not isinstance(self.breaker_attempts, int)
             or self.breaker_attempts < 0
         ):
-            raise ValueError(f"breaker_attempts must be an integer >= 0 (0: off), got {self.breaker_attempts!r}")
+            raise ConfigError(f"breaker_attempts must be an integer >= 0 (0: off), got {self.breaker_attempts!r}")
         if self.status_every < 1:
-            raise ValueError(f"status_every must be >= 1, got {self.status_every}")
+            raise ConfigError(f"status_every must be >= 1, got {self.status_every}")
         if self.deadline_seconds is not None and self.deadline_seconds < 1:
-            raise ValueError(f"deadline_seconds must be >= 1, got {self.deadline_seconds}")
+            raise ConfigError(f"deadline_seconds must be >= 1, got {self.deadline_seconds}")

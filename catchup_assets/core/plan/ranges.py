@@ -11,6 +11,8 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from catchup_assets.core.errors import ConfigError
+
 CHECKPOINT_LEDGERS = 64
 DEFAULT_LEDGERS_PER_RANGE = 16000
 DEFAULT_OVERLAP = 320
@@ -21,7 +23,7 @@ ORDERS = ("tip-first", "oldest-first", "longest-first")
 _KEY_RE = re.compile(r"^(\d{10})-(\d{10})$")
 
 
-class RangeKeyError(ValueError):
+class RangeKeyError(ConfigError):
     """A partition key that is not `{first:010d}-{last:010d}` with first <= last."""
 
 
@@ -84,7 +86,7 @@ class MissionSpan:
         for name in ("first_ledger", "last_ledger", "ledgers_per_range", "overlap", "max_ranges"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int):
-                raise ValueError(f"{name} must be an integer, got {value!r}")
+                raise ConfigError(f"{name} must be an integer, got {value!r}")
         if self.first_ledger < 1:
             problems.append(f"first_ledger must be >= 1, got {self.first_ledger}")
         if self.last_ledger > MAX_LEDGER:
@@ -98,11 +100,11 @@ class MissionSpan:
         if self.overlap < 0:
             problems.append(f"overlap must be >= 0, got {self.overlap}")
         if problems:
-            raise ValueError("; ".join(problems))
+            raise ConfigError("; ".join(problems))
         # Counted before anything is built.
         n = (self.last_ledger - 1) // self.ledgers_per_range - (self.first_ledger - 1) // self.ledgers_per_range + 1
         if n > self.max_ranges:
-            raise ValueError(
+            raise ConfigError(
                 f"ledgers_per_range {self.ledgers_per_range} cuts ledgers {self.first_ledger}..{self.last_ledger} "
                 f"into {n} ranges, more than max_ranges {self.max_ranges}"
             )
@@ -128,7 +130,7 @@ def dispatch_order(
     because an unmeasured range may be the most expensive of all.
     """
     if order not in ORDERS:
-        raise ValueError(f"unknown order {order!r}: choose one of {', '.join(ORDERS)}")
+        raise ConfigError(f"unknown order {order!r}: choose one of {', '.join(ORDERS)}")
     if order == "oldest-first":
         return sorted(ranges)
     tip_first = sorted(ranges, reverse=True)

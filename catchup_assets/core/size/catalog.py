@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from catchup_assets.core.errors import ConfigError
 from catchup_assets.core.units import GiB, MiB
 
 SPOT, ON_DEMAND = "spot", "on-demand"
@@ -68,20 +69,20 @@ class NodeShape:
     def __post_init__(self) -> None:
         where = f"catalog shape {self.name!r}"
         if not isinstance(self.name, str) or not self.name:
-            raise ValueError(f"{where}: a shape needs a name (its instance type)")
+            raise ConfigError(f"{where}: a shape needs a name (its instance type)")
         if not 0 < self.allocatable_memory_bytes <= self.memory_bytes:
-            raise ValueError(f"{where}: need 0 < allocatable memory <= memory")
+            raise ConfigError(f"{where}: need 0 < allocatable memory <= memory")
         if not 0 < self.allocatable_cpu <= self.cpu:
-            raise ValueError(f"{where}: need 0 < allocatable cpu <= cpu")
+            raise ConfigError(f"{where}: need 0 < allocatable cpu <= cpu")
         if not (self.on_demand_hourly > 0 and self.spot_hourly > 0):
-            raise ValueError(f"{where}: prices must be > 0")
+            raise ConfigError(f"{where}: prices must be > 0")
 
     def hourly(self, capacity_type: str) -> float:
         if capacity_type == SPOT:
             return self.spot_hourly
         if capacity_type == ON_DEMAND:
             return self.on_demand_hourly
-        raise ValueError(f"capacity type {capacity_type!r}: one of {CAPACITY_TYPES}")
+        raise ConfigError(f"capacity type {capacity_type!r}: one of {CAPACITY_TYPES}")
 
     def scaled(self, factor: float) -> NodeShape:
         """Memory times `factor`, prices kept: a scaled-down demo's pods take the same share of a node."""
@@ -119,16 +120,16 @@ class Catalog:
 
     def __post_init__(self) -> None:
         if not self.shapes:
-            raise ValueError("catalog: needs at least one shape")
+            raise ConfigError("catalog: needs at least one shape")
         names = [s.name for s in self.shapes]
         if len(set(names)) != len(names):
-            raise ValueError(f"catalog: duplicate shape names in {names}")
+            raise ConfigError(f"catalog: duplicate shape names in {names}")
 
     def by_name(self, name: str) -> NodeShape:
         for s in self.shapes:
             if s.name == name:
                 return s
-        raise ValueError(f"unknown shape {name!r}: the catalog has {[s.name for s in self.shapes]}")
+        raise ConfigError(f"unknown shape {name!r}: the catalog has {[s.name for s in self.shapes]}")
 
     def with_memory(self, memory_bytes: int) -> NodeShape | None:
         """The cheapest shape of exactly this memory (a tier that names a node size, not a shape)."""

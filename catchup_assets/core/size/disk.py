@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from catchup_assets.core.errors import ConfigError
 from catchup_assets.core.units import GiB
 
 
@@ -27,12 +28,12 @@ class DiskPolicy:
 
     def __post_init__(self) -> None:
         if self.margin < 1.0:
-            raise ValueError(f"disk 'margin' must be >= 1.0, got {self.margin}")
+            raise ConfigError(f"disk 'margin' must be >= 1.0, got {self.margin}")
         if not self.factor > 1.0:
             # 1.0 would retry an evicted range at the very limit it was evicted at (as L6 for memory).
-            raise ValueError(f"disk 'factor' must be > 1.0, got {self.factor}")
+            raise ConfigError(f"disk 'factor' must be > 1.0, got {self.factor}")
         if self.cap_bytes <= 0 or self.unprofiled_bytes <= 0:
-            raise ValueError("disk 'cap_bytes' and 'unprofiled_bytes' must be > 0")
+            raise ConfigError("disk 'cap_bytes' and 'unprofiled_bytes' must be > 0")
 
     def ephemeral_for(self, peak_bytes: int | None, n_evicted: int) -> int | None:
         """Bytes of ephemeral storage for the next attempt; None: the deployment's flat request and limit."""

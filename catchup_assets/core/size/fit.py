@@ -26,6 +26,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
+from catchup_assets.core.errors import ConfigError
 from catchup_assets.core.plan.ranges import LedgerRange, dispatch_order
 from catchup_assets.core.size.catalog import SPOT, Catalog, NodeShape
 from catchup_assets.core.size.cost import MissionCost, mission_cost, node_share
@@ -35,7 +36,7 @@ from catchup_assets.core.size.sizing import Placement, Tier, Tiers
 from catchup_assets.core.units import GiB
 
 
-class NothingToFit(ValueError):
+class NothingToFit(ConfigError):
     """The profile times no range: there is nothing to fit a ladder to."""
 
 
@@ -53,9 +54,9 @@ class FitSettings:
 
     def __post_init__(self) -> None:
         if not 1 <= self.max_tiers <= len(NAMES):
-            raise ValueError(f"fit: max_tiers must be 1..{len(NAMES)}, got {self.max_tiers}")
+            raise ConfigError(f"fit: max_tiers must be 1..{len(NAMES)}, got {self.max_tiers}")
         if not self.cpu > 0 or self.step_bytes <= 0 or self.tolerance < 0:
-            raise ValueError("fit: cpu and step must be > 0, tolerance >= 0")
+            raise ConfigError("fit: cpu and step must be > 0, tolerance >= 0")
 
 
 @dataclass(frozen=True)
@@ -129,7 +130,7 @@ def _catch_all(tier: Tier, catalog: Catalog) -> Tier:
         if s.allocatable_memory_bytes >= tier.memory_cut_bytes * slots and s.allocatable_cpu >= tier.cpu * slots
     ]
     if not fits:
-        raise ValueError(f"fit: no catalog shape holds catch-all tier {tier.name!r}")
+        raise ConfigError(f"fit: no catalog shape holds catch-all tier {tier.name!r}")
     best = min(fits, key=lambda s: s.on_demand_hourly)
     return replace(tier, shape=best.name, node_memory_bytes=best.memory_bytes)
 
@@ -195,7 +196,7 @@ class _Table:
             levels.append(nxt)
         ends = [(lv[key][0], t, key) for t, lv in enumerate(levels) for key in lv if key[1] == top]
         if not ends:
-            raise ValueError("fit: no catalog shape holds the memory ladder's cap")
+            raise ConfigError("fit: no catalog shape holds the memory ladder's cap")
         cheapest = min(c for c, _, _ in ends)
         # Of ladders that cost the same (to rounding), the one with the fewest tiers: fewer NodePools.
         near = [e for e in ends if e[0] <= cheapest * (1 + 1e-9) + 1e-12]

@@ -18,6 +18,7 @@ import heapq
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from catchup_assets.core.errors import ConfigError
 from catchup_assets.core.plan.ranges import LedgerRange
 from catchup_assets.core.size.cost import Use, node_share, significant
 from catchup_assets.core.size.measures import ProfileIndex
@@ -83,7 +84,7 @@ def estimates(
 def list_schedule(seconds: Sequence[float], slots: int) -> float:
     """When the last of `seconds` ends if each starts, in order, in the first free slot."""
     if slots < 1:
-        raise ValueError(f"slots must be >= 1, got {slots}")
+        raise ConfigError(f"slots must be >= 1, got {slots}")
     free = [0.0] * min(slots, len(seconds))
     heapq.heapify(free)
     end = 0.0

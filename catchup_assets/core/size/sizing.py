@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, replace
 
+from catchup_assets.core.errors import ConfigError
 from catchup_assets.core.size.catalog import CAPACITY_TYPES, DEFAULT_CATALOG, SPOT, Catalog, NodeShape
 from catchup_assets.core.size.disk import DiskPolicy
 from catchup_assets.core.size.measures import ProfileIndex, RangeMeasure
@@ -74,25 +75,25 @@ class Tiers:
 
     def __post_init__(self) -> None:
         if not self.ladder:
-            raise ValueError("tiers: the ladder needs at least one tier")
+            raise ConfigError("tiers: the ladder needs at least one tier")
         cuts = [t.memory_cut_bytes for t in self.ladder]
         if cuts != sorted(cuts) or len(set(cuts)) != len(cuts):
-            raise ValueError("tiers: ladder memory cuts must strictly increase")
+            raise ConfigError("tiers: ladder memory cuts must strictly increase")
         names = [t.name for t in self.all()]
         if len(set(names)) != len(names):
-            raise ValueError(f"tiers: duplicate tier names in {names}")
+            raise ConfigError(f"tiers: duplicate tier names in {names}")
         for name in names:
             # A tier name becomes a node-selector label value, a taint value and a NodePool's
             # name: refused here, at load, not at the first submit after Jobs were created.
             if not isinstance(name, str) or not TIER_NAME.fullmatch(name):
-                raise ValueError(f"tier {name!r}: a name must be a DNS-1123 label (a-z, 0-9, '-', at most 63)")
+                raise ConfigError(f"tier {name!r}: a name must be a DNS-1123 label (a-z, 0-9, '-', at most 63)")
         for t in self.all():
             if t.memory_cut_bytes <= 0 or t.memory_cut_bytes > t.node_memory_bytes:
-                raise ValueError(f"tier {t.name!r}: need 0 < memory_cut <= node_memory")
+                raise ConfigError(f"tier {t.name!r}: need 0 < memory_cut <= node_memory")
             if t.capacity_type not in CAPACITY_TYPES:
-                raise ValueError(f"tier {t.name!r}: capacity_type {t.capacity_type!r} is not one of {CAPACITY_TYPES}")
+                raise ConfigError(f"tier {t.name!r}: capacity_type {t.capacity_type!r} is not one of {CAPACITY_TYPES}")
             if t.pods_per_node is not None and (isinstance(t.pods_per_node, bool) or t.pods_per_node < 1):
-                raise ValueError(f"tier {t.name!r}: pods_per_node must be >= 1, or None to pack by requests")
+                raise ConfigError(f"tier {t.name!r}: pods_per_node must be >= 1, or None to pack by requests")
 
     def all(self) -> tuple[Tier, ...]:
         return (*self.ladder, self.unprofiled, self.no_profile)
@@ -101,7 +102,7 @@ class Tiers:
         for t in self.all():
             if t.name == name:
                 return t
-        raise ValueError(f"unknown tier {name!r}: known tiers {[t.name for t in self.all()]}")
+        raise ConfigError(f"unknown tier {name!r}: known tiers {[t.name for t in self.all()]}")
 
     def index_for(self, memory_bytes: int) -> int:
         """Smallest ladder tier whose cut holds `memory_bytes` (the top one if none does)."""
@@ -123,13 +124,13 @@ class SizingPolicy:
 
     def __post_init__(self) -> None:
         if self.margin < 1.0:
-            raise ValueError(f"sizing 'margin' must be >= 1.0, got {self.margin}")
+            raise ConfigError(f"sizing 'margin' must be >= 1.0, got {self.margin}")
         if self.cache_headroom_bytes < 0:
-            raise ValueError("sizing 'cache_headroom_bytes' must be >= 0")
+            raise ConfigError("sizing 'cache_headroom_bytes' must be >= 0")
         if self.unprofiled_memory_bytes <= 0:
-            raise ValueError("sizing 'unprofiled_memory_bytes' must be > 0")
+            raise ConfigError("sizing 'unprofiled_memory_bytes' must be > 0")
         if self.cache_bump_ratio <= 0:
-            raise ValueError("sizing 'cache_bump_ratio' must be > 0")
+            raise ConfigError("sizing 'cache_bump_ratio' must be > 0")
 
 
 @dataclass(frozen=True)
@@ -158,9 +159,9 @@ class MemoryLadder:
     def __post_init__(self) -> None:
         if not self.factor > 1.0:
             # 1.0 retries an OOM at the very limit that OOMed (L6).
-            raise ValueError(f"memory ladder 'factor' must be > 1.0, got {self.factor}")
+            raise ConfigError(f"memory ladder 'factor' must be > 1.0, got {self.factor}")
         if self.cap_bytes <= 0:
-            raise ValueError(f"memory ladder 'cap_bytes' must be > 0, got {self.cap_bytes}")
+            raise ConfigError(f"memory ladder 'cap_bytes' must be > 0, got {self.cap_bytes}")
 
     def memory_for(self, base_bytes: int, n_oom: int) -> int:
         """Memory for the next attempt after `n_oom` OOMs, at most the cap."""
@@ -189,7 +190,7 @@ class Placement:
         try:
             return self._shapes[tier]
         except KeyError:
-            raise ValueError(f"unknown tier {tier!r}: known tiers {sorted(self._shapes)}") from None
+            raise ConfigError(f"unknown tier {tier!r}: known tiers {sorted(self._shapes)}") from None
 
     def size(self, last_ledger: int, profile: ProfileIndex | None, n_oom: int = 0, n_evicted: int = 0) -> Sizing:
         """Resources and tier for the next attempt of the range ending at `last_ledger`.
@@ -260,9 +261,9 @@ def resolve_shape(tier: Tier, catalog: Catalog) -> NodeShape:
         try:
             found = catalog.by_name(tier.shape)
         except ValueError as exc:
-            raise ValueError(f"tier {tier.name!r}: {exc}") from None
+            raise ConfigError(f"tier {tier.name!r}: {exc}") from None
         if found.memory_bytes != tier.node_memory_bytes:
-            raise ValueError(
+            raise ConfigError(
                 f"tier {tier.name!r}: node_memory {tier.node_memory_bytes / GiB:g} GiB is not "
                 f"shape {found.name}'s {found.memory_bytes / GiB:g} GiB"
             )
@@ -270,18 +271,18 @@ def resolve_shape(tier: Tier, catalog: Catalog) -> NodeShape:
         fits = [s for s in catalog.shapes if s.memory_bytes == tier.node_memory_bytes and s.allocatable_cpu >= tier.cpu]
         found = min(fits, key=lambda s: s.on_demand_hourly, default=None)
         if found is None:
-            raise ValueError(
+            raise ConfigError(
                 f"tier {tier.name!r}: no catalog shape has {tier.node_memory_bytes / GiB:g} GiB and "
                 f"{tier.cpu:g} allocatable CPUs; name one with `shape`, or add it to the catalog"
             )
     slots = tier.pods_per_node or 1
     if tier.memory_cut_bytes * slots > found.allocatable_memory_bytes:
-        raise ValueError(
+        raise ConfigError(
             f"tier {tier.name!r}: {slots} x memory_cut {tier.memory_cut_bytes / GiB:.4g} GiB exceeds what "
             f"{found.name} can give pods ({found.allocatable_memory_bytes / GiB:.4g} GiB allocatable)"
         )
     if tier.cpu * slots > found.allocatable_cpu:
-        raise ValueError(
+        raise ConfigError(
             f"tier {tier.name!r}: {slots} x cpu {tier.cpu:g} exceeds {found.name}'s "
             f"{found.allocatable_cpu:g} allocatable"
         )

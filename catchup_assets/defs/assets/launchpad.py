@@ -17,6 +17,7 @@ import dagster as dg
 import pydantic
 from pydantic import Field
 
+from catchup_assets.core.errors import ConfigError
 from catchup_assets.core.plan.config import DEFAULT_PARALLELISM, MissionConfig
 from catchup_assets.core.plan.ranges import DEFAULT_LEDGERS_PER_RANGE, DEFAULT_OVERLAP, MissionSpan, parse_key
 from catchup_assets.defs.resources import CatchupResource, MissionDefaultsConfig
@@ -97,14 +98,14 @@ def superseded(existing: list[str], keys: list[str]) -> list[str]:
 def check_limits(config: MissionPlanConfig, defaults: MissionDefaultsConfig, existing: int, retiring: int) -> None:
     """Refuse a plan past the deployment's caps, naming the field (L34)."""
     if config.parallelism > defaults.max_parallelism:
-        raise ValueError(
+        raise ConfigError(
             f"parallelism {config.parallelism} is above this deployment's cap, "
             f"mission_defaults.max_parallelism = {defaults.max_parallelism}"
         )
     if existing and retiring > defaults.max_retire_share * existing:
         changed = [f for f in GRID_FIELDS if getattr(config, f) != getattr(defaults, f)]
         fields = ", ".join(f"{f} = {getattr(config, f)} (this deployment's: {getattr(defaults, f)})" for f in changed)
-        raise ValueError(
+        raise ConfigError(
             f"this plan would retire {retiring} of the {existing} existing partitions, more than "
             f"mission_defaults.max_retire_share = {defaults.max_retire_share:.0%}"
             + (f": {fields}" if fields else "")
