@@ -1,9 +1,11 @@
 """Where and how range Jobs run (backend: kubernetes): K8sSettings and KubeletAccess as resource config."""
 
+import typing
 from dataclasses import MISSING
 from dataclasses import fields as dataclass_fields
 from typing import Literal
 
+import pydantic
 from pydantic import Field
 
 from catchup_assets.backends.kubernetes.settings import K8sSettings
@@ -33,10 +35,11 @@ class TolerationConfig(Strict):
         return {k: v for k, v in self.model_dump().items() if v not in ("", None)}
 
 
-class KubernetesConfig(Strict):
+class _DeclaredKubernetesConfig(Strict):
     """Where and how range Jobs run (backend: kubernetes); see docs/deploy.md, "Kubernetes backend".
 
-    Every field of K8sSettings is a field here with the same name and default;
+    Every field of K8sSettings is a field here with the same name and default
+    (those not declared below are added from the dataclass, `_with_every_setting`);
     the rest configure the backend's polling and the client.
     """
 
@@ -120,3 +123,19 @@ class KubernetesConfig(Strict):
                 value = None
             values[f.name] = value
         return K8sSettings(**values)
+
+
+def _with_every_setting(declared: type[Strict]) -> type[Strict]:
+    """`declared` and each K8sSettings field it does not declare, by the dataclass's type, default and
+    `metadata["description"]`: a new Job or pod setting is one dataclass field (and the manifest line
+    that uses it); the launchpad, the chart's values and its schema follow (chart_schema.py)."""
+    hints = typing.get_type_hints(K8sSettings)
+    spec = {
+        f.name: (hints[f.name], Field(default=f.default, description=f.metadata.get("description")))
+        for f in dataclass_fields(K8sSettings)
+        if f.name not in declared.model_fields
+    }
+    return pydantic.create_model("KubernetesConfig", __base__=declared, __doc__=declared.__doc__, **spec)
+
+
+KubernetesConfig = _with_every_setting(_DeclaredKubernetesConfig)
