@@ -1,9 +1,8 @@
-"""The tier ladder and the node shapes as the resource takes them, and a catalog as the chart's values spell it."""
+"""The tier ladder and the node shapes as the resource takes them."""
 
 from typing import Literal
 
 import dagster as dg
-import pydantic
 from pydantic import Field
 
 from catchup_assets.core.size.catalog import Catalog, NodeShape, eks_allocatable
@@ -65,28 +64,3 @@ class ShapeConfig(Strict):
         alloc = est_memory if self.allocatable_memory_gib is None else int(self.allocatable_memory_gib * GiB)
         cpu = est_cpu if self.allocatable_cpu is None else self.allocatable_cpu
         return NodeShape(self.name, memory, self.cpu, self.on_demand_hourly, self.spot_hourly, alloc, cpu)
-
-
-_SHAPE_KEYS = {"memoryGib": "memory_gib", "onDemandHourly": "on_demand_hourly", "spotHourly": "spot_hourly",
-               "allocatableMemoryGib": "allocatable_memory_gib", "allocatableCpu": "allocatable_cpu",
-               "maxPods": "max_pods"}  # fmt: skip
-
-
-def catalog_from_values(doc, where: str = "catalog") -> Catalog:
-    """A catalog as the chart's values spell it: a list of shapes, or a mapping with `catalog` (and `catalogSource`).
-
-    Each shape is checked as ShapeConfig checks it; a bad one is refused naming its place (L34)."""
-    source = ""
-    if isinstance(doc, dict):
-        source, doc = str(doc.get("catalogSource") or ""), doc.get("catalog")
-    if not isinstance(doc, list) or not doc:
-        raise ValueError(f"{where}: expected a list of shapes, or a mapping with a non-empty 'catalog' list")
-    shapes = []
-    for i, entry in enumerate(doc):
-        if not isinstance(entry, dict):
-            raise ValueError(f"{where}[{i}]: a shape is a mapping, got {entry!r}")
-        try:
-            shapes.append(ShapeConfig(**{_SHAPE_KEYS.get(k, k): v for k, v in entry.items()}).shape())
-        except (pydantic.ValidationError, ValueError) as exc:
-            raise ValueError(f"{where}[{i}]: {exc}") from None
-    return Catalog(tuple(shapes), source or where)
