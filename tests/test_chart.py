@@ -208,6 +208,32 @@ def test_L38_the_tip_source_reaches_the_resource(chart, tip, expected):
     assert (default.tip_source_spec(), default.tip_timeout_seconds) == (None, TIP_TIMEOUT_SECONDS)
 
 
+def test_the_dispatcher_s_thresholds_and_the_deadline_reach_the_mission_the_code_location_plans(chart, tmp_path):
+    """Issue 20: every dispatcher threshold and the attempt deadline, from values to the resource the
+    code location loads (its catchup.json), and from there to the MissionConfig a launchpad plan runs."""
+    from catchup_assets.core.plan.config import MissionConfig
+    from catchup_assets.defs.assets.launchpad import mission_plan_config
+    from catchup_assets.defs.location import load_location
+    from catchup_assets.defs.resources import CatchupResource
+
+    values = {"pollSeconds": 2.5, "statusEvery": 12, "stallSeconds": 7200, "stallFactor": 3.5, "breakerAttempts": 0,
+              "profileTimeoutSeconds": 45, "deadlineSeconds": 5400}  # fmt: skip
+    expected = {"poll_seconds": 2.5, "status_every": 12, "stall_seconds": 7200, "stall_factor": 3.5,
+                "breaker_attempts": 0, "profile_timeout_seconds": 45, "deadline_seconds": 5400}  # fmt: skip
+    cm = one(render(chart, values), "ConfigMap", LOCATION_CM)
+    for key in ("catchup_location.py", "catchup.json"):
+        (tmp_path / key).write_text(cm["data"][key])
+    catchup = load_location(tmp_path).resources["catchup"]
+    mission = mission_plan_config(catchup.mission_defaults)(last_ledger=64).to_mission(catchup)
+    assert {f: getattr(mission, f) for f in expected} == expected
+    # Unset: the project's one default for each, and no deadline.
+    unset = CatchupResource(**catchup_json(render(chart)))
+    planned = mission_plan_config(unset.mission_defaults)(last_ledger=64).to_mission(unset)
+    defaults = MissionConfig("m", planned.span, "/s")
+    assert {f: getattr(planned, f) for f in expected} == {f: getattr(defaults, f) for f in expected}
+    assert planned.deadline_seconds is None
+
+
 def test_deployment_runs_the_code_location_as_non_root(chart):
     docs = render(
         chart,

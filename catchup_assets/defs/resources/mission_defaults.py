@@ -27,6 +27,9 @@ class MissionDefaultsConfig(Strict):
         le=1,
         description="a plan that would retire more than this share of the existing partitions is refused",
     )
+    deadline_seconds: int | None = Field(
+        default=None, ge=1, description="each attempt's deadline, activeDeadlineSeconds on its pod (L8); None: none"
+    )
 
     @model_validator(mode="after")
     def _check(self):
