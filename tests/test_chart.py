@@ -415,6 +415,31 @@ def test_the_range_pods_placement_is_settable_from_values(chart):
     }
 
 
+def test_the_range_pods_priority_class_reaches_the_job_the_backend_builds(chart):
+    """Issue 20's one new setting, added as every Job or pod setting now is: the K8sSettings field and the
+    manifest line; KubernetesConfig, the chart's value (priorityClassName) and its schema follow."""
+    from catchup_assets.backends.kubernetes.manifests import job_manifest
+    from catchup_assets.core.dispatch.ports import AttemptSpec
+    from catchup_assets.defs.resources import CatchupResource
+
+    def pod(values):
+        res = CatchupResource(**catchup_json(render(chart, values)))
+        nebula = res.placement().tiers.no_profile
+        spec = AttemptSpec("m1", "0000000001-0000016000", 1, 16000, 16320, 2**30, 2**31, nebula.name)
+        job = job_manifest(spec, nebula, False, res.kubernetes.settings())
+        assert kubernetes_validate.validate(_api.sanitize_for_serialization(job), K8S_VERSION, strict=True)
+        return job.spec.template.spec
+
+    assert pod({"priorityClassName": "catchup-batch"}).priority_class_name == "catchup-batch"
+    assert pod({}).priority_class_name is None  # unset: the cluster's default priority, as before
+    with pytest.raises(helm.HelmValuesError, match="/priorityClassName"):
+        render(chart, {"priorityClassName": 7})
+    with pytest.raises(ValueError, match="priority_class_name"):
+        CatchupResource(
+            backend="kubernetes", kubernetes={"namespace": "n", "image": "i", "priority_class_name": "Not A Name"}
+        )
+
+
 @pytest.mark.parametrize(
     "bad, where",
     [

@@ -54,6 +54,7 @@ CASES = {
     "run_as_non_root": (False, {"runAsNonRoot": False}, False),
     "run_as_user": (2000, {"runAsUser": 2000}, 2000),
     "cluster_version": ("1.31", {"clusterVersion": "1.31"}, "1.31"),
+    "priority_class_name": ("catchup-batch", {"priorityClassName": "catchup-batch"}, "catchup-batch"),
 }
 
 
