@@ -35,7 +35,8 @@ from pydantic import Field, model_validator
 
 from catchup_assets.core.dispatch.ports import AttemptSpec, AttemptState
 from catchup_assets.defs.location import definitions_for
-from catchup_assets.defs.resources import CatchupResource, mission_seed
+from catchup_assets.defs.resources import CatchupResource
+from catchup_assets.defs.resources.backend import mission_seed
 from catchup_assets.sim.workload import Workload
 from kubesim.virtual import VirtualBackend
 

@@ -20,7 +20,7 @@ from dagster._daemon.run_coordinator.queued_run_coordinator_daemon import Queued
 from dagster_graphql.client.query import LAUNCH_PARTITION_BACKFILL_MUTATION
 from dagster_graphql.test.utils import define_out_of_process_context, execute_dagster_graphql
 
-from catchup_assets.defs.resources import mission_seed
+from catchup_assets.defs.resources.backend import mission_seed
 from catchup_assets.sim.disruption import disruption_delay
 from catchup_assets.store.records import RecordStore
 from catchup_assets.store.root import Store

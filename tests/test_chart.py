@@ -208,6 +208,32 @@ def test_L38_the_tip_source_reaches_the_resource(chart, tip, expected):
     assert (default.tip_source_spec(), default.tip_timeout_seconds) == (None, TIP_TIMEOUT_SECONDS)
 
 
+def test_the_dispatcher_s_thresholds_and_the_deadline_reach_the_mission_the_code_location_plans(chart, tmp_path):
+    """Issue 20: every dispatcher threshold and the attempt deadline, from values to the resource the
+    code location loads (its catchup.json), and from there to the MissionConfig a launchpad plan runs."""
+    from catchup_assets.core.plan.config import MissionConfig
+    from catchup_assets.defs.assets.launchpad import mission_plan_config
+    from catchup_assets.defs.location import load_location
+    from catchup_assets.defs.resources import CatchupResource
+
+    values = {"pollSeconds": 2.5, "statusEvery": 12, "stallSeconds": 7200, "stallFactor": 3.5, "breakerAttempts": 0,
+              "profileTimeoutSeconds": 45, "deadlineSeconds": 5400}  # fmt: skip
+    expected = {"poll_seconds": 2.5, "status_every": 12, "stall_seconds": 7200, "stall_factor": 3.5,
+                "breaker_attempts": 0, "profile_timeout_seconds": 45, "deadline_seconds": 5400}  # fmt: skip
+    cm = one(render(chart, values), "ConfigMap", LOCATION_CM)
+    for key in ("catchup_location.py", "catchup.json"):
+        (tmp_path / key).write_text(cm["data"][key])
+    catchup = load_location(tmp_path).resources["catchup"]
+    mission = mission_plan_config(catchup.mission_defaults)(last_ledger=64).to_mission(catchup)
+    assert {f: getattr(mission, f) for f in expected} == expected
+    # Unset: the project's one default for each, and no deadline.
+    unset = CatchupResource(**catchup_json(render(chart)))
+    planned = mission_plan_config(unset.mission_defaults)(last_ledger=64).to_mission(unset)
+    defaults = MissionConfig("m", planned.span, "/s")
+    assert {f: getattr(planned, f) for f in expected} == {f: getattr(defaults, f) for f in expected}
+    assert planned.deadline_seconds is None
+
+
 def test_deployment_runs_the_code_location_as_non_root(chart):
     docs = render(
         chart,
@@ -387,6 +413,31 @@ def test_the_range_pods_placement_is_settable_from_values(chart):
         ("catchup.stellar.org/tier", "nebula"),
         ("karpenter.sh/capacity-type", "spot"),
     }
+
+
+def test_the_range_pods_priority_class_reaches_the_job_the_backend_builds(chart):
+    """Issue 20's one new setting, added as every Job or pod setting now is: the K8sSettings field and the
+    manifest line; KubernetesConfig, the chart's value (priorityClassName) and its schema follow."""
+    from catchup_assets.backends.kubernetes.manifests import job_manifest
+    from catchup_assets.core.dispatch.ports import AttemptSpec
+    from catchup_assets.defs.resources import CatchupResource
+
+    def pod(values):
+        res = CatchupResource(**catchup_json(render(chart, values)))
+        nebula = res.placement().tiers.no_profile
+        spec = AttemptSpec("m1", "0000000001-0000016000", 1, 16000, 16320, 2**30, 2**31, nebula.name)
+        job = job_manifest(spec, nebula, False, res.kubernetes.settings())
+        assert kubernetes_validate.validate(_api.sanitize_for_serialization(job), K8S_VERSION, strict=True)
+        return job.spec.template.spec
+
+    assert pod({"priorityClassName": "catchup-batch"}).priority_class_name == "catchup-batch"
+    assert pod({}).priority_class_name is None  # unset: the cluster's default priority, as before
+    with pytest.raises(helm.HelmValuesError, match="/priorityClassName"):
+        render(chart, {"priorityClassName": 7})
+    with pytest.raises(ValueError, match="priority_class_name"):
+        CatchupResource(
+            backend="kubernetes", kubernetes={"namespace": "n", "image": "i", "priority_class_name": "Not A Name"}
+        )
 
 
 @pytest.mark.parametrize(

@@ -7,7 +7,8 @@ import pytest
 
 from catchup_assets.core.plan.config import MissionConfig
 from catchup_assets.core.plan.ranges import MissionSpan
-from catchup_assets.defs.resources import CatchupResource, KubernetesConfig, image_reference
+from catchup_assets.defs.resources import CatchupResource, KubernetesConfig
+from catchup_assets.mission.core_image import image_reference
 from catchup_assets.mission.saved import load_mission, mission_image, save_mission
 from catchup_assets.store.root import Store
 

@@ -131,7 +131,8 @@ def test_chart_values_of_the_fitted_ladder_load_as_the_same_ladder():
     """What fit-tiers prints is what the resource loads (test_chart.py renders the workload's fit with Helm)."""
     import yaml
 
-    from catchup_assets.defs.resources import TierConfig, catalog_from_values
+    from catchup_assets.defs.resources.chart_keys import catalog_from_values
+    from catchup_assets.defs.resources.placement import TierConfig
 
     rs, idx = profile((1, None, 3600), (2, None, 3600), (8, None, 3600), (12, None, 3600))
     result = fit_ladder(rs, idx, BASE, CATALOG, slots=4, settings=STEP)

@@ -1,7 +1,9 @@
 """Every Kubernetes setting reaches the backend from the Dagster resource and from the chart alike.
 
 The table below has a row per `K8sSettings` field; a field without a row fails
-the first test, so a new knob is one field, one chart value and one row here.
+the first test, so a new knob is one field, its manifest line and one row here:
+KubernetesConfig takes the field from the dataclass, and the chart's value
+(its camelCase name) and schema are generated (defs/resources/chart_schema.py).
 The chart side renders with Helm (helm-python-sdk) and loads the rendered
 `catchup.json` as the code location does.
 """
@@ -52,6 +54,7 @@ CASES = {
     "run_as_non_root": (False, {"runAsNonRoot": False}, False),
     "run_as_user": (2000, {"runAsUser": 2000}, 2000),
     "cluster_version": ("1.31", {"clusterVersion": "1.31"}, "1.31"),
+    "priority_class_name": ("catchup-batch", {"priorityClassName": "catchup-batch"}, "catchup-batch"),
 }
 
 
@@ -92,8 +95,7 @@ def test_settable_from_the_chart(chart, field):
         assert expected in worker["data"] and worker["metadata"]["namespace"] == settings.namespace
 
 
-# KubeletAccess field -> (KubernetesConfig `kubelet_<field>` value, chart values or None, what KubeletAccess holds).
-# None: not a chart value (the run pod's own ServiceAccount token; the client's timeouts).
+# KubeletAccess field -> (KubernetesConfig `kubelet_<field>` value, chart values, what KubeletAccess holds).
 KUBELET_CASES = {
     "preferred_address_types": (
         ["Hostname", "InternalIP"],
@@ -102,9 +104,9 @@ KUBELET_CASES = {
     ),
     "ca_file": ("/etc/kubelet-ca/ca.crt", {"kubelet": {"caFile": "/etc/kubelet-ca/ca.crt"}}, "/etc/kubelet-ca/ca.crt"),
     "insecure_skip_tls_verify": (True, {"kubelet": {"insecureSkipTLSVerify": True}}, True),
-    "token_file": ("/var/run/other/token", None, "/var/run/other/token"),
-    "connect_timeout": (2.0, None, 2.0),
-    "read_timeout": (3.0, None, 3.0),
+    "token_file": ("/var/run/other/token", {"kubelet": {"tokenFile": "/var/run/other/token"}}, "/var/run/other/token"),
+    "connect_timeout": (2.0, {"kubelet": {"connectTimeout": 2.0}}, 2.0),
+    "read_timeout": (3.0, {"kubelet": {"readTimeout": 3.0}}, 3.0),
     "concurrency": (64, {"kubelet": {"concurrency": 64}}, 64),
 }
 

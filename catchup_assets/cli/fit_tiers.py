@@ -21,7 +21,7 @@ def command(args: argparse.Namespace) -> int:
     )
     from catchup_assets.core.size.sizing import Placement
     from catchup_assets.core.units import GiB
-    from catchup_assets.defs.resources import catalog_from_values
+    from catchup_assets.defs.resources.chart_keys import catalog_from_values
 
     previous = load_profile(args.profile)
     base = Placement()

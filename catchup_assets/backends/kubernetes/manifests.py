@@ -201,6 +201,7 @@ def job_manifest(spec: AttemptSpec, tier: Tier | None, profiled: bool, settings:
         node_selector=node_selector,
         tolerations=tolerations or None,
         service_account_name=settings.worker_service_account,
+        priority_class_name=settings.priority_class_name,
         automount_service_account_token=False,  # the worker never calls the API
         enable_service_links=False,  # no env var per Service in the namespace
         security_context=_pod_security(settings),

@@ -8,6 +8,7 @@ Every field is settable from `KubernetesConfig` and the chart's values alike
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -59,6 +60,11 @@ class K8sSettings:
     run_as_non_root: bool = True
     run_as_user: int | None = 10001  # None: the image's own user (must not be root if run_as_non_root)
     cluster_version: str = "1.30"  # the schema the manifests are validated against
+    priority_class_name: str | None = dataclasses.field(
+        default=None,
+        metadata={"description": "the range pods' PriorityClass, e.g. one below the cluster's services; "
+                  "None: the cluster's default priority"},
+    )  # fmt: skip
 
     def __post_init__(self) -> None:
         def bad(field: str, why: str) -> ValueError:
@@ -70,7 +76,7 @@ class K8sSettings:
             raise bad("image", "must be a non-empty image reference without spaces")
         if self.image_pull_policy not in ("Always", "IfNotPresent", "Never"):
             raise bad("image_pull_policy", "must be Always, IfNotPresent or Never")
-        for field in ("worker_service_account", "storage_class", "configmap"):
+        for field in ("worker_service_account", "storage_class", "configmap", "priority_class_name"):
             value = getattr(self, field)
             if value is not None and (not isinstance(value, str) or not DNS_SUBDOMAIN_RE.fullmatch(value)):
                 raise bad(field, "is not a DNS-1123 subdomain")

@@ -73,10 +73,20 @@ def mission_plan_config(defaults: MissionDefaultsConfig) -> type[MissionPlanConf
         return MissionPlanConfig
     fields = MissionPlanConfig.model_fields
     spec = {}
-    for name in ("first_ledger", "ledgers_per_range", "overlap", "order", "parallelism", "last_ledger"):
+    for name in (
+        "first_ledger",
+        "ledgers_per_range",
+        "overlap",
+        "order",
+        "parallelism",
+        "last_ledger",
+        "deadline_seconds",
+    ):
         value = getattr(defaults, name)
         if name == "last_ledger" and not value:
             continue  # no default tip: the launchpad asks for it
+        if name == "deadline_seconds":
+            value = value or 0  # the launchpad's none is 0: next_mission_sensor's requests carry it (test_sensors)
         spec[name] = (fields[name].annotation, Field(default=value, description=fields[name].description))
     return pydantic.create_model("MissionPlanConfig", __base__=MissionPlanConfig, **spec)
 

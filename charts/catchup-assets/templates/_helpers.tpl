@@ -65,25 +65,30 @@ not the release's namespace, which holds Dagster's Secrets (values.yaml, mission
 {{- end -}}
 {{- end -}}
 
-{{/* A tier of the values as the resource's TierConfig spells it. */}}
-{{- define "catchup.tierConfig" -}}
-{{- $t := dict "name" .name "memory_cut_gib" .memoryCutGib "cpu" .cpu -}}
-{{- if .nodeMemoryGib }}{{- $_ := set $t "node_memory_gib" .nodeMemoryGib -}}{{- end -}}
-{{- if .shape }}{{- $_ := set $t "shape" .shape -}}{{- end -}}
-{{- if .capacityType }}{{- $_ := set $t "capacity_type" .capacityType -}}{{- end -}}
-{{- if .exclusive }}{{- $_ := set $t "exclusive" .exclusive -}}{{- end -}}
-{{- if .podsPerNode }}{{- $_ := set $t "pods_per_node" .podsPerNode -}}{{- end -}}
-{{- toJson $t -}}
+{{/* Values key -> resource field, per block: GENERATED from the resource's config models into
+files/keys.json (`uv run python -m catchup_assets.defs.resources.chart_schema`, with values.schema.json). */}}
+{{- define "catchup.keys" -}}
+{{- .Files.Get "files/keys.json" -}}
 {{- end -}}
 
-{{/* A catalog shape of the values as the resource's ShapeConfig spells it. */}}
-{{- define "catchup.shapeConfig" -}}
-{{- $s := dict "name" .name "memory_gib" .memoryGib "cpu" .cpu "on_demand_hourly" .onDemandHourly "spot_hourly" .spotHourly -}}
-{{- range $key, $field := dict "allocatableMemoryGib" "allocatable_memory_gib" "allocatableCpu" "allocatable_cpu" "maxPods" "max_pods" -}}
-{{- $v := index $ $key -}}
-{{- if $v }}{{- $_ := set $s $field $v -}}{{- end -}}
+{{/* The values of .from that .keys names, under their fields' names. Unset (null) values are left
+out: the project's own default applies. */}}
+{{- define "catchup.pick" -}}
+{{- $out := dict -}}
+{{- range $key, $field := .keys -}}
+{{- $v := index $.from $key -}}
+{{- if not (kindIs "invalid" $v) }}{{- $_ := set $out $field $v -}}{{- end -}}
 {{- end -}}
-{{- toJson $s -}}
+{{- toJson $out -}}
+{{- end -}}
+
+{{/* Each of the list .items picked by .keys (tiers, shapes, tolerations as the resource spells them). */}}
+{{- define "catchup.pickEach" -}}
+{{- $out := list -}}
+{{- range .items -}}
+{{- $out = append $out (include "catchup.pick" (dict "from" . "keys" $.keys) | fromJson) -}}
+{{- end -}}
+{{- toJson $out -}}
 {{- end -}}
 
 {{/* Every tier the sizing can choose: the ladder, then the two catch-alls. */}}
@@ -93,79 +98,30 @@ not the release's namespace, which holds Dagster's Secrets (values.yaml, mission
 
 {{/* The `catchup` resource config (CatchupResource) this release implies, for the launchpad. */}}
 {{- define "catchup.settings" -}}
-{{- $tiers := list -}}
-{{- range .Values.tiers -}}
-{{- $tiers = append $tiers (include "catchup.tierConfig" . | fromJson) -}}
-{{- end -}}
-{{- $catalog := list -}}
-{{- range .Values.catalog -}}
-{{- $catalog = append $catalog (include "catchup.shapeConfig" . | fromJson) -}}
-{{- end -}}
-{{- $k8s := dict
-  "namespace" (include "catchup.missionNamespace" .)
-  "image" (include "catchup.image" .Values.workerImage)
-  "image_pull_policy" .Values.workerImage.pullPolicy
-  "worker_service_account" (include "catchup.workerServiceAccountName" .)
-  "storage_mode" .Values.storageMode
-  "storage_class" (.Values.storageClass | default "")
-  "pvc_size" .Values.pvcSize
-  "ephemeral_request" .Values.ephemeralRequest
-  "ephemeral_limit" .Values.ephemeralLimit
-  "cpu_limit" (.Values.cpuLimit | default "")
-  "ttl_seconds_after_finished" .Values.ttlSecondsAfterFinished
-  "tier_node_label" .Values.tierNodeLabel
-  "tier_taint_key" .Values.tierTaintKey
-  "configmap" (include "catchup.configmapName" .)
-  "core_config_key" .Values.coreConfigKey
-  "kubeconfig" ""
-  "kubelet_preferred_address_types" .Values.kubelet.preferredAddressTypes
-  "kubelet_ca_file" (.Values.kubelet.caFile | default "")
-  "kubelet_insecure_skip_tls_verify" .Values.kubelet.insecureSkipTLSVerify
-  "extra_node_selector" (.Values.extraNodeSelector | default dict)
--}}
-{{- if not (kindIs "invalid" .Values.kubelet.concurrency) }}{{- $_ := set $k8s "kubelet_concurrency" .Values.kubelet.concurrency -}}{{- end -}}
-{{- /* Unset (null) values are left out: the project's own default applies. */ -}}
-{{- range $key, $field := dict "pooled" "pooled" "runAsNonRoot" "run_as_non_root" "runAsUser" "run_as_user" "clusterVersion" "cluster_version" -}}
-{{- $v := index $.Values $key -}}
-{{- if not (kindIs "invalid" $v) }}{{- $_ := set $k8s $field $v -}}{{- end -}}
-{{- end -}}
-{{- /* Tolerations as the resource's TolerationConfig spells them. */ -}}
-{{- $tolerations := list -}}
-{{- range .Values.extraTolerations -}}
-{{- $t := dict -}}
-{{- range $name, $v := . -}}
-{{- $_ := set $t (ternary "toleration_seconds" $name (eq $name "tolerationSeconds")) $v -}}
-{{- end -}}
-{{- $tolerations = append $tolerations $t -}}
-{{- end -}}
-{{- $_ := set $k8s "extra_tolerations" $tolerations -}}
+{{- $keys := include "catchup.keys" . | fromJson -}}
+{{- $k8s := include "catchup.pick" (dict "from" .Values "keys" $keys.kubernetes) | fromJson -}}
+{{- $k8s = merge $k8s (include "catchup.pick" (dict "from" .Values.kubelet "keys" $keys.kubelet) | fromJson) -}}
+{{- /* What the release decides: the mission namespace, the worker image, account and ConfigMap. */ -}}
+{{- $_ := set $k8s "namespace" (include "catchup.missionNamespace" .) -}}
+{{- $_ := set $k8s "image" (include "catchup.image" .Values.workerImage) -}}
+{{- $_ := set $k8s "image_pull_policy" .Values.workerImage.pullPolicy -}}
+{{- $_ := set $k8s "worker_service_account" (include "catchup.workerServiceAccountName" .) -}}
+{{- $_ := set $k8s "configmap" (include "catchup.configmapName" .) -}}
+{{- $_ := set $k8s "extra_tolerations" (include "catchup.pickEach" (dict "items" .Values.extraTolerations "keys" $keys.toleration) | fromJsonArray) -}}
+{{- $catchup := include "catchup.pick" (dict "from" .Values "keys" $keys.catchup) | fromJson -}}
+{{- $catchup = merge $catchup (include "catchup.pick" (dict "from" .Values "keys" $keys.passThrough) | fromJson) -}}
+{{- $_ := set $catchup "backend" "kubernetes" -}}
+{{- $_ := set $catchup "kubernetes" $k8s -}}
 {{- /* The launchpad's mission_plan defaults and the caps a plan may not pass (MissionDefaultsConfig). */ -}}
-{{- $missionDefaults := dict -}}
-{{- range $key, $field := dict "parallelism" "parallelism" "maxParallelism" "max_parallelism" "maxRetireShare" "max_retire_share" -}}
-{{- $v := index $.Values $key -}}
-{{- if not (kindIs "invalid" $v) }}{{- $_ := set $missionDefaults $field $v -}}{{- end -}}
-{{- end -}}
+{{- $_ := set $catchup "mission_defaults" (include "catchup.pick" (dict "from" .Values "keys" $keys.missionDefaults) | fromJson) -}}
+{{- $_ := set $catchup "tiers" (include "catchup.pickEach" (dict "items" .Values.tiers "keys" $keys.tier) | fromJsonArray) -}}
+{{- $_ := set $catchup "unprofiled_tier" (include "catchup.pick" (dict "from" .Values.unprofiledTier "keys" $keys.tier) | fromJson) -}}
+{{- $_ := set $catchup "no_profile_tier" (include "catchup.pick" (dict "from" .Values.noProfileTier "keys" $keys.tier) | fromJson) -}}
+{{- $_ := set $catchup "catalog" (include "catchup.pickEach" (dict "items" .Values.catalog "keys" $keys.shape) | fromJsonArray) -}}
 {{- /* A ledger number may be given as a number (`--set tipSource=60000000`): the resource takes a string. */ -}}
 {{- $tip := .Values.tipSource | default "" -}}
 {{- if not (kindIs "string" $tip) }}{{- $tip = $tip | int64 | toString -}}{{- end -}}
-{{- $catchup := dict
-  "storage_root" .Values.storageRoot
-  "mission_defaults" $missionDefaults
-  "work_dir" .Values.workDir
-  "backend" "kubernetes"
-  "kubernetes" $k8s
-  "retry" (.Values.retry | default dict)
-  "sizing" (.Values.sizing | default dict)
-  "ladder" (.Values.ladder | default dict)
-  "disk" (.Values.disk | default dict)
-  "tiers" $tiers
-  "unprofiled_tier" (include "catchup.tierConfig" .Values.unprofiledTier | fromJson)
-  "no_profile_tier" (include "catchup.tierConfig" .Values.noProfileTier | fromJson)
-  "tip_source" $tip
-  "catalog" $catalog
-  "catalog_source" (.Values.catalogSource | default "")
--}}
-{{- if not (kindIs "invalid" .Values.tipTimeoutSeconds) }}{{- $_ := set $catchup "tip_timeout_seconds" .Values.tipTimeoutSeconds -}}{{- end -}}
+{{- $_ := set $catchup "tip_source" $tip -}}
 {{- toJson $catchup -}}
 {{- end -}}
 

@@ -1,0 +1,54 @@
+"""The backend a CatchupResource runs a mission's attempts on: local processes, or range Jobs on Kubernetes.
+
+Each function takes the resource (not imported here: it imports this module).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+
+from catchup_assets.core.dispatch.ports import Backend
+
+
+def mission_seed(seed: int, mission: str) -> int:
+    """Each mission draws its own spot reclaims, the same ones on every run of it."""
+    return int.from_bytes(hashlib.sha256(f"{seed}:{mission}".encode()).digest()[:4], "big")
+
+
+def backend_for(resource, mission: str, disruption_seed: int | None = None) -> Backend:
+    if resource.backend == "kubernetes":
+        return _kubernetes_backend(resource, mission)
+    from catchup_assets.backends.local.backend import LocalBackend
+
+    seed = disruption_seed if disruption_seed is not None else mission_seed(resource.sim_seed, mission)
+    return LocalBackend(
+        resource.work(),
+        mission,
+        disruption_rate=resource.disruption_rate,
+        disruption_seed=seed,
+        disruption_window=(0.3, 2.0),
+    )
+
+
+def _kubernetes_backend(resource, mission: str) -> Backend:
+    # Loaded when a run needs it, never at import: the code location must
+    # load on a laptop with no cluster configured.
+    from catchup_assets.backends.kubernetes.backend import DEFAULT_CORE_CONFIG, KubernetesBackend
+    from catchup_assets.backends.kubernetes.connect import api_clients
+
+    cfg = resource.kubernetes
+    batch_api, core_api = api_clients(cfg.kubeconfig, cfg.context)
+    core_config = open(cfg.core_config_file).read() if cfg.core_config_file else DEFAULT_CORE_CONFIG
+    return KubernetesBackend(
+        mission,
+        cfg.settings(),
+        resource.placement().tiers,
+        batch_api=batch_api,
+        core_api=core_api,
+        kubelet=cfg.kubelet_access(),
+        spool_dir=os.path.join(resource.work(), mission, "log-spool"),
+        core_config_text=core_config,
+        stats_interval=cfg.stats_interval_seconds,
+        unschedulable_seconds=cfg.unschedulable_seconds,
+    )

@@ -1,0 +1,40 @@
+"""What the launchpad offers for mission_plan in this deployment, and the limits no plan passes."""
+
+from typing import Literal
+
+from pydantic import Field, model_validator
+
+from catchup_assets.core.plan.config import DEFAULT_PARALLELISM
+from catchup_assets.core.plan.ranges import DEFAULT_LEDGERS_PER_RANGE, DEFAULT_OVERLAP, MissionSpan
+from catchup_assets.defs.resources.policies import Strict
+
+
+class MissionDefaultsConfig(Strict):
+    """What the launchpad offers for mission_plan in this deployment, and the limits no plan passes."""
+
+    first_ledger: int = Field(default=1, ge=1)
+    last_ledger: int = Field(default=0, ge=0, description="the tip; 0: no default, the launchpad asks for it")
+    ledgers_per_range: int = Field(default=DEFAULT_LEDGERS_PER_RANGE, gt=0)
+    overlap: int = Field(default=DEFAULT_OVERLAP, ge=0)
+    order: Literal["tip-first", "oldest-first", "longest-first"] = "tip-first"
+    parallelism: int = Field(default=DEFAULT_PARALLELISM, ge=1, description="attempts in flight per mission")
+    max_parallelism: int = Field(
+        default=2 * DEFAULT_PARALLELISM, ge=1, description="a plan asking for more attempts in flight is refused"
+    )
+    max_retire_share: float = Field(
+        default=0.05,
+        ge=0,
+        le=1,
+        description="a plan that would retire more than this share of the existing partitions is refused",
+    )
+    deadline_seconds: int | None = Field(
+        default=None, ge=1, description="each attempt's deadline, activeDeadlineSeconds on its pod (L8); None: none"
+    )
+
+    @model_validator(mode="after")
+    def _check(self):
+        if self.parallelism > self.max_parallelism:
+            raise ValueError(f"parallelism ({self.parallelism}) must be <= max_parallelism ({self.max_parallelism})")
+        if self.last_ledger:
+            MissionSpan(self.first_ledger, self.last_ledger, self.ledgers_per_range, self.overlap)
+        return self
