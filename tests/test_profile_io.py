@@ -8,9 +8,10 @@ from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 import pyarrow.parquet as pq
 import pytest
 
+from catchup_assets.core.errors import StateError
 from catchup_assets.store.profiles import ProfileRefused, ProfileUnavailable, load_previous_profile
 from catchup_assets.store.records import AttemptRecord
-from catchup_assets.store.tables import profile_table
+from catchup_assets.store.tables import NotATable, parse_table, profile_table
 
 GiB = 1024**3
 
@@ -172,3 +173,23 @@ def test_L35_a_server_that_never_answers_or_drips_is_given_up_on_in_bounded_time
         stop.set()
         server.close()
     assert time.monotonic() - started < 20
+
+
+def _cuts_and_flips(data: bytes) -> list[bytes]:
+    """Every 97th truncation of a real profile, a byte flipped every 7 bytes, and a few non-files."""
+    cuts = [data[:n] for n in range(0, len(data), 97)]
+    flips = [data[:i] + bytes([data[i] ^ 0xFF]) + data[i + 1 :] for i in range(0, len(data), 7)]
+    return [*cuts, *flips, b"", b"PAR1", b"PAR1" + b"\0" * 64 + b"PAR1", b"not parquet at all"]
+
+
+def test_bytes_that_are_not_a_table_are_refused_as_such_never_with_another_error(profile_file):
+    # What pyarrow's reader raises varies with the damage (ArrowInvalid, ArrowNotImplementedError, a plain
+    # OSError from thrift or zstd, a UnicodeDecodeError): all of it is one error that names what the reader found.
+    refused = 0
+    for data in _cuts_and_flips(profile_file.read_bytes()):
+        try:
+            parse_table(data)
+        except NotATable as exc:
+            assert isinstance(exc, StateError) and isinstance(exc, ValueError) and str(exc)
+            refused += 1
+    assert refused > 10

@@ -13,7 +13,7 @@ from catchup_assets.mission.saved import mission_doc, mission_image
 from catchup_assets.store import layout
 from catchup_assets.store.records import RecordStore
 from catchup_assets.store.root import Store
-from catchup_assets.store.tables import band_table, parse_table, write_table
+from catchup_assets.store.tables import NotATable, band_table, parse_table, write_table
 
 
 def read_profile_rows(store: Store, rel: str) -> list[dict]:
@@ -25,7 +25,7 @@ def read_profile_rows(store: Store, rel: str) -> list[dict]:
         raise ConfigError(f"profile {url} does not exist") from None
     try:
         table = parse_table(data)
-    except Exception as exc:  # noqa: BLE001 - whatever the file is, it is not a profile: named
+    except NotATable as exc:
         raise ConfigError(f"profile {url} is not a Parquet table: {exc}") from exc
     check_diff_columns(table.column_names, url)
     return table.to_pylist()

@@ -20,7 +20,7 @@ from catchup_assets.core.aggregate.profile import check_profile_columns
 from catchup_assets.core.errors import ConfigError
 from catchup_assets.core.plan.config import PROFILE_TIMEOUT_SECONDS
 from catchup_assets.core.size.measures import ProfileIndex, measures_from_rows
-from catchup_assets.store.tables import parse_table
+from catchup_assets.store.tables import NotATable, parse_table
 
 log = logging.getLogger(__name__)
 
@@ -82,7 +82,7 @@ def load_previous_profile(
         )
     try:
         table = parse_table(data)
-    except Exception as exc:  # noqa: BLE001
+    except NotATable as exc:
         raise ProfileRefused(f"previous profile {spec} is not a Parquet table: {exc}") from exc
     check_profile_columns(table.column_names, spec)
     rows = table.to_pylist()

@@ -17,6 +17,7 @@ import pyarrow.parquet as pq
 
 from catchup_assets.core.aggregate.diff import BAND_COLUMNS, ProfileDiff
 from catchup_assets.core.aggregate.profile import PROFILE_COLUMNS, profile_rows
+from catchup_assets.core.errors import StateError
 from catchup_assets.core.plan.plan_table import PLAN_COLUMNS, plan_rows
 from catchup_assets.core.plan.ranges import LedgerRange
 from catchup_assets.core.size.measures import ProfileIndex
@@ -67,10 +68,20 @@ def band_table(diff: ProfileDiff) -> pa.Table:
     return table(diff.bands, BAND_SCHEMA).replace_schema_metadata(diff.schema_metadata())
 
 
+class NotATable(StateError):
+    """Bytes that are not a Parquet table; the message is the reader's own."""
+
+
 def parse_table(data: bytes) -> pa.Table:
-    """A Parquet file's bytes as a Table; whatever the reader raises for bytes that are not one."""
-    # ParquetFile, not pq.read_table: one file needs none of the dataset machinery.
-    return pq.ParquetFile(pa.BufferReader(data)).read()
+    """A Parquet file's bytes as a Table, or NotATable saying what the reader found wrong."""
+    try:
+        # ParquetFile, not pq.read_table: one file needs none of the dataset machinery.
+        return pq.ParquetFile(pa.BufferReader(data)).read()
+    except (pa.ArrowException, OSError, ValueError) as exc:
+        # What pyarrow's reader raises for bytes that are not Parquet, found by truncating and flipping
+        # bytes of real files (tests/test_profile_io.py): ArrowInvalid, ArrowNotImplementedError, a plain
+        # OSError (thrift, zstd, page headers) and, for a damaged string in the metadata, UnicodeDecodeError.
+        raise NotATable(str(exc)) from exc
 
 
 def table_bytes(data: pa.Table) -> bytes:
