@@ -14,6 +14,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from catchup_assets.core.errors import ConfigError
+
 DNS_LABEL_RE = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
 DNS_SUBDOMAIN_RE = re.compile(r"^(?=.{1,253}$)[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 LABEL_VALUE_RE = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$")
@@ -28,9 +30,9 @@ def _quantity(field: str, value: Any) -> Any:
     try:
         q = parse_quantity(value)
     except (ValueError, TypeError) as exc:
-        raise ValueError(f"k8s setting {field!r}: {value!r} is not a Kubernetes quantity") from exc
+        raise ConfigError(f"k8s setting {field!r}: {value!r} is not a Kubernetes quantity") from exc
     if q <= 0:
-        raise ValueError(f"k8s setting {field!r}: {value!r} must be > 0")
+        raise ConfigError(f"k8s setting {field!r}: {value!r} must be > 0")
     return q
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import pydantic
 from pydantic.alias_generators import to_camel
 
+from catchup_assets.core.errors import ConfigError
 from catchup_assets.core.size.catalog import Catalog
 from catchup_assets.defs.resources.k8s import KubernetesConfig, TolerationConfig
 from catchup_assets.defs.resources.mission_defaults import MissionDefaultsConfig
@@ -71,13 +72,13 @@ def catalog_from_values(doc, where: str = "catalog") -> Catalog:
     if isinstance(doc, dict):
         source, doc = str(doc.get("catalogSource") or ""), doc.get("catalog")
     if not isinstance(doc, list) or not doc:
-        raise ValueError(f"{where}: expected a list of shapes, or a mapping with a non-empty 'catalog' list")
+        raise ConfigError(f"{where}: expected a list of shapes, or a mapping with a non-empty 'catalog' list")
     shapes, shape_keys = [], _names(list(ShapeConfig.model_fields))
     for i, entry in enumerate(doc):
         if not isinstance(entry, dict):
-            raise ValueError(f"{where}[{i}]: a shape is a mapping, got {entry!r}")
+            raise ConfigError(f"{where}[{i}]: a shape is a mapping, got {entry!r}")
         try:
             shapes.append(ShapeConfig(**{shape_keys.get(k, k): v for k, v in entry.items()}).shape())
         except (pydantic.ValidationError, ValueError) as exc:
-            raise ValueError(f"{where}[{i}]: {exc}") from None
+            raise ConfigError(f"{where}[{i}]: {exc}") from None
     return Catalog(tuple(shapes), source or where)

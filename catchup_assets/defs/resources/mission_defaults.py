@@ -4,6 +4,7 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
+from catchup_assets.core.errors import ConfigError
 from catchup_assets.core.plan.config import DEFAULT_PARALLELISM
 from catchup_assets.core.plan.ranges import DEFAULT_LEDGERS_PER_RANGE, DEFAULT_OVERLAP, MissionSpan
 from catchup_assets.defs.resources.policies import Strict
@@ -34,7 +35,7 @@ class MissionDefaultsConfig(Strict):
     @model_validator(mode="after")
     def _check(self):
         if self.parallelism > self.max_parallelism:
-            raise ValueError(f"parallelism ({self.parallelism}) must be <= max_parallelism ({self.max_parallelism})")
+            raise ConfigError(f"parallelism ({self.parallelism}) must be <= max_parallelism ({self.max_parallelism})")
         if self.last_ledger:
             MissionSpan(self.first_ledger, self.last_ledger, self.ledgers_per_range, self.overlap)
         return self

@@ -5,6 +5,7 @@ from typing import Literal
 import dagster as dg
 from pydantic import Field
 
+from catchup_assets.core.errors import ConfigError
 from catchup_assets.core.size.catalog import Catalog, NodeShape, eks_allocatable
 from catchup_assets.core.size.sizing import Tier
 from catchup_assets.core.units import GiB
@@ -24,15 +25,15 @@ class TierConfig(dg.Config):
     def tier(self, catalog: Catalog) -> Tier:
         where = f"tier {self.name!r}"
         if self.exclusive and self.pods_per_node not in (None, 1):
-            raise ValueError(f"{where}: exclusive means one range per node, not pods_per_node {self.pods_per_node}")
+            raise ConfigError(f"{where}: exclusive means one range per node, not pods_per_node {self.pods_per_node}")
         memory = self.node_memory_gib
         if memory is None:
             if not self.shape:
-                raise ValueError(f"{where}: give a shape or node_memory_gib")
+                raise ConfigError(f"{where}: give a shape or node_memory_gib")
             try:
                 memory_bytes = catalog.by_name(self.shape).memory_bytes
             except ValueError as exc:
-                raise ValueError(f"{where}: {exc}") from None
+                raise ConfigError(f"{where}: {exc}") from None
         else:
             memory_bytes = int(memory * GiB)
         return Tier(

@@ -17,6 +17,7 @@ from pydantic import Field, model_validator
 
 from catchup_assets.core.classify.outcomes import RetryPolicy
 from catchup_assets.core.dispatch.ports import Backend
+from catchup_assets.core.errors import ConfigError
 from catchup_assets.core.plan.config import MissionConfig
 from catchup_assets.core.size.catalog import DEFAULT_CATALOG, Catalog
 from catchup_assets.core.size.disk import DiskPolicy
@@ -109,10 +110,10 @@ class CatchupResource(dg.ConfigurableResource):
         self.placement()  # an invalid ladder or sizing fails at load, naming the field (L34)
         self.tip_source_spec()
         if not self.tip_timeout_seconds < float("inf"):
-            raise ValueError(f"tip_timeout_seconds: must be finite, got {self.tip_timeout_seconds}")
+            raise ConfigError(f"tip_timeout_seconds: must be finite, got {self.tip_timeout_seconds}")
         if self.backend == "kubernetes":
             if self.kubernetes is None:
-                raise ValueError("kubernetes: required when backend is 'kubernetes'")
+                raise ConfigError("kubernetes: required when backend is 'kubernetes'")
             self.kubernetes.settings()  # a bad namespace, image or quantity fails at load
             self.kubernetes.kubelet_access()
         return self
@@ -125,7 +126,7 @@ class CatchupResource(dg.ConfigurableResource):
             return os.environ["CATCHUP_STORAGE_ROOT"]
         home = os.environ.get("DAGSTER_HOME")
         if not home:
-            raise ValueError("storage_root: not set, and neither CATCHUP_STORAGE_ROOT nor DAGSTER_HOME is")
+            raise ConfigError("storage_root: not set, and neither CATCHUP_STORAGE_ROOT nor DAGSTER_HOME is")
         return os.path.join(home, "catchup", "storage")
 
     def work(self) -> str:
@@ -133,7 +134,7 @@ class CatchupResource(dg.ConfigurableResource):
             return self.work_dir
         root = self.root()
         if "://" in root:
-            raise ValueError("work_dir: must be set when storage_root is a URL")
+            raise ConfigError("work_dir: must be set when storage_root is a URL")
         return os.path.join(os.path.dirname(os.path.abspath(root)), "work")
 
     def tip_source_spec(self) -> TipSource | None:
