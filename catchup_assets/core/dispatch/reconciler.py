@@ -32,12 +32,13 @@ from catchup_assets.core.dispatch.ports import (
     Collected,
     DispatchBlocked,
     Phase,
+    Records,
     TransientBackendError,
 )
+from catchup_assets.core.dispatch.record import AttemptRecord, UnrecordableRecord, merge, unrecordable_fields
 from catchup_assets.core.plan.config import MissionConfig
 from catchup_assets.core.plan.ranges import LedgerRange
 from catchup_assets.core.size.measures import ProfileIndex
-from catchup_assets.store.records import AttemptRecord, RecordStore, UnrecordableRecord, merge, unrecordable_fields
 
 log = logging.getLogger(__name__)
 
@@ -182,7 +183,7 @@ class Dispatcher:
         self,
         config: DispatchConfig,
         backend: Backend,
-        records: RecordStore,
+        records: Records,
         clock: Clock | None = None,
         on_status: Callable[[Status], None] | None = None,
         on_result: Callable[[RangeResult, bool], None] | None = None,
