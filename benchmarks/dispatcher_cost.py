@@ -23,7 +23,7 @@ from pathlib import Path
 from benchmarks.meter import PassRow, Trace
 from benchmarks.report import write_result
 from benchmarks.sim_cluster import VariedAttempts
-from catchup_assets.core.dispatch.reconciler import RangeStatus
+from catchup_assets.core.dispatch.results import RangeStatus
 
 MiB, KiB = 1024**2, 1024
 FIXED_ALLOWANCE, PER_ATTEMPT_ALLOWANCE = 150 * MiB, 50 * KiB

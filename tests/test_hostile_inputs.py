@@ -20,8 +20,9 @@ import pytest
 
 import catchup_assets.cli.main as cli
 from catchup_assets.core.dispatch.ports import Peaks
-from catchup_assets.core.dispatch.reconciler import DispatchConfig, Dispatcher, DispatcherStuck
+from catchup_assets.core.dispatch.reconciler import DispatchConfig, Dispatcher
 from catchup_assets.core.dispatch.record import AttemptRecord, UnrecordableRecord
+from catchup_assets.core.dispatch.results import DispatcherStuck
 from catchup_assets.core.measure.logparse import parse_worker_log
 from catchup_assets.core.plan.config import MissionConfig
 from catchup_assets.core.plan.ranges import MissionSpan, dispatch_order, parse_key, plan_ranges

@@ -17,7 +17,6 @@ import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from enum import StrEnum
 from functools import partial
 from typing import Protocol
 
@@ -36,6 +35,7 @@ from catchup_assets.core.dispatch.ports import (
     TransientBackendError,
 )
 from catchup_assets.core.dispatch.record import AttemptRecord, UnrecordableRecord, merge, unrecordable_fields
+from catchup_assets.core.dispatch.results import DispatcherStuck, MissionResult, RangeResult, RangeStatus, Status
 from catchup_assets.core.plan.config import MissionConfig
 from catchup_assets.core.plan.ranges import LedgerRange
 from catchup_assets.core.size.measures import ProfileIndex
@@ -101,70 +101,9 @@ def _reason(obs, collected: Collected, outcome: Outcome) -> str:
     return text
 
 
-class DispatcherStuck(RuntimeError):
-    """The same failure on consecutive passes: an operator must look (its cause is chained)."""
-
-
-class RangeStatus(StrEnum):
-    DONE = "done"
-    CONDEMNED = "condemned"
-    NOT_RUN = "not_run"  # a stopped or blocked run left it for later
-
-
-@dataclass(frozen=True)
-class RangeResult:
-    range_key: str
-    status: RangeStatus
-    reason: str
-    row: dict | None  # the profile row of the range (chain-aggregated measurements)
-    attempts: int
-    outcomes: str
-    tier: str | None
-    memory_limit_bytes: int | None
-    log_path: str | None
-
-
-@dataclass(frozen=True)
-class Status:
-    passes: int
-    completed: int
-    in_flight: int
-    queued: int
-    condemned: int
-    total: int
-    other_live: int  # live attempts of this mission owned by another dispatcher
-    stragglers: tuple[str, ...] = ()
-    stalled_seconds: float = 0.0
-
-    def line(self) -> str:
-        s = (
-            f"completed {self.completed}/{self.total}, in flight {self.in_flight}, "
-            f"queued {self.queued}, condemned {self.condemned}"
-        )
-        if self.other_live:
-            s += f", other dispatchers' live {self.other_live}"
-        if self.stragglers:
-            s += "; stragglers: " + ", ".join(self.stragglers)
-        return s
-
-
 # The checks on the mission's health the dispatcher reports as they change (see Dispatcher.on_health).
 HEALTH_STALL = "not_stalled"
 HEALTH_DISPATCH = "dispatching"
-
-
-@dataclass
-class MissionResult:
-    results: dict[str, RangeResult]
-    passes: int
-
-    @property
-    def condemned(self) -> dict[str, str]:
-        return {k: r.reason for k, r in self.results.items() if r.status is RangeStatus.CONDEMNED}
-
-    @property
-    def done(self) -> list[str]:
-        return [k for k, r in self.results.items() if r.status is RangeStatus.DONE]
 
 
 def past_attempts(
