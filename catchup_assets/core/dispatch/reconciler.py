@@ -6,6 +6,12 @@ decides each range from its own records (L5, L6), and submits into the free
 slots in dispatch order. A condemned range never stops dispatch (L9). Every
 in-memory map here is rebuilt from the records on start, so a restarted or
 second dispatcher sees the same picture.
+
+This module holds the pass and the loop; the Dispatcher's other parts are one
+concept a module: recovery.py (what it knows, rebuilt from the records, and the
+decisions taken from them), claims.py (claims between dispatchers, and submits),
+finish.py (recording and releasing attempts), health.py (stragglers, stalls and
+the circuit breaker); results.py holds what it reports.
 """
 
 from __future__ import annotations
@@ -15,12 +21,11 @@ import os
 import socket
 import time
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from catchup_assets.core.aggregate.profile import range_row
-from catchup_assets.core.classify.outcomes import Action, Outcome, PastAttempt, decide
+from catchup_assets.core.classify.outcomes import Outcome
 from catchup_assets.core.dispatch.breaker import Breaker
 from catchup_assets.core.dispatch.claims import Claims
 from catchup_assets.core.dispatch.finish import Finishing
@@ -33,6 +38,7 @@ from catchup_assets.core.dispatch.ports import (
     TransientBackendError,
 )
 from catchup_assets.core.dispatch.record import AttemptRecord
+from catchup_assets.core.dispatch.recovery import Recovery
 from catchup_assets.core.dispatch.results import DispatcherStuck, MissionResult, RangeResult, RangeStatus, Status
 from catchup_assets.core.plan.config import MissionConfig
 from catchup_assets.core.plan.ranges import LedgerRange
@@ -91,18 +97,7 @@ class DispatchConfig:
             raise ValueError("ranges: duplicate range keys in the plan")
 
 
-def past_attempts(
-    recs: Mapping[int, AttemptRecord], done: set[int] | frozenset[int], reset_after: int = 0
-) -> list[PastAttempt]:
-    """A range's finished attempts as decisions read them: done-marked, after the last reset."""
-    return [
-        PastAttempt(a, Outcome(recs[a].outcome), recs[a].memory_limit_bytes, recs[a].reason or "")
-        for a in sorted(done)
-        if a in recs and recs[a].outcome is not None and a > reset_after
-    ]
-
-
-class Dispatcher(Claims, Finishing, Health):
+class Dispatcher(Recovery, Claims, Finishing, Health):
     def __init__(
         self,
         config: DispatchConfig,
@@ -153,77 +148,9 @@ class Dispatcher(Claims, Finishing, Health):
         self._stall_warned = False
         self._overdue_warned: set[str] = set()
 
-    def recover(self) -> None:
-        """Rebuild what this dispatcher knows from the records (L10); the first pass calls it.
-
-        Kept out of the constructor, which does no I/O: reading every record,
-        granting an operator's run fresh budgets, and freeing the data of ranges
-        a crash left completed but unreleased (L3).
-        """
-        if self._recovered:
-            return
-        # File times are the wall clock's, whatever clock drives the passes.
-        self.records.sweep_tmp(time.time())
-        recs, done = self.records.load(self.by_key)
-        for (k, a), rec in recs.items():
-            self._recs[k][a] = rec
-        for k, a in done:
-            self._done[k].add(a)
-        # Attempts this run claimed before it restarted (a retried step keeps its holder) are
-        # its own: their records were just read, so flushes need no re-read to merge.
-        for k, a in recs:
-            if (k, a) not in done and k in self.by_key and self.records.claim_holder(k, a) == self.holder:
-                self._mine.add((k, a))
-        self._reset_after = self.records.load_resets(self.by_key) if self.by_key else {}
-        if self.cfg.reset_condemned:
-            for key in self.by_key:
-                if self._decide(key).action is Action.CONDEMNED:
-                    last = max(self._done[key])
-                    self.records.mark_reset(key, last)
-                    self._reset_after[key] = last
-                    log.warning("range %s was condemned; this run grants it fresh budgets", key)
-        self._recovered = True
-        for key in self.by_key:
-            self._judge(key, already=True)
-            if key in self._results and self._results[key].status is RangeStatus.DONE:
-                self._release_range(key)  # a crash may have come between done and release (L3)
-
     def _transient(self, call: str, exc: Exception) -> None:
         """A call the backend could not answer now: no range is charged; a later pass retries it."""
         log.warning("mission %s: %s deferred to a later pass: %s", self.name, call, exc)
-
-    # -- decisions from records -------------------------------------------------
-    def _history(self, key: str) -> list[PastAttempt]:
-        return past_attempts(self._recs[key], self._done[key], self._reset_after.get(key, 0))
-
-    def _decide(self, key: str):
-        return decide(self._history(key), self.mission.retry, self.mission.placement.ladder.cap_bytes)
-
-    def _judge(self, key: str, already: bool = False) -> None:
-        decision = self._decide(key)
-        if not decision.final or key in self._results:
-            return
-        recs = list(self._recs[key].values())
-        last = max(recs, key=lambda r: r.attempt)
-        row = range_row(recs)
-        result = RangeResult(
-            key,
-            RangeStatus(decision.action.value),
-            decision.reason,
-            row,
-            len([r for r in recs if r.outcome is not None]),
-            row["outcomes"] if row else " ".join(r.outcome or "?" for r in sorted(recs, key=lambda r: r.attempt)),
-            last.tier,
-            last.memory_limit_bytes,
-            last.log_path,
-        )
-        self._results[key] = result
-        if decision.action is Action.CONDEMNED:
-            # Loudly, on its own line, the moment it is seen (L36); dispatch goes on (L9).
-            log.error("range %s condemned: %s", key, decision.reason)
-        else:
-            self._last_completion = self.clock.time()
-        self.on_result(result, already)
 
     # -- one reconcile pass -----------------------------------------------------
     def pass_once(self) -> Status:
@@ -295,15 +222,6 @@ class Dispatcher(Claims, Finishing, Health):
         if self.passes % self.mission.status_every == 0:
             self.on_status(status)
         return status
-
-    def _refresh(self, key: str) -> None:
-        """Read one range afresh: another dispatcher may have run and recorded attempts of it."""
-        recs, done, claims = self.records.load_range(key, other_than=self.holder)
-        for attempt, rec in recs.items():
-            self._recs[key][attempt] = rec
-        self._done[key] |= done
-        self._claims[key] = claims
-        self._judge(key, already=True)
 
     # -- the loop -----------------------------------------------------------------
     def stop(self) -> None:
