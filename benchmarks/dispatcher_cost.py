@@ -23,7 +23,7 @@ from pathlib import Path
 from benchmarks.meter import PassRow, Trace
 from benchmarks.report import write_result
 from benchmarks.sim_cluster import VariedAttempts
-from catchup_assets.core.dispatch.reconciler import RangeStatus
+from catchup_assets.core.dispatch.results import RangeStatus
 
 MiB, KiB = 1024**2, 1024
 FIXED_ALLOWANCE, PER_ATTEMPT_ALLOWANCE = 150 * MiB, 50 * KiB
@@ -150,7 +150,8 @@ def measure(case: Case) -> Measured:
 
 def _warm_up(path: str) -> None:
     """Import what the first pass would import lazily, so the baseline holds it and no attempt pays for it."""
-    from catchup_assets.store.records import AttemptRecord, encode
+    from catchup_assets.core.dispatch.record import AttemptRecord
+    from catchup_assets.store.records import encode
 
     encode(AttemptRecord("m1", "0000000001-0000016000", 1))  # pyarrow's first table
     if path == "kubernetes":

@@ -22,7 +22,8 @@ from benchmarks.sim_cluster import ClusterProcess, ClusterSpec, VariedAttempts, 
 from catchup_assets.backends.kubernetes.backend import KubernetesBackend
 from catchup_assets.backends.kubernetes.settings import K8sSettings
 from catchup_assets.backends.kubernetes.stats import KubeletAccess
-from catchup_assets.core.dispatch.reconciler import DispatchConfig, Dispatcher, MissionResult
+from catchup_assets.core.dispatch.reconciler import DispatchConfig, Dispatcher
+from catchup_assets.core.dispatch.results import MissionResult
 from catchup_assets.core.size.sizing import Tiers
 from catchup_assets.store.records import RecordStore
 from catchup_assets.store.root import Store

@@ -19,12 +19,13 @@ from pathlib import Path
 from benchmarks.report import write_result
 from catchup_assets.core.aggregate.profile import profile_rows
 from catchup_assets.core.dispatch.reconciler import DispatchConfig
+from catchup_assets.core.dispatch.record import AttemptRecord
 from catchup_assets.core.plan.ranges import dispatch_order
 from catchup_assets.core.size.sizing import Placement
 from catchup_assets.mission.profile import build_profile, build_tier_map
 from catchup_assets.sim.workload import Workload
 from catchup_assets.store import layout
-from catchup_assets.store.records import SNAPSHOT_FILE, AttemptRecord, RecordStore
+from catchup_assets.store.records import SNAPSHOT_FILE, RecordStore
 from catchup_assets.store.root import Store
 from catchup_assets.store.tables import plan_table, tier_map_table, write_table
 

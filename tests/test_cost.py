@@ -191,8 +191,8 @@ def test_the_resource_refuses_a_bad_catalog_or_tier_at_load_naming_it(settings, 
 
 
 def test_a_mission_summary_counts_every_attempt_and_says_whether_the_profile_paid():
+    from catchup_assets.core.dispatch.record import AttemptRecord
     from catchup_assets.mission.report import cost_verdict, summarize
-    from catchup_assets.store.records import AttemptRecord
 
     p = placement(tier("a", 8, "small", 1.0))
 

@@ -20,7 +20,9 @@ import pytest
 
 import catchup_assets.cli.main as cli
 from catchup_assets.core.dispatch.ports import Peaks
-from catchup_assets.core.dispatch.reconciler import DispatchConfig, Dispatcher, DispatcherStuck
+from catchup_assets.core.dispatch.reconciler import DispatchConfig, Dispatcher
+from catchup_assets.core.dispatch.record import AttemptRecord, UnrecordableRecord
+from catchup_assets.core.dispatch.results import DispatcherStuck
 from catchup_assets.core.measure.logparse import parse_worker_log
 from catchup_assets.core.plan.config import MissionConfig
 from catchup_assets.core.plan.ranges import MissionSpan, dispatch_order, parse_key, plan_ranges
@@ -30,7 +32,7 @@ from catchup_assets.defs.resources import CatchupResource
 from catchup_assets.mission.plan import prepare
 from catchup_assets.mission.profile import build_tier_map
 from catchup_assets.store.profiles import load_previous_profile
-from catchup_assets.store.records import AttemptRecord, RecordStore, UnrecordableRecord, encode
+from catchup_assets.store.records import RecordStore, encode
 from catchup_assets.store.root import StorageError, Store
 from catchup_assets.store.tables import PROFILE_SCHEMA
 from fakes import FakeBackend, FakeClock, Script

@@ -8,9 +8,9 @@ from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 import pyarrow.parquet as pq
 import pytest
 
+from catchup_assets.core.dispatch.record import AttemptRecord
 from catchup_assets.core.errors import StateError
 from catchup_assets.store.profiles import ProfileRefused, ProfileUnavailable, load_previous_profile
-from catchup_assets.store.records import AttemptRecord
 from catchup_assets.store.tables import NotATable, parse_table, profile_table
 
 GiB = 1024**3

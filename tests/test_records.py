@@ -4,8 +4,9 @@ import logging
 
 import pytest
 
+from catchup_assets.core.dispatch.record import AttemptRecord
 from catchup_assets.core.plan.config import validate_mission
-from catchup_assets.store.records import AttemptRecord, RecordStore, decode, encode
+from catchup_assets.store.records import RecordStore, decode, encode
 from catchup_assets.store.root import Store
 
 KEY = "0000016001-0000032000"

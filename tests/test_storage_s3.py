@@ -8,7 +8,8 @@ import boto3
 import botocore.exceptions
 import pytest
 
-from catchup_assets.store.records import AttemptRecord, RecordStore
+from catchup_assets.core.dispatch.record import AttemptRecord
+from catchup_assets.store.records import RecordStore
 from catchup_assets.store.root import Store
 
 KEY = "0000016001-0000032000"

@@ -5,11 +5,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from catchup_assets.core.aggregate.profile import profile_rows
+from catchup_assets.core.dispatch.record import AttemptRecord
 from catchup_assets.core.plan.ranges import parse_key
 from catchup_assets.core.size.sizing import Placement
 from catchup_assets.mission.plan import require_plan
 from catchup_assets.store import layout
-from catchup_assets.store.records import AttemptRecord, RecordStore
+from catchup_assets.store.records import RecordStore
 from catchup_assets.store.root import Store
 from catchup_assets.store.tables import PROFILE_SCHEMA, Table, read_table, table, tier_map_table, write_table
 

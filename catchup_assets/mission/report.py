@@ -7,9 +7,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from catchup_assets.core.classify.outcomes import Outcome
+from catchup_assets.core.dispatch.record import AttemptRecord
 from catchup_assets.core.size.cost import MissionCost, Use, mission_cost
 from catchup_assets.core.size.sizing import Placement
-from catchup_assets.store.records import AttemptRecord
 
 
 @dataclass(frozen=True)

@@ -8,14 +8,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from catchup_assets.core.dispatch.ports import Backend
-from catchup_assets.core.dispatch.reconciler import (
-    Clock,
-    DispatchConfig,
-    Dispatcher,
-    MissionResult,
-    RangeResult,
-    Status,
-)
+from catchup_assets.core.dispatch.reconciler import Clock, DispatchConfig, Dispatcher
+from catchup_assets.core.dispatch.results import MissionResult, RangeResult, Status
 from catchup_assets.mission.plan import PreparedMission
 from catchup_assets.store import layout
 from catchup_assets.store.records import RecordStore

@@ -15,6 +15,7 @@ snapshot that is stale or unreadable, falls back to the record's own file.
 
 A torn, foreign or old-schema file costs the one attempt it describes, with a
 warning (L12, L33); peaks merge by max (L20) and a late field fills a hole (L28).
+The record itself, its merge and its bounds are pure (core/dispatch/record.py).
 """
 
 from __future__ import annotations
@@ -23,142 +24,38 @@ import hashlib
 import io
 import json
 import logging
-import math
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, fields
+from dataclasses import fields
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from catchup_assets.core.dispatch.record import (
+    COLUMNS,
+    SCHEMA_VERSION,
+    AttemptRecord,
+    UnrecordableRecord,
+    merge,
+    unrecordable_fields,
+)
 from catchup_assets.core.plan.config import validate_mission
 from catchup_assets.store.root import Store
 
 log = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 2  # 2 added last_seen_at and seconds_estimated; version 1 files still read
 SNAPSHOT_FILE = "attempt_records.parquet"
-PEAK_FIELDS = ("peak_anon_bytes", "peak_working_set_bytes", "peak_ephemeral_bytes")
 _RESET_FILE = re.compile(r"^attempts/(\d{10}-\d{10})/_reset-a(\d{3,})$")
 _CLAIM_FILE = re.compile(r"^attempts/(\d{10}-\d{10})/_claim-a(\d{3,})$")
 _ATTEMPT_FILE = re.compile(r"^attempts/(\d{10}-\d{10})/(?:a(\d{3,})\.(parquet)|_a(\d{3,})\.(done))$")
 
-
-@dataclass(frozen=True)
-class AttemptRecord:
-    """One attempt of one range. Times are epoch seconds, sizes bytes."""
-
-    mission: str
-    range_key: str
-    attempt: int
-    outcome: str | None = None  # None while in flight
-    exit_code: int | None = None
-    reason: str | None = None
-    started_at: float | None = None
-    finished_at: float | None = None
-    # When the dispatcher last saw the attempt running: a vanished leg's time ends there (L22).
-    last_seen_at: float | None = None
-    seconds: float | None = None
-    # True when `seconds` is last_seen_at - started_at because the pod went with its node.
-    seconds_estimated: bool | None = None
-    peak_anon_bytes: int | None = None
-    peak_working_set_bytes: int | None = None
-    peak_ephemeral_bytes: int | None = None
-    tx_apply_count: int | None = None
-    tx_apply_seconds: float | None = None
-    resumed_from_ledger: int | None = None
-    fresh_start: bool | None = None
-    memory_request_bytes: int | None = None
-    memory_limit_bytes: int | None = None
-    tier: str | None = None
-    node: str | None = None
-    log_path: str | None = None
-    schema_version: int = SCHEMA_VERSION
-
-
-SCHEMA = pa.schema(
-    [
-        ("mission", pa.string()),
-        ("range_key", pa.string()),
-        ("attempt", pa.int32()),
-        ("outcome", pa.string()),
-        ("exit_code", pa.int32()),
-        ("reason", pa.string()),
-        ("started_at", pa.float64()),
-        ("finished_at", pa.float64()),
-        ("last_seen_at", pa.float64()),
-        ("seconds", pa.float64()),
-        ("seconds_estimated", pa.bool_()),
-        ("peak_anon_bytes", pa.int64()),
-        ("peak_working_set_bytes", pa.int64()),
-        ("peak_ephemeral_bytes", pa.int64()),
-        ("tx_apply_count", pa.int64()),
-        ("tx_apply_seconds", pa.float64()),
-        ("resumed_from_ledger", pa.int64()),
-        ("fresh_start", pa.bool_()),
-        ("memory_request_bytes", pa.int64()),
-        ("memory_limit_bytes", pa.int64()),
-        ("tier", pa.string()),
-        ("node", pa.string()),
-        ("log_path", pa.string()),
-        ("schema_version", pa.int32()),
-    ]
-)
+# The record is a pure value (core/dispatch/record.py); its column kinds as Arrow types.
+_ARROW = {"string": pa.string(), "int32": pa.int32(), "int64": pa.int64(), "float64": pa.float64(), "bool": pa.bool_()}
+SCHEMA = pa.schema([(name, _ARROW[kind]) for name, kind in COLUMNS.items()])
 assert [f.name for f in fields(AttemptRecord)] == SCHEMA.names
 # Version 1 lacked these; its files decode with them empty.
 ADDED_IN_2 = ("last_seen_at", "seconds_estimated")
 SCHEMA_V1_NAMES = [n for n in SCHEMA.names if n not in ADDED_IN_2]
-MAX_FIELDS = (*PEAK_FIELDS, "last_seen_at")  # merged by max: a restart never moves them back (L20)
-
-
-def merge(old: AttemptRecord | None, new: AttemptRecord) -> AttemptRecord:
-    """Peaks by max; any other field: the newer value, but a missing one never erases."""
-    if old is None:
-        return new
-    values = {}
-    for f in fields(AttemptRecord):
-        a, b = getattr(old, f.name), getattr(new, f.name)
-        if f.name in MAX_FIELDS:
-            values[f.name] = b if a is None else a if b is None else max(a, b)
-        else:
-            values[f.name] = a if b is None else b
-    return AttemptRecord(**values)
-
-
-_INT_BOUNDS = {pa.int32(): (-(2**31), 2**31 - 1), pa.int64(): (-(2**63), 2**63 - 1)}
-_NON_NEGATIVE = (
-    *PEAK_FIELDS,
-    "seconds",
-    "tx_apply_count",
-    "tx_apply_seconds",
-    "resumed_from_ledger",
-    "memory_request_bytes",
-    "memory_limit_bytes",
-    "attempt",
-)
-
-
-class UnrecordableRecord(ValueError):
-    """A record with a value its schema cannot hold or no measurement can have."""
-
-
-def unrecordable_fields(rec: AttemptRecord) -> dict[str, object]:
-    """The fields of `rec` that cannot be written as they are: out of their column's range,
-    not finite, or negative where only a measurement >= 0 makes sense."""
-    bad: dict[str, object] = {}
-    for f in SCHEMA:
-        v = getattr(rec, f.name)
-        if v is None or isinstance(v, bool):
-            continue
-        if f.type in _INT_BOUNDS:
-            lo, hi = _INT_BOUNDS[f.type]
-            if not isinstance(v, int) or not lo <= v <= hi:
-                bad[f.name] = v
-        elif f.type == pa.float64() and (not isinstance(v, int | float) or not math.isfinite(v)):
-            bad[f.name] = v
-        if f.name in _NON_NEGATIVE and f.name not in bad and isinstance(v, int | float) and v < 0:
-            bad[f.name] = v
-    return bad
 
 
 def encode(rec: AttemptRecord) -> bytes:

@@ -8,7 +8,7 @@ import time
 from typing import TextIO
 
 from catchup_assets.cli.demo.observe import RangeStates, observe
-from catchup_assets.core.dispatch.reconciler import Status
+from catchup_assets.core.dispatch.results import Status
 from catchup_assets.defs.resources import CatchupResource
 
 

@@ -1,19 +1,21 @@
-"""The one protocol the dispatcher speaks to a place that runs attempts.
+"""The two protocols the dispatcher speaks: to a place that runs attempts, and to its records.
 
 A backend is the source of truth for what is in flight (L10): `observe()` asks
 it, every pass, and nothing about liveness is kept anywhere else. Local
-subprocesses and Kubernetes Jobs both sit behind these five calls.
+subprocesses and Kubernetes Jobs both sit behind these five calls. The records
+(`store.records.RecordStore`) are the durable truth of what each attempt did.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Protocol
 
 from catchup_assets.core.classify.outcomes import Observation
+from catchup_assets.core.dispatch.record import AttemptRecord
 
 log = logging.getLogger(__name__)
 MAX_BYTES = 2**63 - 1  # what a record's int64 column holds
@@ -195,3 +197,30 @@ class Backend(Protocol):
     def shutdown(self, grace: float) -> list[str]:
         """Stop this mission's live attempts within `grace` seconds, their kept data left
         for a later run to resume (L37); the ids of those still alive afterwards."""
+
+
+class Records(Protocol):
+    """A mission's attempt records, as the dispatcher reads and writes them (`store.records.RecordStore`).
+
+    `write` may raise `record.UnrecordableRecord` for a value the storage cannot hold.
+    """
+
+    def log_url(self, range_key: str, attempt: int) -> str: ...
+    def write(self, rec: AttemptRecord, existing: AttemptRecord | None = None) -> AttemptRecord: ...
+    def read_one(self, range_key: str, attempt: int) -> AttemptRecord | None: ...
+    def is_done(self, range_key: str, attempt: int) -> bool: ...
+    def mark_done(self, range_key: str, attempt: int) -> None: ...
+    def load(
+        self, keys: Iterable[str] | None = None
+    ) -> tuple[dict[tuple[str, int], AttemptRecord], set[tuple[str, int]]]: ...
+    def load_range(
+        self, range_key: str, other_than: str | None = None
+    ) -> tuple[dict[int, AttemptRecord], set[int], dict[int, float]]: ...
+    def sweep_tmp(self, now: float) -> int: ...
+    def write_snapshot(
+        self, records: Mapping[tuple[str, int], AttemptRecord], done: Iterable[tuple[str, int]]
+    ) -> str: ...
+    def claim(self, range_key: str, attempt: int, holder: str, now: float) -> bool: ...
+    def claim_holder(self, range_key: str, attempt: int) -> str | None: ...
+    def mark_reset(self, range_key: str, after_attempt: int) -> None: ...
+    def load_resets(self, keys: Iterable[str] | None = None) -> dict[str, int]: ...

@@ -6,6 +6,12 @@ decides each range from its own records (L5, L6), and submits into the free
 slots in dispatch order. A condemned range never stops dispatch (L9). Every
 in-memory map here is rebuilt from the records on start, so a restarted or
 second dispatcher sees the same picture.
+
+This module holds the pass and the loop; the Dispatcher's other parts are one
+concept a module: recovery.py (what it knows, rebuilt from the records, and the
+decisions taken from them), claims.py (claims between dispatchers, and submits),
+finish.py (recording and releasing attempts), health.py (stragglers, stalls and
+the circuit breaker); results.py holds what it reports.
 """
 
 from __future__ import annotations
@@ -15,29 +21,28 @@ import os
 import socket
 import time
 import uuid
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
-from enum import StrEnum
-from functools import partial
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Protocol
 
-from catchup_assets.core.aggregate.profile import range_row
-from catchup_assets.core.classify.outcomes import Action, Outcome, PastAttempt, classify, decide
-from catchup_assets.core.dispatch.breaker import LAST_ERROR, Breaker, failure_signature
+from catchup_assets.core.classify.outcomes import Outcome
+from catchup_assets.core.dispatch.breaker import Breaker
+from catchup_assets.core.dispatch.claims import Claims
+from catchup_assets.core.dispatch.finish import Finishing
+from catchup_assets.core.dispatch.health import Health
 from catchup_assets.core.dispatch.ports import (
-    AlreadyExists,
-    AttemptSpec,
-    AttemptState,
     Backend,
-    Collected,
     DispatchBlocked,
     Phase,
+    Records,
     TransientBackendError,
 )
+from catchup_assets.core.dispatch.record import AttemptRecord
+from catchup_assets.core.dispatch.recovery import Recovery
+from catchup_assets.core.dispatch.results import DispatcherStuck, MissionResult, RangeResult, RangeStatus, Status
 from catchup_assets.core.plan.config import MissionConfig
 from catchup_assets.core.plan.ranges import LedgerRange
 from catchup_assets.core.size.measures import ProfileIndex
-from catchup_assets.store.records import AttemptRecord, RecordStore, UnrecordableRecord, merge, unrecordable_fields
 
 log = logging.getLogger(__name__)
 
@@ -92,97 +97,12 @@ class DispatchConfig:
             raise ValueError("ranges: duplicate range keys in the plan")
 
 
-def _reason(obs, collected: Collected, outcome: Outcome) -> str:
-    """The record's reason: the observation, and for a failure stellar-core's own last error."""
-    text = obs.summary() if obs is not None else "no observation"
-    if outcome is not Outcome.OK and collected.last_error:
-        text += f"{LAST_ERROR}{collected.last_error}"
-    return text
-
-
-class DispatcherStuck(RuntimeError):
-    """The same failure on consecutive passes: an operator must look (its cause is chained)."""
-
-
-class RangeStatus(StrEnum):
-    DONE = "done"
-    CONDEMNED = "condemned"
-    NOT_RUN = "not_run"  # a stopped or blocked run left it for later
-
-
-@dataclass(frozen=True)
-class RangeResult:
-    range_key: str
-    status: RangeStatus
-    reason: str
-    row: dict | None  # the profile row of the range (chain-aggregated measurements)
-    attempts: int
-    outcomes: str
-    tier: str | None
-    memory_limit_bytes: int | None
-    log_path: str | None
-
-
-@dataclass(frozen=True)
-class Status:
-    passes: int
-    completed: int
-    in_flight: int
-    queued: int
-    condemned: int
-    total: int
-    other_live: int  # live attempts of this mission owned by another dispatcher
-    stragglers: tuple[str, ...] = ()
-    stalled_seconds: float = 0.0
-
-    def line(self) -> str:
-        s = (
-            f"completed {self.completed}/{self.total}, in flight {self.in_flight}, "
-            f"queued {self.queued}, condemned {self.condemned}"
-        )
-        if self.other_live:
-            s += f", other dispatchers' live {self.other_live}"
-        if self.stragglers:
-            s += "; stragglers: " + ", ".join(self.stragglers)
-        return s
-
-
-# The checks on the mission's health the dispatcher reports as they change (see Dispatcher.on_health).
-HEALTH_STALL = "not_stalled"
-HEALTH_DISPATCH = "dispatching"
-
-
-@dataclass
-class MissionResult:
-    results: dict[str, RangeResult]
-    passes: int
-
-    @property
-    def condemned(self) -> dict[str, str]:
-        return {k: r.reason for k, r in self.results.items() if r.status is RangeStatus.CONDEMNED}
-
-    @property
-    def done(self) -> list[str]:
-        return [k for k, r in self.results.items() if r.status is RangeStatus.DONE]
-
-
-def past_attempts(
-    recs: Mapping[int, AttemptRecord], done: set[int] | frozenset[int], reset_after: int = 0
-) -> list[PastAttempt]:
-    """A range's finished attempts as decisions read them: done-marked, after the last reset."""
-    return [
-        PastAttempt(a, Outcome(recs[a].outcome), recs[a].memory_limit_bytes, recs[a].reason or "")
-        for a in sorted(done)
-        if a in recs and recs[a].outcome is not None and a > reset_after
-    ]
-
-
-class Dispatcher:
+class Dispatcher(Recovery, Claims, Finishing, Health):
     def __init__(
         self,
         config: DispatchConfig,
         backend: Backend,
-        records: RecordStore,
+        records: Records,
         clock: Clock | None = None,
         on_status: Callable[[Status], None] | None = None,
         on_result: Callable[[RangeResult, bool], None] | None = None,
@@ -228,85 +148,9 @@ class Dispatcher:
         self._stall_warned = False
         self._overdue_warned: set[str] = set()
 
-    def recover(self) -> None:
-        """Rebuild what this dispatcher knows from the records (L10); the first pass calls it.
-
-        Kept out of the constructor, which does no I/O: reading every record,
-        granting an operator's run fresh budgets, and freeing the data of ranges
-        a crash left completed but unreleased (L3).
-        """
-        if self._recovered:
-            return
-        # File times are the wall clock's, whatever clock drives the passes.
-        self.records.sweep_tmp(time.time())
-        recs, done = self.records.load(self.by_key)
-        for (k, a), rec in recs.items():
-            self._recs[k][a] = rec
-        for k, a in done:
-            self._done[k].add(a)
-        # Attempts this run claimed before it restarted (a retried step keeps its holder) are
-        # its own: their records were just read, so flushes need no re-read to merge.
-        for k, a in recs:
-            if (k, a) not in done and k in self.by_key and self.records.claim_holder(k, a) == self.holder:
-                self._mine.add((k, a))
-        self._reset_after = self.records.load_resets(self.by_key) if self.by_key else {}
-        if self.cfg.reset_condemned:
-            for key in self.by_key:
-                if self._decide(key).action is Action.CONDEMNED:
-                    last = max(self._done[key])
-                    self.records.mark_reset(key, last)
-                    self._reset_after[key] = last
-                    log.warning("range %s was condemned; this run grants it fresh budgets", key)
-        self._recovered = True
-        for key in self.by_key:
-            self._judge(key, already=True)
-            if key in self._results and self._results[key].status is RangeStatus.DONE:
-                self._release_range(key)  # a crash may have come between done and release (L3)
-
     def _transient(self, call: str, exc: Exception) -> None:
         """A call the backend could not answer now: no range is charged; a later pass retries it."""
         log.warning("mission %s: %s deferred to a later pass: %s", self.name, call, exc)
-
-    def _release_range(self, key: str) -> None:
-        try:
-            self.backend.release_range(key)
-            self._release_owed.discard(key)
-        except TransientBackendError as exc:
-            self._release_owed.add(key)
-            self._transient(f"release_range {key}", exc)
-
-    # -- decisions from records -------------------------------------------------
-    def _history(self, key: str) -> list[PastAttempt]:
-        return past_attempts(self._recs[key], self._done[key], self._reset_after.get(key, 0))
-
-    def _decide(self, key: str):
-        return decide(self._history(key), self.mission.retry, self.mission.placement.ladder.cap_bytes)
-
-    def _judge(self, key: str, already: bool = False) -> None:
-        decision = self._decide(key)
-        if not decision.final or key in self._results:
-            return
-        recs = list(self._recs[key].values())
-        last = max(recs, key=lambda r: r.attempt)
-        row = range_row(recs)
-        result = RangeResult(
-            key,
-            RangeStatus(decision.action.value),
-            decision.reason,
-            row,
-            len([r for r in recs if r.outcome is not None]),
-            row["outcomes"] if row else " ".join(r.outcome or "?" for r in sorted(recs, key=lambda r: r.attempt)),
-            last.tier,
-            last.memory_limit_bytes,
-            last.log_path,
-        )
-        self._results[key] = result
-        if decision.action is Action.CONDEMNED:
-            # Loudly, on its own line, the moment it is seen (L36); dispatch goes on (L9).
-            log.error("range %s condemned: %s", key, decision.reason)
-        else:
-            self._last_completion = self.clock.time()
-        self.on_result(result, already)
 
     # -- one reconcile pass -----------------------------------------------------
     def pass_once(self) -> Status:
@@ -378,316 +222,6 @@ class Dispatcher:
         if self.passes % self.mission.status_every == 0:
             self.on_status(status)
         return status
-
-    def _spec(self, key: str, attempt: int, n_oom: int, n_evicted: int = 0) -> AttemptSpec:
-        rng = self.by_key[key]
-        s = self.mission.placement.size(rng.last, self.cfg.profile, n_oom, n_evicted)
-        return AttemptSpec(
-            mission=self.name,
-            range_key=key,
-            attempt=attempt,
-            target_ledger=rng.last,
-            ledger_count=rng.catchup_count(self.mission.span.overlap),
-            memory_request_bytes=s.memory_request_bytes,
-            memory_limit_bytes=s.memory_limit_bytes,
-            tier=s.tier,
-            cpu_request=s.cpu_request,
-            profiled=s.profiled,
-            deadline_seconds=self.mission.deadline_seconds,
-            env=dict(self.mission.env),
-            ephemeral_bytes=s.ephemeral_bytes,
-        )
-
-    def _claimed_elsewhere(self, key: str, done: set[int]) -> int | None:
-        """The highest attempt others claimed and left (0 if none), or None while one's submit is in flight."""
-        now = self.clock.time()
-        open_claims = {a: at for a, at in self._claims[key].items() if a not in done}
-        young = any(now - at < self.cfg.claim_grace_seconds for at in open_claims.values())
-        if young:
-            if now - self._claims_checked.get(key, float("-inf")) < self.cfg.claim_recheck_seconds:
-                return None
-            self._claims_checked[key] = now
-            self._refresh(key)  # finished and released unseen? its records say so
-            if key in self._results:
-                return None
-            open_claims = {a: at for a, at in self._claims[key].items() if a not in self._done[key]}
-            if any(now - at < self.cfg.claim_grace_seconds for at in open_claims.values()):
-                return None  # still in flight
-        elif open_claims:
-            # Past the grace and not seen: finished and released by its claimer, or never
-            # started. Only the records can tell: read them before spending the number.
-            self._refresh(key)
-            if key in self._results:
-                return None
-            open_claims = {a: at for a, at in self._claims[key].items() if a not in self._done[key]}
-        return max(open_claims, default=0)  # claimed, never started: that number is spent
-
-    def _refresh(self, key: str) -> None:
-        """Read one range afresh: another dispatcher may have run and recorded attempts of it."""
-        recs, done, claims = self.records.load_range(key, other_than=self.holder)
-        for attempt, rec in recs.items():
-            self._recs[key][attempt] = rec
-        self._done[key] |= done
-        self._claims[key] = claims
-        self._judge(key, already=True)
-
-    def _submit(self, key: str, attempt: int, n_oom: int, n_evicted: int = 0) -> bool:
-        """Claim the attempt, make its sizing durable, start it; False if another holder has it."""
-        if not self.records.claim(key, attempt, self.holder, self.clock.time()):
-            # Whoever dispatches, a range has one live attempt: read what was done with it.
-            self._refresh(key)
-            if attempt in self._done[key] or key in self._results:
-                return False  # finished (by another dispatcher, or by this run before a restart)
-            if self.records.claim_holder(key, attempt) != self.holder:
-                log.warning("range %s attempt %d is claimed by another dispatcher: not started here", key, attempt)
-                return False
-            log.info("attempt %s a%d was claimed by this run before a restart: submitted again", key, attempt)
-        self._mine.add((key, attempt))
-        spec = self._spec(key, attempt, n_oom, n_evicted)
-        rec = AttemptRecord(
-            mission=self.name,
-            range_key=key,
-            attempt=attempt,
-            memory_request_bytes=spec.memory_request_bytes,
-            memory_limit_bytes=spec.memory_limit_bytes,
-            tier=spec.tier,
-            log_path=self.records.log_url(key, attempt),
-        )
-        # The sizing is durable before the attempt exists, so a restart knows it.
-        self._recs[key][attempt] = self._write(rec, self._recs[key].get(attempt))
-        try:
-            self.backend.submit(spec)
-        except AlreadyExists:
-            log.info("attempt %s exists already: adopted (still holds its slot)", spec.attempt_id)
-        return True
-
-    def _flush_live(self, st: AttemptState) -> None:
-        """Make a live attempt's peaks, start and last sighting durable, at most every peak_flush_seconds."""
-        ident = (st.range_key, st.attempt)
-        now = self.clock.time()
-        prior = self._recs[st.range_key].get(st.attempt)
-        start_owed = st.started_at is not None and (prior is None or prior.started_at is None)
-        due = now - self._flushed_at.get(ident, -1e18) >= self.cfg.peak_flush_seconds
-        if not start_owed and not (due and st.peaks.anon_bytes is not None):
-            return
-        self._flushed_at[ident] = now
-        rec = AttemptRecord(
-            mission=self.name,
-            range_key=st.range_key,
-            attempt=st.attempt,
-            started_at=st.started_at,
-            last_seen_at=self._last_seen.get(ident),
-            peak_anon_bytes=st.peaks.anon_bytes,
-            peak_working_set_bytes=st.peaks.working_set_bytes,
-            peak_ephemeral_bytes=st.peaks.ephemeral_bytes,
-            node=st.node,
-        )
-        self._recs[st.range_key][st.attempt] = self._write(rec, prior)
-
-    def _write(self, rec: AttemptRecord, prior: AttemptRecord | None) -> AttemptRecord:
-        """Write a record; values it cannot hold are dropped with a warning naming them.
-
-        A finished attempt whose evidence had such a value is recorded `unknown`, with
-        the reason, once: a value that cannot be encoded must not fail the pass, and so
-        every restart, forever.
-        """
-        ident = (rec.range_key, rec.attempt)
-        if ident not in self._mine:
-            # Another dispatcher may write this attempt too (its claimer, or a second run over
-            # the same ranges): merge over what storage holds now, so neither blanks the other.
-            stored = self.records.read_one(*ident)
-            prior = merge(prior, stored) if stored is not None else prior
-        try:
-            return self.records.write(rec, prior)
-        except UnrecordableRecord as exc:
-            log.error("range %s attempt %d: unrecordable values dropped: %s", rec.range_key, rec.attempt, exc)
-            changes: dict = dict.fromkeys(unrecordable_fields(rec))
-            if rec.outcome is not None:
-                changes |= {"outcome": Outcome.UNKNOWN.value, "reason": f"evidence not recordable: {exc}"[:500]}
-            return self.records.write(replace(rec, **changes), prior)
-
-    def _finish(self, st: AttemptState) -> bool:
-        """Record a finished attempt and release it. False if its final read must wait."""
-        ident = (st.range_key, st.attempt)
-        if self.records.is_done(*ident):
-            # Another dispatcher recorded it first: a finished record is written once, so
-            # a second finisher's (possibly emptier) reading never replaces the first.
-            self._refresh(st.range_key)
-            self._release(st)
-            return True
-        try:
-            collected = self.backend.collect(st, partial(self.records.log_url, st.range_key))
-        except TransientBackendError as exc:
-            self._transient(f"final read of {ident[0]} a{ident[1]}", exc)
-            return False  # not a try: the backend could not answer at all
-        except Exception as exc:  # noqa: BLE001 - any failed read is retried, bounded (L31)
-            n = self._collect_failures.get(ident, 0) + 1
-            self._collect_failures[ident] = n
-            if n < self.cfg.collect_tries:
-                log.warning("final read of %s a%d failed (%d/%d): %s", *ident, n, self.cfg.collect_tries, exc)
-                return False
-            log.error("final read of %s a%d gave up: recording without it: %s", *ident, exc)
-            collected = Collected()
-        obs = st.observation
-        outcome = classify(obs) if obs is not None else Outcome.UNKNOWN
-        if collected.already_complete and outcome is Outcome.OK:
-            log.info("range %s found already complete by attempt %d", *ident)
-        prior = self._recs[st.range_key].get(st.attempt)
-        seconds, estimated = self._seconds(st, prior)
-        peaks = st.peaks.merge(collected.peaks)
-        rec = AttemptRecord(
-            mission=self.name,
-            range_key=st.range_key,
-            attempt=st.attempt,
-            outcome=outcome.value,
-            exit_code=obs.exit_code if obs else None,
-            reason=_reason(obs, collected, outcome),
-            started_at=st.started_at,
-            finished_at=st.finished_at,
-            last_seen_at=self._last_seen.pop(ident, None),
-            seconds=seconds,
-            seconds_estimated=estimated,
-            peak_anon_bytes=peaks.anon_bytes,
-            peak_working_set_bytes=peaks.working_set_bytes,
-            peak_ephemeral_bytes=peaks.ephemeral_bytes,
-            tx_apply_count=collected.tx_apply_count,
-            tx_apply_seconds=collected.tx_apply_seconds,
-            resumed_from_ledger=collected.resumed_from_ledger,
-            fresh_start=collected.fresh_start,
-            memory_limit_bytes=None if prior and prior.memory_limit_bytes else st.memory_limit_bytes,
-            tier=None if prior and prior.tier else st.tier,
-            node=st.node,
-            log_path=collected.log_path,
-        )
-        self._recs[st.range_key][st.attempt] = self._write(rec, prior)
-        self.records.mark_done(*ident)  # last, after the metrics (L32)
-        self._done[st.range_key].add(st.attempt)
-        self._finished_since_snapshot += 1
-        if self._finished_since_snapshot >= self.cfg.snapshot_every:
-            self._snapshot()
-        self._release(st)  # only now: releasing deletes the last copy of logs and peaks
-        if outcome is not Outcome.OK:
-            log.warning("range %s attempt %d: %s (%s)", st.range_key, st.attempt, outcome.value, rec.reason)
-        if not self._breaker_holds(st.range_key, st.attempt, outcome, rec):
-            self._judge(st.range_key)
-        if st.range_key in self._results and self._results[st.range_key].status is RangeStatus.DONE:
-            self._release_range(st.range_key)  # free the PVC at once (L3)
-        return True
-
-    # -- the circuit breaker (catchup_assets.core.dispatch.breaker) -----------------------------------
-    def _breaker_holds(self, key: str, attempt: int, outcome: Outcome, rec: AttemptRecord) -> bool:
-        """True if this finished attempt's range is held, undecided, in a run of identical failures."""
-        verdict = self.breaker.finished(
-            key, attempt, outcome, failure_signature(rec.outcome, rec.exit_code, rec.reason)
-        )
-        self._judge_all(verdict.release)
-        for k, a in verdict.spare:
-            self._spare(k, a)
-        if verdict.trip:
-            self._block(verdict.trip)
-        return verdict.hold
-
-    def _judge_all(self, keys) -> None:
-        for k in keys:
-            self._judge(k)
-
-    def _spare(self, key: str, attempt: int) -> None:
-        """Not the range's fault: a later run grants it its budgets untouched."""
-        self.records.mark_reset(key, attempt)
-        self._reset_after[key] = max(self._reset_after.get(key, 0), attempt)
-
-    def _block(self, cause: str) -> None:
-        """Stop new dispatches for the rest of this run; live attempts run on."""
-        log.error("mission %s: %s", self.name, cause)
-        if self._blocked is None:
-            self._blocked = cause
-            self.on_health(HEALTH_DISPATCH, False, cause)
-
-    def _release(self, st: AttemptState) -> None:
-        try:
-            self.backend.release(st)
-        except TransientBackendError as exc:
-            # The record and its done mark are durable: a later pass sees it and releases again.
-            self._transient(f"release of {st.attempt_id}", exc)
-
-    def _seconds(self, st: AttemptState, prior: AttemptRecord | None) -> tuple[float | None, bool | None]:
-        """The attempt's compute seconds from its own clock (L23), or, for a leg whose pod
-        vanished with its node, from its start to when it was last seen running (L22)."""
-        if st.started_at and st.finished_at:
-            return st.finished_at - st.started_at, False
-        started = st.started_at or (prior.started_at if prior else None)
-        seen = [
-            t for t in (self._last_seen.get((st.range_key, st.attempt)), prior.last_seen_at if prior else None) if t
-        ]
-        if started and seen and max(seen) > started:
-            return max(seen) - started, True
-        return None, None  # never seen running: no duration rather than a guess (L23)
-
-    def _status(self, in_flight: int, queued: int, live_total: int, mine: list[AttemptState]) -> Status:
-        now = self.clock.time()
-        completed = sum(1 for r in self._results.values() if r.status is RangeStatus.DONE)
-        condemned = sum(1 for r in self._results.values() if r.status is RangeStatus.CONDEMNED)
-        running = [s for s in mine if s.live and s.started_at]
-        overdue = {s.attempt_id: over for s in running if (over := self._overrun(s, now)) is not None}
-        for s in running:
-            if s.attempt_id in overdue and s.attempt_id not in self._overdue_warned:
-                self._overdue_warned.add(s.attempt_id)
-                log.warning("range %s: overdue: %s", s.range_key, self._straggler(s, now))
-        stragglers: tuple[str, ...] = ()
-        if in_flight and queued == 0 and in_flight <= self.mission.parallelism // 2:
-            # Work in flight, nothing queued, most slots idle: name the slow ones (Z1), the
-            # most overdue against their profile first, else the longest running.
-            slow = sorted(running, key=lambda s: (-overdue.get(s.attempt_id, 0.0), s.started_at))[:5]
-            stragglers = tuple(self._straggler(s, now) for s in slow)
-        stalled = now - self._last_completion
-        # A stall (Z4): nothing completed for stall_seconds, and nothing in flight is on time:
-        # hours without a completion are normal while every range running is a long one.
-        is_stall = bool(running) and stalled > self.mission.stall_seconds and len(overdue) == len(running)
-        if is_stall and not self._stall_warned:
-            why = f"stalled: no range completed for {stalled:.0f} s and all {len(running)} in flight are overdue (Z4)"
-            log.error("mission %s: %s", self.name, why)
-            self._stall_warned = True
-            self.on_health(HEALTH_STALL, False, why)
-        elif not is_stall and self._stall_warned:
-            self._stall_warned = False
-            self.on_health(HEALTH_STALL, True, "a range completed, or attempts in flight are on time again")
-        return Status(
-            self.passes,
-            completed,
-            in_flight,
-            queued,
-            condemned,
-            len(self.by_key),
-            live_total - in_flight if live_total > in_flight else 0,
-            stragglers,
-            stalled,
-        )
-
-    def _overrun(self, st: AttemptState, now: float) -> float | None:
-        """How far past its due time an attempt runs (running / due), or None while it is on time.
-
-        Due: stall_factor x its profiled seconds, and never before stall_seconds."""
-        m = self.cfg.profile.lookup(self.by_key[st.range_key].last) if self.cfg.profile else None
-        predicted = m.seconds if m and m.seconds else 0.0
-        due = max(self.mission.stall_seconds, self.mission.stall_factor * predicted)
-        running = now - (st.started_at or now)
-        return running / due if running > due else None
-
-    def _straggler(self, st: AttemptState, now: float) -> str:
-        running = now - (st.started_at or now)
-        m = self.cfg.profile.lookup(self.by_key[st.range_key].last) if self.cfg.profile else None
-        expected = f" (profiled {m.seconds:.0f}s)" if m and m.seconds else ""
-        return f"{st.range_key} a{st.attempt} running {running:.0f}s{expected}"
-
-    def _snapshot(self) -> None:
-        """Leave this run's finished records in one file for the profile and the next start."""
-        self._finished_since_snapshot = 0
-        recs = {(k, a): r for k, by_a in self._recs.items() for a, r in by_a.items()}
-        done = {(k, a) for k, attempts in self._done.items() for a in attempts}
-        try:
-            self.records.write_snapshot(recs, done)
-        except Exception as exc:  # noqa: BLE001 - the snapshot is an optimisation, never a failure
-            log.warning("mission %s: attempt snapshot not written: %s", self.name, exc)
 
     # -- the loop -----------------------------------------------------------------
     def stop(self) -> None:

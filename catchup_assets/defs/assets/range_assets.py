@@ -10,7 +10,8 @@ from collections.abc import Iterator
 
 import dagster as dg
 
-from catchup_assets.core.dispatch.reconciler import HEALTH_DISPATCH, HEALTH_STALL, RangeResult, RangeStatus
+from catchup_assets.core.dispatch.health import HEALTH_DISPATCH, HEALTH_STALL
+from catchup_assets.core.dispatch.results import RangeResult, RangeStatus
 from catchup_assets.core.plan.ranges import RangeKeyError, parse_key, plan_ranges
 from catchup_assets.defs.assets.launchpad import policies
 from catchup_assets.defs.assets.mission_plan import build_mission_plan, mission_plan  # noqa: F401 - the graph's root, re-exported

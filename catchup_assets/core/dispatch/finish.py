@@ -1,0 +1,184 @@
+"""Finishing an attempt: collect, record, done mark, then release (L2, L31, L32).
+
+Also the records written while it runs (its peaks, start and last sighting, L20, L22),
+the release of a completed range's data (L3), and the snapshot of finished records.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import replace
+from functools import partial
+
+from catchup_assets.core.classify.outcomes import Outcome, classify
+from catchup_assets.core.dispatch.breaker import LAST_ERROR
+from catchup_assets.core.dispatch.ports import AttemptState, Collected, TransientBackendError
+from catchup_assets.core.dispatch.record import AttemptRecord, UnrecordableRecord, merge, unrecordable_fields
+from catchup_assets.core.dispatch.results import RangeStatus
+
+log = logging.getLogger(__name__)
+
+
+def _reason(obs, collected: Collected, outcome: Outcome) -> str:
+    """The record's reason: the observation, and for a failure stellar-core's own last error."""
+    text = obs.summary() if obs is not None else "no observation"
+    if outcome is not Outcome.OK and collected.last_error:
+        text += f"{LAST_ERROR}{collected.last_error}"
+    return text
+
+
+class Finishing:
+    """The Dispatcher's records of attempts and their release, a part of `reconciler.Dispatcher`
+    (its constructor sets up the state: _recs, _done, _mine, _collect_failures, _flushed_at,
+    _last_seen, _release_owed, _finished_since_snapshot)."""
+
+    def _flush_live(self, st: AttemptState) -> None:
+        """Make a live attempt's peaks, start and last sighting durable, at most every peak_flush_seconds."""
+        ident = (st.range_key, st.attempt)
+        now = self.clock.time()
+        prior = self._recs[st.range_key].get(st.attempt)
+        start_owed = st.started_at is not None and (prior is None or prior.started_at is None)
+        due = now - self._flushed_at.get(ident, -1e18) >= self.cfg.peak_flush_seconds
+        if not start_owed and not (due and st.peaks.anon_bytes is not None):
+            return
+        self._flushed_at[ident] = now
+        rec = AttemptRecord(
+            mission=self.name,
+            range_key=st.range_key,
+            attempt=st.attempt,
+            started_at=st.started_at,
+            last_seen_at=self._last_seen.get(ident),
+            peak_anon_bytes=st.peaks.anon_bytes,
+            peak_working_set_bytes=st.peaks.working_set_bytes,
+            peak_ephemeral_bytes=st.peaks.ephemeral_bytes,
+            node=st.node,
+        )
+        self._recs[st.range_key][st.attempt] = self._write(rec, prior)
+
+    def _write(self, rec: AttemptRecord, prior: AttemptRecord | None) -> AttemptRecord:
+        """Write a record; values it cannot hold are dropped with a warning naming them.
+
+        A finished attempt whose evidence had such a value is recorded `unknown`, with
+        the reason, once: a value that cannot be encoded must not fail the pass, and so
+        every restart, forever.
+        """
+        ident = (rec.range_key, rec.attempt)
+        if ident not in self._mine:
+            # Another dispatcher may write this attempt too (its claimer, or a second run over
+            # the same ranges): merge over what storage holds now, so neither blanks the other.
+            stored = self.records.read_one(*ident)
+            prior = merge(prior, stored) if stored is not None else prior
+        try:
+            return self.records.write(rec, prior)
+        except UnrecordableRecord as exc:
+            log.error("range %s attempt %d: unrecordable values dropped: %s", rec.range_key, rec.attempt, exc)
+            changes: dict = dict.fromkeys(unrecordable_fields(rec))
+            if rec.outcome is not None:
+                changes |= {"outcome": Outcome.UNKNOWN.value, "reason": f"evidence not recordable: {exc}"[:500]}
+            return self.records.write(replace(rec, **changes), prior)
+
+    def _finish(self, st: AttemptState) -> bool:
+        """Record a finished attempt and release it. False if its final read must wait."""
+        ident = (st.range_key, st.attempt)
+        if self.records.is_done(*ident):
+            # Another dispatcher recorded it first: a finished record is written once, so
+            # a second finisher's (possibly emptier) reading never replaces the first.
+            self._refresh(st.range_key)
+            self._release(st)
+            return True
+        try:
+            collected = self.backend.collect(st, partial(self.records.log_url, st.range_key))
+        except TransientBackendError as exc:
+            self._transient(f"final read of {ident[0]} a{ident[1]}", exc)
+            return False  # not a try: the backend could not answer at all
+        except Exception as exc:  # noqa: BLE001 - any failed read is retried, bounded (L31)
+            n = self._collect_failures.get(ident, 0) + 1
+            self._collect_failures[ident] = n
+            if n < self.cfg.collect_tries:
+                log.warning("final read of %s a%d failed (%d/%d): %s", *ident, n, self.cfg.collect_tries, exc)
+                return False
+            log.error("final read of %s a%d gave up: recording without it: %s", *ident, exc)
+            collected = Collected()
+        obs = st.observation
+        outcome = classify(obs) if obs is not None else Outcome.UNKNOWN
+        if collected.already_complete and outcome is Outcome.OK:
+            log.info("range %s found already complete by attempt %d", *ident)
+        prior = self._recs[st.range_key].get(st.attempt)
+        seconds, estimated = self._seconds(st, prior)
+        peaks = st.peaks.merge(collected.peaks)
+        rec = AttemptRecord(
+            mission=self.name,
+            range_key=st.range_key,
+            attempt=st.attempt,
+            outcome=outcome.value,
+            exit_code=obs.exit_code if obs else None,
+            reason=_reason(obs, collected, outcome),
+            started_at=st.started_at,
+            finished_at=st.finished_at,
+            last_seen_at=self._last_seen.pop(ident, None),
+            seconds=seconds,
+            seconds_estimated=estimated,
+            peak_anon_bytes=peaks.anon_bytes,
+            peak_working_set_bytes=peaks.working_set_bytes,
+            peak_ephemeral_bytes=peaks.ephemeral_bytes,
+            tx_apply_count=collected.tx_apply_count,
+            tx_apply_seconds=collected.tx_apply_seconds,
+            resumed_from_ledger=collected.resumed_from_ledger,
+            fresh_start=collected.fresh_start,
+            memory_limit_bytes=None if prior and prior.memory_limit_bytes else st.memory_limit_bytes,
+            tier=None if prior and prior.tier else st.tier,
+            node=st.node,
+            log_path=collected.log_path,
+        )
+        self._recs[st.range_key][st.attempt] = self._write(rec, prior)
+        self.records.mark_done(*ident)  # last, after the metrics (L32)
+        self._done[st.range_key].add(st.attempt)
+        self._finished_since_snapshot += 1
+        if self._finished_since_snapshot >= self.cfg.snapshot_every:
+            self._snapshot()
+        self._release(st)  # only now: releasing deletes the last copy of logs and peaks
+        if outcome is not Outcome.OK:
+            log.warning("range %s attempt %d: %s (%s)", st.range_key, st.attempt, outcome.value, rec.reason)
+        if not self._breaker_holds(st.range_key, st.attempt, outcome, rec):
+            self._judge(st.range_key)
+        if st.range_key in self._results and self._results[st.range_key].status is RangeStatus.DONE:
+            self._release_range(st.range_key)  # free the PVC at once (L3)
+        return True
+
+    def _seconds(self, st: AttemptState, prior: AttemptRecord | None) -> tuple[float | None, bool | None]:
+        """The attempt's compute seconds from its own clock (L23), or, for a leg whose pod
+        vanished with its node, from its start to when it was last seen running (L22)."""
+        if st.started_at and st.finished_at:
+            return st.finished_at - st.started_at, False
+        started = st.started_at or (prior.started_at if prior else None)
+        seen = [
+            t for t in (self._last_seen.get((st.range_key, st.attempt)), prior.last_seen_at if prior else None) if t
+        ]
+        if started and seen and max(seen) > started:
+            return max(seen) - started, True
+        return None, None  # never seen running: no duration rather than a guess (L23)
+
+    def _release(self, st: AttemptState) -> None:
+        try:
+            self.backend.release(st)
+        except TransientBackendError as exc:
+            # The record and its done mark are durable: a later pass sees it and releases again.
+            self._transient(f"release of {st.attempt_id}", exc)
+
+    def _release_range(self, key: str) -> None:
+        try:
+            self.backend.release_range(key)
+            self._release_owed.discard(key)
+        except TransientBackendError as exc:
+            self._release_owed.add(key)
+            self._transient(f"release_range {key}", exc)
+
+    def _snapshot(self) -> None:
+        """Leave this run's finished records in one file for the profile and the next start."""
+        self._finished_since_snapshot = 0
+        recs = {(k, a): r for k, by_a in self._recs.items() for a, r in by_a.items()}
+        done = {(k, a) for k, attempts in self._done.items() for a in attempts}
+        try:
+            self.records.write_snapshot(recs, done)
+        except Exception as exc:  # noqa: BLE001 - the snapshot is an optimisation, never a failure
+            log.warning("mission %s: attempt snapshot not written: %s", self.name, exc)

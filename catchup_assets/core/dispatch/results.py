@@ -1,0 +1,67 @@
+"""What a dispatcher reports: each range's result, a pass's status line, the mission's result."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+
+class DispatcherStuck(RuntimeError):
+    """The same failure on consecutive passes: an operator must look (its cause is chained)."""
+
+
+class RangeStatus(StrEnum):
+    DONE = "done"
+    CONDEMNED = "condemned"
+    NOT_RUN = "not_run"  # a stopped or blocked run left it for later
+
+
+@dataclass(frozen=True)
+class RangeResult:
+    range_key: str
+    status: RangeStatus
+    reason: str
+    row: dict | None  # the profile row of the range (chain-aggregated measurements)
+    attempts: int
+    outcomes: str
+    tier: str | None
+    memory_limit_bytes: int | None
+    log_path: str | None
+
+
+@dataclass(frozen=True)
+class Status:
+    passes: int
+    completed: int
+    in_flight: int
+    queued: int
+    condemned: int
+    total: int
+    other_live: int  # live attempts of this mission owned by another dispatcher
+    stragglers: tuple[str, ...] = ()
+    stalled_seconds: float = 0.0
+
+    def line(self) -> str:
+        s = (
+            f"completed {self.completed}/{self.total}, in flight {self.in_flight}, "
+            f"queued {self.queued}, condemned {self.condemned}"
+        )
+        if self.other_live:
+            s += f", other dispatchers' live {self.other_live}"
+        if self.stragglers:
+            s += "; stragglers: " + ", ".join(self.stragglers)
+        return s
+
+
+@dataclass
+class MissionResult:
+    results: dict[str, RangeResult]
+    passes: int
+
+    @property
+    def condemned(self) -> dict[str, str]:
+        return {k: r.reason for k, r in self.results.items() if r.status is RangeStatus.CONDEMNED}
+
+    @property
+    def done(self) -> list[str]:
+        return [k for k, r in self.results.items() if r.status is RangeStatus.DONE]
