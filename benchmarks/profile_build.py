@@ -25,7 +25,8 @@ from catchup_assets.core.size.sizing import Placement
 from catchup_assets.mission.profile import build_profile, build_tier_map
 from catchup_assets.sim.workload import Workload
 from catchup_assets.store import layout
-from catchup_assets.store.records import SNAPSHOT_FILE, RecordStore
+from catchup_assets.store.layout import SNAPSHOT_FILE
+from catchup_assets.store.records import RecordStore
 from catchup_assets.store.root import Store
 from catchup_assets.store.tables import plan_table, tier_map_table, write_table
 

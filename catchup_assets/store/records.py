@@ -1,12 +1,9 @@
 """Attempt records on the storage root: one Parquet file per attempt, done mark last.
 
-Layout under the root (see docs/storage.md, "Storage layout"):
-    <mission>/attempts/<range_key>/a<NNN>.parquet   the attempt record
-    <mission>/attempts/<range_key>/_a<NNN>.done     written after the record (L32); the
-                                                    underscore keeps Parquet readers off it
-    <mission>/logs/<range_key>/a<NNN>.log.gz        the attempt's log
-    <mission>/attempt_records.parquet               every done attempt in one table: a
-                                                    snapshot, never the source of truth
+The paths are store/layout.py's: the record `attempts/<range_key>/a<NNN>.parquet`, its
+done mark `_a<NNN>.done` written after it (L32), claims and resets beside them, and
+`attempt_records.parquet`, every done attempt in one table: a snapshot, never the source
+of truth (docs/storage.md).
 
 A done-marked record never changes again (L32), so `load()` takes it from the
 snapshot instead of opening its file: one read instead of thousands. The
@@ -40,14 +37,14 @@ from catchup_assets.core.dispatch.record import (
     unrecordable_fields,
 )
 from catchup_assets.core.plan.config import validate_mission
+from catchup_assets.store import layout
 from catchup_assets.store.root import Store
 
 log = logging.getLogger(__name__)
 
-SNAPSHOT_FILE = "attempt_records.parquet"
-_RESET_FILE = re.compile(r"^attempts/(\d{10}-\d{10})/_reset-a(\d{3,})$")
-_CLAIM_FILE = re.compile(r"^attempts/(\d{10}-\d{10})/_claim-a(\d{3,})$")
-_ATTEMPT_FILE = re.compile(r"^attempts/(\d{10}-\d{10})/(?:a(\d{3,})\.(parquet)|_a(\d{3,})\.(done))$")
+_RESET_FILE = re.compile("^" + layout.ATTEMPTS_DIR + r"/(\d{10}-\d{10})/_reset-a(\d{3,})$")
+_CLAIM_FILE = re.compile("^" + layout.ATTEMPTS_DIR + r"/(\d{10}-\d{10})/_claim-a(\d{3,})$")
+_ATTEMPT_FILE = re.compile("^" + layout.ATTEMPTS_DIR + r"/(\d{10}-\d{10})/(?:a(\d{3,})\.(parquet)|_a(\d{3,})\.(done))$")
 
 # The record is a pure value (core/dispatch/record.py); its column kinds as Arrow types.
 _ARROW = {"string": pa.string(), "int32": pa.int32(), "int64": pa.int64(), "float64": pa.float64(), "bool": pa.bool_()}
@@ -105,11 +102,10 @@ class RecordStore:
         self.files_read = 0  # record files the last load() had to open (not in the snapshot)
 
     def _rel(self, range_key: str, attempt: int, ext: str) -> str:
-        mark = "_" if ext == "done" else ""
-        return f"{self.mission}/attempts/{range_key}/{mark}a{attempt:03d}.{ext}"
+        return layout.attempt_file(self.mission, range_key, attempt, ext)
 
     def log_url(self, range_key: str, attempt: int) -> str:
-        return self.store.url(f"{self.mission}/logs/{range_key}/a{attempt:03d}.log.gz")
+        return self.store.url(layout.log(self.mission, range_key, attempt))
 
     def write(self, rec: AttemptRecord, existing: AttemptRecord | None = None) -> AttemptRecord:
         """Merge `rec` over what is known and write it atomically; returns the merged record."""
@@ -144,7 +140,7 @@ class RecordStore:
         done: set[tuple[str, int]] = set()
         files: list[tuple[str, int, str]] = []
         prefix = f"{self.mission}/"
-        for rel in self.store.find(f"{self.mission}/attempts"):
+        for rel in self.store.find(layout.attempts(self.mission)):
             m = _ATTEMPT_FILE.match(rel[len(prefix) :]) if rel.startswith(prefix) else None
             if not m and (_RESET_FILE.match(rel[len(prefix) :]) or _CLAIM_FILE.match(rel[len(prefix) :])):
                 continue
@@ -186,7 +182,7 @@ class RecordStore:
         return self.store.sweep_tmp(self.mission, now)
 
     def _snapshot_rel(self) -> str:
-        return f"{self.mission}/{SNAPSHOT_FILE}"
+        return layout.snapshot(self.mission)
 
     def read_snapshot(self) -> dict[tuple[str, int], AttemptRecord]:
         """The snapshot's records by (range, attempt); empty if there is none or it is unreadable."""
@@ -239,7 +235,7 @@ class RecordStore:
             return None
 
     def _claim_rel(self, range_key: str, attempt: int) -> str:
-        return f"{self.mission}/attempts/{range_key}/_claim-a{attempt:03d}"
+        return layout.claim(self.mission, range_key, attempt)
 
     def load_range(
         self, range_key: str, other_than: str | None = None
@@ -250,7 +246,7 @@ class RecordStore:
         done: set[int] = set()
         claims: dict[int, float] = {}
         prefix = f"{self.mission}/"
-        for rel in self.store.find(f"{self.mission}/attempts/{range_key}"):
+        for rel in self.store.find(layout.attempts(self.mission, range_key)):
             tail = rel[len(prefix) :] if rel.startswith(prefix) else rel
             if c := _CLAIM_FILE.match(tail):
                 try:
@@ -273,13 +269,13 @@ class RecordStore:
 
     def mark_reset(self, range_key: str, after_attempt: int) -> None:
         """An operator's new run over a condemned range: budgets count attempts after this one."""
-        self.store.write_bytes(f"{self.mission}/attempts/{range_key}/_reset-a{after_attempt:03d}", b"")
+        self.store.write_bytes(layout.reset(self.mission, range_key, after_attempt), b"")
 
     def load_resets(self, keys: Iterable[str] | None = None) -> dict[str, int]:
         wanted = set(keys) if keys is not None else None
         out: dict[str, int] = {}
         prefix = f"{self.mission}/"
-        for rel in self.store.find(f"{self.mission}/attempts"):
+        for rel in self.store.find(layout.attempts(self.mission)):
             m = _RESET_FILE.match(rel[len(prefix) :]) if rel.startswith(prefix) else None
             if m and (wanted is None or m.group(1) in wanted):
                 out[m.group(1)] = max(out.get(m.group(1), 0), int(m.group(2)))
