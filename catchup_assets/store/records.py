@@ -36,6 +36,7 @@ from catchup_assets.core.dispatch.record import (
     merge,
     unrecordable_fields,
 )
+from catchup_assets.core.errors import StateError
 from catchup_assets.core.plan.config import validate_mission
 from catchup_assets.store import layout
 from catchup_assets.store.root import Store
@@ -70,7 +71,7 @@ def decode(data: bytes) -> AttemptRecord:
     # ParquetFile, not read_table: the dataset machinery behind read_table costs 2.5x per small file.
     table = pq.ParquetFile(pa.BufferReader(data)).read(use_threads=False)
     if table.num_rows != 1:
-        raise ValueError(f"unexpected rows ({table.num_rows} rows)")
+        raise StateError(f"unexpected rows ({table.num_rows} rows)")
     return _record(table.to_pylist()[0], table.schema.names)
 
 
@@ -81,7 +82,7 @@ def _record(row: dict, names: list[str]) -> AttemptRecord:
         return AttemptRecord(**row)
     if names == SCHEMA_V1_NAMES and version == 1:
         return AttemptRecord(**{**row, "schema_version": SCHEMA_VERSION})
-    raise ValueError(f"unexpected columns or schema_version {version!r} ({len(names)} columns)")
+    raise StateError(f"unexpected columns or schema_version {version!r} ({len(names)} columns)")
 
 
 _DIGEST_KEY = "catchup_assets.rows_sha256"
@@ -193,7 +194,7 @@ class RecordStore:
             stamp = (table.schema.metadata or {}).get(_DIGEST_KEY.encode(), b"").decode()
             if stamp != _digest(rows):
                 # Edited, or written by something else: the per-attempt files are the truth.
-                raise ValueError("its rows do not match the digest it was written with")
+                raise StateError("its rows do not match the digest it was written with")
             recs = [_record(row, table.schema.names) for row in rows]
         except FileNotFoundError:
             return {}
@@ -283,5 +284,5 @@ class RecordStore:
 
     def _checked(self, rec: AttemptRecord, key: str, attempt: int, rel: str) -> AttemptRecord:
         if (rec.mission, rec.range_key, rec.attempt) != (self.mission, key, attempt):
-            raise ValueError(f"{rel} describes {rec.mission}/{rec.range_key}/a{rec.attempt}, not its own path")
+            raise StateError(f"{rel} describes {rec.mission}/{rec.range_key}/a{rec.attempt}, not its own path")
         return rec

@@ -16,6 +16,7 @@ from typing import Protocol
 
 from catchup_assets.core.classify.outcomes import Observation
 from catchup_assets.core.dispatch.record import AttemptRecord
+from catchup_assets.core.errors import CatchupError
 
 log = logging.getLogger(__name__)
 MAX_BYTES = 2**63 - 1  # what a record's int64 column holds
@@ -144,7 +145,7 @@ class Collected:
         )
 
 
-class BackendError(Exception):
+class BackendError(CatchupError):
     """Anything a backend raises through the protocol is one of these kinds."""
 
 

@@ -40,6 +40,7 @@ from catchup_assets.core.dispatch.ports import (
 from catchup_assets.core.dispatch.record import AttemptRecord
 from catchup_assets.core.dispatch.recovery import Recovery
 from catchup_assets.core.dispatch.results import DispatcherStuck, MissionResult, RangeResult, RangeStatus, Status
+from catchup_assets.core.errors import ConfigError
 from catchup_assets.core.plan.config import MissionConfig
 from catchup_assets.core.plan.ranges import LedgerRange
 from catchup_assets.core.size.measures import ProfileIndex
@@ -94,7 +95,7 @@ class DispatchConfig:
     def __post_init__(self) -> None:
         keys = [r.key for r in self.ranges]
         if len(set(keys)) != len(keys):
-            raise ValueError("ranges: duplicate range keys in the plan")
+            raise ConfigError("ranges: duplicate range keys in the plan")
 
 
 class Dispatcher(Recovery, Claims, Finishing, Health):

@@ -12,6 +12,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, fields
 
+from catchup_assets.core.errors import StateError
+
 SCHEMA_VERSION = 2  # 2 added last_seen_at and seconds_estimated; version 1 files still read
 PEAK_FIELDS = ("peak_anon_bytes", "peak_working_set_bytes", "peak_ephemeral_bytes")
 
@@ -106,7 +108,7 @@ _NON_NEGATIVE = (
 )
 
 
-class UnrecordableRecord(ValueError):
+class UnrecordableRecord(StateError):
     """A record with a value its schema cannot hold or no measurement can have."""
 
 

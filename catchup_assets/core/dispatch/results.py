@@ -5,8 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
+from catchup_assets.core.errors import CatchupError
 
-class DispatcherStuck(RuntimeError):
+
+class DispatcherStuck(CatchupError, RuntimeError):
     """The same failure on consecutive passes: an operator must look (its cause is chained)."""
 
 
