@@ -127,6 +127,7 @@ def test_profile_and_tier_map_assets_pass_their_checks_and_feed_the_next_plan(in
         (dict(ledgers_per_range=1000), "ledgers_per_range"),
         (dict(mission_name="Bad Name"), "mission name"),
         (dict(deadline_seconds=-5), "deadline_seconds"),
+        (dict(deadline_seconds=0), "deadline_seconds"),  # none is null, written one way (issue 20)
     ],
 )
 def test_L34_bad_mission_config_is_refused_naming_the_field(instance, extra, field):

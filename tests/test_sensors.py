@@ -215,7 +215,7 @@ def test_the_last_profile_of_a_mission_plans_the_next_mission_once(env):
                     "order": "longest-first",
                     "parallelism": 4,
                     "previous_profile": profile_path,
-                    "deadline_seconds": 0,
+                    "deadline_seconds": None,
                 }
             }
         }

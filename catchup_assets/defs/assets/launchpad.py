@@ -38,7 +38,9 @@ class MissionPlanConfig(dg.Config):
         default=DEFAULT_PARALLELISM, description="attempts in flight at once, across all runs of the mission"
     )
     previous_profile: str = Field(default="", description="range_profile.parquet of an earlier mission (path or URL)")
-    deadline_seconds: int = Field(default=0, description="per attempt, 0 for none")
+    deadline_seconds: int | None = Field(
+        default=None, description="each attempt's deadline in seconds (activeDeadlineSeconds on its pod); null: none"
+    )
 
     def to_mission(self, catchup: CatchupResource) -> MissionConfig:
         return MissionConfig(
@@ -48,7 +50,7 @@ class MissionPlanConfig(dg.Config):
             parallelism=self.parallelism,
             order=self.order,
             previous_profile=self.previous_profile or None,
-            deadline_seconds=self.deadline_seconds or None,
+            deadline_seconds=self.deadline_seconds,
             **policies(catchup),
         )
 
@@ -85,8 +87,6 @@ def mission_plan_config(defaults: MissionDefaultsConfig) -> type[MissionPlanConf
         value = getattr(defaults, name)
         if name == "last_ledger" and not value:
             continue  # no default tip: the launchpad asks for it
-        if name == "deadline_seconds":
-            value = value or 0  # the launchpad's none is 0: next_mission_sensor's requests carry it (test_sensors)
         spec[name] = (fields[name].annotation, Field(default=value, description=fields[name].description))
     return pydantic.create_model("MissionPlanConfig", __base__=MissionPlanConfig, **spec)
 

@@ -46,7 +46,7 @@ def next_mission_config(previous: MissionConfig, profile_path: str, name: str, s
         "order": "longest-first",
         "parallelism": previous.parallelism,
         "previous_profile": profile_path,
-        "deadline_seconds": previous.deadline_seconds or 0,
+        "deadline_seconds": previous.deadline_seconds,
     }
 
 
