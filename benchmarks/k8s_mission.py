@@ -1,7 +1,7 @@
 """One mission through the real Dispatcher and KubernetesBackend against the simulated cluster.
 
 Shared by the API-request and the dispatcher-cost benchmarks: the wiring of
-tests/test_k8s_backend.py (official client, in-process simulated API server,
+tests/backends/test_k8s_backend.py (official client, in-process simulated API server,
 simulated kubelet, virtual time), with the cluster in a child process
 (`sim_cluster`) and a `DispatcherMeter` on the dispatcher.
 """

@@ -1,7 +1,7 @@
 """One mission through the real Dispatcher and LocalBackend, with real or stand-in supervisors.
 
 Real: every attempt is a `local.supervisor` process running the real worker
-entrypoint and the simulated stellar-core, as tests/test_mission_local.py
+entrypoint and the simulated stellar-core, as tests/mission/test_mission_local.py
 runs them: two Python processes, ~19 MiB unique memory per attempt, so a
 2-core, 24 GiB machine holds a few hundred, not 2000.
 

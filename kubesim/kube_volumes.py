@@ -6,7 +6,7 @@ prints is also appended to `logs/aNNN.log` on the volume mounted at its
 prints every earlier file there not yet shipped, between the marker lines of
 `catchup_assets.core.measure.shipped`, in the order the shell's glob lists them,
 and renames it `.shipped`. That output is what the real script prints
-(tests/test_worker_logs.py holds the script to the same renderer).
+(tests/backends/test_worker_logs.py holds the script to the same renderer).
 
 A PVC is network-attached: its files outlive the pod and the node, keyed by
 the claim's uid until the claim is deleted. An emptyDir is the pod's own and

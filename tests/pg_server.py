@@ -128,7 +128,7 @@ def chart_instance_config(server: dict, dbname: str) -> dict:
     event log and schedule storage, each with the same `postgres_db` block (its username, database, params
     and scheme from the values; host and port of the server; the password from DAGSTER_PG_PASSWORD).
     The policy (queue, run limit, retries, monitoring) is the local instance's, which the chart's values
-    repeat (tests/test_chart.py keeps the two equal).
+    repeat (tests/deploy/test_chart.py keeps the two equal).
     """
     pg = yaml.safe_load(DAGSTER_VALUES.read_text())["postgresql"]
     db = {

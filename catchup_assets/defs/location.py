@@ -37,7 +37,7 @@ LOCATION_NAME = "catchup_assets"
 INSTANCE_YAML = """\
 # The Dagster instance of the embedded default (DAGSTER_HOME).
 # catchup_assets/defs/location.py holds the same text (INSTANCE_YAML) and copies it into
-# the demo's home; tests/test_workspace.py keeps the two equal.
+# the demo's home; tests/defs/test_workspace.py keeps the two equal.
 #
 # Run, event and schedule storage: SQLite under $DAGSTER_HOME (the default when
 # `storage` is unset). The Helm chart sets Postgres instead.

@@ -11,7 +11,7 @@ seed's runs at 16000 ledgers per range:
     reclaims  ~7% of ranges once per mission; a handful of ranges peak above
               the unprofiled 12 GiB limit and OOM once in a mission without a profile
 
-`tests/test_workload.py` holds those figures. Everything is derived from
+`tests/sim/test_workload.py` holds those figures. Everything is derived from
 (seed, range) with sha256, so a benchmark, a test and a re-run see the same
 mission. Pure: no dagster, no kubernetes.
 """

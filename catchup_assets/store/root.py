@@ -88,7 +88,7 @@ class Store:
 
         Locally `O_CREAT | O_EXCL`. Elsewhere the filesystem's exclusive mode ("xb"), which
         object stores implement as a conditional put (S3 `If-None-Match: *`) where the
-        fsspec driver supports it (s3fs does: tests/test_mission_s3.py); a driver that does
+        fsspec driver supports it (s3fs does: tests/mission/test_mission_s3.py); a driver that does
         not gets a check then a write, which two writers can race (said once in the log).
         """
         p = self.path(rel)

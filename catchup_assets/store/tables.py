@@ -79,7 +79,7 @@ def parse_table(data: bytes) -> pa.Table:
         return pq.ParquetFile(pa.BufferReader(data)).read()
     except (pa.ArrowException, OSError, ValueError) as exc:
         # What pyarrow's reader raises for bytes that are not Parquet, found by truncating and flipping
-        # bytes of real files (tests/test_profile_io.py): ArrowInvalid, ArrowNotImplementedError, a plain
+        # bytes of real files (tests/store/test_profile_io.py): ArrowInvalid, ArrowNotImplementedError, a plain
         # OSError (thrift, zstd, page headers) and, for a damaged string in the metadata, UnicodeDecodeError.
         raise NotATable(str(exc)) from exc
 

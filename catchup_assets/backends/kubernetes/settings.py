@@ -3,7 +3,7 @@
 Pure and light: no `kubernetes` import until a quantity is parsed, so the
 Dagster resource can take its defaults from here without loading the client.
 Every field is settable from `KubernetesConfig` and the chart's values alike
-(tests/test_k8s_settings.py walks the fields).
+(tests/deploy/test_k8s_settings.py walks the fields).
 """
 
 from __future__ import annotations

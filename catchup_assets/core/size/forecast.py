@@ -3,7 +3,7 @@
 Pure. The dispatcher fills every free slot with the next range in dispatch
 order, so with each range's predicted seconds the mission is a list schedule:
 a heap of slot free-times, one pop and push per range. The prediction leaves
-out retries (reclaims, OOMs) and node start-up; `tests/test_forecast.py` holds
+out retries (reclaims, OOMs) and node start-up; `tests/core/test_forecast.py` holds
 it to the real dispatcher replaying the same ranges in simulated time.
 
 A range the profile does not cover takes the seconds of the nearest measured

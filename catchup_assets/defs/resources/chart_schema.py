@@ -7,7 +7,7 @@ As the official dagster chart generates its schema from pydantic models, every
 value that becomes a resource field takes its type, bounds, enum and
 description from that field (chart_keys.py says which fields, and their
 camelCase names); a new field is a new value with no edit here.
-`tests/test_chart_schema.py` fails when the committed files are not what this
+`tests/deploy/test_chart_schema.py` fails when the committed files are not what this
 writes. Written by hand, here and only here: the chart's own values (images,
 accounts, the code location, Karpenter: no resource model holds them) and the
 install-time checks a field's type cannot say (a quantity, a label key).

@@ -5,7 +5,7 @@ Run against a cluster you may create Jobs in (kind, minikube, a dev cluster):
     CATCHUP_CLUSTER_TESTS=1 CATCHUP_K8S_NAMESPACE=catchup-smoke \\
     CATCHUP_K8S_IMAGE=stellar/stellar-core:22 CATCHUP_K8S_CORE_CONFIG=pubnet-catchup.cfg \\
     KUBECONFIG=~/.kube/config \\
-    uv run pytest -m cluster tests/test_k8s_cluster_smoke.py
+    uv run pytest -m cluster tests/deploy/test_k8s_cluster_smoke.py
 
 The namespace must exist and the kubeconfig's user needs the RBAC listed in
 docs/deploy.md ("RBAC"). Peaks are read from each node's kubelet, so

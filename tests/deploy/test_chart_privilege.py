@@ -3,7 +3,7 @@
 The mission's account (run pods) gets exactly what the backend calls, in the
 mission namespace only, plus `get` on nodes and nodes/stats; the code location
 and the range pods mount no token; the range pods' account is bound to nothing.
-tests/test_k8s_backend.py holds the grants against the calls a whole mission makes.
+tests/backends/test_k8s_backend.py holds the grants against the calls a whole mission makes.
 """
 
 from __future__ import annotations

@@ -4,12 +4,11 @@ from pathlib import Path
 
 import dagster as dg
 import pytest
-from dagster._core.workspace.context import WorkspaceProcessContext
-from dagster._core.workspace.load_target import WorkspaceFileTarget
 
 from catchup_assets.defs.location import INSTANCE_YAML, write_home
+from workspaces import load_repository
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 ASSETS = {"mission_plan", "range_catchup", "range_profile", "tier_map", "profile_diff", "tier_ladder"}
 CHECKS = {
     ("range_profile", "covers_mission"),
@@ -22,17 +21,6 @@ SENSORS = {
     "mission_finished_sensor": dg.DefaultSensorStatus.RUNNING,
     "next_mission_sensor": dg.DefaultSensorStatus.STOPPED,
 }
-
-
-def load_repository(workspace: Path, instance: dg.DagsterInstance):
-    """Load the workspace in a code server process, as `dagster dev -w workspace` does."""
-    with WorkspaceProcessContext(instance, WorkspaceFileTarget(paths=[str(workspace)])) as ctx:
-        request = ctx.create_request_context()
-        errors = request.code_location_errors()
-        assert not errors, [e.message for e in errors]
-        (name,) = request.code_location_names
-        (repo,) = request.get_code_location(name).get_repositories().values()
-        return name, repo
 
 
 @pytest.fixture(scope="module")

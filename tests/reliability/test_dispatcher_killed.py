@@ -25,7 +25,7 @@ from catchup_assets.store.records import RecordStore
 from catchup_assets.store.root import Store
 from dagster_defs import catchup_job, defs, plan_config
 
-TESTS = Path(__file__).parent
+TESTS = Path(__file__).parents[1]
 RUN_SCRIPT = textwrap.dedent(
     """
     import sys

@@ -21,7 +21,7 @@ import kubernetes_validate
 import pytest
 import yaml
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 CHART = ROOT / "charts" / "catchup-assets"
 DAGSTER_VALUES = ROOT / "charts" / "dagster-values.yaml"
 K8S_VERSION = "1.30"
@@ -547,7 +547,7 @@ def test_dagster_values_point_at_this_code_location(chart):
     assert (server["host"], server["port"]) == (svc["metadata"]["name"], svc["spec"]["ports"][0]["port"])
     assert values["dagster-user-deployments"]["enabled"] is False
     assert values["postgresql"]["enabled"] is True
-    # The driver dagster-postgres installs; tests/test_postgres.py runs on these values when it can.
+    # The driver dagster-postgres installs; tests/defs/test_postgres.py runs on these values when it can.
     assert values["postgresql"]["postgresqlScheme"] == "postgresql+psycopg2"
     launcher = values["runLauncher"]
     assert launcher["type"] == "K8sRunLauncher"

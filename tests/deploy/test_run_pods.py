@@ -120,7 +120,7 @@ def unknown_keys(value, node: dict, path: str = "") -> list[str]:
 
 
 def test_dagster_values_use_only_keys_the_dagster_chart_knows():
-    written = yaml.safe_load((Path(__file__).parent / "data" / "dagster_chart_keys.yaml").read_text())
+    written = yaml.safe_load((Path(__file__).parents[1] / "data" / "dagster_chart_keys.yaml").read_text())
     values = yaml.safe_load(DAGSTER_VALUES.read_text())
     assert unknown_keys(values, written["root"]) == []
     # The check itself: a misspelt key and a wrong type are caught.

@@ -14,7 +14,7 @@ from catchup_assets.defs.resources import CatchupResource, TierConfig
 from dagster_defs import catchup, defs, plan_config
 
 RANGE = dg.AssetKey("range_catchup")
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def with_resource(**changes) -> dg.Definitions:

@@ -16,7 +16,7 @@ from dagster._core.storage.tags import ASSET_PARTITION_RANGE_END_TAG, ASSET_PART
 from catchup_assets.cli.demo.run import run_demo
 from catchup_assets.cli.demo.settings import DemoSettings
 from catchup_assets.defs.assets.range_assets import MISSION_TAG, ledger_ranges_partitions_def
-from test_workspace import load_repository
+from workspaces import load_repository
 
 RANGES = 4  # the `demo` fixture's (conftest.py): `catchup-assets demo --ranges 4`
 RANGE = dg.AssetKey("range_catchup")

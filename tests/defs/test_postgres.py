@@ -27,7 +27,7 @@ from dagster_defs import FAIL_TARGETS_ENV
 from pg_server import PASSWORD, chart_instance_config, fresh_database, missing_reason, postgres_server
 from test_assets import RANGE, plan, statuses
 
-DEFS_FILE = str(__import__("pathlib").Path(__file__).with_name("dagster_defs.py"))
+DEFS_FILE = str(__import__("pathlib").Path(__file__).parents[1].joinpath("dagster_defs.py"))
 
 
 @pytest.fixture(scope="module")

@@ -39,7 +39,7 @@ if CHROMIUM is None:
 sync_api = pytest.importorskip("playwright.sync_api", reason="playwright not installed (dev group: uv sync)")
 expect = sync_api.expect
 
-SHOTS = Path(__file__).resolve().parents[1] / "docs" / "ui"
+SHOTS = Path(__file__).resolve().parents[2] / "docs" / "ui"
 RANGES = 6
 VIEWPORT = {"width": 1400, "height": 900}
 RANGE = dg.AssetKey("range_catchup")

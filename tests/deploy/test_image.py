@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 IMAGE = "localhost/catchup-assets:test"
 UID = 10001  # the chart's codeLocation.securityContext.runAsUser
 BUILDAH = ["buildah", "--storage-driver", "vfs"]  # no overlay inside an unprivileged container
