@@ -277,7 +277,7 @@ def test_mission_plan_launchpad_takes_the_next_mission(page, demo):
       order: longest-first
       parallelism: {RANGES}
       previous_profile: {profile}
-      deadline_seconds: 0
+      deadline_seconds: null
 """
     dialog.locator(".CodeMirror").click()  # the config editor
     page.keyboard.press("Control+A")
