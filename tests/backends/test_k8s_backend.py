@@ -415,6 +415,15 @@ def test_the_chart_s_rbac_grants_exactly_what_the_backend_calls(cluster, tmp_pat
     b = backend(api, kubelet, tmp_path, settings=replace(SETTINGS, configmap="cu-worker"))
     result = run_mission(prepare(mission(tmp_path)), b, clock=SimClock(kubelet))
     assert result.condemned.keys() == {C}  # the twin mission: oom, reclaim, failure, success
+    # Then its cleanup (issue 21): the condemned range's PVC, found by the mission's label, deleted.
+    from catchup_assets.mission.cleanup import cleanup, plan_cleanup
+    from catchup_assets.mission.saved import save_mission
+
+    save_mission(Store(mission(tmp_path).storage_root), mission(tmp_path))
+    plan = plan_cleanup(mission(tmp_path).storage_root, "m1", b, everything=True, now=kubelet.clock())
+    assert [o.range_key for o in plan.delete] == [C]
+    cleanup(plan, b)
+    assert api.store.count("persistentvolumeclaims", NS) == 0
     by_kubelets = set(kubelet.endpoints.requests.snapshot())
     assert by_kubelets == {("get", "nodes/stats")}  # /stats/summary only: never /pods, /containerLogs, ...
     used = set(api.requests.snapshot()) | by_kubelets

@@ -36,7 +36,7 @@ ROLE_GRANTS = {
     ("batch", "jobs"): {"create", "list", "delete"},
     ("", "pods"): {"list"},
     ("", "pods/log"): {"get"},
-    ("", "persistentvolumeclaims"): {"create", "delete"},
+    ("", "persistentvolumeclaims"): {"create", "list", "delete"},
 }
 CRD_KINDS = {("karpenter.sh/v1", "NodePool")}
 

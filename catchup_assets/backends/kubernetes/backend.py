@@ -24,6 +24,7 @@ from urllib3.exceptions import HTTPError as Urllib3Error
 
 from catchup_assets.backends.kubernetes import manifests as m
 from catchup_assets.backends.kubernetes import names as n
+from catchup_assets.backends.kubernetes.cleanup import Leftovers
 from catchup_assets.backends.kubernetes.json_views import list_items
 from catchup_assets.backends.kubernetes.logs import POLLABLE, LogSpool
 from catchup_assets.backends.kubernetes.observe import (
@@ -58,7 +59,7 @@ TRANSIENT = frozenset({410, 429, 500, 502, 503, 504})
 DEFAULT_CORE_CONFIG = 'NETWORK_PASSPHRASE="Public Global Stellar Network ; September 2015"\n'
 
 
-class KubernetesBackend:
+class KubernetesBackend(Leftovers):
     def __init__(
         self,
         mission: str,

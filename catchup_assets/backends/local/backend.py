@@ -23,12 +23,13 @@ import signal
 import subprocess
 import sys
 import time
-import uuid
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 import psutil
 
+from catchup_assets.backends.local.cleanup import LocalLeftovers
+from catchup_assets.backends.local.cleanup import remove_tree as _remove
 from catchup_assets.backends.local.registry import Registry, peaks_of
 from catchup_assets.backends.local.state import write_json_atomic
 from catchup_assets.backends.shipping import ship, split_log
@@ -57,7 +58,7 @@ def _safe(name: str, what: str) -> str:
     return name
 
 
-class LocalBackend:
+class LocalBackend(LocalLeftovers):
     def __init__(
         self,
         work_dir: str | os.PathLike,
@@ -277,14 +278,3 @@ class LocalBackend:
             if not alive or time.monotonic() >= end:
                 return sorted(alive)
             time.sleep(0.05)
-
-
-def _remove(path: Path) -> None:
-    # Rename first: an interrupted rmtree must not leave a half-deleted attempt
-    # that the next observe would judge as lost (T2).
-    trash = path.with_name(f".trash-{path.name}-{uuid.uuid4().hex[:8]}")
-    try:
-        os.rename(path, trash)
-    except FileNotFoundError:
-        return
-    shutil.rmtree(trash, ignore_errors=True)

@@ -225,3 +225,30 @@ class Records(Protocol):
     def claim_holder(self, range_key: str, attempt: int) -> str | None: ...
     def mark_reset(self, range_key: str, after_attempt: int) -> None: ...
     def load_resets(self, keys: Iterable[str] | None = None) -> dict[str, int]: ...
+
+
+@dataclass(frozen=True)
+class Leftover:
+    """One object a mission left on its backend: an attempt (a Job, an attempt directory) or a
+    range's kept data (a PVC, a data directory), with what it holds."""
+
+    kind: str  # ATTEMPT or VOLUME
+    name: str  # the Job's or PVC's name, the directory's path
+    range_key: str | None  # None: not labelled with a range
+    live: bool = False  # an attempt still running (a Job not finished, a supervisor alive)
+    size_bytes: int = 0  # a volume's size: its claim's request or capacity, a directory's bytes
+
+    ATTEMPT = "attempt"
+    VOLUME = "volume"
+
+
+class Cleanup(Protocol):
+    """What a backend offers to clean up after a mission (`mission/cleanup.py`), the mission's own
+    objects only, found by its label or its directory. Both calls may raise TransientBackendError."""
+
+    def leftovers(self) -> list[Leftover]:
+        """Every attempt and volume of this mission the backend still holds, live or not."""
+
+    def remove(self, leftovers: Iterable[Leftover]) -> list[Leftover]:
+        """Delete them, attempts before volumes (a volume in use outlives its pod); what is still
+        there afterwards (a claim the cluster is still releasing)."""

@@ -1,0 +1,169 @@
+"""Clean up after an abandoned mission: delete the Jobs and PVCs (locally, the attempt and
+data directories) it left on its backend, keeping by default the volumes of ranges that
+can resume.
+
+A range can resume unless the records say it completed: an attempt of it done-marked `ok`.
+Its volume holds the database a later run resumes from (the worker declines a volume
+without its range marker, so keeping one too many costs disk, never correctness).
+
+A run of the mission is live, and cleanup refuses unless forced, when:
+- the backend still holds a live attempt of it (a Job not finished, a supervisor alive):
+  a dispatcher may be running it, or a restarted one (run_retries, T2) would adopt it;
+- a claim of it younger than `claim_grace_seconds` has no done mark: a dispatcher's
+  submit in flight (core/dispatch/claims.py);
+- a caller that knows of runs (the Dagster job: a run tagged with the mission not
+  finished) says so, through `also_live`.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from catchup_assets.core.dispatch.ports import Cleanup, Leftover
+from catchup_assets.core.dispatch.reconciler import DispatchConfig
+from catchup_assets.core.errors import ConfigError
+from catchup_assets.core.plan.config import validate_mission
+from catchup_assets.core.units import GiB
+from catchup_assets.mission.saved import mission_doc
+from catchup_assets.store import layout
+from catchup_assets.store.records import RecordStore
+from catchup_assets.store.root import Store
+
+CLAIM_GRACE_SECONDS = DispatchConfig.__dataclass_fields__["claim_grace_seconds"].default
+
+
+class MissionLive(ConfigError):
+    """Cleanup refused: a run of the mission is live (names `force`, which overrides it)."""
+
+
+@dataclass(frozen=True)
+class CleanupPlan:
+    mission: str
+    delete: tuple[Leftover, ...]
+    keep: tuple[Leftover, ...]  # volumes of ranges that can resume
+    live: tuple[str, ...] = ()  # why a run of the mission is judged live; empty: none is
+    everything: bool = False
+
+    @property
+    def freed_bytes(self) -> int:
+        return sum(o.size_bytes for o in self.delete)
+
+    @property
+    def kept_bytes(self) -> int:
+        return sum(o.size_bytes for o in self.keep)
+
+    def lines(self) -> list[str]:
+        """What each choice frees, said before anything is deleted."""
+        attempts = [o for o in self.delete if o.kind == Leftover.ATTEMPT]
+        volumes = [o for o in self.delete if o.kind == Leftover.VOLUME]
+        live = sum(o.live for o in attempts)
+        out = [
+            f"mission {self.mission}: {len(attempts)} attempts ({live} live) and "
+            f"{len(volumes) + len(self.keep)} volumes holding {gib(self.freed_bytes + self.kept_bytes)} left",
+            f"  delete: {len(attempts)} attempts, {len(volumes)} volumes: frees {gib(self.freed_bytes)}",
+        ]
+        if self.keep:
+            keys = sorted({o.range_key for o in self.keep if o.range_key})
+            shown = ", ".join(keys[:5]) + (f" and {len(keys) - 5} more" if len(keys) > 5 else "")
+            out.append(
+                f"  keep:   {len(self.keep)} volumes of ranges that can resume ({shown}): {gib(self.kept_bytes)}; "
+                f"--all deletes them too, freeing {gib(self.freed_bytes + self.kept_bytes)}"
+            )
+        elif not self.everything:
+            out.append("  keep:   nothing: no range that can resume has a volume")
+        out += [f"  live:   {why}" for why in self.live]
+        return out
+
+
+@dataclass(frozen=True)
+class CleanupResult:
+    plan: CleanupPlan
+    removed: tuple[Leftover, ...] = ()
+    still_there: tuple[Leftover, ...] = ()  # deleted, not yet gone (a claim the cluster still releases)
+    dry_run: bool = False
+    forced: bool = False
+    notes: list[str] = field(default_factory=list)
+
+    def lines(self) -> list[str]:
+        if self.dry_run:
+            return ["dry run: nothing deleted"]
+        attempts = sum(o.kind == Leftover.ATTEMPT for o in self.removed)
+        volumes = [o for o in self.removed if o.kind == Leftover.VOLUME]
+        out = [
+            f"deleted {attempts} attempts and {len(volumes)} volumes, freeing {gib(sum(o.size_bytes for o in volumes))}"
+            + (" (forced past a live run)" if self.forced else "")
+        ]
+        out += [f"  still there: {o.kind} {o.name} (being released)" for o in self.still_there]
+        return out
+
+
+def gib(n: int) -> str:
+    return f"{n / GiB:.1f} GiB"
+
+
+def completed_ranges(recs: dict, done: set) -> set[str]:
+    return {key for (key, attempt), r in recs.items() if (key, attempt) in done and r.outcome == "ok"}
+
+
+def young_claims(records: RecordStore, recs: dict, done: set, now: float, grace: float) -> list[str]:
+    """Claims without a done mark younger than `grace`: a dispatcher's submits in flight."""
+    keys = sorted({key for key, attempt in recs if (key, attempt) not in done})
+    out = []
+    for key in keys:
+        _, done_here, claims = records.load_range(key)
+        out += [f"{key} a{a:03d}" for a, at in sorted(claims.items()) if a not in done_here and now - at < grace]
+    return out
+
+
+def plan_cleanup(
+    root: str,
+    mission: str,
+    backend: Cleanup,
+    *,
+    everything: bool = False,
+    also_live: Iterable[str] = (),
+    now: float | None = None,
+    claim_grace_seconds: float = CLAIM_GRACE_SECONDS,
+) -> CleanupPlan:
+    """What would be deleted and kept, and whether a run is live; nothing is deleted."""
+    validate_mission(mission)
+    store = Store(root)
+    if mission_doc(store, mission) is None:
+        raise ConfigError(f"mission: {mission!r} has no {layout.MISSION_FILE} under {store.root}: not a mission here")
+    records = RecordStore(store, mission)
+    now = time.time() if now is None else now
+    found = backend.leftovers()
+    recs, done = records.load()
+    completed = completed_ranges(recs, done)
+    resumable = [o for o in found if o.kind == Leftover.VOLUME and o.range_key and o.range_key not in completed]
+    keep = () if everything else tuple(resumable)
+    delete = tuple(o for o in found if o not in keep)
+    live = [f"{what} (by the backend)" for what in _live_attempts(found)]
+    if claims := young_claims(records, recs, done, now, claim_grace_seconds):
+        live.append(f"claims younger than {claim_grace_seconds:g} s, submits in flight: {', '.join(claims[:5])}")
+    live += list(also_live)
+    return CleanupPlan(mission, delete, keep, tuple(live), everything)
+
+
+def _live_attempts(found: list[Leftover]) -> list[str]:
+    names = [o.name for o in found if o.kind == Leftover.ATTEMPT and o.live]
+    if not names:
+        return []
+    return [f"{len(names)} live attempts: {', '.join(names[:5])}" + (" ..." if len(names) > 5 else "")]
+
+
+def cleanup(plan: CleanupPlan, backend: Cleanup, *, force: bool = False, dry_run: bool = False) -> CleanupResult:
+    """Delete what the plan chose; refused (MissionLive, naming `force`) while a run is live unless forced."""
+    if dry_run:
+        return CleanupResult(plan, dry_run=True)
+    if plan.live and not force:
+        raise MissionLive(
+            f"force: a run of mission {plan.mission} is live ({'; '.join(plan.live)}); "
+            "stop it first (terminate the run), or force the cleanup"
+        )
+    left = backend.remove(plan.delete)
+    there = {(o.kind, o.name) for o in left}
+    gone = tuple(o for o in plan.delete if (o.kind, o.name) not in there)
+    return CleanupResult(plan, gone, tuple(left), forced=bool(plan.live))

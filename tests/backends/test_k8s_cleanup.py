@@ -1,0 +1,101 @@
+"""Cleanup after an abandoned mission on the simulated cluster (issue 21 item 3).
+
+A dispatcher is stopped mid-mission, its Jobs and PVCs left behind; assertions are
+on what the API server holds afterwards, by the mission's label, and on what the
+cleanup reported before it deleted anything.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from catchup_assets.backends.kubernetes.names import mission_selector
+from catchup_assets.core.dispatch.reconciler import DispatchConfig, Dispatcher
+from catchup_assets.core.dispatch.record import AttemptRecord
+from catchup_assets.mission.cleanup import MissionLive, cleanup, plan_cleanup
+from catchup_assets.mission.plan import prepare
+from catchup_assets.mission.saved import save_mission
+from catchup_assets.store.records import RecordStore
+from catchup_assets.store.root import Store
+from kubesim.kube_script import Script
+from test_k8s_backend import NS, A, B, C, D, SimClock, backend, flat, mission, sim_cluster
+
+GiB = 1024**3
+SELECTOR = mission_selector("m1")
+
+
+def held(api) -> tuple[int, int]:
+    """(Jobs, PVCs) the API server holds with the mission's label."""
+    return api.store.count("jobs", NS, SELECTOR), api.store.count("persistentvolumeclaims", NS, SELECTOR)
+
+
+def script(job: dict):
+    key = job["metadata"]["labels"]["catchup.stellar.org/range-key"]
+    return Script(duration={D: 60, C: 2000}.get(key, 900), memory=flat(1 * GiB, 2 * GiB))
+
+
+def stopped_mid_mission(api, kubelet, tmp_path, passes: int = 10):
+    """A dispatcher that ran `passes` passes and then died: D completed (its PVC freed, L3),
+    A, B and C in flight, their Jobs and PVCs left."""
+    kubelet.script = script
+    cfg = mission(tmp_path)
+    save_mission(Store(cfg.storage_root), cfg)
+    clock = SimClock(kubelet)
+    d = Dispatcher(
+        DispatchConfig(cfg, prepare(cfg).ordered),
+        backend(api, kubelet, tmp_path),
+        RecordStore(Store(cfg.storage_root), "m1"),
+        clock=clock,
+    )
+    for _ in range(passes):
+        d.pass_once()
+        clock.sleep(10)
+    assert held(api) == (3, 3)
+    return cfg, clock
+
+
+def test_cleanup_refuses_while_the_run_is_live_and_force_deletes_every_job_and_pvc(tmp_path):
+    with sim_cluster() as (api, kubelet):
+        cfg, clock = stopped_mid_mission(api, kubelet, tmp_path)
+        b = backend(api, kubelet, tmp_path / "cleanup")
+        plan = plan_cleanup(cfg.storage_root, "m1", b, now=clock.time())
+        assert any("3 live attempts" in why for why in plan.live)
+        with pytest.raises(MissionLive, match="^force: a run of mission m1 is live"):
+            cleanup(plan, b)
+        assert held(api) == (3, 3)  # refused: nothing deleted
+        plan = plan_cleanup(cfg.storage_root, "m1", b, everything=True, now=clock.time())
+        assert plan.freed_bytes == 3 * 100 * GiB and plan.keep == ()
+        result = cleanup(plan, b, force=True)
+        assert result.forced and held(api) == (0, 0)
+        assert api.store.count("pods", NS, SELECTOR) == 0  # Background propagation took the pods
+        assert "deleted 3 attempts and 3 volumes, freeing 300.0 GiB (forced past a live run)" in result.lines()
+
+
+def test_cleanup_after_a_terminated_run_keeps_resumable_pvcs_then_all_leaves_nothing(tmp_path):
+    with sim_cluster() as (api, kubelet):
+        cfg, clock = stopped_mid_mission(api, kubelet, tmp_path)
+        clock.sleep(1000)  # nobody dispatches: A and B finish unrecorded, C still runs
+        b = backend(api, kubelet, tmp_path / "cleanup")
+        b.shutdown(15)  # the terminated run's grace, as a Dagster termination does (L37): C's Job goes
+        assert held(api) == (2, 3)
+        clock.sleep(200)  # past the claims' grace
+        records = RecordStore(Store(cfg.storage_root), "m1")
+        # A completed range whose PVC a transient error kept (L3): not resumable, deleted by default.
+        records.write(AttemptRecord("m1", A, 9, outcome="ok"))
+        records.mark_done(A, 9)
+        plan = plan_cleanup(cfg.storage_root, "m1", b, now=clock.time())
+        assert plan.live == ()
+        assert sorted(o.range_key for o in plan.keep) == sorted([B, C])
+        assert (plan.freed_bytes, plan.kept_bytes) == (100 * GiB, 200 * GiB)
+        lines = plan.lines()
+        assert lines[0] == "mission m1: 2 attempts (0 live) and 3 volumes holding 300.0 GiB left"
+        assert lines[1] == "  delete: 2 attempts, 1 volumes: frees 100.0 GiB"
+        assert "(0059776001-0059840000, 0059840001-0059904000): 200.0 GiB" in lines[2]
+        assert "--all deletes them too, freeing 300.0 GiB" in lines[2]
+        assert cleanup(plan, b, dry_run=True).lines() == ["dry run: nothing deleted"] and held(api) == (2, 3)
+        cleanup(plan, b)
+        assert held(api) == (0, 2)  # every Job gone; the PVCs of B and C kept for a later run
+        plan = plan_cleanup(cfg.storage_root, "m1", b, everything=True, now=clock.time())
+        assert plan.freed_bytes == 200 * GiB
+        cleanup(plan, b)
+        assert held(api) == (0, 0)
