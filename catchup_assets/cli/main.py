@@ -8,7 +8,7 @@ import math
 import os
 import sys
 
-from catchup_assets.cli import diff, fit_tiers, plan, profile, workload
+from catchup_assets.cli import cleanup, diff, fit_tiers, plan, profile, workload
 from catchup_assets.cli.demo import command as demo
 from catchup_assets.core.aggregate.diff import DEFAULT_BAND_LEDGERS, DEFAULT_THRESHOLD
 from catchup_assets.core.plan.config import DEFAULT_PARALLELISM
@@ -162,6 +162,21 @@ def build_parser() -> argparse.ArgumentParser:
     )
     df.add_argument("--out", help="also write the band table as Parquet here")
     df.set_defaults(func=diff.command)
+    cl = sub.add_parser(
+        "cleanup",
+        help="delete an abandoned mission's leftover Jobs and PVCs (locally, its work directory's range data)",
+        description="Delete the Jobs and PVCs the mission left on its backend, found by the mission's label "
+        "(locally its attempt and data directories), keeping the volumes of ranges that can resume unless --all; "
+        "say how many GiB each choice frees first. Refused while a run of the mission is live, unless --force.",
+    )
+    cl.add_argument("--root", required=True, help="storage root (path or fsspec URL)")
+    cl.add_argument("--mission", required=True)
+    cl.add_argument("--settings", help="the deployment's catchup.json (backend, kubernetes, work_dir); default: local")
+    cl.add_argument("--work-dir", help="local backend: its work directory (default: beside the storage root)")
+    cl.add_argument("--all", action="store_true", help="also delete the volumes of ranges that can resume")
+    cl.add_argument("--force", action="store_true", help="clean up even while a run of the mission is live")
+    cl.add_argument("--dry-run", action="store_true", help="say what would be deleted and freed; delete nothing")
+    cl.set_defaults(func=cleanup.command)
     return p
 
 

@@ -88,7 +88,8 @@ class CleanupResult:
 
     def lines(self) -> list[str]:
         if self.dry_run:
-            return ["dry run: nothing deleted"]
+            refused = " (a run is live: refused without --force)" if self.plan.live else ""
+            return [f"dry run: nothing deleted{refused}"]
         attempts = sum(o.kind == Leftover.ATTEMPT for o in self.removed)
         volumes = [o for o in self.removed if o.kind == Leftover.VOLUME]
         out = [
