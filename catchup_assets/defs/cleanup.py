@@ -1,0 +1,94 @@
+"""`mission_cleanup_job`: delete what an abandoned mission left on its backend, from the launchpad.
+
+Its config is the mission and the CLI's three switches (`all`, `force`, `dry_run`). Besides
+what `mission/cleanup.py` checks (the backend's live attempts, young claims), a run of
+the mission that Dagster has not finished (queued, starting, started, canceling) is a
+live run: refused unless `force`. What each choice frees is logged before anything is
+deleted, and what was deleted is the op's output metadata.
+"""
+
+import dagster as dg
+from pydantic import Field
+
+from catchup_assets.core.errors import ConfigError
+from catchup_assets.core.plan.config import validate_mission
+from catchup_assets.defs.resources import CatchupResource
+from catchup_assets.defs.resources.backend import backend_for
+from catchup_assets.defs.run_context import MISSION_TAG, refused
+from catchup_assets.mission.cleanup import cleanup, gib, plan_cleanup
+
+JOB = "mission_cleanup_job"
+UNFINISHED = [
+    dg.DagsterRunStatus.QUEUED,
+    dg.DagsterRunStatus.NOT_STARTED,
+    dg.DagsterRunStatus.STARTING,
+    dg.DagsterRunStatus.STARTED,
+    dg.DagsterRunStatus.CANCELING,
+]
+
+
+class CleanupConfig(dg.Config):
+    mission: str = Field(description="the mission whose leftover Jobs and PVCs (locally, range data) go")
+    all: bool = Field(default=False, description="also delete the volumes of ranges that can resume")
+    force: bool = Field(default=False, description="clean up even while a run of the mission is live")
+    dry_run: bool = Field(default=False, description="say what would be deleted and freed; delete nothing")
+
+
+def live_runs(instance: dg.DagsterInstance, mission: str) -> list[str]:
+    """The mission's runs Dagster has not finished (other cleanups aside), as the refusal names them."""
+    records = instance.get_run_records(filters=dg.RunsFilter(tags={MISSION_TAG: mission}, statuses=UNFINISHED))
+    return [
+        f"Dagster run {r.dagster_run.run_id} ({r.dagster_run.job_name}) is {r.dagster_run.status.value}"
+        for r in records
+        if r.dagster_run.job_name != JOB
+    ]
+
+
+@dg.op(
+    description="delete an abandoned mission's leftover Jobs and PVCs, keeping resumable ranges' unless `all`",
+    out=dg.Out(dg.Nothing),  # what it did is the output's metadata; nothing for an IO manager to store
+)
+def mission_cleanup(context: dg.OpExecutionContext, config: CleanupConfig, catchup: CatchupResource) -> None:
+    try:
+        validate_mission(config.mission)
+        if MISSION_TAG not in context.run.tags:  # filtering runs by mission in the UI finds it
+            context.instance.add_run_tags(context.run.run_id, {MISSION_TAG: config.mission})
+        backend = backend_for(catchup, config.mission)
+        plan = plan_cleanup(
+            catchup.root(),
+            config.mission,
+            backend,
+            everything=config.all,
+            also_live=live_runs(context.instance, config.mission),
+        )
+    except ConfigError as exc:
+        raise refused("mission_cleanup", exc) from exc
+    for line in plan.lines():
+        context.log.info(line)
+    try:
+        result = cleanup(plan, backend, force=config.force, dry_run=config.dry_run)
+    except ConfigError as exc:  # MissionLive: names `force`
+        raise refused("mission_cleanup", exc) from exc
+    for line in result.lines():
+        context.log.info(line)
+    removed_volumes = [o for o in result.removed if o.kind == "volume"]
+    summary = {
+        "mission": config.mission,
+        "dry_run": config.dry_run,
+        "frees": gib(plan.freed_bytes),
+        "kept": gib(plan.kept_bytes),
+        "kept_volumes": len(plan.keep),
+        "deleted_attempts": sum(o.kind == "attempt" for o in result.removed),
+        "deleted_volumes": len(removed_volumes),
+        "freed": gib(sum(o.size_bytes for o in removed_volumes)),
+        "still_there": [o.name for o in result.still_there],
+        "live": list(plan.live),
+    }
+    context.add_output_metadata(
+        {k: v if not isinstance(v, list) else dg.MetadataValue.json(v) for k, v in summary.items()}
+    )
+
+
+@dg.job(name=JOB, description="clean up after an abandoned mission: its leftover Jobs and PVCs, by its label")
+def mission_cleanup_job():
+    mission_cleanup()
