@@ -14,6 +14,7 @@ from catchup_assets.core.dispatch.reconciler import DispatchConfig, Dispatcher
 from catchup_assets.core.dispatch.record import AttemptRecord
 from catchup_assets.mission.cleanup import MissionLive, cleanup, plan_cleanup
 from catchup_assets.mission.plan import prepare
+from catchup_assets.mission.run import run_mission
 from catchup_assets.mission.saved import save_mission
 from catchup_assets.store.records import RecordStore
 from catchup_assets.store.root import Store
@@ -99,3 +100,20 @@ def test_cleanup_after_a_terminated_run_keeps_resumable_pvcs_then_all_leaves_not
         assert plan.freed_bytes == 200 * GiB
         cleanup(plan, b)
         assert held(api) == (0, 0)
+
+
+def test_a_later_run_completes_the_ranges_whose_pvcs_cleanup_kept_charging_no_budget(tmp_path):
+    """The Jobs a cleanup deleted unrecorded spend their attempt numbers, nothing more: the next run
+    starts the next attempt of each range on its kept PVC, and every range completes."""
+    with sim_cluster() as (api, kubelet):
+        cfg, clock = stopped_mid_mission(api, kubelet, tmp_path)
+        b = backend(api, kubelet, tmp_path / "cleanup")
+        b.shutdown(15)
+        clock.sleep(200)
+        cleanup(plan_cleanup(cfg.storage_root, "m1", b, now=clock.time()), b)
+        assert held(api) == (0, 3)
+        result = run_mission(prepare(cfg), backend(api, kubelet, tmp_path / "again"), clock=clock)
+        assert result.condemned == {} and sorted(result.done) == sorted([A, B, C, D])
+        records, done = RecordStore(Store(cfg.storage_root), "m1").load()
+        assert {r.outcome for k, r in records.items() if k in done} == {"ok"}  # no failure charged
+        assert held(api) == (0, 0)  # each completed range freed its kept PVC (L3)
