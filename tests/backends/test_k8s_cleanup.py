@@ -8,7 +8,10 @@ cleanup reported before it deleted anything.
 from __future__ import annotations
 
 import pytest
+from kubernetes.client import V1PersistentVolumeClaim
 
+from catchup_assets.backends.kubernetes.cleanup import _size
+from catchup_assets.backends.kubernetes.json_views import ModelView
 from catchup_assets.backends.kubernetes.names import mission_selector
 from catchup_assets.core.dispatch.reconciler import DispatchConfig, Dispatcher
 from catchup_assets.core.dispatch.record import AttemptRecord
@@ -117,3 +120,24 @@ def test_a_later_run_completes_the_ranges_whose_pvcs_cleanup_kept_charging_no_bu
         records, done = RecordStore(Store(cfg.storage_root), "m1").load()
         assert {r.outcome for k, r in records.items() if k in done} == {"ok"}  # no failure charged
         assert held(api) == (0, 0)  # each completed range freed its kept PVC (L3)
+
+
+@pytest.mark.parametrize(
+    "requested, capacity, size",
+    [
+        ("100Gi", None, 100 * GiB),
+        ("100Gi", "107374182400", 100 * GiB),
+        ("100Gi", "128Gi", 128 * GiB),  # a class that rounds up: the capacity is what it holds
+        ("100G", None, 100 * 10**9),
+        ("1Ti", "0.5Ti", 1024 * GiB),
+        ("lots", "2Gi", 2 * GiB),  # a request that is not a quantity counts 0
+        (None, None, 0),
+    ],
+)
+def test_a_pvc_counts_the_larger_of_its_request_and_its_capacity(requested, capacity, size):
+    claim = {"metadata": {"name": "p"}, "spec": {"resources": {"requests": {}}}, "status": {}}
+    if requested is not None:
+        claim["spec"]["resources"]["requests"]["storage"] = requested
+    if capacity is not None:
+        claim["status"]["capacity"] = {"storage": capacity}
+    assert _size(ModelView(claim, V1PersistentVolumeClaim)) == size
