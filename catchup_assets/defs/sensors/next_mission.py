@@ -16,6 +16,7 @@ from catchup_assets.core.plan.naming import next_mission_name
 from catchup_assets.core.plan.ranges import MissionSpan, plan_ranges
 from catchup_assets.defs.assets.range_assets import MISSION_TAG, policies
 from catchup_assets.defs.jobs import mission_plan_job
+from catchup_assets.defs.live import IN_FLIGHT
 from catchup_assets.defs.resources import CatchupResource
 from catchup_assets.defs.sensors.instance import PARTITIONS, has_runs, meta, targets_range_catchup
 from catchup_assets.defs.sensors.mission_health import why_not_followed
@@ -26,13 +27,6 @@ from catchup_assets.store.root import Store
 
 PROFILE_KEY = dg.AssetKey("range_profile")
 PREVIOUS_MISSION_TAG = "catchup/previous-mission"
-IN_FLIGHT = [
-    dg.DagsterRunStatus.QUEUED,
-    dg.DagsterRunStatus.NOT_STARTED,
-    dg.DagsterRunStatus.STARTING,
-    dg.DagsterRunStatus.STARTED,
-    dg.DagsterRunStatus.CANCELING,
-]
 
 
 def catchup_runs_in_flight(instance: dg.DagsterInstance, mission: str) -> bool:
