@@ -5,10 +5,11 @@ import dagster as dg
 from catchup_assets.defs.assets.profile_diff import profile_diff
 from catchup_assets.defs.assets.range_assets import mission_plan, range_catchup, range_profile, tier_map
 from catchup_assets.defs.assets.tier_ladder import tier_ladder
+from catchup_assets.defs.live import RANGE_CATCHUP_JOB
 
 mission_plan_job = dg.define_asset_job("mission_plan_job", selection=[mission_plan], description="plan a mission")
 range_catchup_job = dg.define_asset_job(
-    "range_catchup_job",
+    RANGE_CATCHUP_JOB,
     selection=[range_catchup],
     description="run a contiguous span of ranges (one run, one dispatcher)",
 )

@@ -84,3 +84,20 @@ def mission_image(store: Store, mission: str) -> dict | None:
     """The stellar-core the mission recorded when planned; None for one planned before missions did."""
     image = (mission_doc(store, mission) or {}).get("core_image")
     return image if isinstance(image, dict) else None
+
+
+def drain_requested(store: Store, mission: str) -> bool:
+    """True if the mission's control record (`control.json`) asks it to drain; none is no drain.
+
+    A record that is there but unreadable is a StateError: the caller cannot tell a drain from none."""
+    validate_mission(mission)
+    rel = layout.control(mission)
+    try:
+        doc = json.loads(store.read_bytes(rel))
+    except FileNotFoundError:
+        return False
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise StateError(f"{store.url(rel)} is not a control record: {exc}") from exc
+    if not isinstance(doc, dict):
+        raise StateError(f"{store.url(rel)} is not a control record: not a JSON object")
+    return doc.get("drain") is True

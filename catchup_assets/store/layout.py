@@ -19,6 +19,8 @@ make it absolute):
     <mission>/tier_ladder.yaml                      the fitted ladder as chart values (core/size/fit.py)
     <mission>/profile_diff.parquet                  the profile against the one it was sized from
                                                     (core/aggregate/diff.py)
+    <mission>/control.json                          the operator's controls of the mission
+                                                    (pause, parallelism, drain)
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ PROFILE_FILE = "range_profile.parquet"
 TIER_MAP_FILE = "tier_map.parquet"
 TIER_LADDER_FILE = "tier_ladder.yaml"
 PROFILE_DIFF_FILE = "profile_diff.parquet"
+CONTROL_FILE = "control.json"
 
 
 def mission_file(mission: str) -> str:
@@ -88,3 +91,7 @@ def tier_ladder(mission: str) -> str:
 
 def profile_diff(mission: str) -> str:
     return f"{mission}/{PROFILE_DIFF_FILE}"
+
+
+def control(mission: str) -> str:
+    return f"{mission}/{CONTROL_FILE}"

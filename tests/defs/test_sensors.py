@@ -199,7 +199,7 @@ def test_the_last_profile_of_a_mission_plans_the_next_mission_once(env):
     instance.delete_dynamic_partition("ledger_ranges", key(2))  # deleted in the UI: the next mission adds it back
     data = tick(env, next_mission_sensor, data.cursor)
     [request] = data.run_requests
-    name = f"m-next-{profile.storage_id}"
+    name = "m1-n2"  # the previous mission's name with a sequence
     assert request.job_name == "mission_plan_job" and request.run_key == name
     assert request.tags.items() >= {MISSION_TAG: name, PREVIOUS_MISSION_TAG: "m1"}.items()
     profile_path = profile.asset_materialization.metadata["profile_path"].value

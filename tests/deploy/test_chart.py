@@ -208,6 +208,14 @@ def test_L38_the_tip_source_reaches_the_resource(chart, tip, expected):
     assert (default.tip_source_spec(), default.tip_timeout_seconds) == (None, TIP_TIMEOUT_SECONDS)
 
 
+def test_allow_after_failure_reaches_the_resource(chart):
+    """Issue 21 item 4: next_mission_sensor's override, off unless the values turn it on."""
+    from catchup_assets.defs.resources import CatchupResource
+
+    assert CatchupResource(**catchup_json(render(chart))).allow_after_failure is False
+    assert CatchupResource(**catchup_json(render(chart, {"allowAfterFailure": True}))).allow_after_failure is True
+
+
 def test_the_dispatcher_s_thresholds_and_the_deadline_reach_the_mission_the_code_location_plans(chart, tmp_path):
     """Issue 20: every dispatcher threshold and the attempt deadline, from values to the resource the
     code location loads (its catchup.json), and from there to the MissionConfig a launchpad plan runs."""

@@ -6,8 +6,10 @@ Made per deployment (`build_mission_plan`): its config's defaults are the deploy
 
 import dagster as dg
 
+from catchup_assets.core.errors import ConfigError
 from catchup_assets.core.plan.ranges import parse_key
 from catchup_assets.defs.assets.launchpad import MissionPlanConfig, check_limits, superseded
+from catchup_assets.defs.live import holding, live_holders
 from catchup_assets.defs.metadata.cost import cost_metadata
 from catchup_assets.defs.metadata.plan import plan_metadata
 from catchup_assets.defs.ownership import RANGE_KEY, SUPERSEDED, has_history, latest_marks
@@ -44,6 +46,17 @@ def retire_superseded(context: dg.AssetExecutionContext, gone: list[str], keys: 
     return [k for k in gone if k not in kept]
 
 
+def check_not_live(instance: dg.DagsterInstance, existing: list[str], keys: list[str], mission: str) -> None:
+    """Refuse a plan over ledgers a live range_catchup run of another mission holds: two missions
+    would dispatch the same ranges at once."""
+    for holder, hit in holding(live_holders(instance, existing), keys, mission):
+        shown = ", ".join(hit[:3]) + (", ..." if len(hit) > 3 else "")
+        raise ConfigError(
+            f"mission: {mission} would dispatch over {len(hit)} ranges ({shown}) that {holder.who()} holds "
+            f"in its live run {holder.run_id}; wait for it to finish, terminate it, or plan a span it does not cover"
+        )
+
+
 def plan_mission(
     context: dg.AssetExecutionContext, config: MissionPlanConfig, catchup: CatchupResource
 ) -> dg.MaterializeResult:
@@ -55,6 +68,7 @@ def plan_mission(
         marked = {k for k, (kind, _) in latest_marks(instance, existing).items() if kind == SUPERSEDED}
         gone = superseded([k for k in existing if k not in marked], prepared.keys)
         check_limits(config, catchup.mission_defaults, len(existing) - len(marked), len(gone))
+        check_not_live(instance, existing, prepared.keys, cfg.mission)
     except ProfileUnavailable as exc:
         hint = ValueError(f"{exc}; to run the mission unprofiled, leave previous_profile empty")
         raise refused("mission_plan config refused", hint) from exc

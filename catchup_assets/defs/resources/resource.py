@@ -94,6 +94,11 @@ class CatchupResource(dg.ConfigurableResource):
         gt=0,
         description="connect and each read of the archive's root HAS; the whole read ends within about twice this",
     )
+    allow_after_failure: bool = Field(
+        default=False,
+        description="next_mission_sensor plans the next mission even after one that condemned ranges, "
+        "was stopped (circuit breaker) or was drained; off: it skips, saying why",
+    )
     # Sizing (L27).
     sizing: SizingConfig = Field(default_factory=SizingConfig, description="sizing from the profile (L27)")
     tiers: list[TierConfig] = Field(default_factory=list, description="the ladder, smallest first; empty: defaults")

@@ -5,8 +5,11 @@
   set's insertion order (a run covers one contiguous span of that order).
 - `mission_finished_sensor`: each finished (success or failure) run that
   targeted `range_catchup` becomes one `profile_job` run for its mission.
-- `next_mission_sensor` (stopped by default): each new `range_profile` plans the
-  next mission from it, longest ranges first, up to the tip `CatchupResource.tip_source`
+- `next_mission_sensor` (stopped by default): the newest new `range_profile` plans
+  the next mission from it (older new ones are superseded; one mission at a time),
+  named after the previous one with a sequence (`m1` -> `m1-n2`), unless that mission
+  was drained, stopped or condemned ranges (`mission_health.py`; `allow_after_failure`
+  plans anyway), longest ranges first, up to the tip `CatchupResource.tip_source`
   gives (a fixed ledger, or an archive's root HAS `currentLedger`; L38), else over the
   previous mission's span. A tip that cannot be read skips the tick, the cursor held
   just before that profile, so the next tick tries again.

@@ -6,9 +6,8 @@ from __future__ import annotations
 import dagster as dg
 
 from catchup_assets.defs.assets.range_assets import ledger_ranges_partitions_def
-from catchup_assets.defs.jobs import range_catchup_job
+from catchup_assets.defs.live import targets_range_catchup  # noqa: F401 - the sensors name it here
 
-CATCHUP_KEY = dg.AssetKey("range_catchup")
 PARTITIONS = ledger_ranges_partitions_def.name
 BATCH = 50
 
@@ -29,12 +28,3 @@ def meta(record: dg.EventLogRecord, name: str):
 
 def has_runs(instance: dg.DagsterInstance, **filters) -> bool:
     return bool(instance.get_run_records(filters=dg.RunsFilter(**filters), limit=1))
-
-
-def targets_range_catchup(instance: dg.DagsterInstance, run: dg.DagsterRun) -> bool:
-    # UI backfills run as an asset job selecting the asset; `dg.materialize` and
-    # `dagster asset materialize` as an ephemeral job that only its plan names.
-    if run.job_name == range_catchup_job.name or CATCHUP_KEY in (run.asset_selection or ()):
-        return True
-    snapshot = run.execution_plan_snapshot_id and instance.get_execution_plan_snapshot(run.execution_plan_snapshot_id)
-    return bool(snapshot) and CATCHUP_KEY.to_python_identifier() in (snapshot.step_keys_to_execute or ())

@@ -1,5 +1,9 @@
-"""`next_mission_sensor` (stopped by default): each new `range_profile` plans the next mission from it,
-longest ranges first, up to the tip `CatchupResource.tip_source` gives, else over the previous span."""
+"""`next_mission_sensor` (stopped by default): the newest new `range_profile` plans the next mission from it,
+longest ranges first, up to the tip `CatchupResource.tip_source` gives, else over the previous span.
+
+One at a time: a tick plans from the newest profile after its cursor only (turned on for the first
+time, the newest of all), older ones superseded by it; and not after a mission that was drained,
+stopped or condemned ranges (mission_health.py) unless `CatchupResource.allow_after_failure`."""
 
 from __future__ import annotations
 
@@ -8,24 +12,21 @@ import json
 import dagster as dg
 
 from catchup_assets.core.plan.config import MissionConfig
+from catchup_assets.core.plan.naming import next_mission_name
 from catchup_assets.core.plan.ranges import MissionSpan, plan_ranges
 from catchup_assets.defs.assets.range_assets import MISSION_TAG, policies
 from catchup_assets.defs.jobs import mission_plan_job
+from catchup_assets.defs.live import IN_FLIGHT
 from catchup_assets.defs.resources import CatchupResource
-from catchup_assets.defs.sensors.instance import PARTITIONS, has_runs, meta, new_materializations, targets_range_catchup
+from catchup_assets.defs.sensors.instance import PARTITIONS, has_runs, meta, targets_range_catchup
+from catchup_assets.defs.sensors.mission_health import why_not_followed
 from catchup_assets.mission.saved import load_mission
-from catchup_assets.mission.tip import Tip, TipUnavailable, read_tip, span_to_tip
+from catchup_assets.mission.tip import TipUnavailable, read_tip, span_to_tip
+from catchup_assets.store import layout
 from catchup_assets.store.root import Store
 
 PROFILE_KEY = dg.AssetKey("range_profile")
 PREVIOUS_MISSION_TAG = "catchup/previous-mission"
-IN_FLIGHT = [
-    dg.DagsterRunStatus.QUEUED,
-    dg.DagsterRunStatus.NOT_STARTED,
-    dg.DagsterRunStatus.STARTING,
-    dg.DagsterRunStatus.STARTED,
-    dg.DagsterRunStatus.CANCELING,
-]
 
 
 def catchup_runs_in_flight(instance: dg.DagsterInstance, mission: str) -> bool:
@@ -54,75 +55,90 @@ def next_mission_config(previous: MissionConfig, profile_path: str, name: str, s
     job=mission_plan_job,
     default_status=dg.DefaultSensorStatus.STOPPED,
     description=(
-        "Plan the next mission from each new range_profile, longest ranges first. Stopped by default: "
+        "Plan the next mission from the newest range_profile, longest ranges first, unless its mission was "
+        "drained, stopped or condemned ranges. Stopped by default: "
         "chaining multi-hour, thousand-pod missions automatically is an operator's decision."
     ),
 )
 def next_mission_sensor(context: dg.SensorEvaluationContext, catchup: CatchupResource):
-    """Plan the next mission from each new range_profile (an operator turns this on)."""
-    records = new_materializations(context, PROFILE_KEY)
-    if not records:
-        return dg.SkipReason("no new range_profile materialization")
+    """Plan the next mission from the newest range_profile, after a healthy mission (an operator turns this on)."""
     instance = context.instance
-    newest_per_mission = {meta(r, "mission"): r for r in records}  # ascending: the last one wins
-    live = set(instance.get_dynamic_partitions(PARTITIONS))
+    after = int(context.cursor) if context.cursor else None
+    # The newest profile only: each older one is of a mission it supersedes, and planning from
+    # each would start missions side by side (a first tick would plan from every past one).
+    newest = instance.fetch_materializations(
+        dg.AssetRecordsFilter(asset_key=PROFILE_KEY, after_storage_id=after), limit=1, ascending=False
+    ).records
+    if not newest:
+        return dg.SkipReason("no new range_profile materialization")
+    record = newest[0]
+    cursor = str(record.storage_id)
+    mission = meta(record, "mission")
+    store = Store(catchup.root())
+
+    def skip(why: str) -> dg.SensorResult:
+        context.log.info(why)
+        return dg.SensorResult(skip_reason=why, cursor=cursor)
+
+    # Each of a mission's runs is profiled as it ends; only the last profile covers the mission.
+    if catchup_runs_in_flight(instance, mission):
+        return skip(f"mission {mission} still has runs in flight: its last run's profile plans the next")
+    # A backfill of failed ranges re-profiles the mission: it must not start a second, concurrent one.
+    if has_runs(instance, job_name=mission_plan_job.name, tags={PREVIOUS_MISSION_TAG: mission}):
+        return skip(f"a next mission was already planned from {mission}: plan another by hand")
+    why = why_not_followed(instance, store, mission)
+    if why and not catchup.allow_after_failure:
+        return skip(
+            f"no next mission after {mission}: {why}. Its new profile then plans the next; or set "
+            "allow_after_failure on the catchup resource and run its profile_job again to plan after it anyway"
+        )
+    if why:
+        context.log.warning(f"next mission after {mission} although {why} (allow_after_failure)")
+    try:
+        name = next_mission_name(mission, lambda n: mission_exists(instance, store, n))
+        previous = load_mission(store, mission, **policies(catchup))
+    except ValueError as exc:  # ConfigError, StateError: a name or a mission.json refused
+        return skip(f"no next mission from {mission}: {exc}")
+    span = previous.span
     source = catchup.tip_source_spec()
-    tip: Tip | None = None  # read once per tick, when a mission first needs it
-    requests, partition_requests = [], []
-    for record in sorted(newest_per_mission.values(), key=lambda r: r.storage_id):
-        mission = meta(record, "mission")
-        # Each of a mission's runs is profiled as it ends; only the last profile covers the mission.
-        if catchup_runs_in_flight(instance, mission):
-            context.log.info(f"mission {mission} still has runs in flight: its last run's profile plans the next")
-            continue
-        # A backfill of failed ranges re-profiles the mission: it must not start a second, concurrent one.
-        if has_runs(instance, job_name=mission_plan_job.name, tags={PREVIOUS_MISSION_TAG: mission}):
-            context.log.info(f"a next mission was already planned from {mission}: plan another by hand")
-            continue
-        name = f"m-next-{record.storage_id}"
+    if source is not None:
         try:
-            previous = load_mission(Store(catchup.root()), mission, **policies(catchup))
+            tip = read_tip(source, catchup.tip_timeout_seconds)
+        except TipUnavailable as exc:
+            # Nothing planned this tick; the cursor stops just before this profile,
+            # so the next tick reads the tip again and plans from it.
+            why = f"no next mission from {mission} this tick, the tip is unavailable: {exc}"
+            context.log.warning(why)
+            return dg.SensorResult(skip_reason=why, cursor=str(record.storage_id - 1))
+        for note in tip.notes:
+            context.log.warning(f"tip_source: {note}")
+        if tip.ledger < previous.span.last_ledger:
+            context.log.warning(
+                f"tip_source {source} gives ledger {tip.ledger}, below where {mission} ended "
+                f"({previous.span.last_ledger}): the next mission ends there too"
+            )
+        try:
+            span = span_to_tip(previous.span, tip.ledger)
         except ValueError as exc:
-            context.log.warning(f"no next mission from {mission}: {exc}")
-            continue
-        span = previous.span
-        if source is not None:
-            if tip is None:
-                try:
-                    tip = read_tip(source, catchup.tip_timeout_seconds)
-                except TipUnavailable as exc:
-                    # Nothing planned this tick (every plan needs the tip); the cursor stops just
-                    # before this profile, so the next tick reads the tip again and plans from it.
-                    why = f"no next mission from {mission} this tick, the tip is unavailable: {exc}"
-                    context.log.warning(why)
-                    return dg.SensorResult(skip_reason=why, cursor=str(record.storage_id - 1))
-                for note in tip.notes:
-                    context.log.warning(f"tip_source: {note}")
-            if tip.ledger < previous.span.last_ledger:
-                context.log.warning(
-                    f"tip_source {source} gives ledger {tip.ledger}, below where {mission} ended "
-                    f"({previous.span.last_ledger}): the next mission ends there too"
-                )
-            try:
-                span = span_to_tip(previous.span, tip.ledger)
-            except ValueError as exc:
-                context.log.warning(f"no next mission from {mission} up to the tip {tip.ledger}: {exc}")
-                continue
-        config = next_mission_config(previous, meta(record, "profile_path"), name, span)
-        new_keys = sorted(r.key for r in plan_ranges(span) if r.key not in live)
-        if new_keys:
-            partition_requests.append(dg.AddDynamicPartitionsRequest(PARTITIONS, new_keys))
-            live.update(new_keys)
-        requests.append(
+            return skip(f"no next mission from {mission} up to the tip {tip.ledger}: {exc}")
+    config = next_mission_config(previous, meta(record, "profile_path"), name, span)
+    live = set(instance.get_dynamic_partitions(PARTITIONS))
+    new_keys = sorted(r.key for r in plan_ranges(span) if r.key not in live)
+    context.log.info(f"next mission {name} from {mission}'s profile: {json.dumps(config)}")
+    return dg.SensorResult(
+        run_requests=[
             dg.RunRequest(
                 run_key=name,
                 job_name=mission_plan_job.name,
                 run_config={"ops": {"mission_plan": {"config": config}}},
                 tags={MISSION_TAG: name, PREVIOUS_MISSION_TAG: mission},
             )
-        )
-        context.log.info(f"next mission {name} from {mission}'s profile: {json.dumps(config)}")
-    cursor = str(records[-1].storage_id)
-    if not requests:
-        return dg.SensorResult(skip_reason="no profile to plan a next mission from", cursor=cursor)
-    return dg.SensorResult(run_requests=requests, dynamic_partitions_requests=partition_requests, cursor=cursor)
+        ],
+        dynamic_partitions_requests=[dg.AddDynamicPartitionsRequest(PARTITIONS, new_keys)] if new_keys else [],
+        cursor=cursor,
+    )
+
+
+def mission_exists(instance: dg.DagsterInstance, store: Store, name: str) -> bool:
+    """A mission of that name was planned (its mission.json) or run (a run tagged with it)."""
+    return store.exists(layout.mission_file(name)) or has_runs(instance, tags={MISSION_TAG: name})
