@@ -92,7 +92,7 @@ def test_the_what_if_states_the_on_demand_premium_per_fallen_back_range():
     est = estimates(ranges, PROFILE, placement())
     w = fallback_what_if(est, placement(), reclaim_share=0.1)
     # 2 GiB x 1.25 + 1 GiB = 3.5 of the node's 10 GiB (over 1 of its 4 CPUs), for 1 h, at $1 - $0.40.
-    assert w.premium_per_range_usd == pytest.approx(0.35 * 0.6)
+    assert w.premium_per_range_usd == w.max_premium_usd == pytest.approx(0.35 * 0.6)
     assert w.expected_ranges == pytest.approx(0.001)  # 1 range x 0.1 ** 3
     assert "after 3 reclaims" in w.line() and "0.21 USD more" in w.line()
     off = fallback_what_if(est, placement(0))

@@ -150,6 +150,7 @@ class FallbackWhatIf:
     reclaim_share: float  # chance a spot attempt is reclaimed, taken independent per attempt
     spot_ranges: int  # ranges on spot tiers: the ones that can fall back
     premium_per_range_usd: float  # mean extra of running a spot range whole on on-demand
+    max_premium_usd: float  # the dearest range's: the long tail, the ranges a reclaim costs most
     expected_ranges: float  # spot_ranges x reclaim_share ** reclaims
     expected_usd: float  # their premium, a range that falls back taken to rerun whole (an upper bound)
 
@@ -158,7 +159,8 @@ class FallbackWhatIf:
             return "on-demand fallback: off (reclaims_before_on_demand 0): a reclaimed range stays on spot"
         return (
             f"on-demand fallback after {self.reclaims} reclaims: a range moved there costs "
-            f"{self.premium_per_range_usd:,.2f} USD more than on spot (mean, run whole); at "
+            f"{self.premium_per_range_usd:,.2f} USD more than on spot (mean; the dearest {self.max_premium_usd:,.2f}; "
+            f"run whole); at "
             f"{self.reclaim_share:.0%} of spot attempts reclaimed, ~{significant(self.expected_ranges, 2):g} of "
             f"{self.spot_ranges} spot ranges fall back: ~{self.expected_usd:,.2f} USD at most"
         )
@@ -176,4 +178,5 @@ def fallback_what_if(
     k = placement.sizing.reclaims_before_on_demand
     p = reclaim_share**k if k else 0.0
     mean = sum(premiums) / len(premiums) if premiums else 0.0
-    return FallbackWhatIf(k, reclaim_share, len(premiums), mean, len(premiums) * p, p * sum(premiums))
+    dearest = max(premiums, default=0.0)
+    return FallbackWhatIf(k, reclaim_share, len(premiums), mean, dearest, len(premiums) * p, p * sum(premiums))
