@@ -75,10 +75,12 @@ def replay(
     storage_root: str | None = None,
     tiers: Tiers | None = None,
     placement: Placement | None = None,
+    reclaims_per_spot_hour: float = 0.0,
 ) -> ReplayReport:
     """Run one mission over `workload` and report on it; `profiled` uses the model's own profile.
 
-    `placement` (or just its `tiers`) sizes and prices the ranges; default: the project's."""
+    `placement` (or just its `tiers`) sizes and prices the ranges; default: the project's.
+    `reclaims_per_spot_hour`: spot reclaims besides the workload's draw, per hour on spot (virtual.py)."""
     root = storage_root or f"memory://replay-{uuid.uuid4().hex}"
     store = Store(root)
     previous = None
@@ -102,7 +104,12 @@ def replay(
     clock = VirtualClock()
     t0 = clock.time()
     backend = VirtualBackend(
-        workload, clock, placement=placement, mission_seed=mission_seed, start_delay_seconds=start_delay_seconds
+        workload,
+        clock,
+        placement=placement,
+        mission_seed=mission_seed,
+        start_delay_seconds=start_delay_seconds,
+        reclaims_per_spot_hour=reclaims_per_spot_hour,
     )
     wall = time.perf_counter()
     result = run_mission(prepare(cfg), backend, clock=clock, write_plan=False)
@@ -137,7 +144,8 @@ def replay(
         attempts=len(intervals),
         node_hours=sum((i.end - i.start) * i.node_share for i in intervals) / 3600,
         cost=mission_cost(
-            (Use(i.tier, i.memory_request_bytes, i.end - i.start, i.cpu_request) for i in intervals), placement
+            (Use(i.tier, i.memory_request_bytes, i.end - i.start, i.cpu_request, i.capacity_type) for i in intervals),
+            placement,
         ),
         condemned=len(result.condemned),
         passes=result.passes,

@@ -14,11 +14,13 @@ from __future__ import annotations
 
 import heapq
 import math
+import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from catchup_assets.core.classify.outcomes import Observation
 from catchup_assets.core.dispatch.ports import AlreadyExists, AttemptSpec, AttemptState, Collected, Peaks, Phase
+from catchup_assets.core.size.catalog import SPOT
 from catchup_assets.core.size.cost import node_share
 from catchup_assets.core.size.sizing import Placement
 from catchup_assets.sim.workload import Workload
@@ -54,6 +56,7 @@ class Interval:
     node_share: float  # the share of its tier's node the pod paid for (cost.node_share)
     memory_request_bytes: int = 0
     cpu_request: float = 0.0
+    capacity_type: str = ""  # what the attempt bought ("": its tier's)
 
 
 @dataclass
@@ -68,6 +71,9 @@ class VirtualBackend:
     attempts: dict[str, VirtualAttempt] = field(default_factory=dict)
     progress: dict[str, float] = field(default_factory=dict)  # the "PVC": share of a range done
     reclaimed: set[str] = field(default_factory=set)  # a range is reclaimed at most once a mission
+    # Besides the workload's draw: spot reclaims at this rate per hour an attempt runs on spot
+    # (exponential, drawn per attempt); an attempt bought on-demand is never reclaimed. 0: none.
+    reclaims_per_spot_hour: float = 0.0
     finished: list[Interval] = field(default_factory=list)
     submits: int = 0
     _events: list[tuple[float, str]] = field(default_factory=list)
@@ -100,11 +106,21 @@ class VirtualBackend:
                 resumed_from,
                 done,
             )
-        elif draw.disrupt_at is not None and spec.range_key not in self.reclaimed and draw.disrupt_at > done:
+        elif (
+            draw.disrupt_at is not None
+            and spec.range_key not in self.reclaimed
+            and draw.disrupt_at > done
+            and not self._on_demand(spec)
+        ):
             self.reclaimed.add(spec.range_key)
             ran = full * (draw.disrupt_at - done)
             a = VirtualAttempt(
                 spec, start, start + ran, DISRUPTED, self._peaks(cost, peak), fresh, resumed_from, draw.disrupt_at
+            )
+        elif (at := self._spot_reclaim(spec)) is not None and at < remaining:
+            progress = done + (1.0 - done) * at / remaining
+            a = VirtualAttempt(
+                spec, start, start + at, DISRUPTED, self._peaks(cost, peak), fresh, resumed_from, progress
             )
         else:
             a = VirtualAttempt(spec, start, start + remaining, OK, self._peaks(cost, peak), fresh, resumed_from, 1.0)
@@ -112,6 +128,17 @@ class VirtualBackend:
         self.submits += 1
         heapq.heappush(self._events, (a.start, aid))
         heapq.heappush(self._events, (a.end, aid))
+
+    def _on_demand(self, spec: AttemptSpec) -> bool:
+        """True for an attempt bought on-demand (its own capacity type, else its tier's): spot cannot reclaim it."""
+        return (spec.capacity_type or self.placement.tiers.by_name(spec.tier).capacity_type) != SPOT
+
+    def _spot_reclaim(self, spec: AttemptSpec) -> float | None:
+        """Seconds into the attempt a spot reclaim ends it, or None (on-demand, or no reclaim rate)."""
+        if self.reclaims_per_spot_hour <= 0 or self._on_demand(spec):
+            return None
+        rng = random.Random(f"spot-reclaim:{self.mission_seed}:{spec.attempt_id}")
+        return rng.expovariate(self.reclaims_per_spot_hour / 3600)
 
     @staticmethod
     def _peaks(cost, anon: int) -> Peaks:
@@ -186,6 +213,7 @@ class VirtualBackend:
                 share,
                 spec.memory_request_bytes,
                 spec.cpu_request,
+                spec.capacity_type,
             )
         )
 

@@ -12,7 +12,14 @@ from catchup_assets.core.errors import ConfigError
 from catchup_assets.core.plan.config import MissionConfig, validate_mission
 from catchup_assets.core.plan.ranges import LedgerRange, dispatch_order, parse_key, plan_ranges
 from catchup_assets.core.size.cost import MissionCost, mission_cost
-from catchup_assets.core.size.forecast import WHAT_IF_FACTORS, Forecast, estimates, what_if
+from catchup_assets.core.size.forecast import (
+    WHAT_IF_FACTORS,
+    FallbackWhatIf,
+    Forecast,
+    estimates,
+    fallback_what_if,
+    what_if,
+)
 from catchup_assets.store import layout
 from catchup_assets.store.profiles import PreviousProfile, load_previous_profile
 from catchup_assets.store.root import Store
@@ -62,6 +69,13 @@ def forecast_mission(prepared: PreparedMission, factors=WHAT_IF_FACTORS) -> list
     cfg = prepared.config
     est = estimates(prepared.ordered, prepared.previous.index, cfg.placement)
     return [] if est is None else what_if(est, cfg.parallelism, factors)
+
+
+def fallback_forecast(prepared: PreparedMission) -> FallbackWhatIf | None:
+    """What the on-demand fallback would cost this plan at the usual reclaim share; None unprofiled."""
+    cfg = prepared.config
+    est = estimates(prepared.ordered, prepared.previous.index, cfg.placement)
+    return None if est is None else fallback_what_if(est, cfg.placement)
 
 
 def predict_cost(prepared: PreparedMission) -> MissionCost | None:

@@ -33,9 +33,10 @@ class MissionSummary:
 
 
 def attempt_uses(records: Iterable[AttemptRecord], time_scale: float = 1.0) -> list[Use]:
-    """Each finished attempt as the cost model prices it: its tier, its request, its compute seconds."""
+    """Each finished attempt as the cost model prices it: its tier, its request, its compute seconds,
+    the capacity type it bought (a record older than the field: its tier's)."""
     return [
-        Use(r.tier or "", r.memory_request_bytes or 0, (r.seconds or 0.0) * time_scale)
+        Use(r.tier or "", r.memory_request_bytes or 0, (r.seconds or 0.0) * time_scale, None, r.capacity_type)
         for r in records
         if r.outcome is not None
     ]

@@ -51,9 +51,12 @@ _ATTEMPT_FILE = re.compile("^" + layout.ATTEMPTS_DIR + r"/(\d{10}-\d{10})/(?:a(\
 _ARROW = {"string": pa.string(), "int32": pa.int32(), "int64": pa.int64(), "float64": pa.float64(), "bool": pa.bool_()}
 SCHEMA = pa.schema([(name, _ARROW[kind]) for name, kind in COLUMNS.items()])
 assert [f.name for f in fields(AttemptRecord)] == SCHEMA.names
-# Version 1 lacked these; its files decode with them empty.
+# Older versions lacked these; their files decode with them empty.
 ADDED_IN_2 = ("last_seen_at", "seconds_estimated")
-SCHEMA_V1_NAMES = [n for n in SCHEMA.names if n not in ADDED_IN_2]
+ADDED_IN_3 = ("capacity_type",)
+SCHEMA_V2_NAMES = [n for n in SCHEMA.names if n not in ADDED_IN_3]
+SCHEMA_V1_NAMES = [n for n in SCHEMA_V2_NAMES if n not in ADDED_IN_2]
+OLD_NAMES = {1: SCHEMA_V1_NAMES, 2: SCHEMA_V2_NAMES}
 
 
 def encode(rec: AttemptRecord) -> bytes:
@@ -76,11 +79,11 @@ def decode(data: bytes) -> AttemptRecord:
 
 
 def _record(row: dict, names: list[str]) -> AttemptRecord:
-    """A record from a row of either schema version; anything else is refused."""
+    """A record from a row of any schema version (older ones with their late fields empty); else refused."""
     version = row.get("schema_version")
     if names == SCHEMA.names and version == SCHEMA_VERSION:
         return AttemptRecord(**row)
-    if names == SCHEMA_V1_NAMES and version == 1:
+    if version in OLD_NAMES and names == OLD_NAMES[version]:
         return AttemptRecord(**{**row, "schema_version": SCHEMA_VERSION})
     raise StateError(f"unexpected columns or schema_version {version!r} ({len(names)} columns)")
 

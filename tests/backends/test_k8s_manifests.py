@@ -160,6 +160,35 @@ def test_L15_pooled_tier_placement_by_selector_and_toleration(tier, profiled):
     assert {"key": "cloud.example/spot", "operator": "Exists", "effect": "NoSchedule"} in p["tolerations"]
 
 
+@pytest.mark.parametrize(
+    "tier_capacity, attempt_capacity, pooled, extra, selector",
+    [
+        ("spot", "", True, (), {"catchup.stellar.org/tier": "giant"}),  # an old spec: the tier's
+        ("spot", "spot", True, (), {"catchup.stellar.org/tier": "giant"}),  # Karpenter prefers spot
+        ("spot", "on-demand", True, (),
+         {"catchup.stellar.org/tier": "giant", "karpenter.sh/capacity-type": "on-demand"}),
+        # An operator who pins spot for every range pod: the fallback overrides it for its own pods.
+        ("spot", "on-demand", True, (("karpenter.sh/capacity-type", "spot"),),
+         {"karpenter.sh/capacity-type": "on-demand", "catchup.stellar.org/tier": "giant"}),
+        ("on-demand", "on-demand", True, (), {"catchup.stellar.org/tier": "giant"}),  # its pool buys only that
+        ("spot", "on-demand", False, (), {"karpenter.sh/capacity-type": "on-demand"}),  # unpooled: still on-demand
+    ],
+)  # fmt: skip
+def test_a_range_moved_to_on_demand_selects_on_demand_capacity_of_its_tier(
+    tier_capacity, attempt_capacity, pooled, extra, selector
+):
+    """Issue 21: the same tier label selects the node shape; the capacity-type label gets on-demand."""
+    tier = dataclasses.replace(GIANT, capacity_type=tier_capacity)
+    s = settings(pooled=pooled, extra_node_selector=extra)
+    p = pod_of(to_dict(job_manifest(spec(capacity_type=attempt_capacity), tier, True, s)))
+    assert p["nodeSelector"] == selector
+
+
+def test_an_attempt_s_unknown_capacity_type_is_refused_naming_it():
+    with pytest.raises(ValueError, match="capacity_type"):
+        job_manifest(spec(capacity_type="preemptible"), GIANT, True, settings())
+
+
 def test_L15_unpooled_tiers_place_nothing_but_keep_extra_tolerations():
     p = pod_of(job(GIANT, True, pooled=False))
     assert "nodeSelector" not in p

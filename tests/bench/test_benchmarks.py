@@ -34,3 +34,16 @@ def test_cost_smoke(tmp_path):
     ratio = {r[0]: float(r[3]) for r in rows}
     assert ratio["flat"] == 1.0 and ratio["fitted ladder"] <= ratio["default ladder packed"] < ratio["default ladder"]
     assert {r[7] for r in rows[:4]} == {"0"}  # sized from the profile: no OOM on any ladder
+
+
+def test_ondemand_smoke(tmp_path):
+    """Issue 21: the fallback off and after 1, 3, 5 reclaims; moving ranges to on-demand buys them out of spot."""
+    from benchmarks import ondemand
+
+    assert ondemand.main(["--smoke", "--out", str(tmp_path)]) == 0
+    rows = table_rows((tmp_path / "ondemand.md").read_text())
+    assert [r[0] for r in rows] == ["off", "after 1", "after 3", "after 5"]
+    fallback = {r[0]: float(r[7]) for r in rows}
+    reclaims = {r[0]: int(r[8]) for r in rows}
+    assert fallback["off"] == 0 and fallback["after 1"] > fallback["after 3"] > 0
+    assert reclaims["after 1"] < reclaims["after 3"] < reclaims["off"]  # on-demand attempts are never reclaimed

@@ -104,10 +104,13 @@ def test_profile_and_tier_map_assets_pass_their_checks_and_feed_the_next_plan(in
     longest = pd.read_parquet(profile)["seconds"].max()
     assert pmeta["predicted_makespan_hours"].value == pytest.approx(longest / 3600, rel=5e-3)
     assert "| 2 |" in pmeta["what_if"].value and "configured" in pmeta["what_if"].value
+    # Issue 21: beside the what-if, what moving reclaimed ranges to on-demand would cost.
+    assert pmeta["on_demand_fallback"].value.startswith("on-demand fallback after 3 reclaims")
     # Issue 15: what m1 cost (every attempt), what m2 will cost on m1's tier map, and m2's plan says the same.
     prof, tmap = meta["range_profile"], meta["tier_map"]
     assert prof["actual_cost_usd"].value > 0 and "no previous profile" in prof["predicted_cost"].value
     assert prof["actual_spot_usd"].value == prof["actual_cost_usd"].value  # the default tiers are priced at spot
+    assert prof["actual_on_demand_fallback_usd"].value == 0  # nothing reclaimed: nothing moved to on-demand
     assert tmap["next_mission_cost_usd"].value == pmeta["predicted_cost_usd"].value > 0
     assert 0 < pmeta["predicted_cost_ratio_to_flat"].value < 1
     assert "| flat |" in pmeta["predicted_cost_per_tier"].value and "spot" in pmeta["predicted_cost_per_tier"].value

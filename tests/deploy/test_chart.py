@@ -337,10 +337,39 @@ def test_a_nodepool_for_every_tier_the_sizing_can_choose(chart):
     assert {t.name for t in chosen} >= {"nebula", "protostar"}
     capacity = {n: next(r["values"] for r in p["requirements"] if r["key"] == "karpenter.sh/capacity-type")
                 for n, p in pools.items()}  # fmt: skip
-    assert capacity == {"catchup-small": ["spot"], "catchup-big": ["on-demand"], "catchup-protostar": ["spot"],
-                        "catchup-nebula": ["spot"]}  # fmt: skip
+    # Every spot pool admits on-demand too: a range reclaimed reclaims_before_on_demand (3) times selects it.
+    both = ["spot", "on-demand"]
+    assert capacity == {"catchup-small": both, "catchup-big": ["on-demand"], "catchup-protostar": both,
+                        "catchup-nebula": both}  # fmt: skip
     nebula = pools["catchup-nebula"]
     assert nebula["taints"] == [{"key": "catchup.stellar.org/tier", "value": "nebula", "effect": "NoSchedule"}]
+
+
+@pytest.mark.parametrize(
+    "sizing, small, big",
+    [
+        ({}, ["spot", "on-demand"], ["spot", "on-demand"]),  # the default: on-demand after 3 reclaims
+        ({"reclaims_before_on_demand": 2}, ["spot", "on-demand"], ["spot", "on-demand"]),
+        ({"reclaims_before_on_demand": 0}, ["spot"], ["spot"]),  # fallback off: the pools buy what they said
+    ],
+)
+def test_spot_nodepools_admit_on_demand_while_the_reclaim_fallback_is_on(chart, sizing, small, big):
+    """Issue 21: a range moved to on-demand keeps its tier's label and selects karpenter.sh/capacity-type:
+    on-demand; its tier's NodePool must admit it, whatever capacity types the pool was given."""
+    from catchup_assets.defs.resources import CatchupResource
+
+    tiers = [
+        {"name": "small", "memoryCutGib": 3, "nodeMemoryGib": 4, "cpu": 1, "capacityType": "spot"},
+        {"name": "big", "memoryCutGib": 28, "nodeMemoryGib": 32, "cpu": 4, "capacityTypes": ["spot"]},
+    ]
+    values = {"karpenter": {"enabled": True, "capacityTypes": ["spot"]}, "tiers": tiers, "sizing": sizing}
+    docs = render(chart, values)
+    pools = {d["metadata"]["name"]: d["spec"]["template"]["spec"] for d in docs if d["kind"] == "NodePool"}
+    capacity = {n: next(r["values"] for r in p["requirements"] if r["key"] == "karpenter.sh/capacity-type")
+                for n, p in pools.items()}  # fmt: skip
+    assert (capacity["catchup-small"], capacity["catchup-big"]) == (small, big)
+    policy = CatchupResource(**catchup_json(docs)).placement().sizing
+    assert policy.reclaims_before_on_demand == sizing.get("reclaims_before_on_demand", 3)
 
 
 def test_the_price_catalog_and_the_tiers_shapes_reach_the_resource_and_the_nodepools(chart):

@@ -164,3 +164,62 @@ def test_write_snapshot_keeps_what_another_run_snapshotted(store):
     rs.write_snapshot({(a.range_key, 1): a}, {(a.range_key, 1)})
     rs.write_snapshot({(b.range_key, 1): b, (KEY, 2): AttemptRecord("m1", KEY, 2)}, {(b.range_key, 1), (KEY, 2)})
     assert sorted(rs.read_snapshot()) == [(KEY, 1), (b.range_key, 1)]  # an unfinished record stays out
+
+
+def _v2_table(rows):
+    import pyarrow as pa
+
+    from catchup_assets.store.records import SCHEMA, SCHEMA_V2_NAMES
+
+    v2 = pa.schema([SCHEMA.field(n) for n in SCHEMA_V2_NAMES])
+    return pa.Table.from_pylist(rows, schema=v2)
+
+
+def _v2_row(attempt, **values):
+    from catchup_assets.store.records import SCHEMA_V2_NAMES
+
+    return (
+        {n: None for n in SCHEMA_V2_NAMES}
+        | {
+            "mission": "m1",
+            "range_key": KEY,
+            "attempt": attempt,
+            "outcome": "disrupted",
+            "tier": "giant",
+            "schema_version": 2,
+        }
+        | values
+    )
+
+
+def test_L12_a_version_2_record_and_snapshot_still_read_with_no_capacity_type(store):
+    """Records written before the on-demand fallback (issue 21) read with capacity_type empty: their tier's."""
+    import io
+
+    import pyarrow.parquet as pq
+
+    from catchup_assets.store import layout
+    from catchup_assets.store.records import _DIGEST_KEY, _digest
+
+    rs = RecordStore(store, "m1")
+    buf = io.BytesIO()
+    pq.write_table(_v2_table([_v2_row(1, seconds=7.0)]), buf)
+    store.write_bytes(f"m1/attempts/{KEY}/a001.parquet", buf.getvalue())
+    rec = rs.read_one(KEY, 1)
+    assert (rec.outcome, rec.tier, rec.seconds, rec.capacity_type) == ("disrupted", "giant", 7.0, None)
+    table = _v2_table([_v2_row(2, seconds=3.0)])
+    table = table.replace_schema_metadata({_DIGEST_KEY: _digest(table.to_pylist())})
+    buf = io.BytesIO()
+    pq.write_table(table, buf)
+    store.write_bytes(layout.snapshot("m1"), buf.getvalue())
+    snap = rs.read_snapshot()
+    assert [(r.attempt, r.seconds, r.capacity_type) for r in snap.values()] == [(2, 3.0, None)]
+
+
+def test_the_capacity_type_an_attempt_bought_is_recorded(store):
+    rs = RecordStore(store, "m1")
+    r = AttemptRecord("m1", KEY, 4, tier="giant", capacity_type="on-demand", memory_request_bytes=5)
+    rs.write(r)
+    assert rs.read_one(KEY, 4).capacity_type == "on-demand"
+    # a later write of the same attempt without the field never erases it
+    assert rs.write(AttemptRecord("m1", KEY, 4, outcome="ok"), r).capacity_type == "on-demand"

@@ -16,6 +16,7 @@ from kubernetes import client as k
 from kubernetes.utils.quantity import parse_quantity
 
 from catchup_assets.backends.kubernetes.names import (
+    CAPACITY_TYPE_LABEL,
     CONTAINER,
     LABEL_TIER,
     configmap_name,
@@ -28,6 +29,8 @@ from catchup_assets.backends.kubernetes.names import (
 from catchup_assets.backends.kubernetes.settings import ENTRYPOINT_KEY, LABEL_VALUE_RE, K8sSettings, check_toleration
 from catchup_assets.core.dispatch.ports import AttemptSpec
 from catchup_assets.core.errors import ConfigError
+from catchup_assets.core.size.capacity import fell_back
+from catchup_assets.core.size.catalog import CAPACITY_TYPES, ON_DEMAND, SPOT
 from catchup_assets.core.size.sizing import Tier
 
 WORKER_MOUNT = "/catchup"
@@ -178,6 +181,13 @@ def job_manifest(spec: AttemptSpec, tier: Tier | None, profiled: bool, settings:
     if tier is not None:
         attempt_labels[LABEL_TIER] = tier.name
     node_selector, tolerations = _placement(tier, settings)
+    if spec.capacity_type not in ("", *CAPACITY_TYPES):
+        raise ConfigError(
+            f"attempt {spec.attempt_id}: capacity_type {spec.capacity_type!r} is not one of {CAPACITY_TYPES}"
+        )
+    if fell_back(tier.capacity_type if tier is not None else SPOT, spec.capacity_type):
+        # Reclaimed too often on spot: the same tier's node shape, bought on-demand (its NodePool admits both).
+        node_selector = {**(node_selector or {}), CAPACITY_TYPE_LABEL: ON_DEMAND}
     container = k.V1Container(
         name=CONTAINER,
         image=settings.image,

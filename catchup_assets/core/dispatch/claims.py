@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import logging
 
+from catchup_assets.core.classify.outcomes import Outcome
 from catchup_assets.core.dispatch.ports import AlreadyExists, AttemptSpec
 from catchup_assets.core.dispatch.record import AttemptRecord
+from catchup_assets.core.size.capacity import fell_back
 
 log = logging.getLogger(__name__)
 
@@ -63,6 +65,7 @@ class Claims:
             memory_request_bytes=spec.memory_request_bytes,
             memory_limit_bytes=spec.memory_limit_bytes,
             tier=spec.tier,
+            capacity_type=spec.capacity_type,
             log_path=self.records.log_url(key, attempt),
         )
         # The sizing is durable before the attempt exists, so a restart knows it.
@@ -75,7 +78,19 @@ class Claims:
 
     def _spec(self, key: str, attempt: int, n_oom: int, n_evicted: int = 0) -> AttemptSpec:
         rng = self.by_key[key]
-        s = self.mission.placement.size(rng.last, self.cfg.profile, n_oom, n_evicted)
+        placement = self.mission.placement
+        # Reclaims counted from the range's own finished attempts, as the budgets count outcomes.
+        recs = self._recs[key]
+        n_disrupted = sum(1 for a in self._done[key] if a in recs and recs[a].outcome == Outcome.DISRUPTED.value)
+        s = placement.size(rng.last, self.cfg.profile, n_oom, n_evicted, n_disrupted)
+        if fell_back(placement.tiers.by_name(s.tier).capacity_type, s.capacity_type):
+            log.info(
+                "range %s attempt %d: reclaimed %d times, runs on on-demand capacity of tier %s",
+                key,
+                attempt,
+                n_disrupted,
+                s.tier,
+            )
         return AttemptSpec(
             mission=self.name,
             range_key=key,
@@ -90,4 +105,5 @@ class Claims:
             deadline_seconds=self.mission.deadline_seconds,
             env=dict(self.mission.env),
             ephemeral_bytes=s.ephemeral_bytes,
+            capacity_type=s.capacity_type,
         )

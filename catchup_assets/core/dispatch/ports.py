@@ -41,6 +41,9 @@ class AttemptSpec:
     # Ephemeral storage mode: the range's disk, sized from its profile and its evictions (disk.py);
     # None: the deployment's flat request and limit.
     ephemeral_bytes: int | None = None
+    # What capacity the attempt buys: its tier's, or on-demand after its range's reclaims
+    # (core/size/capacity.py); "": the tier's.
+    capacity_type: str = ""
 
     @property
     def attempt_id(self) -> str:

@@ -14,7 +14,7 @@ from dataclasses import dataclass, fields
 
 from catchup_assets.core.errors import StateError
 
-SCHEMA_VERSION = 2  # 2 added last_seen_at and seconds_estimated; version 1 files still read
+SCHEMA_VERSION = 3  # 2 added last_seen_at and seconds_estimated, 3 capacity_type; older files still read
 PEAK_FIELDS = ("peak_anon_bytes", "peak_working_set_bytes", "peak_ephemeral_bytes")
 
 
@@ -45,6 +45,9 @@ class AttemptRecord:
     memory_request_bytes: int | None = None
     memory_limit_bytes: int | None = None
     tier: str | None = None
+    # spot or on-demand: what the attempt bought (its tier's, or on-demand after its range's
+    # reclaims); None in a record older than schema 3: its tier's.
+    capacity_type: str | None = None
     node: str | None = None
     log_path: str | None = None
     schema_version: int = SCHEMA_VERSION
@@ -73,6 +76,7 @@ COLUMNS: dict[str, str] = {
     "memory_request_bytes": "int64",
     "memory_limit_bytes": "int64",
     "tier": "string",
+    "capacity_type": "string",
     "node": "string",
     "log_path": "string",
     "schema_version": "int32",

@@ -4,8 +4,9 @@ Pure. A range on a tier that packs by requests pays for the share of the
 tier's node it requests, the larger of memory over the node's allocatable
 memory and CPU over its allocatable CPU (Kubernetes and Karpenter pack pods by
 their requests); on a tier holding `pods_per_node` ranges per node it pays
-1 / pods_per_node. Times the node's price per hour for the tier's capacity
-type, times the seconds it ran. Flat sizing, the baseline, puts every range on
+1 / pods_per_node. Times the node's price per hour for the capacity type it
+bought (its tier's, or on-demand for an attempt its range's reclaims moved
+there: capacity.py), times the seconds it ran. Flat sizing, the baseline, puts every range on
 a node of its own that holds the largest request: the cheapest catalog shape
 that does, at the capacity type of the tier the largest request went to.
 
@@ -44,6 +45,7 @@ class Use:
     memory_request_bytes: int
     seconds: float
     cpu_request: float | None = None  # None: the sizing's, else the tier's
+    capacity_type: str | None = None  # what the attempt bought (a range moved to on-demand); None: the tier's
 
 
 @dataclass
@@ -59,6 +61,7 @@ class MissionCost:
     spot_dollars: float = 0.0
     on_demand_dollars: float = 0.0
     all_on_demand_dollars: float = 0.0  # the same nodes bought on-demand: what spot saves
+    fallback_dollars: float = 0.0  # of on_demand_dollars, attempts moved off their spot tier by reclaims
     node_hours: float = 0.0  # node time paid for: seconds x node share
     flat_dollars: float = 0.0
     flat_shape: str = ""
@@ -101,12 +104,14 @@ def mission_cost(uses: Iterable[Use], placement: Placement) -> MissionCost:
         cpu = cpu_of(placement, tier, u)
         share = node_share(tier, shape, u.memory_request_bytes, cpu)
         hours = max(u.seconds, 0.0) / 3600
-        dollars = share * shape.hourly(tier.capacity_type) * hours
+        capacity = u.capacity_type if u.capacity_type in (SPOT, ON_DEMAND) else tier.capacity_type
+        dollars = share * shape.hourly(capacity) * hours
         out.dollars += dollars
-        if tier.capacity_type == SPOT:
+        if capacity == SPOT:
             out.spot_dollars += dollars
-        elif tier.capacity_type == ON_DEMAND:
+        else:
             out.on_demand_dollars += dollars
+            out.fallback_dollars += dollars if capacity != tier.capacity_type else 0.0
         out.all_on_demand_dollars += share * shape.on_demand_hourly * hours
         out.node_hours += share * hours
         out.uses += 1

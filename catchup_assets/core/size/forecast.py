@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 from catchup_assets.core.errors import ConfigError
 from catchup_assets.core.plan.ranges import LedgerRange
+from catchup_assets.core.size.catalog import SPOT
 from catchup_assets.core.size.cost import Use, node_share, significant
 from catchup_assets.core.size.measures import ProfileIndex
 from catchup_assets.core.size.sizing import Placement
@@ -135,3 +136,47 @@ def forecast_rows(forecasts: Sequence[Forecast], configured: int) -> list[dict]:
         }
         for f in forecasts
     ]
+
+
+# Share of spot attempts a reclaim ends, as the seed's missions saw it (docs/cost.md: ~7%).
+RECLAIM_SHARE = 0.07
+
+
+@dataclass(frozen=True)
+class FallbackWhatIf:
+    """What the on-demand fallback (capacity.py) would cost: ranges moved, and their premium."""
+
+    reclaims: int  # the policy's threshold; 0: the fallback is off
+    reclaim_share: float  # chance a spot attempt is reclaimed, taken independent per attempt
+    spot_ranges: int  # ranges on spot tiers: the ones that can fall back
+    premium_per_range_usd: float  # mean extra of running a spot range whole on on-demand
+    max_premium_usd: float  # the dearest range's: the long tail, the ranges a reclaim costs most
+    expected_ranges: float  # spot_ranges x reclaim_share ** reclaims
+    expected_usd: float  # their premium, a range that falls back taken to rerun whole (an upper bound)
+
+    def line(self) -> str:
+        if not self.reclaims:
+            return "on-demand fallback: off (reclaims_before_on_demand 0): a reclaimed range stays on spot"
+        return (
+            f"on-demand fallback after {self.reclaims} reclaims: a range moved there costs "
+            f"{self.premium_per_range_usd:,.2f} USD more than on spot (mean; the dearest {self.max_premium_usd:,.2f}; "
+            f"run whole); at "
+            f"{self.reclaim_share:.0%} of spot attempts reclaimed, ~{significant(self.expected_ranges, 2):g} of "
+            f"{self.spot_ranges} spot ranges fall back: ~{self.expected_usd:,.2f} USD at most"
+        )
+
+
+def fallback_what_if(
+    est: Sequence[RangeEstimate], placement: Placement, reclaim_share: float = RECLAIM_SHARE
+) -> FallbackWhatIf:
+    """The fallback's premium per range and expected at `reclaim_share`, from the plan's estimates."""
+    premiums = []
+    for e in est:
+        if placement.tiers.by_name(e.tier).capacity_type == SPOT:
+            shape = placement.shape_of(e.tier)
+            premiums.append(e.node_share * (shape.on_demand_hourly - shape.spot_hourly) * e.seconds / 3600)
+    k = placement.sizing.reclaims_before_on_demand
+    p = reclaim_share**k if k else 0.0
+    mean = sum(premiums) / len(premiums) if premiums else 0.0
+    dearest = max(premiums, default=0.0)
+    return FallbackWhatIf(k, reclaim_share, len(premiums), mean, dearest, len(premiums) * p, p * sum(premiums))

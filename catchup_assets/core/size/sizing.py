@@ -11,6 +11,7 @@ import re
 from dataclasses import dataclass, replace
 
 from catchup_assets.core.errors import ConfigError
+from catchup_assets.core.size.capacity import capacity_for
 from catchup_assets.core.size.catalog import CAPACITY_TYPES, DEFAULT_CATALOG, SPOT, Catalog, NodeShape
 from catchup_assets.core.size.disk import DiskPolicy
 from catchup_assets.core.size.measures import ProfileIndex, RangeMeasure
@@ -121,8 +122,13 @@ class SizingPolicy:
     cache_bump_ratio: float = 1.0
     unprofiled_memory_bytes: int = 12 * GiB
     cpu_request: float | None = None  # None: the tier's cpu
+    # After this many `disrupted` attempts of a range its next ones run on-demand (capacity.py); 0: never.
+    reclaims_before_on_demand: int = 3
 
     def __post_init__(self) -> None:
+        r = self.reclaims_before_on_demand
+        if isinstance(r, bool) or not isinstance(r, int) or r < 0:
+            raise ConfigError(f"sizing 'reclaims_before_on_demand' must be an integer >= 0 (0: never), got {r!r}")
         if self.margin < 1.0:
             raise ConfigError(f"sizing 'margin' must be >= 1.0, got {self.margin}")
         if self.cache_headroom_bytes < 0:
@@ -143,6 +149,7 @@ class Sizing:
     base_memory_bytes: int
     predicted_seconds: float | None = None
     ephemeral_bytes: int | None = None  # None: the deployment's flat ephemeral request and limit
+    capacity_type: str = SPOT  # the tier's, or on-demand after the range's reclaims (capacity.py)
 
 
 def base_memory(measure: RangeMeasure, policy: SizingPolicy) -> int:
@@ -192,10 +199,12 @@ class Placement:
         except KeyError:
             raise ConfigError(f"unknown tier {tier!r}: known tiers {sorted(self._shapes)}") from None
 
-    def size(self, last_ledger: int, profile: ProfileIndex | None, n_oom: int = 0, n_evicted: int = 0) -> Sizing:
-        """Resources and tier for the next attempt of the range ending at `last_ledger`.
+    def size(
+        self, last_ledger: int, profile: ProfileIndex | None, n_oom: int = 0, n_evicted: int = 0, n_disrupted: int = 0
+    ) -> Sizing:
+        """Resources, tier and capacity type for the next attempt of the range ending at `last_ledger`.
 
-        `n_oom` and `n_evicted`: the range's OOM and (own-disk) eviction outcomes so far."""
+        `n_oom`, `n_evicted`, `n_disrupted`: the range's OOM, (own-disk) eviction and reclaim outcomes so far."""
         tiers, policy = self.tiers, self.sizing
         measure = profile.lookup(last_ledger) if profile is not None and len(profile) else None
         if measure is None:
@@ -203,7 +212,8 @@ class Placement:
             base = min(policy.unprofiled_memory_bytes, catch_all.memory_cut_bytes)
             memory = self.ladder.memory_for(base, n_oom)
             tier = catch_all if memory <= catch_all.memory_cut_bytes else tiers.ladder[tiers.index_for(memory)]
-            return _sizing(tier, memory, policy, False, base, None, self.disk.ephemeral_for(None, n_evicted))
+            disk = self.disk.ephemeral_for(None, n_evicted)
+            return _sizing(tier, memory, policy, False, base, None, disk, n_disrupted)
         base = base_memory(measure, policy)
         memory = self.ladder.memory_for(base, n_oom)
         idx = tiers.index_for(base)
@@ -213,7 +223,7 @@ class Placement:
         idx = max(idx + n_oom, tiers.index_for(memory))
         tier = tiers.ladder[min(idx, len(tiers.ladder) - 1)]
         disk = self.disk.ephemeral_for(measure.peak_ephemeral_bytes, n_evicted)
-        return _sizing(tier, memory, policy, True, base, measure.seconds, disk)
+        return _sizing(tier, memory, policy, True, base, measure.seconds, disk, n_disrupted)
 
     def scaled(self, factor: float) -> Placement:
         """Every memory figure times `factor` (the demo runs in MiB what production runs in GiB)."""
@@ -229,9 +239,10 @@ class Placement:
         )
 
 
-def _sizing(tier: Tier, memory: int, policy: SizingPolicy, profiled: bool, base: int, seconds, disk) -> Sizing:
+def _sizing(tier: Tier, memory: int, policy: SizingPolicy, profiled: bool, base: int, seconds, disk, n_disrupted):
     cpu = policy.cpu_request if policy.cpu_request is not None else tier.cpu
-    return Sizing(tier.name, memory, memory, cpu, profiled, base, seconds, disk)
+    capacity = capacity_for(tier.capacity_type, n_disrupted, policy.reclaims_before_on_demand)
+    return Sizing(tier.name, memory, memory, cpu, profiled, base, seconds, disk, capacity)
 
 
 def scaled_tiers(tiers: Tiers, factor: float) -> Tiers:
@@ -246,12 +257,10 @@ def scaled_tiers(tiers: Tiers, factor: float) -> Tiers:
 
 
 def scaled_policy(policy: SizingPolicy, factor: float) -> SizingPolicy:
-    return SizingPolicy(
-        policy.margin,
-        int(policy.cache_headroom_bytes * factor),
-        policy.cache_bump_ratio,
-        int(policy.unprofiled_memory_bytes * factor),
-        policy.cpu_request,
+    return replace(
+        policy,
+        cache_headroom_bytes=int(policy.cache_headroom_bytes * factor),
+        unprofiled_memory_bytes=int(policy.unprofiled_memory_bytes * factor),
     )
 
 

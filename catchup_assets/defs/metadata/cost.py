@@ -25,6 +25,8 @@ def cost_metadata(cost, placement, prefix: str) -> dict[str, Any]:
         f"{prefix}spot_usd": significant(cost.spot_dollars),
         f"{prefix}on_demand_usd": significant(cost.on_demand_dollars),
         f"{prefix}all_on_demand_usd": significant(cost.all_on_demand_dollars),
+        # Of on_demand_usd: attempts their range's reclaims moved off a spot tier (reclaims_before_on_demand).
+        f"{prefix}on_demand_fallback_usd": significant(cost.fallback_dollars),
         f"{prefix}flat_cost_usd": significant(cost.flat_dollars),
         f"{prefix}cost_ratio_to_flat": None if cost.ratio is None else round(cost.ratio, 3),
         f"{prefix}cost_per_tier": markdown_table(rows, list(rows[0])),

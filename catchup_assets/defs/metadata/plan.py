@@ -65,6 +65,10 @@ def plan_metadata(
             ["dispatch_rank", "range_key", "catchup", "tier", "memory_request_mib", "predicted_seconds"],
         ),
     }
+    from catchup_assets.mission.plan import fallback_forecast
+
+    if forecasts and (fallback := fallback_forecast(prepared)) is not None:
+        meta["on_demand_fallback"] = fallback.line()  # beside the what-if: what reclaims moved to on-demand cost
     if scale:
         meta["scale"] = scale
     return meta
