@@ -8,7 +8,7 @@ import math
 import os
 import sys
 
-from catchup_assets.cli import diff, fit_tiers, plan, profile, workload
+from catchup_assets.cli import control, diff, fit_tiers, plan, profile, workload
 from catchup_assets.cli.demo import command as demo
 from catchup_assets.core.aggregate.diff import DEFAULT_BAND_LEDGERS, DEFAULT_THRESHOLD
 from catchup_assets.core.plan.config import DEFAULT_PARALLELISM
@@ -162,6 +162,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     df.add_argument("--out", help="also write the band table as Parquet here")
     df.set_defaults(func=diff.command)
+    control.add_parser(sub, number, default_cap=2 * DEFAULT_PARALLELISM)  # as mission_defaults.max_parallelism
     return p
 
 

@@ -5,6 +5,8 @@ make it absolute):
 
     <mission>/mission.json                          the mission's own settings (mission/saved.py)
     <mission>/plan.parquet                          the plan (core/plan/plan_table.py)
+    <mission>/control.json                          an operator's control: pause, drain, parallelism
+                                                    (core/dispatch/control.py, store/control.py)
     <mission>/previous_profile.parquet              the plan's copy of the profile it was sized from
     <mission>/attempts/<range_key>/a<NNN>.parquet   the attempt record (store/records.py)
     <mission>/attempts/<range_key>/_a<NNN>.done     written after the record (L32); the
@@ -25,6 +27,7 @@ from __future__ import annotations
 
 MISSION_FILE = "mission.json"
 PLAN_FILE = "plan.parquet"
+CONTROL_FILE = "control.json"
 PREVIOUS_PROFILE_FILE = "previous_profile.parquet"
 ATTEMPTS_DIR = "attempts"
 LOGS_DIR = "logs"
@@ -41,6 +44,10 @@ def mission_file(mission: str) -> str:
 
 def plan(mission: str) -> str:
     return f"{mission}/{PLAN_FILE}"
+
+
+def control(mission: str) -> str:
+    return f"{mission}/{CONTROL_FILE}"
 
 
 def previous_profile(mission: str) -> str:

@@ -59,6 +59,7 @@ class Status:
 class MissionResult:
     results: dict[str, RangeResult]
     passes: int
+    drained: bool = False  # an operator drained the run: its NOT_RUN ranges are left for a later run
 
     @property
     def condemned(self) -> dict[str, str]:
