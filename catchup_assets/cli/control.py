@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import getpass
+import os
 import socket
 
 from catchup_assets.core.errors import ConfigError
@@ -37,6 +38,8 @@ def add_parser(sub, number, default_cap: int) -> None:
 def command(args: argparse.Namespace) -> int:
     from catchup_assets.mission.control import set_control
 
+    if "://" not in args.root and not os.path.isdir(args.root):  # opening a local root would create it
+        raise ConfigError(f"--root: {args.root!r} is not a directory: no mission is stored there")
     value = None
     if args.value is not None:
         if args.action != "parallelism":

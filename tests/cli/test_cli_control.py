@@ -72,13 +72,20 @@ def test_a_finished_mission_shows_its_counts_and_refuses_resume(tmp_path, capsys
         (["pause"], "Bad_Name", "mission name 'Bad_Name' is invalid"),
     ],
 )
-def test_bad_control_input_is_refused_naming_the_field_and_nothing_is_written(tmp_path, capsys, args, mission, named):
+def test_L34_bad_control_input_is_refused_naming_the_field_and_nothing_is_written(
+    tmp_path, capsys, args, mission, named
+):
     store = planned(tmp_path)
     before = sorted(store.find(""))
     assert control(tmp_path, *args, mission=mission) == 2
     err = capsys.readouterr().err
     assert named in err and "Traceback" not in err
     assert sorted(store.find("")) == before  # nothing written
+
+
+def test_L34_a_root_that_is_not_there_is_refused_and_not_created(tmp_path, capsys):
+    assert run(["control", "--root", str(tmp_path / "nowhere"), "--mission", "m1", "pause"]) == 2
+    assert "--root:" in capsys.readouterr().err and not (tmp_path / "nowhere").exists()
 
 
 def test_an_unknown_action_is_refused_by_the_parser(tmp_path, capsys):

@@ -72,6 +72,7 @@ def test_pause_holds_new_attempts_in_flight_ones_finish_and_resume_dispatches(tm
     in_flight = {(s.range_key, s.attempt) for s in m.backend.observe()}
     m.set("pause")
     submitted = len(m.backend.submitted)
+    assert d.pass_once().line().endswith("; paused, parallelism 2")  # what the status line says
     m.step(d, passes=12)  # 60 s: every attempt in flight has ended
     assert len(m.backend.submitted) == submitted and m.live() == 0  # nothing new while paused
     assert in_flight <= m.recorded()  # ...and the ones in flight finished and were recorded
@@ -109,7 +110,7 @@ def test_parallelism_raised_reaches_the_cap_within_two_passes_and_lowered_stops_
     assert sorted(result.done) == sorted(KEYS) and m.backend.max_live == 4
 
 
-def test_two_dispatchers_obey_one_record(tmp_path):
+def test_L11_two_dispatchers_obey_one_record_and_share_its_live_parallelism(tmp_path):
     m = Mission(tmp_path)
     a, b = m.dispatcher("a"), m.dispatcher("b")
     m.step(a, b)
@@ -131,7 +132,7 @@ def test_two_dispatchers_obey_one_record(tmp_path):
     assert m.backend.max_live <= 4
 
 
-def test_a_restarted_dispatcher_obeys_the_record_from_its_first_pass(tmp_path):
+def test_L10_a_restarted_dispatcher_obeys_the_record_from_its_first_pass(tmp_path):
     m = Mission(tmp_path)
     first = m.dispatcher("a")
     m.step(first)
@@ -163,7 +164,7 @@ def test_drain_ends_the_run_resumable_and_a_later_run_completes_it(tmp_path):
     assert sorted(later.done) == sorted(KEYS) and not later.drained
 
 
-def test_a_torn_record_keeps_the_last_good_control_and_is_said_once(tmp_path, caplog):
+def test_L12_a_torn_record_keeps_the_last_good_control_and_is_said_once(tmp_path, caplog):
     m = Mission(tmp_path)
     d = m.dispatcher("a")
     m.set("pause")

@@ -86,7 +86,7 @@ def test_the_job_writes_the_record_and_logs_an_observation(planned):
         ("m2", "pause", None, "mission 'm2' has no plan"),
     ],
 )
-def test_bad_input_is_refused_naming_the_field_and_writes_nothing(planned, mission, action, value, named):
+def test_L34_bad_input_is_refused_naming_the_field_and_writes_nothing(planned, mission, action, value, named):
     instance, store = planned
     result = control(instance, mission, action, value)
     assert not result.success

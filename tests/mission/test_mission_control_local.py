@@ -105,7 +105,7 @@ class Operator:
 
 
 @pytest.mark.parametrize("mode", ["one dispatcher", "two dispatchers", "restarted at every change"])
-def test_pause_parallelism_lowered_and_resume_take_effect_within_two_passes(tmp_path, mode):
+def test_L10_L11_pause_parallelism_lowered_and_resume_take_effect_within_two_passes(tmp_path, mode):
     op = Operator(tmp_path, dispatchers=2 if mode == "two dispatchers" else 1)
     restart = mode == "restarted at every change"
 

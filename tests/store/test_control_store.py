@@ -9,7 +9,7 @@ from catchup_assets.store.control import ControlStore
 from catchup_assets.store.root import Store
 
 
-def test_round_trip_missing_and_torn(tmp_path):
+def test_L12_round_trip_missing_and_torn(tmp_path):
     store = Store(tmp_path)
     cs = ControlStore(store, "m1")
     assert cs.read() is None  # no record: run as planned

@@ -40,7 +40,8 @@ class Obey:
             return
         self._control = new
         now_ctl = new or MissionControl()
-        changes = now_ctl.since(old)
+        # A dispatcher that just started reads the record as it stands: its last change, not all 100.
+        changes = now_ctl.since(old) if old is not None else list(now_ctl.history[-1:])
         state = now_ctl.state(self.mission.parallelism)
         what = "; ".join(c.line() for c in changes) or "control record removed"
         log.warning("mission %s: control: %s: now %s", self.name, what, state)
