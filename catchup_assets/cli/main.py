@@ -8,7 +8,7 @@ import math
 import os
 import sys
 
-from catchup_assets.cli import cleanup, diff, fit_tiers, plan, profile, workload
+from catchup_assets.cli import cleanup, control, diff, fit_tiers, plan, profile, workload
 from catchup_assets.cli.demo import command as demo
 from catchup_assets.core.aggregate.diff import DEFAULT_BAND_LEDGERS, DEFAULT_THRESHOLD
 from catchup_assets.core.plan.config import DEFAULT_PARALLELISM
@@ -177,6 +177,7 @@ def build_parser() -> argparse.ArgumentParser:
     cl.add_argument("--force", action="store_true", help="clean up even while a run of the mission is live")
     cl.add_argument("--dry-run", action="store_true", help="say what would be deleted and freed; delete nothing")
     cl.set_defaults(func=cleanup.command)
+    control.add_parser(sub, number, default_cap=2 * DEFAULT_PARALLELISM)  # as mission_defaults.max_parallelism
     return p
 
 

@@ -6,6 +6,7 @@ from catchup_assets.defs.assets.profile_diff import profile_diff
 from catchup_assets.defs.assets.range_assets import mission_plan, range_catchup, range_profile, tier_map
 from catchup_assets.defs.assets.tier_ladder import tier_ladder
 from catchup_assets.defs.cleanup import mission_cleanup_job
+from catchup_assets.defs.control import mission_control_job
 from catchup_assets.defs.jobs import mission_plan_job, profile_job, range_catchup_job
 from catchup_assets.defs.resources import CatchupResource
 from catchup_assets.defs.sensors.mission_finished import mission_finished_sensor
@@ -14,7 +15,7 @@ from catchup_assets.defs.sensors.next_mission import next_mission_sensor
 
 defs = dg.Definitions(
     assets=[mission_plan, range_catchup, range_profile, tier_map, profile_diff, tier_ladder],
-    jobs=[mission_plan_job, range_catchup_job, profile_job, mission_cleanup_job],
+    jobs=[mission_plan_job, range_catchup_job, profile_job, mission_cleanup_job, mission_control_job],
     sensors=[mission_plan_sensor, mission_finished_sensor, next_mission_sensor],
     resources={"catchup": CatchupResource()},
 )

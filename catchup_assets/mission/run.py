@@ -7,11 +7,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from catchup_assets.core.dispatch.control import MissionControl
 from catchup_assets.core.dispatch.ports import Backend
 from catchup_assets.core.dispatch.reconciler import Clock, DispatchConfig, Dispatcher
 from catchup_assets.core.dispatch.results import MissionResult, RangeResult, Status
 from catchup_assets.mission.plan import PreparedMission
 from catchup_assets.store import layout
+from catchup_assets.store.control import ControlStore
 from catchup_assets.store.records import RecordStore
 from catchup_assets.store.root import Store
 from catchup_assets.store.tables import write_table
@@ -25,6 +27,7 @@ def run_mission(
     on_status: Callable[[Status], None] | None = None,
     on_result: Callable[[RangeResult, bool], None] | None = None,
     on_health: Callable[[str, bool, str], None] | None = None,
+    on_control: Callable[[MissionControl, str], None] | None = None,
     write_plan: bool = True,
     reset_condemned: bool = False,
     holder: str | None = None,
@@ -44,5 +47,7 @@ def run_mission(
         on_status=on_status,
         on_result=on_result,
         on_health=on_health,
+        read_control=ControlStore(store, cfg.mission).read,  # the operator's, read once a pass
+        on_control=on_control,
     )
     return dispatcher.run()

@@ -9,6 +9,7 @@ from catchup_assets.core.errors import ConfigError, StateError
 from catchup_assets.core.plan.config import MissionConfig, validate_mission
 from catchup_assets.core.plan.ranges import MissionSpan
 from catchup_assets.store import layout
+from catchup_assets.store.control import ControlStore
 from catchup_assets.store.profiles import PreviousProfile
 from catchup_assets.store.root import Store
 
@@ -91,13 +92,5 @@ def drain_requested(store: Store, mission: str) -> bool:
 
     A record that is there but unreadable is a StateError: the caller cannot tell a drain from none."""
     validate_mission(mission)
-    rel = layout.control(mission)
-    try:
-        doc = json.loads(store.read_bytes(rel))
-    except FileNotFoundError:
-        return False
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise StateError(f"{store.url(rel)} is not a control record: {exc}") from exc
-    if not isinstance(doc, dict):
-        raise StateError(f"{store.url(rel)} is not a control record: not a JSON object")
-    return doc.get("drain") is True
+    control = ControlStore(store, mission).read()
+    return control is not None and control.drain

@@ -5,6 +5,8 @@ make it absolute):
 
     <mission>/mission.json                          the mission's own settings (mission/saved.py)
     <mission>/plan.parquet                          the plan (core/plan/plan_table.py)
+    <mission>/control.json                          an operator's control: pause, drain, parallelism
+                                                    (core/dispatch/control.py, store/control.py)
     <mission>/previous_profile.parquet              the plan's copy of the profile it was sized from
     <mission>/attempts/<range_key>/a<NNN>.parquet   the attempt record (store/records.py)
     <mission>/attempts/<range_key>/_a<NNN>.done     written after the record (L32); the
@@ -19,14 +21,13 @@ make it absolute):
     <mission>/tier_ladder.yaml                      the fitted ladder as chart values (core/size/fit.py)
     <mission>/profile_diff.parquet                  the profile against the one it was sized from
                                                     (core/aggregate/diff.py)
-    <mission>/control.json                          the operator's controls of the mission
-                                                    (pause, parallelism, drain)
 """
 
 from __future__ import annotations
 
 MISSION_FILE = "mission.json"
 PLAN_FILE = "plan.parquet"
+CONTROL_FILE = "control.json"
 PREVIOUS_PROFILE_FILE = "previous_profile.parquet"
 ATTEMPTS_DIR = "attempts"
 LOGS_DIR = "logs"
@@ -35,7 +36,6 @@ PROFILE_FILE = "range_profile.parquet"
 TIER_MAP_FILE = "tier_map.parquet"
 TIER_LADDER_FILE = "tier_ladder.yaml"
 PROFILE_DIFF_FILE = "profile_diff.parquet"
-CONTROL_FILE = "control.json"
 
 
 def mission_file(mission: str) -> str:
@@ -44,6 +44,10 @@ def mission_file(mission: str) -> str:
 
 def plan(mission: str) -> str:
     return f"{mission}/{PLAN_FILE}"
+
+
+def control(mission: str) -> str:
+    return f"{mission}/{CONTROL_FILE}"
 
 
 def previous_profile(mission: str) -> str:
@@ -91,7 +95,3 @@ def tier_ladder(mission: str) -> str:
 
 def profile_diff(mission: str) -> str:
     return f"{mission}/{PROFILE_DIFF_FILE}"
-
-
-def control(mission: str) -> str:
-    return f"{mission}/{CONTROL_FILE}"

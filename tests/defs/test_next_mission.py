@@ -4,12 +4,14 @@ on a real temporary instance after real runs on the local backend."""
 import dagster as dg
 from dagster._core.storage.tags import ASSET_PARTITION_RANGE_END_TAG, ASSET_PARTITION_RANGE_START_TAG
 
+from catchup_assets.core.dispatch.control import MissionControl
 from catchup_assets.defs.assets.range_assets import MISSION_TAG
 from catchup_assets.defs.resources import CatchupResource
 from catchup_assets.defs.sensors.mission_finished import mission_finished_sensor
 from catchup_assets.defs.sensors.mission_plan import mission_plan_sensor
 from catchup_assets.defs.sensors.next_mission import PREVIOUS_MISSION_TAG, next_mission_sensor
 from catchup_assets.store import layout
+from catchup_assets.store.control import ControlStore
 from catchup_assets.store.root import Store
 from dagster_defs import catchup, defs, plan_config
 
@@ -76,7 +78,8 @@ def test_turned_on_for_the_first_time_it_plans_from_the_newest_mission_only(inst
     mission(instance, "m2", 1, first_range=1)
     store = Store(tmp_path / "storage")
 
-    store.write_bytes(layout.control("m2"), b'{"drain": true}')
+    control = ControlStore(store, "m2")
+    control.write(MissionControl(drain=True))  # as `catchup-assets control ... drain` writes it
     drained = tick(instance)
     assert not drained.run_requests
     assert drained.skip_message.startswith("no next mission after m2: it was drained")
@@ -84,7 +87,7 @@ def test_turned_on_for_the_first_time_it_plans_from_the_newest_mission_only(inst
     store.write_bytes(layout.control("m2"), b"{not json")
     unreadable = tick(instance)
     assert not unreadable.run_requests and "m2: its control record cannot be read" in unreadable.skip_message
-    store.write_bytes(layout.control("m2"), b'{"drain": false, "paused": true}')
+    control.write(MissionControl(paused=True))  # paused is not drained
 
     data = tick(instance)
     assert planned_from(data) == [("m2", "m2-n2")]  # not m1: m2 superseded it

@@ -15,7 +15,7 @@ CHECKS = {
     ("range_profile", "no_measurement_free_rows"),
     ("tier_map", "every_range_placed"),
 }
-JOBS = {"mission_plan_job", "range_catchup_job", "profile_job", "mission_cleanup_job"}
+JOBS = {"mission_plan_job", "range_catchup_job", "profile_job", "mission_cleanup_job", "mission_control_job"}
 SENSORS = {
     "mission_plan_sensor": dg.DefaultSensorStatus.RUNNING,
     "mission_finished_sensor": dg.DefaultSensorStatus.RUNNING,

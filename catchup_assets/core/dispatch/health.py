@@ -63,7 +63,7 @@ class Health:
                 self._overdue_warned.add(s.attempt_id)
                 log.warning("range %s: overdue: %s", s.range_key, self._straggler(s, now))
         stragglers: tuple[str, ...] = ()
-        if in_flight and queued == 0 and in_flight <= self.mission.parallelism // 2:
+        if in_flight and queued == 0 and in_flight <= self._live_cap() // 2:
             # Work in flight, nothing queued, most slots idle: name the slow ones (Z1), the
             # most overdue against their profile first, else the longest running.
             slow = sorted(running, key=lambda s: (-overdue.get(s.attempt_id, 0.0), s.started_at))[:5]
@@ -90,6 +90,7 @@ class Health:
             live_total - in_flight if live_total > in_flight else 0,
             stragglers,
             stalled,
+            self.control.state(self.mission.parallelism) if self._control else "",
         )
 
     def _overrun(self, st: AttemptState, now: float) -> float | None:

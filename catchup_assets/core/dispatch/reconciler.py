@@ -28,8 +28,10 @@ from typing import Protocol
 from catchup_assets.core.classify.outcomes import Outcome
 from catchup_assets.core.dispatch.breaker import Breaker
 from catchup_assets.core.dispatch.claims import Claims
+from catchup_assets.core.dispatch.control import MissionControl
 from catchup_assets.core.dispatch.finish import Finishing
 from catchup_assets.core.dispatch.health import Health
+from catchup_assets.core.dispatch.obey import DRAINED, Obey
 from catchup_assets.core.dispatch.ports import (
     Backend,
     DispatchBlocked,
@@ -98,7 +100,7 @@ class DispatchConfig:
             raise ConfigError("ranges: duplicate range keys in the plan")
 
 
-class Dispatcher(Recovery, Claims, Finishing, Health):
+class Dispatcher(Recovery, Claims, Finishing, Health, Obey):
     def __init__(
         self,
         config: DispatchConfig,
@@ -108,6 +110,8 @@ class Dispatcher(Recovery, Claims, Finishing, Health):
         on_status: Callable[[Status], None] | None = None,
         on_result: Callable[[RangeResult, bool], None] | None = None,
         on_health: Callable[[str, bool, str], None] | None = None,
+        read_control: Callable[[], MissionControl | None] | None = None,
+        on_control: Callable[[MissionControl, str], None] | None = None,
     ):
         self.cfg = config
         self.backend = backend
@@ -119,6 +123,10 @@ class Dispatcher(Recovery, Claims, Finishing, Health):
         self.on_result = on_result or (lambda r, already: None)
         # The mission's health as it changes: (HEALTH_STALL or HEALTH_DISPATCH, passed, why).
         self.on_health = on_health or (lambda check, passed, why: None)
+        # An operator's control record (obey.py), read once a pass; None: run as planned.
+        self.read_control, self.on_control = read_control, on_control or (lambda ctl, what: None)
+        self._control: MissionControl | None = None
+        self._control_error: str | None = None
         self.by_key = {r.key: r for r in config.ranges}
         self.passes = 0
         self._stop = False
@@ -157,6 +165,7 @@ class Dispatcher(Recovery, Claims, Finishing, Health):
     def pass_once(self) -> Status:
         self.recover()
         self.passes += 1
+        self._obey_control()
         try:
             states = self.backend.observe()
         except TransientBackendError as exc:
@@ -204,9 +213,9 @@ class Dispatcher(Recovery, Claims, Finishing, Health):
                 continue  # another dispatcher's submit of this range is in flight
             attempt = max([0, max_attempt.get(key, 0), *done, pending]) + 1
             queue.append((key, attempt, n_oom, n_evicted))
-        free = self.mission.parallelism - live_total
+        free = self._live_cap() - live_total
         submitted = 0
-        if self._blocked is None:
+        if self._blocked is None and not self.control.holding:
             for key, attempt, n_oom, n_evicted in queue[: max(free, 0)]:
                 try:
                     if not self._submit(key, attempt, n_oom, n_evicted):
@@ -264,15 +273,17 @@ class Dispatcher(Recovery, Claims, Finishing, Health):
                         sorted(self._release_owed),
                     )
                     break
-            if self._blocked is not None and status.in_flight == 0:
+            if (self._blocked is not None or self.draining) and status.in_flight == 0:
                 break
             self.clock.sleep(self.mission.poll_seconds)
         self._snapshot()
         results = dict(self._results)
         why = f"not dispatched: {self._blocked}" if self._blocked else "not dispatched: dispatcher stopped"
+        why = DRAINED if self.draining and not self._blocked and not self._stop else why
         for key in self.by_key:
             if key not in results:
                 results[key] = RangeResult(
                     key, RangeStatus.NOT_RUN, why, None, len(self._done[key]), "", None, None, None
                 )
-        return MissionResult(results, self.passes)
+        drained = self.draining and not self._stop and len(self._results) < len(self.by_key)
+        return MissionResult(results, self.passes, drained=drained)

@@ -42,6 +42,7 @@ class Status:
     other_live: int  # live attempts of this mission owned by another dispatcher
     stragglers: tuple[str, ...] = ()
     stalled_seconds: float = 0.0
+    control: str = ""  # an operator's control in force (paused, draining, live parallelism); "": none
 
     def line(self) -> str:
         s = (
@@ -50,6 +51,8 @@ class Status:
         )
         if self.other_live:
             s += f", other dispatchers' live {self.other_live}"
+        if self.control:
+            s += f"; {self.control}"
         if self.stragglers:
             s += "; stragglers: " + ", ".join(self.stragglers)
         return s
@@ -59,6 +62,7 @@ class Status:
 class MissionResult:
     results: dict[str, RangeResult]
     passes: int
+    drained: bool = False  # an operator drained the run: its NOT_RUN ranges are left for a later run
 
     @property
     def condemned(self) -> dict[str, str]:

@@ -11,6 +11,7 @@ from collections.abc import Iterator
 import dagster as dg
 
 from catchup_assets.core.dispatch.health import HEALTH_DISPATCH, HEALTH_STALL
+from catchup_assets.core.dispatch.obey import PAUSED
 from catchup_assets.core.dispatch.results import RangeResult, RangeStatus
 from catchup_assets.core.plan.ranges import RangeKeyError, parse_key, plan_ranges
 from catchup_assets.defs.assets.launchpad import policies
@@ -42,6 +43,11 @@ from catchup_assets.store.tables import read_table
 
 # A stall may end by itself (a slow range completes); stopped dispatch needs an operator.
 HEALTH_SEVERITY = {HEALTH_STALL: dg.AssetCheckSeverity.WARN, HEALTH_DISPATCH: dg.AssetCheckSeverity.ERROR}
+
+
+def severity(check: str, why: str) -> dg.AssetCheckSeverity:
+    """An operator's pause is a warning on the dispatching check, not the error a stop is."""
+    return dg.AssetCheckSeverity.WARN if check == HEALTH_DISPATCH and why.startswith(PAUSED) else HEALTH_SEVERITY[check]
 
 
 def skip_superseded(context: dg.AssetExecutionContext, keys: list[str], on_grid: set[str]) -> list[str]:
@@ -123,8 +129,18 @@ def range_catchup(context: dg.AssetExecutionContext, catchup: CatchupResource) -
                 asset_key=context.asset_key,
                 check_name=check,
                 passed=passed,
-                severity=HEALTH_SEVERITY[check],
+                severity=severity(check, why),
                 metadata={"mission": mission, "why": why},
+            )
+        )
+
+    def on_control(control, what: str) -> None:
+        # Each change of the operator's control, as this run's dispatcher first sees it.
+        state = control.state(cfg.parallelism)
+        context.log.warning(f"mission {mission}: control: {what}: now {state}")
+        context.log_event(
+            dg.AssetObservation(
+                asset_key=context.asset_key, metadata={"mission": mission, "control": what, "now": state}
             )
         )
 
@@ -137,6 +153,7 @@ def range_catchup(context: dg.AssetExecutionContext, catchup: CatchupResource) -
             on_status=lambda s: context.log.info(s.line()),
             on_result=on_result,
             on_health=on_health,
+            on_control=on_control,
             write_plan=False,
             reset_condemned=fresh,
             holder=context.run.run_id,  # a retried step of this run takes its own claims back
@@ -153,9 +170,14 @@ def range_catchup(context: dg.AssetExecutionContext, catchup: CatchupResource) -
     for check in (HEALTH_STALL, HEALTH_DISPATCH):  # the run's last word on each, whatever it was
         passed, why = seen.get(check, (True, "no alert in this run"))
         yield dg.AssetCheckResult(
-            check_name=check, passed=passed, severity=HEALTH_SEVERITY[check], metadata={"mission": mission, "why": why}
+            check_name=check, passed=passed, severity=severity(check, why), metadata={"mission": mission, "why": why}
         )
-    unfinished = {k: r.reason for k, r in result.results.items() if r.status is not RangeStatus.DONE}
+    left = sorted(k for k, r in result.results.items() if r.status is RangeStatus.NOT_RUN)
+    if result.drained and left:
+        # Drained by an operator: the unstarted ranges stay unmaterialized, not failed, for a later run.
+        context.log.warning(f"mission {mission}: drained: {len(left)} ranges left unstarted for a later run")
+    skip = set(left) if result.drained else set()
+    unfinished = {k: r.reason for k, r in result.results.items() if r.status is not RangeStatus.DONE and k not in skip}
     if unfinished:
         # After draining every range it could (L9): name each one and why.
         lines = "\n".join(f"{k}: {why}" for k, why in sorted(unfinished.items()))

@@ -1,0 +1,142 @@
+"""An operator's control of a live mission: pause, resume, drain, live parallelism (a pure value).
+
+One record per mission (`store/control.py` keeps it at `<mission>/control.json`),
+read by every dispatcher of the mission once a pass, so a restarted or second
+dispatcher obeys the same one. No record: run as planned.
+
+- `paused`: no new attempts; those in flight finish and are recorded.
+- `parallelism`: the live cap on attempts in flight (None: the plan's); lowering
+  it never stops a running attempt, it only holds new ones back.
+- `drain`: no new attempts; once none is in flight the run ends, its unstarted
+  ranges left for a later run (nothing condemned for it). `resume` clears it.
+
+Every change is kept, newest last, bounded: who, what, when.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from catchup_assets.core.errors import ConfigError, StateError
+
+PAUSE, RESUME, DRAIN, PARALLELISM = "pause", "resume", "drain", "parallelism"
+ACTIONS = (PAUSE, RESUME, DRAIN, PARALLELISM)
+HISTORY_LIMIT = 100  # changes kept in the record, oldest dropped first
+
+
+@dataclass(frozen=True)
+class Change:
+    """One change as an operator made it."""
+
+    at: float  # epoch seconds
+    who: str
+    action: str
+    value: int | None = None
+
+    def line(self) -> str:
+        what = f"{self.action} {self.value}" if self.value is not None else self.action
+        return f"{what} (by {self.who})"
+
+
+def check_action(action: object, value: object, max_parallelism: int) -> int | None:
+    """The value an action takes, checked; ConfigError naming the field it came in."""
+    if action not in ACTIONS:
+        raise ConfigError(f"action: {action!r} is not one of {', '.join(ACTIONS)}")
+    if action != PARALLELISM:
+        if value is not None:
+            raise ConfigError(f"value: {action} takes no value, got {value!r}")
+        return None
+    if value is None:
+        raise ConfigError("value: parallelism needs a value, the attempts in flight at once")
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ConfigError(f"parallelism: {value!r} is not an integer")
+    if value < 1:
+        raise ConfigError(f"parallelism: must be >= 1, got {value} (to stop new attempts, pause)")
+    if value > max_parallelism:
+        raise ConfigError(f"parallelism: {value} is above this deployment's cap, max_parallelism = {max_parallelism}")
+    return value
+
+
+@dataclass(frozen=True)
+class MissionControl:
+    paused: bool = False
+    parallelism: int | None = None  # None: the plan's
+    drain: bool = False
+    history: tuple[Change, ...] = ()
+
+    def live_parallelism(self, planned: int) -> int:
+        return planned if self.parallelism is None else self.parallelism
+
+    @property
+    def holding(self) -> bool:
+        """New attempts are held back (paused or draining)."""
+        return self.paused or self.drain
+
+    def state(self, planned: int) -> str:
+        """The control as one line an operator reads."""
+        parts = ["draining" if self.drain else "paused" if self.paused else "running"]
+        live = self.live_parallelism(planned)
+        parts.append(f"parallelism {live}" + (f" (planned {planned})" if live != planned else ""))
+        return ", ".join(parts)
+
+    def apply(
+        self, action: str, value: int | None, *, who: str, at: float, max_parallelism: int, finished: bool = False
+    ) -> MissionControl:
+        """The control after `action`; refused (ConfigError naming the field) if it is not allowed.
+
+        A finished mission (every range done or condemned) cannot be resumed: nothing is left
+        to dispatch. A drained one whose run ended is not finished: resume is how its unstarted
+        ranges are let go again.
+        """
+        checked = check_action(action, value, max_parallelism)
+        if not isinstance(who, str) or not who.strip():
+            raise ConfigError("who: a change names who made it")
+        if action == RESUME and finished:
+            raise ConfigError("action: resume refused: the mission is finished, every range is done or condemned")
+        new = {
+            PAUSE: lambda: replace(self, paused=True),
+            RESUME: lambda: replace(self, paused=False, drain=False),
+            DRAIN: lambda: replace(self, drain=True),
+            PARALLELISM: lambda: replace(self, parallelism=checked),
+        }[action]()
+        history = (*self.history, Change(float(at), who.strip(), action, checked))[-HISTORY_LIMIT:]
+        return replace(new, history=history)
+
+    def since(self, older: MissionControl | None) -> list[Change]:
+        """The changes made after `older` was read (all of them if there was none)."""
+        if older is None or not older.history:
+            return list(self.history)
+        last = older.history[-1]
+        for i in range(len(self.history) - 1, -1, -1):
+            if self.history[i] == last:
+                return list(self.history[i + 1 :])
+        return list(self.history)  # older dropped out of the bounded history: all are new to it
+
+    # -- the record's shape --------------------------------------------------------
+    def to_doc(self) -> dict:
+        return {
+            "paused": self.paused,
+            "parallelism": self.parallelism,
+            "drain": self.drain,
+            "history": [{"at": c.at, "who": c.who, "action": c.action, "value": c.value} for c in self.history],
+        }
+
+    @classmethod
+    def from_doc(cls, doc: object) -> MissionControl:
+        """A stored record, checked whole; StateError if it is not one."""
+        try:
+            if not isinstance(doc, dict):
+                raise TypeError("not an object")
+            paused, drain, par = doc["paused"], doc["drain"], doc["parallelism"]
+            if not isinstance(paused, bool) or not isinstance(drain, bool):
+                raise TypeError("paused and drain must be booleans")
+            if par is not None and (isinstance(par, bool) or not isinstance(par, int) or par < 1):
+                raise TypeError(f"parallelism {par!r} is not an integer >= 1")
+            history = tuple(
+                Change(float(c["at"]), str(c["who"]), str(c["action"]), c.get("value")) for c in doc["history"]
+            )
+            if any(c.action not in ACTIONS for c in history):
+                raise TypeError("unknown action in history")
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise StateError(f"not a control record: {exc}") from exc
+        return cls(paused, par, drain, history[-HISTORY_LIMIT:])

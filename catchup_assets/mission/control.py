@@ -1,0 +1,119 @@
+"""Set a mission's control (pause, resume, drain, parallelism N): what the CLI and mission_control_job call.
+
+Everything is checked before the record is written: the mission must be planned,
+the value allowed (core/dispatch/control.py), and a finished mission is not
+resumed. The answer is the mission's state after the change, from its records.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import defaultdict
+from dataclasses import dataclass
+
+from catchup_assets.core.classify.outcomes import Action, RetryPolicy, decide
+from catchup_assets.core.dispatch.control import MissionControl, check_action
+from catchup_assets.core.dispatch.recovery import past_attempts
+from catchup_assets.core.errors import ConfigError, StateError
+from catchup_assets.mission.plan import require_plan
+from catchup_assets.mission.saved import mission_doc
+from catchup_assets.store import layout
+from catchup_assets.store.control import ControlStore
+from catchup_assets.store.records import RecordStore
+from catchup_assets.store.root import Store
+from catchup_assets.store.tables import read_table
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class MissionState:
+    """A mission's control and its ranges as the records say."""
+
+    mission: str
+    control: MissionControl
+    planned_parallelism: int
+    ranges: int
+    done: int
+    condemned: int
+    in_flight: int  # ranges with an attempt started and not yet recorded as ended
+
+    @property
+    def finished(self) -> bool:
+        return self.done + self.condemned == self.ranges
+
+    def lines(self) -> list[str]:
+        c = self.control
+        live = c.live_parallelism(self.planned_parallelism)
+        out = [
+            f"mission {self.mission}: {'draining' if c.drain else 'paused' if c.paused else 'running as planned'}",
+            f"parallelism: live {live}, planned {self.planned_parallelism}",
+            f"ranges: {self.ranges}, done {self.done}, condemned {self.condemned}, in flight {self.in_flight}, "
+            f"not started or waiting {self.ranges - self.done - self.condemned - self.in_flight}",
+        ]
+        if c.history:
+            last = c.history[-1]
+            out.append(f"last change: {last.line()} at {time.strftime('%Y-%m-%d %H:%M:%S', time.gmtime(last.at))}Z")
+        return out
+
+
+def mission_state(store: Store, mission: str, retry: RetryPolicy | None = None, cap_bytes: int | None = None):
+    """The mission's control and range counts, judged from the records as the dispatcher judges them."""
+    require_plan(store, mission)  # an unknown mission is refused, naming where its plan should be
+    doc = mission_doc(store, mission) or {}
+    planned = doc.get("parallelism")
+    if isinstance(planned, bool) or not isinstance(planned, int) or planned < 1:
+        raise ConfigError(f"mission: {mission!r} has no parallelism in its {layout.MISSION_FILE}: plan it first")
+    keys = read_table(store, layout.plan(mission)).column("range_key").to_pylist()
+    records = RecordStore(store, mission)
+    recs, marked = records.load(keys)
+    resets = records.load_resets(keys)
+    by_key: dict[str, dict] = defaultdict(dict)
+    done_by_key: dict[str, set[int]] = defaultdict(set)
+    for (key, attempt), rec in recs.items():
+        by_key[key][attempt] = rec
+    for key, attempt in marked:
+        done_by_key[key].add(attempt)
+    done = condemned = in_flight = 0
+    for key in keys:
+        history = past_attempts(by_key[key], done_by_key[key], resets.get(key, 0))
+        action = decide(history, retry or RetryPolicy(), cap_bytes).action
+        done += action is Action.DONE
+        condemned += action is Action.CONDEMNED
+        in_flight += action not in (Action.DONE, Action.CONDEMNED) and bool(set(by_key[key]) - done_by_key[key])
+    try:
+        control = ControlStore(store, mission).read() or MissionControl()
+    except StateError as exc:  # torn or edited: the dispatchers keep their last good one; a change replaces it
+        log.warning("%s; the next change starts from no control", exc)
+        control = MissionControl()
+    return MissionState(mission, control, planned, len(keys), done, condemned, in_flight)
+
+
+def set_control(
+    root: str,
+    mission: str,
+    action: str,
+    value: int | None,
+    *,
+    who: str,
+    max_parallelism: int,
+    retry: RetryPolicy | None = None,
+    cap_bytes: int | None = None,
+    now: float | None = None,
+) -> MissionState:
+    """Apply one change to the mission's control record; its state after it. Refused (ConfigError,
+    naming the field) with nothing written: an unknown mission, a bad value, resume when finished."""
+    check_action(action, value, max_parallelism)  # a bad value is refused before anything is read
+    store = Store(root)
+    before = mission_state(store, mission, retry, cap_bytes)
+    control = before.control.apply(
+        action,
+        value,
+        who=who,
+        at=time.time() if now is None else now,
+        max_parallelism=max_parallelism,
+        finished=before.finished,
+    )
+    ControlStore(store, mission).write(control)
+    return MissionState(**{**before.__dict__, "control": control})

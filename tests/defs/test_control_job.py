@@ -1,0 +1,125 @@
+"""mission_control_job writes the same control record as the CLI, and refuses bad input naming the field."""
+
+import dagster as dg
+import pytest
+from dagster._core.storage.tags import ASSET_PARTITION_RANGE_END_TAG, ASSET_PARTITION_RANGE_START_TAG
+
+from catchup_assets.core.plan.config import MissionConfig
+from catchup_assets.core.plan.ranges import MissionSpan
+from catchup_assets.defs.control import mission_control_job
+from catchup_assets.defs.definitions import defs as location
+from catchup_assets.defs.run_context import MISSION_TAG, ledger_ranges_partitions_def
+from catchup_assets.mission.plan import prepare
+from catchup_assets.mission.saved import save_mission
+from catchup_assets.store import layout
+from catchup_assets.store.control import ControlStore
+from catchup_assets.store.records import RecordStore
+from catchup_assets.store.root import Store
+from catchup_assets.store.tables import write_table
+from dagster_defs import catchup, defs, plan_config
+
+RANGE = dg.AssetKey("range_catchup")
+SPAN = MissionSpan(1, 64000, ledgers_per_range=6400)
+WITH_CONTROL = dg.Definitions(
+    assets=defs.assets, jobs=[*defs.jobs, mission_control_job], resources={"catchup": catchup}
+)
+
+
+def control(instance, mission, action, value=None):
+    job = WITH_CONTROL.resolve_job_def("mission_control_job")
+    config = {"mission": mission, "action": action, "value": value}
+    return job.execute_in_process(
+        run_config={"ops": {"set_mission_control": {"config": config}}}, instance=instance, raise_on_error=False
+    )
+
+
+@pytest.fixture
+def planned(instance):
+    """A mission planned on the storage root (its mission.json and plan), as mission_plan leaves it."""
+    store = Store(catchup.root())
+    cfg = MissionConfig("m1", SPAN, store.root, parallelism=4)
+    save_mission(store, cfg)
+    write_table(store, layout.plan("m1"), prepare(cfg).plan)
+    return instance, store
+
+
+@pytest.fixture
+def planned_in_dagster(instance):
+    """A mission planned by mission_plan_job: its ranges are partitions."""
+    assert (
+        WITH_CONTROL.resolve_job_def("mission_plan_job")
+        .execute_in_process(run_config=plan_config("m1", 3), instance=instance)
+        .success
+    )
+    return instance, Store(catchup.root())
+
+
+def test_the_job_is_in_the_code_location():
+    assert location.resolve_job_def("mission_control_job").name == "mission_control_job"
+
+
+def test_the_job_writes_the_record_and_logs_an_observation(planned):
+    instance, store = planned
+    result = control(instance, "m1", "parallelism", 2)
+    assert result.success
+    c = ControlStore(store, "m1").read()
+    assert c.parallelism == 2 and c.history[-1].who.startswith("dagster:run ")
+    assert control(instance, "m1", "pause").success
+    c = ControlStore(store, "m1").read()
+    assert c.paused and [h.action for h in c.history] == ["parallelism", "pause"]
+    observed = instance.fetch_observations(RANGE, limit=10).records
+    metadata = [r.asset_observation.metadata for r in observed]
+    assert {m["control"].value for m in metadata} == {
+        "parallelism 2 (by " + c.history[0].who + ")",
+        c.history[1].line(),
+    }
+    assert any(m["paused"].value is True and m["live_parallelism"].value == 2 for m in metadata)
+
+
+@pytest.mark.parametrize(
+    "mission, action, value, named",
+    [
+        ("m1", "parallelism", 0, "parallelism: must be >= 1"),
+        ("m1", "parallelism", 10_000, "parallelism: 10000 is above this deployment's cap, max_parallelism = 2000"),
+        ("m1", "parallelism", None, "value: parallelism needs a value"),
+        ("m1", "drain", 3, "value: drain takes no value"),
+        ("m2", "pause", None, "mission 'm2' has no plan"),
+    ],
+)
+def test_L34_bad_input_is_refused_naming_the_field_and_writes_nothing(planned, mission, action, value, named):
+    instance, store = planned
+    result = control(instance, mission, action, value)
+    assert not result.success
+    failure = " ".join(str(e.event_specific_data.error) for e in result.all_events if e.is_failure)
+    assert named in failure
+    assert not store.exists(layout.control("m1")) and not store.exists("m2")
+
+
+def test_a_paused_and_drained_run_shows_paused_fails_no_partition_and_a_later_run_completes(planned_in_dagster):
+    """range_catchup under a control set from the job: the dispatching check reads paused, each
+    change is an observation of the run, the drained run succeeds with its ranges left unstarted
+    (not failed), and after a resume a later run materializes every one."""
+    instance, store = planned_in_dagster
+    keys = instance.get_dynamic_partitions("ledger_ranges")
+    assert control(instance, "m1", "pause").success and control(instance, "m1", "drain").success
+    tags = {ASSET_PARTITION_RANGE_START_TAG: keys[0], ASSET_PARTITION_RANGE_END_TAG: keys[-1], MISSION_TAG: "m1"}
+    job = WITH_CONTROL.resolve_job_def("range_catchup_job")
+    result = job.execute_in_process(instance=instance, tags=tags, raise_on_error=False)
+    assert result.success  # drained: nothing condemned, nothing failed
+    checks = [e.event_specific_data for e in result.all_events if e.event_type_value == "ASSET_CHECK_EVALUATION"]
+    dispatching = [c for c in checks if c.check_name == "dispatching"]
+    assert dispatching and all(not c.passed and c.metadata["why"].value.startswith("paused") for c in dispatching)
+    assert all(c.severity == dg.AssetCheckSeverity.WARN for c in dispatching)
+    seen = [
+        e.event_specific_data.asset_observation.metadata
+        for e in result.all_events
+        if e.event_type_value == "ASSET_OBSERVATION"
+    ]
+    assert any("drain (by dagster:run" in m["control"].value and m["now"].value.startswith("draining") for m in seen)
+    status = instance.get_status_by_partition(RANGE, keys, ledger_ranges_partitions_def)
+    assert set(status.values()) == {None}  # left unstarted: missing, not failed
+    assert RecordStore(store, "m1").load()[0] == {}  # nothing started
+    assert control(instance, "m1", "resume").success
+    assert job.execute_in_process(instance=instance, tags=tags, raise_on_error=False).success
+    status = instance.get_status_by_partition(RANGE, keys, ledger_ranges_partitions_def)
+    assert {s.value for s in status.values()} == {"MATERIALIZED"}
