@@ -110,15 +110,41 @@ def test_a_new_plan_becomes_one_run_over_its_keys_once(env):
 
 def test_a_plan_not_contiguous_in_insertion_order_becomes_one_run_per_group(env):
     plan(env, "later", R + 1, 3 * R)  # inserts ranges 1, 2
-    plan(env, "earlier", 1, 2 * R)  # appends range 0 after them: 1, 2, 0
+    first = tick(env, mission_plan_sensor)
+    assert spans(first) == [(key(1), key(2))]
+    plan(env, "earlier", 1, 2 * R)  # appends range 0 after them: 1, 2, 0 (later's runs have ended: none is live)
     assert env[0].get_dynamic_partitions("ledger_ranges") == [key(1), key(2), key(0)]
-    data = tick(env, mission_plan_sensor)
-    assert spans(data) == [(key(1), key(2)), (key(1), key(1)), (key(0), key(0))]
-    assert [r.run_key for r in data.run_requests[1:]] == [
+    data = tick(env, mission_plan_sensor, first.cursor)
+    assert spans(data) == [(key(1), key(1)), (key(0), key(0))]
+    assert [r.run_key for r in data.run_requests] == [
         f"earlier:{key(1)}...{key(1)}",
         f"earlier:{key(0)}...{key(0)}",
     ]
-    assert len({r.run_key for r in data.run_requests}) == 3
+
+
+def test_two_plans_over_the_same_ledgers_never_dispatch_at_once(env):
+    """Issue 21: planned back to back before either ran, two missions sharing range 1 would have been
+    launched in one tick (two dispatchers, two budgets over one range). The second waits, naming the
+    first, until the first's run has ended."""
+    instance, defs, _ = env
+    later_id = plan(env, "later", R + 1, 3 * R)  # ranges 1, 2
+    plan(env, "earlier", 1, 2 * R)  # ranges 0, 1: range 1 is also later's
+    data = tick(env, mission_plan_sensor)
+    assert spans(data) == [(key(1), key(2))]  # later alone
+    assert data.cursor == str(later_id)  # earlier is still ahead of the cursor
+    [request] = data.run_requests
+    run = instance.create_run_for_job(
+        defs.resolve_job_def("range_catchup_job"), tags=request.tags, status=dg.DagsterRunStatus.STARTED
+    )
+
+    waiting = tick(env, mission_plan_sensor, data.cursor)
+    assert not waiting.run_requests
+    assert waiting.skip_message.startswith("mission earlier waits: 1 of its ranges (first " + key(1))
+    assert "held by mission later" in waiting.skip_message and run.run_id in waiting.skip_message
+
+    instance.report_run_canceled(run)  # later's run has ended: earlier goes
+    launched = tick(env, mission_plan_sensor, waiting.cursor or data.cursor)
+    assert [r.tags[MISSION_TAG] for r in launched.run_requests] == ["earlier", "earlier"]
 
 
 def test_a_superseded_tip_leaves_no_stale_key_and_the_later_plan_runs_live_keys(env):
@@ -131,9 +157,11 @@ def test_a_superseded_tip_leaves_no_stale_key_and_the_later_plan_runs_live_keys(
     data = tick(env, mission_plan_sensor, data.cursor)
     assert spans(data) == [(key(0), key(3))]
     assert data.cursor == str(second)
-    # Both plans seen at once: the short one runs without its retired tip.
+    # Both plans seen at once: the short one runs without its retired tip, and the long one, over the
+    # same ledgers, waits for it (issue 21: two missions never dispatch over one range at once).
     both = tick(env, mission_plan_sensor, str(first - 1))
-    assert spans(both) == [(key(0), key(1)), (key(0), key(3))]
+    assert spans(both) == [(key(0), key(1))]
+    assert both.cursor == str(first)
 
 
 @pytest.mark.slow
