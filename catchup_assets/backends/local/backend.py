@@ -32,6 +32,7 @@ import psutil
 from catchup_assets.backends.local.registry import Registry, peaks_of
 from catchup_assets.backends.local.state import write_json_atomic
 from catchup_assets.backends.shipping import ship, split_log
+from catchup_assets.core.classify.outcomes import STOP_CONDITION
 from catchup_assets.core.dispatch.ports import (
     AlreadyExists,
     AttemptSpec,
@@ -242,7 +243,8 @@ class LocalBackend:
     # -- shutdown ---------------------------------------------------------
     def shutdown(self, grace: float) -> list[str]:
         """SIGTERM every live supervisor (it stops its worker and still writes its
-        verdict), wait at most `grace` seconds; return the attempts still alive (L37).
+        verdict, `stopped`: the operator's, charged to no budget), wait at most
+        `grace` seconds; return the attempts still alive (L37).
 
         An attempt whose supervisor has not recorded itself yet (the orchestrator
         was stopped mid-submit) is fenced so it never starts; one that starts
@@ -262,7 +264,12 @@ class LocalBackend:
                 sup = self.registry.json(st.attempt_id, d / "supervisor.json")
                 if st.phase is Phase.PENDING and sup is None:
                     write_json_atomic(
-                        d / "status.json", {"node_gone": True, "message": "shut down before its supervisor started"}
+                        d / "status.json",
+                        {
+                            "node_gone": True,
+                            "conditions": [STOP_CONDITION],
+                            "message": "stopped by the operator before its supervisor started",
+                        },
                     )
                     continue
                 if sup is None or sup["pid"] == os.getpid():

@@ -40,6 +40,7 @@ from catchup_assets.core.dispatch.ports import (
 from catchup_assets.core.dispatch.record import AttemptRecord
 from catchup_assets.core.dispatch.recovery import Recovery
 from catchup_assets.core.dispatch.results import DispatcherStuck, MissionResult, RangeResult, RangeStatus, Status
+from catchup_assets.core.dispatch.stopping import Stopping
 from catchup_assets.core.errors import ConfigError
 from catchup_assets.core.plan.config import MissionConfig
 from catchup_assets.core.plan.ranges import LedgerRange
@@ -54,11 +55,16 @@ class Clock(Protocol):
 
 
 class SystemClock:
+    def __init__(self) -> None:
+        self.woken = False  # set by a stopping dispatcher (stopping.py): its sleeps end at once
+
     def time(self) -> float:
         return time.time()
 
     def sleep(self, seconds: float) -> None:
-        time.sleep(seconds)
+        end = time.monotonic() + seconds
+        while not self.woken and (left := end - time.monotonic()) > 0:
+            time.sleep(min(left, 0.1))
 
 
 @dataclass(frozen=True)
@@ -91,6 +97,8 @@ class DispatchConfig:
     # An operator's new run over a condemned range grants it fresh budgets; a
     # retry of a dead dispatcher must not, or a mission would loop on it.
     reset_condemned: bool = False
+    # An operator's stop (SIGTERM, SIGINT) shuts the attempts in flight down within this (L37).
+    stop_grace_seconds: float = 15.0
 
     def __post_init__(self) -> None:
         keys = [r.key for r in self.ranges]
@@ -98,7 +106,7 @@ class DispatchConfig:
             raise ConfigError("ranges: duplicate range keys in the plan")
 
 
-class Dispatcher(Recovery, Claims, Finishing, Health):
+class Dispatcher(Recovery, Claims, Finishing, Health, Stopping):
     def __init__(
         self,
         config: DispatchConfig,
@@ -122,6 +130,7 @@ class Dispatcher(Recovery, Claims, Finishing, Health):
         self.by_key = {r.key: r for r in config.ranges}
         self.passes = 0
         self._stop = False
+        self._stop_why: str | None = None
         self._blocked: str | None = None
         # Derived from durable records by recover(); rebuilt on every start.
         self._recs: dict[str, dict[int, AttemptRecord]] = {k: {} for k in self.by_key}
@@ -208,6 +217,8 @@ class Dispatcher(Recovery, Claims, Finishing, Health):
         submitted = 0
         if self._blocked is None:
             for key, attempt, n_oom, n_evicted in queue[: max(free, 0)]:
+                if self._stop:
+                    break  # an operator's stop: not one dispatch more
                 try:
                     if not self._submit(key, attempt, n_oom, n_evicted):
                         continue
@@ -225,9 +236,6 @@ class Dispatcher(Recovery, Claims, Finishing, Health):
         return status
 
     # -- the loop -----------------------------------------------------------------
-    def stop(self) -> None:
-        self._stop = True
-
     @property
     def blocked(self) -> str | None:
         return self._blocked
@@ -266,13 +274,18 @@ class Dispatcher(Recovery, Claims, Finishing, Health):
                     break
             if self._blocked is not None and status.in_flight == 0:
                 break
-            self.clock.sleep(self.mission.poll_seconds)
+            if not self._stop:
+                self.clock.sleep(self.mission.poll_seconds)
+        if self._stop:
+            self._stop_attempts()
         self._snapshot()
         results = dict(self._results)
         why = f"not dispatched: {self._blocked}" if self._blocked else "not dispatched: dispatcher stopped"
+        if self._stop:
+            why = f"not run to the end: {self._stop_why}; a later run resumes it"
         for key in self.by_key:
             if key not in results:
                 results[key] = RangeResult(
                     key, RangeStatus.NOT_RUN, why, None, len(self._done[key]), "", None, None, None
                 )
-        return MissionResult(results, self.passes)
+        return MissionResult(results, self.passes, stopped=self.stopped)

@@ -59,6 +59,7 @@ class Status:
 class MissionResult:
     results: dict[str, RangeResult]
     passes: int
+    stopped: str | None = None  # why an operator's stop ended the run (stopping.py), else None
 
     @property
     def condemned(self) -> dict[str, str]:
