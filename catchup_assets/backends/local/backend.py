@@ -275,7 +275,9 @@ class LocalBackend:
                 if sup is None or sup["pid"] == os.getpid():
                     continue
                 alive.append(st.attempt_id)
-                if st.attempt_id not in signalled:
+                # Signalled before its handlers are in place, a starting supervisor would die without a
+                # verdict: it is signalled once its own record (with "node") says they are, a moment later.
+                if st.attempt_id not in signalled and "node" in sup:
                     signalled.add(st.attempt_id)
                     try:
                         os.kill(sup["pid"], signal.SIGTERM)

@@ -109,6 +109,8 @@ class Supervisor:
             signal.signal(s, self._on_signal)
         signal.signal(signal.SIGHUP, signal.SIG_IGN)
         me = psutil.Process()
+        # Its own record (with "node"), written once the handlers are in place: until then a stop
+        # would kill it without a verdict, so backend.shutdown waits for this one to signal it.
         write_json_atomic(
             self.dir / "supervisor.json", {"pid": me.pid, "create_time": me.create_time(), "node": self.status["node"]}
         )

@@ -228,7 +228,7 @@ def decide(history: Sequence[PastAttempt], policy: RetryPolicy, memory_cap_bytes
         else ""
     )
     if not ordered:
-        return Decision(Action.RETRY, "never attempted" + stopped, 0, by_name)
+        return Decision(Action.RETRY, stopped.removeprefix("; ") or "never attempted", 0, by_name)
     last = ordered[-1]
     if last.outcome is Outcome.OK:
         return Decision(Action.DONE, f"ok at attempt {last.attempt}", n_oom, by_name)
