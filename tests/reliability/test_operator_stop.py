@@ -22,9 +22,17 @@ from catchup_assets.backends.local.backend import LocalBackend
 from catchup_assets.cli.demo.observe import judge_from_records
 from catchup_assets.core.classify.outcomes import RetryPolicy, decide
 from catchup_assets.core.dispatch.recovery import past_attempts
-from catchup_assets.defs.assets.range_assets import MISSION_TAG, ledger_ranges_partitions_def
+from catchup_assets.defs.assets.range_assets import (
+    MISSION_TAG,
+    RANGE_END_TAG,
+    RANGE_START_TAG,
+    ledger_ranges_partitions_def,
+)
+from catchup_assets.defs.location import load_location
+from catchup_assets.store import layout
 from catchup_assets.store.records import RecordStore
 from catchup_assets.store.root import Store
+from catchup_assets.store.tables import read_table
 from dagster_defs import catchup_job
 from test_dispatcher_killed import plan_and_start, wait_for
 
@@ -112,7 +120,9 @@ def demo_attempts(d: Path) -> list[Path]:
 
 
 @pytest.mark.slow
-def test_L37_sigterm_to_the_demo_exits_interrupted_within_the_grace_and_condemns_nothing(tmp_path):
+def test_L37_sigterm_to_the_demo_exits_interrupted_within_the_grace_condemns_nothing_and_the_next_run_completes(
+    tmp_path,
+):
     script = Path(sys.executable).parent / "catchup-assets"
     env = {k: v for k, v in os.environ.items() if k not in ("DAGSTER_HOME", "CATCHUP_STORAGE_ROOT")}
     d = tmp_path / "demo"
@@ -127,7 +137,7 @@ def test_L37_sigterm_to_the_demo_exits_interrupted_within_the_grace_and_condemns
             "--parallelism",
             "4",
             "--speed",
-            "30000",
+            "1000000",
             "--disruption-rate",
             "0",
         ],
@@ -159,3 +169,21 @@ def test_L37_sigterm_to_the_demo_exits_interrupted_within_the_grace_and_condemns
     assert_nothing_charged(records, keys, stopped)
     # Its supervisors were stopped by the dispatcher, each writing its verdict: none runs on.
     assert LocalBackend(d / "work", mission).observe() == []
+
+    # The operator's next run of the mission's partitions, on the demo's own instance: all complete.
+    plan_keys = sorted(read_table(Store(str(d / "storage")), layout.plan(mission)).column("range_key").to_pylist())
+    with dg.DagsterInstance.from_config(str(d / "dagster_home")) as instance:
+        again = (
+            load_location(d)
+            .resolve_job_def("range_catchup_job")
+            .execute_in_process(
+                instance=instance,
+                tags={MISSION_TAG: mission, RANGE_START_TAG: plan_keys[0], RANGE_END_TAG: plan_keys[-1]},
+                raise_on_error=False,
+            )
+        )
+        assert again.success
+        status = instance.get_status_by_partition(dg.AssetKey("range_catchup"), plan_keys, ledger_ranges_partitions_def)
+    assert set(status.values()) == {dg.AssetPartitionStatus.MATERIALIZED}
+    recs, done = records.load()
+    assert done == set(recs) and {r.outcome for r in recs.values()} <= {"stopped", "oom", "ok"}

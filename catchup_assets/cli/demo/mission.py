@@ -39,18 +39,23 @@ class DemoFailed(CatchupError):
 class DemoInterrupted(CatchupError):
     """SIGTERM or SIGINT stopped the demo: its attempts were stopped and recorded, nothing condemned."""
 
-    def __init__(self, mission: str, signum: int, stopped: int, condemned: int) -> None:
-        self.signum = signum
+    def __init__(self, mission: str, signum: int | None, stopped: int, condemned: int) -> None:
+        self.signum = signum or signal.SIGINT  # Dagster's own handler took it: which one is not known
+        by = signal.Signals(signum).name if signum else "a signal Dagster's step received"
         super().__init__(
-            f"interrupted by {signal.Signals(signum).name}: mission {mission}: {stopped} attempts in flight "
+            f"interrupted by {by}: mission {mission}: {stopped} attempts in flight "
             f"stopped and recorded `stopped`, charged to no budget; {condemned} ranges condemned; "
             "a later range_catchup_job run over its ranges resumes them"
         )
 
 
-def check_interrupted(store: Store, mission: str | None, condemned: int = 0) -> None:
-    """Raise DemoInterrupted if a stop signal reached this process (mission/stop_signals.py)."""
-    if (signum := received()) is None:
+def check_interrupted(
+    store: Store, mission: str | None, condemned: int = 0, run: dg.ExecuteInProcessResult | None = None
+) -> None:
+    """Raise DemoInterrupted if a stop signal reached this process (mission/stop_signals.py), or
+    Dagster's handler turned one into an interrupt of the run's step (outside the dispatch)."""
+    signum = received()
+    if signum is None and not (run is not None and not run.success and _interrupted(run)):
         return
     stopped = 0
     if mission is not None:
@@ -70,6 +75,13 @@ class MissionOutcome:
 
 def _quiet(level: str) -> dict[str, Any]:
     return {"loggers": {"console": {"config": {"log_level": level}}}}
+
+
+def _interrupted(result: dg.ExecuteInProcessResult) -> bool:
+    errors = [e.event_specific_data.error for e in result.all_events if e.is_failure and e.event_specific_data]
+    return any(
+        err is not None and err.cls_name in ("DagsterExecutionInterruptedError", "KeyboardInterrupt") for err in errors
+    )
 
 
 def _failure_text(result: dg.ExecuteInProcessResult) -> str:
@@ -112,7 +124,7 @@ def run_one(
         raise_on_error=False,
     )
     run_ids["mission_plan_job"] = plan_run.run_id
-    check_interrupted(store, None)
+    check_interrupted(store, None, run=plan_run)
     if not plan_run.success:
         raise DemoFailed(f"mission_plan of {mission}: {_failure_text(plan_run)}")
     keys = sorted(read_table(store, layout.plan(mission)).column("range_key").to_pylist())
@@ -144,6 +156,7 @@ def run_one(
         run_config=_quiet(log_level), instance=instance, tags={**tags, AFTER_RUN_TAG: run_id}, raise_on_error=False
     )
     run_ids["profile_job"] = profile_run.run_id
+    check_interrupted(store, mission, len(states.condemned), run=profile_run)
     if not profile_run.success:
         raise DemoFailed(f"profile_job of {mission}: {_failure_text(profile_run)}")
 
