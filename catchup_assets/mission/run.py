@@ -12,6 +12,7 @@ from catchup_assets.core.dispatch.ports import Backend
 from catchup_assets.core.dispatch.reconciler import Clock, DispatchConfig, Dispatcher
 from catchup_assets.core.dispatch.results import MissionResult, RangeResult, Status
 from catchup_assets.mission.plan import PreparedMission
+from catchup_assets.mission.stop_signals import stop_on_signals
 from catchup_assets.store import layout
 from catchup_assets.store.control import ControlStore
 from catchup_assets.store.records import RecordStore
@@ -31,13 +32,19 @@ def run_mission(
     write_plan: bool = True,
     reset_condemned: bool = False,
     holder: str | None = None,
+    stop_grace_seconds: float = 15.0,
 ) -> MissionResult:
     cfg = prepared.config
     store = Store(cfg.storage_root)
     if write_plan:
         write_table(store, layout.plan(cfg.mission), prepared.plan)
     dispatch_cfg = DispatchConfig(
-        cfg, prepared.ordered, prepared.previous.index, reset_condemned=reset_condemned, holder=holder
+        cfg,
+        prepared.ordered,
+        prepared.previous.index,
+        reset_condemned=reset_condemned,
+        holder=holder,
+        stop_grace_seconds=stop_grace_seconds,
     )
     dispatcher = Dispatcher(
         dispatch_cfg,
@@ -50,4 +57,6 @@ def run_mission(
         read_control=ControlStore(store, cfg.mission).read,  # the operator's, read once a pass
         on_control=on_control,
     )
-    return dispatcher.run()
+    # SIGTERM or SIGINT: an operator's stop, shut down and recorded `stopped`, never condemned.
+    with stop_on_signals(dispatcher.stop):
+        return dispatcher.run()

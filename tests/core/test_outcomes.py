@@ -69,6 +69,14 @@ F = frozenset
         (Observation(exit_code=1, termination_reason="Error"), Outcome.FAILED),
         (Observation(exit_code=2, termination_reason="Error"), Outcome.FAILED),
         (Observation(exit_code=137, termination_reason="Error"), Outcome.FAILED),
+        # L37: the operator's stop ended it: what the SIGTERMed worker then says is not the range's
+        (Observation(exit_code=3, termination_reason="Error", conditions=F({"StoppedByOperator"})), Outcome.STOPPED),
+        (Observation(exit_code=143, conditions=F({"StoppedByOperator"})), Outcome.STOPPED),
+        (Observation(node_gone=True, conditions=F({"StoppedByOperator"})), Outcome.STOPPED),  # never started
+        # ... but what ended it first keeps its verdict: a success, an OOM, the deadline
+        (Observation(exit_code=0, conditions=F({"StoppedByOperator"})), Outcome.OK),
+        (Observation(exit_code=137, termination_reason="OOMKilled", conditions=F({"StoppedByOperator"})), Outcome.OOM),
+        (Observation(exit_code=3, conditions=F({"StoppedByOperator", "DeadlineExceeded"})), Outcome.DEADLINE),
     ],
 )
 def test_L4_classify(obs, outcome):
@@ -101,6 +109,32 @@ P = RetryPolicy()
 )
 def test_L5_budgets_per_class(outcomes, action):
     assert decide(hist(*outcomes), P).action == action
+
+
+# An attempt the operator stopped spends no budget: the range is decided as if it never ran (L37).
+@pytest.mark.parametrize(
+    "outcomes, action, n_oom, spent",
+    [
+        (["stopped"], "retry", 0, {}),
+        (["stopped"] * 50, "retry", 0, {}),  # no stop, however many, condemns
+        (["stopped", "ok"], "done", 0, {}),
+        (["oom", "stopped"], "retry", 1, {"oom": 1}),  # the ladder keeps its rung, nothing more
+        (["failed", "stopped"], "condemned", 0, {"failed": 1}),  # a condemnation stands
+        (["interrupted"] * 5 + ["stopped"] * 3, "retry", 0, {"ordinary": 5}),  # 5 is the ordinary budget
+        (["interrupted"] * 5 + ["stopped", "interrupted"], "condemned", 0, {"ordinary": 6}),
+        (["oom"] * 4 + ["stopped"], "retry", 4, {"oom": 4}),
+    ],
+)
+def test_L37_a_stopped_attempt_is_charged_to_no_budget(outcomes, action, n_oom, spent):
+    d = decide(hist(*outcomes), P)
+    assert (d.action, d.n_oom) == (action, n_oom)
+    assert {g: n for g, n in d.counts.items() if n} == spent
+
+
+def test_L37_a_stopped_range_says_it_resumes_uncharged():
+    d = decide(hist("disrupted", "stopped"), P)
+    assert d.reason == "disrupted at attempt 1; attempt 2 stopped, charged to no budget"
+    assert decide(hist("stopped"), P).reason == "attempt 1 stopped, charged to no budget"
 
 
 def test_L9_condemnation_names_the_evidence():

@@ -33,6 +33,7 @@ from catchup_assets.backends.local.cleanup import remove_tree as _remove
 from catchup_assets.backends.local.registry import Registry, peaks_of
 from catchup_assets.backends.local.state import write_json_atomic
 from catchup_assets.backends.shipping import ship, split_log
+from catchup_assets.core.classify.outcomes import STOP_CONDITION
 from catchup_assets.core.dispatch.ports import (
     AlreadyExists,
     AttemptSpec,
@@ -243,7 +244,8 @@ class LocalBackend(LocalLeftovers):
     # -- shutdown ---------------------------------------------------------
     def shutdown(self, grace: float) -> list[str]:
         """SIGTERM every live supervisor (it stops its worker and still writes its
-        verdict), wait at most `grace` seconds; return the attempts still alive (L37).
+        verdict, `stopped`: the operator's, charged to no budget), wait at most
+        `grace` seconds; return the attempts still alive (L37).
 
         An attempt whose supervisor has not recorded itself yet (the orchestrator
         was stopped mid-submit) is fenced so it never starts; one that starts
@@ -263,13 +265,20 @@ class LocalBackend(LocalLeftovers):
                 sup = self.registry.json(st.attempt_id, d / "supervisor.json")
                 if st.phase is Phase.PENDING and sup is None:
                     write_json_atomic(
-                        d / "status.json", {"node_gone": True, "message": "shut down before its supervisor started"}
+                        d / "status.json",
+                        {
+                            "node_gone": True,
+                            "conditions": [STOP_CONDITION],
+                            "message": "stopped by the operator before its supervisor started",
+                        },
                     )
                     continue
                 if sup is None or sup["pid"] == os.getpid():
                     continue
                 alive.append(st.attempt_id)
-                if st.attempt_id not in signalled:
+                # Signalled before its handlers are in place, a starting supervisor would die without a
+                # verdict: it is signalled once its own record (with "node") says they are, a moment later.
+                if st.attempt_id not in signalled and "node" in sup:
                     signalled.add(st.attempt_id)
                     try:
                         os.kill(sup["pid"], signal.SIGTERM)

@@ -178,6 +178,9 @@ class Registry:
                 observation=Observation(node_gone=True, message="supervisor never started"),
                 **running,
             )
+        if mtime is None and status_path.exists():
+            # Its verdict landed between the two looks (it writes status.json, then exits): read it.
+            return self.one(aid, d)
         # The supervisor died without a verdict: a lost node (Z3). Its worker
         # must not keep writing into the range's data under the next attempt.
         if worker.get("pid") and pid_alive(worker["pid"], worker.get("create_time")):

@@ -26,6 +26,7 @@ import psutil
 
 from catchup_assets.backends.local.sampling import disk_usage, sample_tree
 from catchup_assets.backends.local.state import PEAK_KEYS, flush_peaks, read_json, write_json_atomic
+from catchup_assets.core.classify.outcomes import STOP_CONDITION
 from catchup_assets.core.errors import StateError
 
 if TYPE_CHECKING:
@@ -108,6 +109,8 @@ class Supervisor:
             signal.signal(s, self._on_signal)
         signal.signal(signal.SIGHUP, signal.SIG_IGN)
         me = psutil.Process()
+        # Its own record (with "node"), written once the handlers are in place: until then a stop
+        # would kill it without a verdict, so backend.shutdown waits for this one to signal it.
         write_json_atomic(
             self.dir / "supervisor.json", {"pid": me.pid, "create_time": me.create_time(), "node": self.status["node"]}
         )
@@ -134,7 +137,8 @@ class Supervisor:
         data_dir = launch["data_dir"]
         os.makedirs(data_dir, exist_ok=True)
         if self.stop_signal is not None:
-            self.messages.append(f"supervisor got signal {self.stop_signal} before the worker started")
+            self.messages.append(f"stopped by the operator: signal {self.stop_signal} before the worker started")
+            self.status["conditions"].append(STOP_CONDITION)
             return None
         with open(self.dir / "worker.log", "ab") as out:
             try:
@@ -201,7 +205,10 @@ class Supervisor:
             elif kill_at is None:
                 why, wait = None, grace
                 if self.stop_signal is not None:
-                    why = f"supervisor received signal {self.stop_signal}: worker terminated"
+                    # Only a stop reaches a supervisor, in a session of its own: the dispatcher's
+                    # shutdown or an operator's kill. A dispatcher that dies sends nothing.
+                    why = f"stopped by the operator: supervisor received signal {self.stop_signal}, worker terminated"
+                    self.status["conditions"].append(STOP_CONDITION)
                 elif deadline and now - t0 >= deadline:
                     why = f"deadline {deadline} s exceeded"
                     self.status["pod_reason"] = "DeadlineExceeded"

@@ -3,6 +3,7 @@ the plan's partitions as one run, profile_job; what it measured and where its fi
 
 from __future__ import annotations
 
+import signal
 import time
 import uuid
 from dataclasses import dataclass, replace
@@ -12,6 +13,7 @@ import dagster as dg
 
 from catchup_assets.cli.demo.progress import Poller, ProgressBar
 from catchup_assets.cli.demo.settings import DemoSettings
+from catchup_assets.core.classify.outcomes import Outcome
 from catchup_assets.core.errors import CatchupError
 from catchup_assets.core.plan.ranges import contiguous_groups
 from catchup_assets.defs.assets.range_assets import (
@@ -23,6 +25,7 @@ from catchup_assets.defs.assets.range_assets import (
 from catchup_assets.defs.resources import CatchupResource
 from catchup_assets.defs.sensors.mission_finished import AFTER_RUN_TAG
 from catchup_assets.mission.report import MissionSummary, summarize
+from catchup_assets.mission.stop_signals import received
 from catchup_assets.store import layout
 from catchup_assets.store.records import RecordStore
 from catchup_assets.store.root import Store
@@ -31,6 +34,34 @@ from catchup_assets.store.tables import read_table
 
 class DemoFailed(CatchupError):
     """A run failed for a reason other than condemned ranges (those are reported, not raised)."""
+
+
+class DemoInterrupted(CatchupError):
+    """SIGTERM or SIGINT stopped the demo: its attempts were stopped and recorded, nothing condemned."""
+
+    def __init__(self, mission: str, signum: int | None, stopped: int, condemned: int) -> None:
+        self.signum = signum or signal.SIGINT  # Dagster's own handler took it: which one is not known
+        by = signal.Signals(signum).name if signum else "a signal Dagster's step received"
+        super().__init__(
+            f"interrupted by {by}: mission {mission}: {stopped} attempts in flight "
+            f"stopped and recorded `stopped`, charged to no budget; {condemned} ranges condemned; "
+            "a later range_catchup_job run over its ranges resumes them"
+        )
+
+
+def check_interrupted(
+    store: Store, mission: str | None, condemned: int = 0, run: dg.ExecuteInProcessResult | None = None
+) -> None:
+    """Raise DemoInterrupted if a stop signal reached this process (mission/stop_signals.py), or
+    Dagster's handler turned one into an interrupt of the run's step (outside the dispatch)."""
+    signum = received()
+    if signum is None and not (run is not None and not run.success and _interrupted(run)):
+        return
+    stopped = 0
+    if mission is not None:
+        records, _ = RecordStore(store, mission).load()
+        stopped = sum(1 for r in records.values() if r.outcome == Outcome.STOPPED.value)
+    raise DemoInterrupted(mission or "(none started)", signum, stopped, condemned)
 
 
 @dataclass
@@ -44,6 +75,13 @@ class MissionOutcome:
 
 def _quiet(level: str) -> dict[str, Any]:
     return {"loggers": {"console": {"config": {"log_level": level}}}}
+
+
+def _interrupted(result: dg.ExecuteInProcessResult) -> bool:
+    errors = [e.event_specific_data.error for e in result.all_events if e.is_failure and e.event_specific_data]
+    return any(
+        err is not None and err.cls_name in ("DagsterExecutionInterruptedError", "KeyboardInterrupt") for err in errors
+    )
 
 
 def _failure_text(result: dg.ExecuteInProcessResult) -> str:
@@ -86,6 +124,7 @@ def run_one(
         raise_on_error=False,
     )
     run_ids["mission_plan_job"] = plan_run.run_id
+    check_interrupted(store, None, run=plan_run)
     if not plan_run.success:
         raise DemoFailed(f"mission_plan of {mission}: {_failure_text(plan_run)}")
     keys = sorted(read_table(store, layout.plan(mission)).column("range_key").to_pylist())
@@ -108,6 +147,7 @@ def run_one(
         states = poller.stop()
     wall = time.monotonic() - started
     run_ids["range_catchup_job"] = catchup_run.run_id
+    check_interrupted(store, mission, len(states.condemned))
     if not catchup_run.success and not states.condemned:
         raise DemoFailed(f"range_catchup of {mission} (run {run_id}): {_failure_text(catchup_run)}")
 
@@ -116,6 +156,7 @@ def run_one(
         run_config=_quiet(log_level), instance=instance, tags={**tags, AFTER_RUN_TAG: run_id}, raise_on_error=False
     )
     run_ids["profile_job"] = profile_run.run_id
+    check_interrupted(store, mission, len(states.condemned), run=profile_run)
     if not profile_run.success:
         raise DemoFailed(f"profile_job of {mission}: {_failure_text(profile_run)}")
 

@@ -30,11 +30,12 @@ from typing import TextIO
 
 import dagster as dg
 
-from catchup_assets.cli.demo.mission import DemoFailed, run_one
+from catchup_assets.cli.demo.mission import DemoFailed, DemoInterrupted, run_one
 from catchup_assets.cli.demo.settings import DemoSettings
 from catchup_assets.core.size.cost import COST_NOTE
 from catchup_assets.defs.location import load_location, project_root, ui_command, write_home, write_location
 from catchup_assets.mission.report import cost_verdict, side_by_side
+from catchup_assets.mission.stop_signals import exit_code, stop_on_signals
 
 
 def diff_command(storage_root: str, a: str, b: str, memory_scale: float) -> str:
@@ -54,10 +55,15 @@ def run_demo(settings: DemoSettings, out: TextIO = sys.stdout, log_level: str = 
     stamp = time.strftime("%Y%m%d-%H%M%S")
     first, second = f"demo-{stamp}-a", f"demo-{stamp}-b"
     started = time.monotonic()
-    with dg.DagsterInstance.from_config(str(home)) as instance:
+    # A stop signal between the runs is noted too (each dispatch stops on its own: run_mission).
+    with dg.DagsterInstance.from_config(str(home)) as instance, stop_on_signals(lambda why: None):
         try:
             a = run_one(instance, defs, settings, first, None, "tip-first", log_level)
             b = run_one(instance, defs, settings, second, a.paths["profile"], "longest-first", log_level)
+        except DemoInterrupted as exc:
+            print(f"\ncatchup-assets demo: {exc}", file=out)
+            print(f"\nthe runs are in the Dagster UI:\n  {ui_command(home, workspace)}", file=out)
+            return exit_code(exc.signum)
         except DemoFailed as exc:
             print(f"catchup-assets demo: {exc}", file=sys.stderr)
             print(f"\nthe runs are in the Dagster UI:\n  {ui_command(home, workspace)}", file=sys.stderr)

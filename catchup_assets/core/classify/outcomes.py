@@ -27,6 +27,7 @@ class Outcome(StrEnum):
     UNKNOWN = "unknown"
     INTERRUPTED = "interrupted"
     FAILED = "failed"
+    STOPPED = "stopped"  # the operator stopped the run (SIGTERM, SIGINT): charged to no budget
 
 
 class BudgetGroup(StrEnum):
@@ -49,6 +50,9 @@ GROUP_OF: dict[Outcome, BudgetGroup] = {
     Outcome.FAILED: BudgetGroup.FAILED,
 }
 
+# Outcomes that spend no budget: the range is retried as if the attempt never counted.
+UNCHARGED = frozenset({Outcome.STOPPED})
+
 # stellar-core exits 3 after draining on SIGTERM, and also on a corrupt archive.
 EXIT_INTERRUPTED = 3
 
@@ -56,6 +60,8 @@ EXIT_INTERRUPTED = 3
 OOM_REASONS = frozenset({"OOMKilled"})
 DISRUPTION_CONDITIONS = frozenset({"DisruptionTarget"})
 DEADLINE_REASONS = frozenset({"DeadlineExceeded"})
+# The condition a backend sets on an attempt it ended because the operator stopped the run.
+STOP_CONDITION = "StoppedByOperator"
 ADMISSION_REASONS = frozenset(
     {
         "UnexpectedAdmissionError",
@@ -123,6 +129,9 @@ def classify(obs: Observation) -> Outcome:
         return Outcome.OK
     if obs.termination_reason in OOM_REASONS:
         return Outcome.OOM
+    # An operator's stop ended it: whatever the worker then said (exit 3, 143) is not the range's.
+    if STOP_CONDITION in obs.conditions:
+        return Outcome.STOPPED
     # Before the disruption check: the kubelet marks a node-pressure eviction
     # `DisruptionTarget` even when our pod filled the node's disk (evictions.py).
     if own_disk_eviction(obs.pod_reason, obs.message):
@@ -205,14 +214,21 @@ def decide(history: Sequence[PastAttempt], policy: RetryPolicy, memory_cap_bytes
     """Done, retry, or condemned, from the range's own finished attempts.
 
     `memory_cap_bytes` is the memory ladder's top: an OOM there condemns, since a
-    retry would run at the very limit that OOMed.
+    retry would run at the very limit that OOMed. An attempt the operator stopped
+    (`UNCHARGED`) is decided as if it never counted: the range resumes.
     """
-    ordered = sorted(history, key=lambda a: a.attempt)
+    everything = sorted(history, key=lambda a: a.attempt)
+    ordered = [a for a in everything if a.outcome not in UNCHARGED]
     counts = Counter(GROUP_OF[a.outcome] for a in ordered if a.outcome is not Outcome.OK)
     n_oom = counts[BudgetGroup.OOM]
     by_name = {g.value: counts[g] for g in BudgetGroup}
+    stopped = (
+        f"; attempt {everything[-1].attempt} {everything[-1].outcome.value}, charged to no budget"
+        if (everything and everything[-1].outcome in UNCHARGED)
+        else ""
+    )
     if not ordered:
-        return Decision(Action.RETRY, "never attempted", 0, by_name)
+        return Decision(Action.RETRY, stopped.removeprefix("; ") or "never attempted", 0, by_name)
     last = ordered[-1]
     if last.outcome is Outcome.OK:
         return Decision(Action.DONE, f"ok at attempt {last.attempt}", n_oom, by_name)
@@ -235,4 +251,4 @@ def decide(history: Sequence[PastAttempt], policy: RetryPolicy, memory_cap_bytes
         # Retrying at the cap would OOM at the identical limit again.
         reason = f"OOM at the memory cap ({last.memory_limit_bytes} bytes); chain {chain}"
         return Decision(Action.CONDEMNED, reason, n_oom, by_name)
-    return Decision(Action.RETRY, f"{last.outcome.value} at attempt {last.attempt}", n_oom, by_name)
+    return Decision(Action.RETRY, f"{last.outcome.value} at attempt {last.attempt}{stopped}", n_oom, by_name)

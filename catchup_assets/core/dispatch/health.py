@@ -10,7 +10,7 @@ from catchup_assets.core.classify.outcomes import Outcome
 from catchup_assets.core.dispatch.breaker import failure_signature
 from catchup_assets.core.dispatch.ports import AttemptState
 from catchup_assets.core.dispatch.record import AttemptRecord
-from catchup_assets.core.dispatch.results import RangeStatus, Status
+from catchup_assets.core.dispatch.results import DispatcherStuck, RangeStatus, Status
 
 log = logging.getLogger(__name__)
 
@@ -108,3 +108,13 @@ class Health:
         m = self.cfg.profile.lookup(self.by_key[st.range_key].last) if self.cfg.profile else None
         expected = f" (profiled {m.seconds:.0f}s)" if m and m.seconds else ""
         return f"{st.range_key} a{st.attempt} running {running:.0f}s{expected}"
+
+    def _failed_pass(self, exc: Exception, streak: tuple[str, int]) -> tuple[str, int]:
+        """Count a pass that raised; raise DispatcherStuck once the same failure repeats enough."""
+        cause = f"{type(exc).__name__}: {exc}"
+        n = streak[1] + 1 if streak[0] == cause else 1
+        log.error("mission %s: pass %d failed (%d in a row): %s", self.name, self.passes, n, cause, exc_info=(n == 1))
+        if n >= self.cfg.failing_passes_limit:
+            self._snapshot()
+            raise DispatcherStuck(f"mission {self.name}: the same failure on {n} consecutive passes: {cause}") from exc
+        return cause, n

@@ -41,7 +41,8 @@ from catchup_assets.core.dispatch.ports import (
 )
 from catchup_assets.core.dispatch.record import AttemptRecord
 from catchup_assets.core.dispatch.recovery import Recovery
-from catchup_assets.core.dispatch.results import DispatcherStuck, MissionResult, RangeResult, RangeStatus, Status
+from catchup_assets.core.dispatch.results import MissionResult, RangeResult, RangeStatus, Status
+from catchup_assets.core.dispatch.stopping import Stopping
 from catchup_assets.core.errors import ConfigError
 from catchup_assets.core.plan.config import MissionConfig
 from catchup_assets.core.plan.ranges import LedgerRange
@@ -56,11 +57,16 @@ class Clock(Protocol):
 
 
 class SystemClock:
+    def __init__(self) -> None:
+        self.woken = False  # set by a stopping dispatcher (stopping.py): its sleeps end at once
+
     def time(self) -> float:
         return time.time()
 
     def sleep(self, seconds: float) -> None:
-        time.sleep(seconds)
+        end = time.monotonic() + seconds
+        while not self.woken and (left := end - time.monotonic()) > 0:
+            time.sleep(min(left, 0.1))
 
 
 @dataclass(frozen=True)
@@ -93,6 +99,8 @@ class DispatchConfig:
     # An operator's new run over a condemned range grants it fresh budgets; a
     # retry of a dead dispatcher must not, or a mission would loop on it.
     reset_condemned: bool = False
+    # An operator's stop (SIGTERM, SIGINT) shuts the attempts in flight down within this (L37).
+    stop_grace_seconds: float = 15.0
 
     def __post_init__(self) -> None:
         keys = [r.key for r in self.ranges]
@@ -100,7 +108,7 @@ class DispatchConfig:
             raise ConfigError("ranges: duplicate range keys in the plan")
 
 
-class Dispatcher(Recovery, Claims, Finishing, Health, Obey):
+class Dispatcher(Recovery, Claims, Finishing, Health, Obey, Stopping):
     def __init__(
         self,
         config: DispatchConfig,
@@ -130,6 +138,7 @@ class Dispatcher(Recovery, Claims, Finishing, Health, Obey):
         self.by_key = {r.key: r for r in config.ranges}
         self.passes = 0
         self._stop = False
+        self._stop_why: str | None = None
         self._blocked: str | None = None
         # Derived from durable records by recover(); rebuilt on every start.
         self._recs: dict[str, dict[int, AttemptRecord]] = {k: {} for k in self.by_key}
@@ -217,6 +226,8 @@ class Dispatcher(Recovery, Claims, Finishing, Health, Obey):
         submitted = 0
         if self._blocked is None and not self.control.holding:
             for key, attempt, n_oom, n_evicted in queue[: max(free, 0)]:
+                if self._stop:
+                    break  # an operator's stop: not one dispatch more
                 try:
                     if not self._submit(key, attempt, n_oom, n_evicted):
                         continue
@@ -234,22 +245,9 @@ class Dispatcher(Recovery, Claims, Finishing, Health, Obey):
         return status
 
     # -- the loop -----------------------------------------------------------------
-    def stop(self) -> None:
-        self._stop = True
-
     @property
     def blocked(self) -> str | None:
         return self._blocked
-
-    def _failed_pass(self, exc: Exception, streak: tuple[str, int]) -> tuple[str, int]:
-        """Count a pass that raised; raise DispatcherStuck once the same failure repeats enough."""
-        cause = f"{type(exc).__name__}: {exc}"
-        n = streak[1] + 1 if streak[0] == cause else 1
-        log.error("mission %s: pass %d failed (%d in a row): %s", self.name, self.passes, n, cause, exc_info=(n == 1))
-        if n >= self.cfg.failing_passes_limit:
-            self._snapshot()
-            raise DispatcherStuck(f"mission {self.name}: the same failure on {n} consecutive passes: {cause}") from exc
-        return cause, n
 
     def run(self) -> MissionResult:
         owed_passes = 0
@@ -275,15 +273,20 @@ class Dispatcher(Recovery, Claims, Finishing, Health, Obey):
                     break
             if (self._blocked is not None or self.draining) and status.in_flight == 0:
                 break
-            self.clock.sleep(self.mission.poll_seconds)
+            if not self._stop:
+                self.clock.sleep(self.mission.poll_seconds)
+        if self._stop:
+            self._stop_attempts()
         self._snapshot()
         results = dict(self._results)
         why = f"not dispatched: {self._blocked}" if self._blocked else "not dispatched: dispatcher stopped"
         why = DRAINED if self.draining and not self._blocked and not self._stop else why
+        if self._stop:
+            why = f"not run to the end: {self._stop_why}; a later run resumes it"
         for key in self.by_key:
             if key not in results:
                 results[key] = RangeResult(
                     key, RangeStatus.NOT_RUN, why, None, len(self._done[key]), "", None, None, None
                 )
         drained = self.draining and not self._stop and len(self._results) < len(self.by_key)
-        return MissionResult(results, self.passes, drained=drained)
+        return MissionResult(results, self.passes, drained=drained, stopped=self.stopped)

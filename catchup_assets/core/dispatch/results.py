@@ -63,6 +63,7 @@ class MissionResult:
     results: dict[str, RangeResult]
     passes: int
     drained: bool = False  # an operator drained the run: its NOT_RUN ranges are left for a later run
+    stopped: str | None = None  # why an operator's stop ended the run (stopping.py), else None
 
     @property
     def condemned(self) -> dict[str, str]:

@@ -167,6 +167,15 @@ def range_catchup(context: dg.AssetExecutionContext, catchup: CatchupResource) -
             description=f"run terminated: in-flight attempts stopped (still alive after the grace: {left})",
             allow_retries=False,
         ) from None
+    if result.stopped:
+        # SIGTERM or SIGINT to the run worker (mission/stop_signals.py): an operator's stop.
+        stopped = [k for k, r in result.results.items() if r.status is not RangeStatus.DONE]
+        raise dg.Failure(
+            description=f"run interrupted, {result.stopped}: nothing condemned; the attempts in flight were "
+            f"stopped and recorded `stopped`, charged to no budget; {len(stopped)} ranges resume in a later run",
+            metadata={"interrupted": result.stopped, "mission": mission, "not_completed": len(stopped)},
+            allow_retries=False,
+        )
     for check in (HEALTH_STALL, HEALTH_DISPATCH):  # the run's last word on each, whatever it was
         passed, why = seen.get(check, (True, "no alert in this run"))
         yield dg.AssetCheckResult(

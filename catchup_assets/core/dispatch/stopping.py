@@ -1,0 +1,107 @@
+"""An operator's stop: new dispatches end at once, the attempts in flight are shut down
+within a grace (L37) and recorded `stopped`, charged to no budget, so a later run resumes them.
+
+`stop()` only sets flags: a signal handler calls it (mission/stop_signals.py), between any
+two bytecodes of a pass, so it takes no lock and logs nothing. The pass in progress
+submits nothing more, the loop ends instead of sleeping, and `_stop_attempts` does the
+stopping deliberately: the backend's `shutdown`, then one record per attempt it ended.
+An attempt that ended on its own meanwhile keeps its own verdict; one the stop ended is
+`stopped` (the local supervisor says so itself; a deleted Job is recorded so here).
+"""
+
+from __future__ import annotations
+
+import logging
+
+from catchup_assets.core.classify.outcomes import Outcome
+from catchup_assets.core.dispatch.ports import AttemptState, TransientBackendError
+from catchup_assets.core.dispatch.record import AttemptRecord
+
+log = logging.getLogger(__name__)
+
+
+class Stopping:
+    """The Dispatcher's stop, a part of `reconciler.Dispatcher` (its constructor sets up
+    the state: _stop, _stop_why)."""
+
+    def stop(self, why: str = "stopped by the operator") -> None:
+        """Stop the run: no new dispatch, in-flight attempts stopped and recorded `stopped`."""
+        if not self._stop:
+            self._stop_why = why
+        self._stop = True
+        if hasattr(self.clock, "woken"):
+            self.clock.woken = True  # a real clock's sleep ends now, not after the poll
+
+    @property
+    def stopped(self) -> str | None:
+        """Why the run was stopped, or None."""
+        return self._stop_why if self._stop else None
+
+    def _mine_live(self, when: str) -> dict[tuple[str, int], AttemptState] | None:
+        try:
+            states = self.backend.observe()
+        except TransientBackendError as exc:
+            self._transient(f"observe {when} the stop", exc)
+            return None
+        return {(s.range_key, s.attempt): s for s in states if s.range_key in self.by_key}
+
+    def _stop_attempts(self) -> int:
+        """Shut the live attempts down (L37) and record each one the shutdown ended."""
+        why = self._stop_why or "stopped by the operator"
+        grace = self.cfg.stop_grace_seconds
+        live = {i: s for i, s in (self._mine_live("before") or {}).items() if s.live}
+        log.warning(
+            "mission %s: %s: new dispatches stopped; stopping %d attempts in flight within %g s (L37)",
+            self.name,
+            why,
+            len(live),
+            grace,
+        )
+        left = set(self.backend.shutdown(grace))
+        after = self._mine_live("after")
+        recorded = 0
+        for ident, st in sorted(live.items()):
+            if st.attempt_id in left:
+                log.error("attempt %s still runs after the %g s grace: a later run adopts it", st.attempt_id, grace)
+            elif after is None:
+                continue  # the backend cannot tell now: the next run reads what the attempt left
+            elif (now := after.get(ident)) is None:
+                self._record_stopped(st, why)
+                recorded += 1
+            elif not now.live and self._finish(now):
+                recorded += 1
+        log.warning(
+            "mission %s: %s: %d attempts stopped and recorded, charged to no budget; a later run resumes them",
+            self.name,
+            why,
+            recorded,
+        )
+        return recorded
+
+    def _record_stopped(self, st: AttemptState, why: str) -> None:
+        """An attempt the backend removed outright (its Job deleted): `stopped`, done mark last."""
+        ident = (st.range_key, st.attempt)
+        if self.records.is_done(*ident):
+            return
+        prior = self._recs[st.range_key].get(st.attempt)
+        seconds, estimated = self._seconds(st, prior)
+        rec = AttemptRecord(
+            mission=self.name,
+            range_key=st.range_key,
+            attempt=st.attempt,
+            outcome=Outcome.STOPPED.value,
+            reason=f"{why}: removed by the shutdown (L37)",
+            started_at=st.started_at,
+            last_seen_at=self._last_seen.pop(ident, None),
+            seconds=seconds,
+            seconds_estimated=estimated,
+            peak_anon_bytes=st.peaks.anon_bytes,
+            peak_working_set_bytes=st.peaks.working_set_bytes,
+            peak_ephemeral_bytes=st.peaks.ephemeral_bytes,
+            memory_limit_bytes=None if prior and prior.memory_limit_bytes else st.memory_limit_bytes,
+            tier=None if prior and prior.tier else st.tier,
+            node=st.node,
+        )
+        self._recs[st.range_key][st.attempt] = self._write(rec, prior)
+        self.records.mark_done(*ident)  # last (L32)
+        self._done[st.range_key].add(st.attempt)
