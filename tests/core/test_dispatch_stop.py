@@ -1,0 +1,94 @@
+"""An operator's stop in the dispatcher itself (L37), with the fake backend and clock.
+
+`stop()` is what the signal handler calls (mission/stop_signals.py); here it is called
+from inside a submit, as a signal landing mid-pass would be. The fake backend's
+shutdown removes its live attempts outright, as deleting Jobs does on a cluster.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from catchup_assets.core.classify.outcomes import decide
+from catchup_assets.core.dispatch.recovery import past_attempts
+from fakes import OOM, FakeBackend, FakeClock, Script
+from test_dispatch import KEYS, make
+
+
+@dataclass
+class StoppingBackend(FakeBackend):
+    """Calls `on_submit(n)` after its n-th submit; its shutdown deletes what is live."""
+
+    on_submit: object = None
+    shutdowns: int = 0
+
+    def submit(self, spec):
+        super().submit(spec)
+        if self.on_submit:
+            self.on_submit(len(self.submitted))
+
+    def shutdown(self, grace: float) -> list[str]:
+        self.shutdowns += 1
+        for s in [s for s in self.observe() if s.live]:
+            del self.attempts[s.attempt_id]
+        return []
+
+
+def chains(records):
+    recs, done = records.load()
+    assert done == set(recs)
+    out: dict[str, list[str]] = {}
+    for (key, _attempt), rec in sorted(recs.items()):
+        out.setdefault(key, []).append(rec.outcome)
+    return recs, out
+
+
+def test_L37_a_stop_mid_pass_dispatches_nothing_more_records_the_live_attempts_stopped_and_a_new_run_completes(
+    tmp_path,
+):
+    clock = FakeClock()
+    # Two tip ranges OOM at once on their own (charged: a rung each), freeing two slots for pass 2.
+    oom_first = {KEYS[0], KEYS[1]}
+    backend = StoppingBackend(
+        clock,
+        lambda spec: Script(3, OOM) if spec.attempt == 1 and spec.range_key in oom_first else Script(100),
+    )
+    d, _, records = make(tmp_path, parallelism=3, backend=backend, clock=clock)
+    # The signal lands in pass 2, right after its first submit (the retry of KEYS[0]).
+    backend.on_submit = lambda n: n == 4 and d.stop("stopped by the operator (SIGTERM)")
+    result = d.run()
+    assert result.stopped == "stopped by the operator (SIGTERM)"
+    # Not one dispatch more: KEYS[1]'s retry, due in the same pass, was never submitted.
+    assert [(s.range_key, s.attempt) for s in backend.submitted[3:]] == [(KEYS[0], 2)]
+    assert backend.shutdowns == 1 and backend.attempts == {}
+    assert result.condemned == {} and result.done == []
+    recs, by_key = chains(records)
+    assert by_key == {KEYS[0]: ["oom", "stopped"], KEYS[1]: ["oom"], KEYS[2]: ["stopped"]}
+    assert all(
+        r.reason.startswith("stopped by the operator (SIGTERM)") for r in recs.values() if r.outcome == "stopped"
+    )
+    for key in (KEYS[0], KEYS[2]):
+        mine = {a: r for (k, a), r in recs.items() if k == key}
+        spent = {g: n for g, n in decide(past_attempts(mine, set(mine)), d.mission.retry).counts.items() if n}
+        assert spent == ({"oom": 1} if key == KEYS[0] else {})  # the stop spent nothing; the OOM its rung
+    assert {r.reason for r in result.results.values()} == {
+        "not run to the end: stopped by the operator (SIGTERM); a later run resumes it"
+    }
+
+    again, backend2, _ = make(tmp_path, parallelism=3, clock=clock)
+    result2 = again.run()
+    assert result2.stopped is None and sorted(result2.done) == sorted(KEYS) and result2.condemned == {}
+    _, by_key = chains(records)
+    assert [by_key[k] for k in KEYS[:3]] == [["oom", "stopped", "ok"], ["oom", "ok"], ["stopped", "ok"]]
+    # The OOMed range resumes on the rung it had reached, as if the stopped attempt had never run.
+    assert [s.memory_limit_bytes for s in backend2.submitted if s.range_key == KEYS[0]] == [
+        backend.submitted[3].memory_limit_bytes
+    ]
+
+
+def test_L37_stopped_before_the_first_pass_dispatches_nothing(tmp_path):
+    d, backend, records = make(tmp_path)
+    d.stop("stopped by the operator (SIGINT)")
+    result = d.run()
+    assert backend.submitted == [] and records.load() == ({}, set())
+    assert result.stopped == "stopped by the operator (SIGINT)" and result.condemned == {}
