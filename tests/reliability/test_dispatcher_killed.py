@@ -47,20 +47,6 @@ def wait_for(predicate, timeout=60.0, every=0.2):
     return False
 
 
-@pytest.fixture
-def home(tmp_path, monkeypatch):
-    """A persistent instance and storage, as a run worker process sees them."""
-    env = {
-        "DAGSTER_HOME": str(tmp_path / "home"),
-        "CATCHUP_STORAGE_ROOT": str(tmp_path / "storage"),
-        "PYTHONPATH": str(TESTS),
-    }
-    (tmp_path / "home").mkdir()
-    for k, v in env.items():
-        monkeypatch.setenv(k, v)
-    return dg.DagsterInstance.get()
-
-
 def plan_and_start(instance, mission, n, first_range):
     """Plan a mission in-process, then run all its ranges in a process of their own."""
     defs.resolve_job_def("mission_plan_job").execute_in_process(

@@ -40,20 +40,6 @@ TESTS = Path(__file__).parents[1]
 GRACE = 15.0  # the run's shutdown grace (range_catchup, DispatchConfig.stop_grace_seconds)
 
 
-@pytest.fixture
-def home(tmp_path, monkeypatch):
-    """A persistent instance and storage, as a run worker process sees them."""
-    env = {
-        "DAGSTER_HOME": str(tmp_path / "home"),
-        "CATCHUP_STORAGE_ROOT": str(tmp_path / "storage"),
-        "PYTHONPATH": str(TESTS),
-    }
-    (tmp_path / "home").mkdir()
-    for k, v in env.items():
-        monkeypatch.setenv(k, v)
-    return dg.DagsterInstance.get()
-
-
 def assert_nothing_charged(records: RecordStore, keys, stopped_ids: set[str]) -> None:
     """Every attempt the stop ended is recorded `stopped`, and no range spent a budget on it."""
     recs, done = records.load()
