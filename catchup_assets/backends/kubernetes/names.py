@@ -20,7 +20,9 @@ LABEL_RANGE_KEY = "catchup.stellar.org/range-key"
 LABEL_RANGE_END = "catchup.stellar.org/range-end"
 LABEL_ATTEMPT = "catchup.stellar.org/attempt"
 LABEL_TIER = "catchup.stellar.org/tier"
-# The node label Karpenter spells a node's capacity type with: a range moved to on-demand selects it.
+# The node label Karpenter spells a node's capacity type with, valued `spot` or `on-demand` (Karpenter's
+# well-known labels, karpenter.sh/docs/concepts/scheduling; `CapacityTypeLabelKey` in its pkg/apis/v1/labels.go):
+# a range moved to on-demand selects it.
 CAPACITY_TYPE_LABEL = "karpenter.sh/capacity-type"
 
 CONTAINER = "catchup"
