@@ -9,7 +9,7 @@ import pytest
 
 from catchup_assets.core.aggregate.profile import profile_rows
 from catchup_assets.core.classify.outcomes import Observation, RetryPolicy
-from catchup_assets.core.dispatch.ports import AttemptSpec, Peaks
+from catchup_assets.core.dispatch.ports import AttemptSpec, Collected, Peaks
 from catchup_assets.core.dispatch.reconciler import DispatchConfig, Dispatcher
 from catchup_assets.core.plan.config import MissionConfig
 from catchup_assets.core.plan.ranges import MissionSpan, dispatch_order, plan_ranges
@@ -570,3 +570,34 @@ def test_L11_a_range_another_dispatcher_finished_unseen_is_read_within_the_reche
     d.pass_once()
     assert d._results[key].status == "done"  # 16 s after the claim, far inside its 120 s grace
     assert key not in {s.range_key for s in backend.submitted}
+
+
+def test_L11_a_finish_the_other_dispatcher_records_during_this_one_s_final_read_is_not_blanked(tmp_path):
+    """The owner reads an attempt's evidence while the other dispatcher records, marks done and
+    releases it: the owner's read comes back empty (the logs are gone), and the other's full
+    record stands (the CI failure of the two-thread local test, at one interleaving)."""
+    clock = FakeClock()
+    records = RecordStore(Store(tmp_path / "root"), "m1")
+    mission = MissionConfig("m1", SPAN, str(tmp_path / "root"), parallelism=1, poll_seconds=5)
+    other: list[Dispatcher] = []
+
+    class RacingBackend(FakeBackend):
+        def collect(self, state, log_url):
+            if other:  # the other dispatcher's whole finish lands inside this read
+                other.pop().pass_once()
+            if state.attempt_id not in self.attempts:
+                return Collected()  # released under this reader: nothing left to read
+            return super().collect(state, log_url)
+
+    backend = RacingBackend(clock, lambda spec: Script(seconds=10))
+    owner, second = (
+        Dispatcher(DispatchConfig(mission, RANGES[:1], holder=h), backend, records, clock=clock)
+        for h in ("run-a", "run-b")
+    )
+    owner.pass_once()  # submits and claims attempt 1
+    clock.sleep(20)
+    other.append(second)
+    owner.pass_once()
+    recs, done = records.load()
+    assert done == {(KEYS[0], 1)} and recs[(KEYS[0], 1)].tx_apply_count == 1000
+    assert recs[(KEYS[0], 1)].fresh_start is not None and [s.attempt for s in backend.submitted] == [1]

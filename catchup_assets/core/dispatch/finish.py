@@ -99,6 +99,12 @@ class Finishing:
                 return False
             log.error("final read of %s a%d gave up: recording without it: %s", *ident, exc)
             collected = Collected()
+        if self.records.is_done(*ident):
+            # Recorded by the other dispatcher while this one read: its release may have
+            # emptied what this read found, so its record stands (it marks done before release).
+            self._refresh(st.range_key)
+            self._release(st)
+            return True
         obs = st.observation
         outcome = classify(obs) if obs is not None else Outcome.UNKNOWN
         if collected.already_complete and outcome is Outcome.OK:
