@@ -22,6 +22,11 @@ def records_table(records: Sequence[Mapping[str, object]]) -> str:
 
 def markdown_table(columns: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
     """Rows as a Markdown table (each cell as `str` gives it)."""
-    lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
-    lines += ["| " + " | ".join(str(v) for v in r) + " |" for r in rows]
+
+    def cell(v: object) -> str:
+        # A bare `|` in a cell (a ladder's `2 GiB c6i | 48 GiB r6i`) would end it: escaped, it stays text.
+        return str(v).replace("|", "\\|").replace("\n", " ")
+
+    lines = ["| " + " | ".join(cell(c) for c in columns) + " |", "|" + "---|" * len(columns)]
+    lines += ["| " + " | ".join(cell(v) for v in r) + " |" for r in rows]
     return "\n".join(lines)

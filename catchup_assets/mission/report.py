@@ -23,6 +23,7 @@ class MissionSummary:
     memory_requested_bytes: int  # summed over every attempt's request
     memory_hours_gib: float  # request x compute time
     node_hours: float  # compute time x the share of its tier's node each attempt paid for
+    compute_hours: float  # every finished attempt's compute time, in mission seconds
     cost: MissionCost  # every finished attempt, retries and failures included
     predicted: MissionCost | None  # from the plan, before the mission ran (None: no profile)
     wall_seconds: float | None
@@ -77,6 +78,7 @@ def summarize(
         memory_requested_bytes=sum(r.memory_request_bytes or 0 for r in recs),
         memory_hours_gib=sum((r.memory_request_bytes or 0) / 1024**3 * s / 3600 for r, s in secs),
         node_hours=cost.node_hours,
+        compute_hours=sum(s for _, s in secs) / 3600,
         cost=cost,
         predicted=None if predicted is None else mission_cost(predicted, placement),
         wall_seconds=(max(ends) - min(starts)) if starts and ends else None,
@@ -103,6 +105,7 @@ def side_by_side(summaries: Sequence[MissionSummary], memory_scale: float = 1.0)
         ("retries", [str(s.attempts - s.completed - s.condemned) for s in summaries]),
         ("  of them after OOM", [str(s.oom_retries) for s in summaries]),
         ("memory requested (GiB)", [f"{s.memory_requested_bytes / gib:,.0f}" for s in summaries]),
+        ("compute hours", [f"{s.compute_hours:,.0f}" for s in summaries]),
         ("node-hours (est.)", [f"{s.node_hours:,.0f}" for s in summaries]),
         ("cost (USD)", [_usd(s.cost.dollars) for s in summaries]),
         ("  spot / on-demand", [f"{s.cost.spot_dollars:,.2f}/{s.cost.on_demand_dollars:,.2f}" for s in summaries]),

@@ -167,7 +167,7 @@ def run_one(
         catchup.placement(),
         len(keys),
         len(states.condemned),
-        time_scale=catchup.sim_speed,
+        time_scale=catchup.scale().time,  # the factor the UI's metadata scales by too
         plan_rows=read_table(store, layout.plan(mission)).to_pylist(),
     )
     paths = {

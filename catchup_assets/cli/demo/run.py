@@ -69,11 +69,12 @@ def run_demo(settings: DemoSettings, out: TextIO = sys.stdout, log_level: str = 
             print(f"\nthe runs are in the Dagster UI:\n  {ui_command(home, workspace)}", file=sys.stderr)
             return 1
     total = time.monotonic() - started
-    memory_scale = defs.resources["catchup"].memory_scale
+    scale = defs.resources["catchup"].scale()
+    memory_scale = scale.memory
     print("\n" + side_by_side([a.summary, b.summary], memory_scale), file=out)
     print(
-        "\nmemory, node and dollar figures in production scale (the demo runs memory x "
-        f"{memory_scale:g} and time x {settings.speed:,.0f}); wall time is real "
+        "\nmemory, hours, node and dollar figures in production scale, as the UI's metadata shows them "
+        f"(the demo runs memory x {memory_scale:g} and time x {scale.time:,.0f}); wall time is real "
         f"(the range_catchup run; both missions with planning and profiling took {total:.0f} s)",
         file=out,
     )

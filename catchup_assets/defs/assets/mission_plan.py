@@ -10,12 +10,11 @@ from catchup_assets.core.errors import ConfigError
 from catchup_assets.core.plan.ranges import parse_key
 from catchup_assets.defs.assets.launchpad import MissionPlanConfig, check_limits, superseded
 from catchup_assets.defs.live import holding, live_holders
-from catchup_assets.defs.metadata.cost import cost_metadata
 from catchup_assets.defs.metadata.plan import plan_metadata
 from catchup_assets.defs.ownership import RANGE_KEY, SUPERSEDED, has_history, latest_marks
 from catchup_assets.defs.resources import CatchupResource
 from catchup_assets.defs.run_context import MISSION_TAG, ledger_ranges_partitions_def, refused
-from catchup_assets.mission.plan import forecast_mission, predict_cost, prepare
+from catchup_assets.mission.plan import forecast_mission, prepare
 from catchup_assets.mission.saved import save_mission
 from catchup_assets.store import layout
 from catchup_assets.store.profiles import ProfileRefused, ProfileUnavailable
@@ -89,9 +88,8 @@ def plan_mission(
     return dg.MaterializeResult(
         metadata={
             **plan_metadata(
-                cfg, prepared, plan_url, new_keys, gone, deleted, forecast_mission(prepared), catchup.scale_note()
+                cfg, prepared, plan_url, new_keys, gone, deleted, forecast_mission(prepared), catchup.scale()
             ),
-            **cost_metadata(predict_cost(prepared), cfg.placement, "predicted_"),
         },
     )
 

@@ -117,7 +117,7 @@ def range_catchup(context: dg.AssetExecutionContext, catchup: CatchupResource) -
                 dg.AssetMaterialization(
                     asset_key=context.asset_key,
                     partition=result.range_key,
-                    metadata=range_metadata(mission, result, already),
+                    metadata=range_metadata(mission, result, already, catchup.scale()),
                 )
             )
 
@@ -229,8 +229,8 @@ def range_profile(context: dg.AssetExecutionContext, catchup: CatchupResource):
     missing = sorted(plan_keys - profiled)
     yield dg.MaterializeResult(
         metadata={
-            **profile_metadata(mission, out, plan_keys, catchup.memory_scale, catchup.scale_note()),
-            **mission_cost_metadata(out.records, plan.to_pylist(), catchup.placement()),
+            **profile_metadata(mission, out, plan_keys, catchup.scale()),
+            **mission_cost_metadata(out.records, plan.to_pylist(), catchup.placement(), catchup.scale()),
         }
     )
     yield dg.AssetCheckResult(
@@ -286,7 +286,10 @@ def tier_map(context: dg.AssetExecutionContext, catchup: CatchupResource):
     known = {t.name for t in catchup.placement().tiers.all()}
     unplaced = [r["range_key"] for r in rows if r["tier"] not in known or not r["memory_request_bytes"]]
     yield dg.MaterializeResult(
-        metadata={**tier_map_metadata(mission, rows, url, catchup), **tier_map_cost_metadata(rows, catchup.placement())}
+        metadata={
+            **tier_map_metadata(mission, rows, url, catchup),
+            **tier_map_cost_metadata(rows, catchup.placement(), catchup.scale()),
+        }
     )
     yield dg.AssetCheckResult(
         check_name="every_range_placed", passed=not unplaced, metadata={"unplaced": dg.MetadataValue.json(unplaced)}

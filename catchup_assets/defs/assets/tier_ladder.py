@@ -21,11 +21,13 @@ def tier_ladder(context: dg.AssetExecutionContext, catchup: CatchupResource):
     mission = current_mission(context)
     slots = catchup.mission_defaults.parallelism
     try:
-        out = build_tier_ladder(catchup.root(), mission, catchup.placement(), slots, catchup.memory_scale)
+        out = build_tier_ladder(
+            catchup.root(), mission, catchup.placement(), slots, catchup.memory_scale, catchup.scale().time
+        )
     except NothingToFit as exc:
         # A mission whose every range was condemned times nothing: no ladder, and no failed profile_job.
         context.log.warning(f"tier_ladder of mission {mission}: {exc}; no ladder fitted")
         return
     except ValueError as exc:
         raise refused("tier_ladder", exc) from exc
-    yield dg.MaterializeResult(metadata=ladder_metadata(mission, out, catchup.placement(), catchup.memory_scale))
+    yield dg.MaterializeResult(metadata=ladder_metadata(mission, out, catchup.placement(), catchup.scale()))

@@ -3,26 +3,39 @@
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import replace
 from typing import Any
 
 import dagster as dg
 
-from catchup_assets.core.size.forecast import significant
-from catchup_assets.defs.metadata.tables import gib, in_mib, markdown_table
+from catchup_assets.core.size.scale import FULL, Scale
+from catchup_assets.defs.metadata.tables import in_mib, markdown_table, reading
 
 
-def forecast_metadata(cfg, forecasts) -> dict[str, Any]:
-    """The planner's prediction at the configured parallelism, and the what-if table."""
+def forecast_metadata(cfg, forecasts, scale: Scale = FULL) -> dict[str, Any]:
+    """The planner's prediction at the configured parallelism, and the what-if table (production hours)."""
     from catchup_assets.core.size.forecast import forecast_rows
 
+    # Every time figure of a forecast grows with the seconds it was made from: scaled alike.
+    forecasts = [
+        replace(
+            f,
+            makespan_seconds=f.makespan_seconds * scale.time,
+            lower_bound_seconds=f.lower_bound_seconds * scale.time,
+            longest_seconds=f.longest_seconds * scale.time,
+            node_hours=f.node_hours * scale.time,
+            work_hours=f.work_hours * scale.time,
+        )
+        for f in forecasts
+    ]
     mine = next((f for f in forecasts if f.slots == cfg.parallelism), None)
     if mine is None:
         return {"forecast": "no previous profile: no prediction of makespan or node-hours"}
     rows = forecast_rows(forecasts, cfg.parallelism)
     return {
-        "predicted_makespan_hours": significant(mine.makespan_seconds / 3600),
-        "makespan_lower_bound_hours": significant(mine.lower_bound_seconds / 3600),
-        "predicted_node_hours": significant(mine.node_hours),
+        "predicted_makespan_hours": reading(mine.makespan_seconds / 3600),
+        "makespan_lower_bound_hours": reading(mine.lower_bound_seconds / 3600),
+        "predicted_node_hours": reading(mine.node_hours),
         "estimated_ranges": dg.MetadataValue.int(mine.estimated),
         "what_if": markdown_table(rows, list(rows[0])),
     }
@@ -36,11 +49,19 @@ def plan_metadata(
     superseded: list[str],
     deleted: list[str],
     forecasts=(),
-    scale: str | None = None,
+    scale: Scale = FULL,
 ) -> dict[str, Any]:
-    rows = prepared.plan.to_pylist()
+    """The plan at a glance; hours, GiB and dollars at production scale (`scale`), as the demo's summary."""
+    from catchup_assets.core.size.cost import mission_cost
+    from catchup_assets.defs.metadata.cost import cost_metadata
+    from catchup_assets.mission.report import plan_uses
+
+    raw = prepared.plan.to_pylist()
+    rows = scale.rows(raw)
     tiers = Counter(r["tier"] for r in rows)
     predicted = [r["predicted_seconds"] for r in rows if r["predicted_seconds"] is not None]
+    # The summary's own "predicted (USD)": the plan's first attempts at their predicted seconds.
+    uses = plan_uses(raw, scale.time)
     meta: dict[str, Any] = {
         "mission": cfg.mission,
         "plan_path": dg.MetadataValue.path(plan_url),
@@ -53,13 +74,13 @@ def plan_metadata(
         "profiled_ranges": sum(1 for r in rows if r["profiled"]),
         "previous_profile": prepared.previous.source or "",
         "ranges_per_tier": dg.MetadataValue.json(dict(sorted(tiers.items()))),
-        "memory_requested_gib": gib(sum(r["memory_request_bytes"] or 0 for r in rows)),
-        "predicted_work_hours": significant(sum(predicted) / 3600),
+        "memory_requested_gib": reading(scale.gib(sum(r["memory_request_bytes"] or 0 for r in rows))),
+        "predicted_work_hours": reading(sum(predicted) / 3600),
         "new_partitions": len(new_keys),
         # Superseded partitions with history stay, marked; only those never run are deleted.
         "superseded_partitions": dg.MetadataValue.json(superseded),
         "deleted_partitions": dg.MetadataValue.json(deleted),
-        **forecast_metadata(cfg, forecasts),
+        **forecast_metadata(cfg, forecasts, scale),
         "preview": markdown_table(
             in_mib(rows, ["memory_request_bytes"]),
             ["dispatch_rank", "range_key", "catchup", "tier", "memory_request_mib", "predicted_seconds"],
@@ -69,6 +90,7 @@ def plan_metadata(
 
     if forecasts and (fallback := fallback_forecast(prepared)) is not None:
         meta["on_demand_fallback"] = fallback.line()  # beside the what-if: what reclaims moved to on-demand cost
-    if scale:
-        meta["scale"] = scale
+    meta |= cost_metadata(None if uses is None else mission_cost(uses, cfg.placement), cfg.placement, "predicted_")
+    if scale.label():
+        meta["scale"] = scale.label()
     return meta

@@ -8,16 +8,16 @@ from typing import Any
 
 import dagster as dg
 
-from catchup_assets.core.size.forecast import significant
+from catchup_assets.core.size.scale import FULL, Scale
 from catchup_assets.core.units import GiB
 from catchup_assets.defs.metadata.plots import figure, png_markdown, profile_plot, spark_metadata
-from catchup_assets.defs.metadata.tables import in_mib, markdown_table
+from catchup_assets.defs.metadata.tables import in_mib, markdown_table, reading
 
 
-def profile_metadata(
-    mission: str, out, plan_keys: set[str], memory_scale: float, scale: str | None = None
-) -> dict[str, Any]:
-    rows = out.profile.to_pylist()
+def profile_metadata(mission: str, out, plan_keys: set[str], scale: Scale = FULL) -> dict[str, Any]:
+    """Times at production scale (`scale.time`), memory in production GiB in the plots; the preview's MiB
+    are the deployment's own (what its pods requested), as `scale` says."""
+    rows = scale.rows(out.profile.to_pylist())
     meta: dict[str, Any] = {
         "mission": mission,
         "profile_path": dg.MetadataValue.path(out.url),
@@ -25,26 +25,28 @@ def profile_metadata(
         "planned_ranges": len(plan_keys),
         "unmeasured_ranges": len(out.unmeasured),
         "ooms": sum(r["oom_count"] for r in rows),
-        "compute_hours": significant(sum(r["seconds"] or 0 for r in rows) / 3600),
+        "compute_hours": reading(sum(r["seconds"] or 0 for r in rows) / 3600),
         "preview": markdown_table(
             in_mib(sorted(rows, key=lambda r: -(r["seconds"] or 0)), ["peak_anon_bytes", "peak_working_set_bytes"]),
             ["range_key", "peak_anon_mib", "peak_working_set_mib", "seconds", "attempts", "outcomes"],
         ),
     }
     if rows:
-        production = " (production scale)" if memory_scale != 1 else ""
+        production = " (production scale)" if scale.memory != 1 else ""
         meta["memory_by_ledger"] = spark_metadata(
-            rows, "peak_anon_bytes", memory_scale * GiB, "GiB", "peak anon memory" + production
+            rows, "peak_anon_bytes", scale.memory * GiB, "GiB", "peak anon memory" + production
         )
         meta["hours_by_ledger"] = spark_metadata(rows, "seconds", 3600, "h", "compute time")
-        meta["plot"] = profile_plot(rows, memory_scale)
-    if scale:
-        meta["scale"] = scale
+        meta["plot"] = profile_plot(rows, scale.memory)
+    if scale.label():
+        meta["scale"] = scale.label()
     meta["preview"] = meta.pop("preview")  # the inline plots first, the long table last
     return meta
 
 
 def tier_map_metadata(mission: str, rows: Sequence[dict[str, Any]], url: str, catchup) -> dict[str, Any]:
+    scale = catchup.scale()
+    rows = scale.rows(rows)
     counts = Counter(r["tier"] for r in rows)
     order = [t.name for t in catchup.placement().tiers.all()]
     names = [n for n in order if counts.get(n)]
@@ -58,11 +60,11 @@ def tier_map_metadata(mission: str, rows: Sequence[dict[str, Any]], url: str, ca
         "tier_map_path": dg.MetadataValue.path(url),
         "ranges": len(rows),
         "ranges_per_tier": dg.MetadataValue.json({n: counts[n] for n in names}),
-        "node_hours": significant(sum(r["node_hours"] or 0 for r in rows)),
+        "node_hours": reading(sum(r["node_hours"] or 0 for r in rows)),
         "unprofiled_ranges": sum(1 for r in rows if not r["profiled"]),
         "plot": png_markdown(fig),
         "preview": markdown_table(
             in_mib(rows, ["memory_request_bytes"]),
             ["range_key", "tier", "memory_request_mib", "seconds", "node_hours"],
         ),
-    }
+    } | ({"scale": scale.label()} if scale.label() else {})

@@ -6,12 +6,14 @@ from typing import Any
 
 import dagster as dg
 
+from catchup_assets.core.size.scale import FULL, Scale
 from catchup_assets.defs.metadata.log_tail import LOG_TAIL_LINES, log_tail
 from catchup_assets.defs.metadata.tables import mib
 
 
-def range_metadata(mission: str, result, adopted: bool) -> dict[str, Any]:
-    row = result.row or {}
+def range_metadata(mission: str, result, adopted: bool, scale: Scale = FULL) -> dict[str, Any]:
+    """`seconds` and `wall_seconds` at production time, as tx_apply_seconds (the core's own report) already is."""
+    row = scale.rows([result.row or {}])[0]
     meta: dict[str, Any] = {
         "mission": mission,
         "attempts": result.attempts,
@@ -31,6 +33,8 @@ def range_metadata(mission: str, result, adopted: bool) -> dict[str, Any]:
             meta[field[: -len("_bytes")] + "_mib"] = mib(row[field])
     if result.log_path:
         meta["log_path"] = dg.MetadataValue.path(result.log_path)
+    if scale.time != 1:
+        meta["scale"] = f"seconds: measured x {scale.time:,.0f} (a simulated stellar-core), production's"
     return meta
 
 

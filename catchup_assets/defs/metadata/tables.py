@@ -24,6 +24,14 @@ def gib(n: int | float | None) -> float | None:
     return None if n is None else significant(n / GiB)
 
 
+def reading(x: float | None) -> float | None:
+    """A figure an operator compares with the CLI's summary: to the hundredth from 1 up (287.93 USD,
+    as the summary prints it), else three significant digits (a small figure never reads as 0)."""
+    if x is None:
+        return None
+    return round(x, 2) if abs(x) >= 1 else significant(x, 3)
+
+
 def in_mib(rows: Sequence[dict[str, Any]], fields: Sequence[str]) -> list[dict[str, Any]]:
     """Rows with each `*_bytes` field of `fields` as `*_mib`, for a preview table."""
     return [{**r, **{f[: -len("_bytes")] + "_mib": mib(r.get(f)) for f in fields}} for r in rows]

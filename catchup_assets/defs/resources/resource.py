@@ -21,6 +21,7 @@ from catchup_assets.core.errors import ConfigError
 from catchup_assets.core.plan.config import MissionConfig
 from catchup_assets.core.size.catalog import DEFAULT_CATALOG, Catalog
 from catchup_assets.core.size.disk import DiskPolicy
+from catchup_assets.core.size.scale import Scale
 from catchup_assets.core.size.sizing import MemoryLadder, Placement, SizingPolicy, Tiers
 from catchup_assets.defs.resources.backend import backend_for
 from catchup_assets.defs.resources.k8s import KubernetesConfig
@@ -169,17 +170,11 @@ class CatchupResource(dg.ConfigurableResource):
             return DEFAULT_CATALOG
         return Catalog(tuple(c.shape() for c in self.catalog), self.catalog_source or "configured catalog")
 
-    def scale_note(self) -> str | None:
-        """What a scaled-down deployment (the demo) does to the numbers an operator reads; None at full scale."""
-        parts = []
-        if self.memory_scale != 1:
-            parts.append(
-                f"memory x{self.memory_scale:.3g}: each MiB requested here stands for "
-                f"{1 / self.memory_scale:.4g} MiB in production"
-            )
-        if self.backend == "local" and not self.stellar_core:
-            parts.append(f"a simulated stellar-core at {self.sim_speed:,.0f}x speed: seconds are simulated ledger time")
-        return "; ".join(parts) or None
+    def scale(self) -> Scale:
+        """How this deployment's measurements stand for production: the demo's memory_scale and, with the
+        simulated stellar-core, its sim_speed (the factor the demo's summary multiplies seconds by)."""
+        simulated = self.backend == "local" and not self.stellar_core
+        return Scale(memory=self.memory_scale, time=self.sim_speed if simulated else 1.0)
 
     def sim_env(self) -> dict[str, str]:
         return {

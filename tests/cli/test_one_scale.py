@@ -1,0 +1,70 @@
+"""One scale (issue 22): what the Dagster UI shows of a demo mission is what the demo's summary prints.
+
+The session's `demo` fixture (conftest.py) runs `catchup-assets demo` as a user does; the figures are
+read back from the Dagster instance the UI opens (the materializations' metadata) and from the
+summary the command printed, column by column for each mission.
+"""
+
+import re
+
+import dagster as dg
+import pytest
+
+from catchup_assets.defs.assets.range_assets import MISSION_TAG
+
+
+def printed(stdout: str, row: str) -> list[str]:
+    """The summary's cells of `row`, one per mission, as printed."""
+    match = re.search(rf"^{re.escape(row)}\s+(\S+)\s+(\S+)$", stdout, re.MULTILINE)
+    assert match, f"no row {row!r} in:\n{stdout}"
+    return [match.group(1), match.group(2)]
+
+
+def number(cell: str) -> float:
+    return float(cell.replace(",", ""))
+
+
+def latest_metadata(instance: dg.DagsterInstance, asset: str, mission: str) -> dict:
+    records = instance.fetch_materializations(dg.AssetKey(asset), limit=100).records
+    mine = [r for r in records if r.asset_materialization.metadata["mission"].value == mission]
+    assert mine, f"no materialization of {asset} for {mission}"
+    return {k: v.value for k, v in mine[0].asset_materialization.metadata.items()}
+
+
+def test_the_ui_dollars_node_hours_and_hours_equal_the_demo_summary(demo):
+    d, missions, proc = demo
+    cost = printed(proc.stdout, "cost (USD)")
+    node_hours = printed(proc.stdout, "node-hours (est.)")
+    hours = printed(proc.stdout, "compute hours")
+    gib = printed(proc.stdout, "memory requested (GiB)")
+    predicted = printed(proc.stdout, "  predicted (USD)")
+    with dg.DagsterInstance.from_config(str(d / "dagster_home")) as instance:
+        for i, mission in enumerate(missions):
+            ui = latest_metadata(instance, "range_profile", mission)
+            # Dollars to the cent, as printed; node-hours, hours and GiB as printed, to the unit.
+            assert f"{ui['actual_cost_usd']:,.2f}" == cost[i]
+            assert ui["actual_node_hours"] == pytest.approx(number(node_hours[i]), abs=0.5)
+            assert ui["actual_compute_hours"] == pytest.approx(number(hours[i]), abs=0.5)
+            assert ui["actual_memory_requested_gib"] == pytest.approx(number(gib[i]), abs=0.5)
+            assert number(cost[i]) > 1  # production dollars, not the demo's fractions of a cent
+            assert "x 3,000,000" in ui["scale"] and "x0.005" in ui["scale"]
+            plan = latest_metadata(instance, "mission_plan", mission)
+            if predicted[i] == "-":  # the unprofiled mission predicts nothing
+                assert "no previous profile" in plan["predicted_cost"]
+            else:
+                assert f"{plan['predicted_cost_usd']:,.2f}" == predicted[i]
+                assert f"{ui['predicted_cost_usd']:,.2f}" == predicted[i]
+
+
+def test_a_range_partition_times_its_compute_as_the_core_times_tx_apply(demo):
+    """`seconds` beside `tx_apply_seconds` on one scale: the compute that contains the apply is the longer."""
+    d, missions, _ = demo
+    with dg.DagsterInstance.from_config(str(d / "dagster_home")) as instance:
+        records = instance.fetch_materializations(dg.AssetKey("range_catchup"), limit=100).records
+        runs = {r.run_id: r for r in instance.get_runs() if r.tags.get(MISSION_TAG) in missions}
+        mine = [r for r in records if r.run_id in runs]
+        assert mine
+        for r in mine:
+            meta = {k: v.value for k, v in r.asset_materialization.metadata.items()}
+            assert meta["seconds"] >= meta["tx_apply_seconds"] > 0, meta
+            assert "x 3,000,000" in meta["scale"]
