@@ -68,3 +68,38 @@ def test_a_range_partition_times_its_compute_as_the_core_times_tx_apply(demo):
             meta = {k: v.value for k, v in r.asset_materialization.metadata.items()}
             assert meta["seconds"] >= meta["tx_apply_seconds"] > 0, meta
             assert "x 3,000,000" in meta["scale"]
+
+
+def table_cells(markdown: str) -> tuple[list[str], list[list[str]]]:
+    """The header and rows of a Markdown table, as a GFM renderer (the UI's kind) splits its cells."""
+    from markdown_it import MarkdownIt
+
+    tokens = MarkdownIt("commonmark").enable("table").parse(markdown)
+    rows, row, head = [], None, None
+    for t in tokens:
+        if t.type == "tr_open":
+            row = []
+        elif t.type == "inline" and row is not None:
+            row.append(t.content)
+        elif t.type == "tr_close":
+            rows.append(row)
+            row = None
+        elif t.type == "thead_close":
+            head = rows.pop()
+    assert head is not None, markdown
+    return head, rows
+
+
+def test_the_tier_ladder_comparison_keeps_each_value_in_its_column(demo):
+    d, missions, _ = demo
+    with dg.DagsterInstance.from_config(str(d / "dagster_home")) as instance:
+        ui = latest_metadata(instance, "tier_ladder", missions[-1])
+    head, rows = table_cells(ui["comparison"])
+    assert head[:4] == ["ladder", "tiers", "ranges per tier", "cost_usd"]
+    assert [r[0] for r in rows] == ["in use", "fitted"]
+    for r in rows:
+        cells = dict(zip(head, r, strict=True))  # as many cells as columns: nothing spilled over
+        assert "GiB" in cells["tiers"] and "|" in cells["tiers"]  # the ladder's separator stays in its cell
+        assert float(cells["cost_usd"].replace(",", "")) > 1  # production dollars: never rounded to 0
+        assert float(cells["makespan_h"].replace(",", "")) > 0
+    assert ui["fitted_cost_usd"] > 1 and "x 3,000,000" in ui["scale"]
