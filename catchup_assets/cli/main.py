@@ -7,6 +7,7 @@ import logging
 import math
 import os
 import sys
+from importlib.metadata import version
 
 from catchup_assets.cli import cleanup, control, diff, fit_tiers, plan, profile, workload
 from catchup_assets.cli.demo import command as demo
@@ -36,6 +37,8 @@ def number(kind: type, above: float | None = None, at_least: float | None = None
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="catchup-assets", description=__doc__)
+    # The installed distribution's version, so a bug report names the build that ran, not the source tree's.
+    p.add_argument("--version", action="version", version=f"%(prog)s {version('catchup-assets')}")
     p.add_argument("-v", "--verbose", action="store_true", help="log at INFO")
     sub = p.add_subparsers(dest="command", required=True)
     d = sub.add_parser(
