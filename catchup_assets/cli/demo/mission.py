@@ -134,17 +134,18 @@ def run_one(
     bar = ProgressBar(mission, len(keys))
     poller = Poller(bar, catchup, mission, keys)
     started = time.monotonic()
-    poller.start()
-    try:
-        catchup_run = defs.resolve_job_def("range_catchup_job").execute_in_process(
-            run_config=_quiet(log_level),
-            instance=instance,
-            tags={**tags, RANGE_START_TAG: first, RANGE_END_TAG: last},
-            run_id=run_id,
-            raise_on_error=False,
-        )
-    finally:
-        states = poller.stop()
+    with bar.above():
+        poller.start()
+        try:
+            catchup_run = defs.resolve_job_def("range_catchup_job").execute_in_process(
+                run_config=_quiet(log_level),
+                instance=instance,
+                tags={**tags, RANGE_START_TAG: first, RANGE_END_TAG: last},
+                run_id=run_id,
+                raise_on_error=False,
+            )
+        finally:
+            states = poller.stop()
     wall = time.monotonic() - started
     run_ids["range_catchup_job"] = catchup_run.run_id
     check_interrupted(store, mission, len(states.condemned))
