@@ -4,6 +4,10 @@ Executed with nbclient on the venv's own kernel (ipykernel, kernel name python3)
 parameters given through the environment its first cell reads.
 """
 
+import os
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import nbformat
@@ -47,6 +51,7 @@ def test_the_notebook_runs_against_the_demo_s_two_missions(demo, monkeypatch):
     monkeypatch.setenv("MISSION_A", a)
     monkeypatch.setenv("MISSION_B", b)
     monkeypatch.setenv("MEMORY_SCALE", "0.005")
+    monkeypatch.setenv("TIME_SCALE", "3000000")
     nb = nbformat.read(NOTEBOOK, as_version=4)
     # Raises CellExecutionError, with the cell and its traceback, on any cell that fails.
     NotebookClient(
@@ -66,3 +71,26 @@ def test_the_notebook_runs_against_the_demo_s_two_missions(demo, monkeypatch):
     assert next(line for line in bands.splitlines() if line.startswith("all ")).split()[1] == str(ranges)
     # Memory and time by ledger, tiers, retries by class (when there are any), the diff.
     assert images(nb) >= 3
+
+
+@pytest.mark.slow
+def test_jupyter_execute_with_output_saves_the_executed_notebook_and_leaves_the_stored_one_clean(demo, tmp_path):
+    """The headless command docs/operate.md gives: `jupyter execute --output=profile-executed`."""
+    d, (a, b), _ = demo
+    shutil.copy(NOTEBOOK, tmp_path / "profile.ipynb")  # --output writes beside its input
+    env = {**os.environ, "STORAGE_ROOT": str(d / "storage"), "MISSION_A": a, "MISSION_B": b}
+    env |= {"MEMORY_SCALE": "0.005", "TIME_SCALE": "3000000"}
+    jupyter = Path(sys.executable).parent / "jupyter"
+    proc = subprocess.run(
+        [str(jupyter), "execute", "--output=profile-executed", str(tmp_path / "profile.ipynb")],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=240,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    executed = nbformat.read(tmp_path / "profile-executed.ipynb", as_version=4)
+    assert f"A {a}\nB {b}" in texts(executed)[0] and images(executed) >= 3
+    stored = nbformat.read(tmp_path / "profile.ipynb", as_version=4)
+    assert all(c.outputs == [] for c in stored.cells if c.cell_type == "code")
