@@ -57,6 +57,11 @@ def _report(*, foreign: str | None = None) -> list[str]:
     return lines
 
 
+def said(line: str) -> str:
+    """A line from its "[Partition LEVEL]" on: how a record's `last error` quotes it."""
+    return line[line.index(" [") + 1 :]
+
+
 FATAL = _core("FATAL", 'Got an exception: Invariant "ConservationOfLumens" does not hold on ledger 2: lumens 9 != 10')
 DESTROYED = _core("INFO", "Application destroyed")
 EVICTION = _core("INFO", "Background eviction scan: idle (0)", partition="Bucket")
@@ -79,18 +84,18 @@ MISSING = [
             [_core("INFO", "Application destructing"), *_report(), DESTROYED, FATAL],
             ["Application destructing", "Application destroyed", FATAL],
             ["metric 'ledger.transaction.apply'", "count = 12", "calls/ms", "99.9%"],
-            FATAL,
+            said(FATAL),
         ),
         # Another partition's line inside the block is not the report's: kept.
-        ([*_report(foreign=EVICTION), FATAL], [EVICTION, FATAL], ["count = 12", "sum = "], FATAL),
+        ([*_report(foreign=EVICTION), FATAL], [EVICTION, FATAL], ["count = 12", "sum = "], said(FATAL)),
         # A metric that is not registered: the warning and the list of available ones are the report's too.
         ([*MISSING, DESTROYED], ["Application destroyed"], ["Metric not found", "ledger.ledger.close"], None),
         # Outside a report a "label = value" line is the log's own.
         ([_core("INFO", "           count = 3"), DESTROYED], ["count = 3"], [], None),
         # An error line is whole however long; any other is shortened; the last error is the latest.
-        ([LONG_ERROR, LONG_INFO], [LONG_ERROR, "…"], ["x" * 200], LONG_ERROR),
+        ([LONG_ERROR, LONG_INFO], [LONG_ERROR, "…"], ["x" * 200], said(LONG_ERROR)),
         # Many lines: the last ones that fit the UI's inline limit, in order, the FATAL last.
-        ([_core("INFO", f"line {i}") for i in range(200)] + [FATAL], ["line 199", FATAL], ["line 150"], FATAL),
+        ([_core("INFO", f"line {i}") for i in range(200)] + [FATAL], ["line 199", FATAL], ["line 150"], said(FATAL)),
     ],
 )
 def test_the_log_tail_drops_the_metric_report_and_keeps_error_lines_whole(lines, shown, left_out, last_error):

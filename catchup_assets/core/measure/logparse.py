@@ -224,6 +224,8 @@ def without_metric_report(lines: Iterable[str]) -> Iterator[str]:
         yield line
 
 
-def is_error(line: str) -> bool:
-    """An ERROR or FATAL line of stellar-core's: the ones that say why it stopped."""
-    return _ERROR.search(line) is not None
+def error_text(line: str) -> str | None:
+    """An ERROR or FATAL line of stellar-core's (the ones that say why it stopped) from its
+    "[Partition LEVEL]" on, as a record's `last error` carries it; None for any other line."""
+    m = _ERROR.search(line)
+    return None if m is None else line[m.start() :].strip()

@@ -14,9 +14,9 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from catchup_assets.core.measure.logparse import is_error, without_metric_report
+from catchup_assets.core.measure.logparse import error_text, without_metric_report
 
-LOG_TAIL_LINES = 40  # read back at most this many lines; the character budget usually stops first
+LOG_TAIL_LINES = 10  # shown at most, so the cause above and the last line both fit one screen
 LOG_TAIL_MAX_BYTES = 256 * 1024**2  # decompressed: past this, the tail is left to the log itself
 INLINE_LIMIT = 1000  # the UI's: a Markdown value this long or longer opens in a dialog
 OTHER_LINE_CHARS = 160  # a line that is not an error, shortened to this
@@ -35,13 +35,14 @@ def escape(text: str) -> str:
 
 
 def tail_markdown(lines: Iterable[str], limit: int = INLINE_LIMIT) -> tuple[str, str | None]:
-    """(the tail as Markdown under `limit` characters, the last ERROR/FATAL line or None)."""
+    """(the tail as Markdown under `limit` characters, the last ERROR/FATAL line from its
+    "[Partition LEVEL]" on, or None)."""
     kept = list(without_metric_report(lines))[-LOG_TAIL_LINES:]
-    last_error = next((line for line in reversed(kept) if is_error(line)), None)
+    last_error = next((e for e in map(error_text, reversed(kept)) if e is not None), None)
     out: list[str] = []
     size = len(HEADING)
     for line in reversed(kept):
-        cap = ERROR_LINE_CHARS if is_error(line) else OTHER_LINE_CHARS
+        cap = ERROR_LINE_CHARS if error_text(line) is not None else OTHER_LINE_CHARS
         shown = escape(line if len(line) <= cap else line[: cap - 1] + "…")
         if size + len(shown) + 2 >= limit:
             break
@@ -53,7 +54,7 @@ def tail_markdown(lines: Iterable[str], limit: int = INLINE_LIMIT) -> tuple[str,
 
 
 def read_log_lines(url: str) -> tuple[list[str], str]:
-    """The last LOG_TAIL_LINES x 4 lines of an attempt's gzipped log (bounded, L29), and a note
+    """The last LOG_TAIL_LINES x 10 lines of an attempt's gzipped log (bounded, L29), and a note
     ("" when read whole); a log that cannot be read is said in the note, not raised."""
     import collections
     import gzip
@@ -62,7 +63,7 @@ def read_log_lines(url: str) -> tuple[list[str], str]:
     from catchup_assets.store.io import open_binary
 
     # More than the tail keeps: a metric report left out leaves the lines before it.
-    tail: collections.deque[str] = collections.deque(maxlen=LOG_TAIL_LINES * 4)
+    tail: collections.deque[str] = collections.deque(maxlen=LOG_TAIL_LINES * 10)
     read = 0
     try:
         with open_binary(url) as raw, gzip.open(raw) as f:
