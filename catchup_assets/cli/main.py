@@ -67,6 +67,19 @@ def build_parser() -> argparse.ArgumentParser:
         help="share of attempts hit by a simulated spot reclaim",
     )
     d.add_argument("--seed", type=number(int), default=0)
+    d.add_argument(
+        "--fail-ranges",
+        type=number(int, at_least=0),
+        default=0,
+        metavar="N",
+        help="corrupt the simulated archive at N ranges: stellar-core fails them and both missions condemn them, "
+        "to try the failure walk (README)",
+    )
+    d.add_argument(
+        "--repair",
+        action="store_true",
+        help="repair the archive of the demo in --dir (undo --fail-ranges) and exit; then backfill from the UI",
+    )
     d.set_defaults(func=demo.command)
     pl = sub.add_parser(
         "plan",

@@ -1,11 +1,11 @@
 """A headless Chromium walk of the Dagster UI over a demo instance with a condemned range.
 
 The demo runs its two missions with one range whose simulated history archive is corrupt
-(`sim_fail_targets`: stellar-core fails on it every time), so both missions condemn it and
+(`--fail-ranges 1`: stellar-core fails on it every time), so both missions condemn it and
 record their evidence on its partition. Then `dagster-webserver` serves that instance on a
 free loopback port, as the "Dagster UI" command of docs/operate.md does, and Debian's `chromium`
 (driven by Playwright, never a browser Playwright downloaded) walks it: the asset graph, the
-range partitions with the failed one, the failed partition's evidence and its log tail, the
+range partitions with the failed one, the failed partition's evidence with its log tail, the
 profile's and the tier map's plots, and `mission_plan`'s launchpad filled in for the next
 mission. Each view is checked for what it shows, then saved under `docs/ui/` (the
 screenshots docs/operate.md points at): `uv run pytest -m browser` regenerates them.
@@ -28,8 +28,8 @@ import dagster as dg
 import pytest
 
 from catchup_assets.cli.demo.run import run_demo
+from catchup_assets.cli.demo.settings import DemoSettings
 from catchup_assets.core.plan.ranges import MissionSpan
-from test_demo import FailingArchive
 
 pytestmark = pytest.mark.browser
 
@@ -59,12 +59,13 @@ class Demo:
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory) -> Demo:
     directory = tmp_path_factory.mktemp("ui") / "demo"
-    settings = FailingArchive(directory, ranges=RANGES, parallelism=RANGES, speed=10_000_000, disruption_rate=0)
+    settings = DemoSettings(
+        directory, ranges=RANGES, parallelism=RANGES, speed=10_000_000, disruption_rate=0, fail_ranges=1
+    )
     assert run_demo(settings, out=io.StringIO()) == 1  # a condemned range: the demo says so
     missions = sorted(p.name for p in (directory / "storage").iterdir() if p.is_dir())
     assert len(missions) == 2, missions
-    per = settings.span().ledgers_per_range
-    key = f"{1:010d}-{per:010d}"
+    (key,) = [r.key for r in settings.failing()]
     with dg.DagsterInstance.from_config(str(settings.home)) as instance:
         records = instance.fetch_observations(
             dg.AssetRecordsFilter(asset_key=RANGE, asset_partitions=[key]), limit=10
@@ -209,24 +210,34 @@ def test_partitions_view_shows_the_condemned_range_failed(page, demo):
     shot(page, "02-range-catchup-partitions.png")
 
 
-def test_failed_partition_shows_the_evidence_of_its_condemnation(page, demo):
+def test_failed_partition_shows_its_cause_and_last_error_in_place(page, demo):
+    """Issue 22 item 3: the condemned range's evidence reads on its own pane, no dialog opened.
+
+    Dagster 1.13's Partitions pane shows the metadata of a partition's latest materialization
+    only (and observations after it), so a range never completed shows none there (the test
+    above); its evidence is its latest event, the pane the Events tab opens for that partition."""
     ev = demo.evidence
     page.goto(f"/assets/range_catchup?view=events&partition={demo.key}")
     expect(page.get_by_text("observed in run")).to_have_text(f"Partition {demo.key} observed in run {demo.run_id[:8]}")
-    expect(metadata_row(page, "mission")).to_contain_text(ev["mission"])
-    expect(metadata_row(page, "cause")).to_contain_text(ev["cause"])
-    assert "ConservationOfLumens" in ev["cause"]  # stellar-core's own error, in the cause
-    expect(metadata_row(page, "outcomes")).to_contain_text(ev["outcomes"])
-    expect(metadata_row(page, "log_path")).to_contain_text(Path(ev["log_path"]).name)
+    for key in ("cause", "outcomes", "last_error", "mission"):
+        expect(metadata_row(page, key)).to_contain_text(ev[key])
+    assert '[default FATAL] Got an exception: Invariant "ConservationOfLumens"' in ev["last_error"]
+    assert ev["last_error"] in ev["cause"]  # the cause names stellar-core's own error
+    tail = metadata_row(page, "log_tail")
+    expect(tail).to_contain_text("Last lines of the last attempt's log, metric report left out:")
+    expect(tail).to_contain_text(ev["last_error"])  # whole, last
+    expect(tail).not_to_contain_text("metric 'ledger.transaction.apply'")
+    expect(tail).not_to_contain_text("calls/ms")
+    expect(page.get_by_text("[Show Markdown]")).to_have_count(0)
+    expect(page.get_by_role("dialog")).to_have_count(0)
+    # In place means on screen: the evidence wraps inside the pane, no line runs past its edge.
+    table = page.get_by_role("table").filter(has=page.get_by_role("cell", name="log_tail", exact=True))
+    assert table.evaluate("t => t.getBoundingClientRect().right <= window.innerWidth && t.scrollWidth <= t.clientWidth")
+    # And on one screen: the cause and the tail down to its last line.
+    tail.evaluate("e => e.scrollIntoView({block: 'end'})")
+    for key in ("cause", "last_error", "log_tail"):
+        expect(metadata_row(page, key)).to_be_in_viewport(ratio=1)
     shot(page, "03-failed-partition-evidence.png")
-
-    dialog = show_markdown(page, "log_tail")
-    tail = [line for line in ev["log_tail"].splitlines() if line.strip() and not line.startswith("```")]
-    assert "FATAL" in tail[-1]
-    expect(dialog).to_contain_text("Last 40 lines of the last attempt's log")
-    expect(dialog).to_contain_text(tail[-1])
-    shot(page, "04-failed-partition-log-tail.png")
-    dialog.get_by_role("button", name="Close").click()
 
 
 def test_range_profile_shows_its_table_and_plot(page, demo):

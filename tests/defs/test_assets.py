@@ -10,6 +10,7 @@ import yaml
 from dagster._core.storage.tags import ASSET_PARTITION_RANGE_END_TAG, ASSET_PARTITION_RANGE_START_TAG
 
 from catchup_assets.defs.assets.range_assets import MISSION_TAG, ledger_ranges_partitions_def
+from catchup_assets.defs.metadata.log_tail import escape
 from catchup_assets.defs.resources import CatchupResource, TierConfig
 from dagster_defs import catchup, defs, plan_config
 
@@ -252,8 +253,12 @@ def test_a_condemned_partition_carries_this_mission_s_cause_and_log_tail(instanc
     meta = {k: v.value for k, v in obs.metadata.items()}
     assert meta["mission"] == "m1" and meta["outcomes"] == "failed"
     assert "failed budget spent" in meta["cause"] and "exit 1" in meta["cause"]
-    # stellar-core's own last words (sim/core.py prints them as the real one does)
-    assert "[default FATAL] Got an exception" in meta["log_tail"]
+    # stellar-core's own last words (sim/core.py prints them as the real one does), whole
+    assert "[default FATAL] Got an exception: Invariant" in meta["last_error"]
+    assert meta["last_error"].endswith(f"lumens {int(bad[-10:])} != {int(bad[-10:]) + 1}")
+    # The tail fits the UI's inline limit and leaves out the exit metric report the log holds.
+    assert len(meta["log_tail"]) < 1000 and "metric '" not in meta["log_tail"]
+    assert meta["log_tail"].endswith(escape(meta["last_error"]))
     assert meta["log_path"].endswith("a001.log.gz")
 
 
@@ -264,10 +269,13 @@ def test_the_log_tail_is_the_last_lines_and_an_unreadable_log_is_said_not_raised
 
     log = tmp_path / "a001.log.gz"
     log.write_bytes(gzip.compress("".join(f"line {i}\n" for i in range(1000)).encode() + b"x" * 5000))
-    tail = log_tail(str(log)).splitlines()
-    assert len(tail) == 40 and tail[-2] == "line 999" and len(tail[-1]) == 1000  # a long line cut
+    tail, last_error = log_tail(str(log))
+    lines = tail.split("\\\n")
+    assert lines[-2] == "line 999" and lines[-1] == "x" * 159 + "…"  # a long line shortened
+    assert last_error is None and len(tail) < 1000
     (tmp_path / "torn.log.gz").write_bytes(b"not gzip")
-    assert log_tail(str(tmp_path / "torn.log.gz")).startswith(f"(log {tmp_path / 'torn.log.gz'} not readable")
+    tail, _ = log_tail(str(tmp_path / "torn.log.gz"))
+    assert tail.startswith(escape(f"(log {tmp_path / 'torn.log.gz'} not readable"))
 
 
 def health_evaluations(inst, run_id) -> list[tuple[str, bool, str]]:

@@ -20,6 +20,10 @@ def command(args: argparse.Namespace) -> int:
 
     if Path(args.dir).exists() and not Path(args.dir).is_dir():
         raise ConfigError(f"--dir: {args.dir} exists and is not a directory")
+    if args.repair:
+        from catchup_assets.cli.demo.archive import repair
+
+        return repair(Path(args.dir).resolve())
     settings = DemoSettings(
         directory=Path(args.dir).resolve(),
         ranges=args.ranges,
@@ -27,6 +31,7 @@ def command(args: argparse.Namespace) -> int:
         speed=args.speed,
         disruption_rate=args.disruption_rate,
         seed=args.seed,
+        fail_ranges=args.fail_ranges,
     )
     # -v shows the Dagster runs' own event log (run and step events, the dispatcher's status lines).
     return run_demo(settings, log_level="INFO" if args.verbose else "CRITICAL")

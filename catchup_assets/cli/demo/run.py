@@ -30,6 +30,7 @@ from typing import TextIO
 
 import dagster as dg
 
+from catchup_assets.cli.demo.archive import repair_command
 from catchup_assets.cli.demo.mission import DemoFailed, DemoInterrupted, run_one
 from catchup_assets.cli.demo.settings import DemoSettings
 from catchup_assets.core.size.cost import COST_NOTE
@@ -96,4 +97,15 @@ def run_demo(settings: DemoSettings, out: TextIO = sys.stdout, log_level: str = 
         f"  {ui_command(home, workspace)}",
         file=out,
     )
-    return 1 if a.condemned or b.condemned else 0
+    condemned = sorted(set(a.condemned) | set(b.condemned))
+    if condemned:
+        # The last word: what failed; and, when asked for, how to try the failure walk on it.
+        print(f"\n{len(condemned)} ranges condemned: {', '.join(condemned)}", file=out)
+        if settings.fail_ranges:
+            print(
+                f"(--fail-ranges {settings.fail_ranges}: the simulated archive is corrupt there) to backfill them, "
+                f'repair it, then reload and backfill in the UI (README, "Try a failure"):\n'
+                f"  {repair_command(settings.directory)}",
+                file=out,
+            )
+    return 1 if condemned else 0

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from catchup_assets.core.errors import ConfigError
-from catchup_assets.core.plan.ranges import CHECKPOINT_LEDGERS, MissionSpan
+from catchup_assets.core.plan.ranges import CHECKPOINT_LEDGERS, LedgerRange, MissionSpan, plan_ranges
 from catchup_assets.sim.model import HISTORY_LEDGERS
 
 
@@ -22,6 +22,7 @@ class DemoSettings:
     disruption_rate: float = 0.07
     seed: int = 0
     poll_seconds: float = 0.25
+    fail_ranges: int = 0  # ranges whose simulated history archive is corrupt: stellar-core fails them
 
     def __post_init__(self) -> None:
         if self.ranges < 1:
@@ -32,6 +33,8 @@ class DemoSettings:
             raise ConfigError("speed must be > 0 and memory_scale in (0, 1]")
         if not 0 <= self.disruption_rate < 1:
             raise ConfigError(f"disruption_rate must be in [0, 1), got {self.disruption_rate}")
+        if not 0 <= self.fail_ranges <= self.ranges:
+            raise ConfigError(f"--fail-ranges must be between 0 and --ranges ({self.ranges}), got {self.fail_ranges}")
 
     @property
     def home(self) -> Path:
@@ -46,9 +49,20 @@ class DemoSettings:
         per = math.ceil(HISTORY_LEDGERS / self.ranges / CHECKPOINT_LEDGERS) * CHECKPOINT_LEDGERS
         return MissionSpan(1, per * self.ranges, ledgers_per_range=per, overlap=0)
 
+    def failing(self) -> list[LedgerRange]:
+        """The `fail_ranges` ranges at the middle of as many equal stretches of the history:
+        apart, so each is a backfill group of its own, and among ranges that succeed (a run of
+        identical failures would trip the circuit breaker instead of condemning them)."""
+        ranges = plan_ranges(self.span())
+        n = self.fail_ranges
+        return [ranges[(2 * i + 1) * len(ranges) // (2 * n)] for i in range(n)]
+
     def catchup(self) -> dict[str, Any]:
         """The `CatchupResource` fields of the demo: what its runs and its UI both use."""
+        # stellar-core fails a range whose catchup target the archive cannot serve (sim/core.py).
+        failing = {"sim_fail_targets": [r.last for r in self.failing()]} if self.fail_ranges else {}
         return dict(
+            **failing,
             storage_root=self.storage_root,
             memory_scale=self.memory_scale,
             sim_speed=self.speed,

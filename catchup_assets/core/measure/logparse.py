@@ -189,3 +189,43 @@ def parse_worker_log(lines: Iterable[str]) -> WorkerLogFacts:
                 continue
         scanner.feed(line)
     return WorkerLogFacts(resumed, fresh, complete, scanner.count, scanner.seconds, last_error)
+
+
+# A logged line's "[Partition LEVEL] message" (src/util/Logging.cpp), wherever its prefix ends.
+_LOGGED = re.compile(r"\[([A-Za-z]+) ([A-Za-z]+)\] ?(.*)$")
+# What reportCfgMetrics logs besides a metric's header: a missing name, then the available ones.
+_MISSING = re.compile(r"^Metric not found: |^Update REPORT_METRICS value in configuration file")
+# medida's ConsoleReporter: a label right-aligned to 16 characters, " = ", the value; or one
+# name of the available metrics, indented, after a missing one.
+_REPORT_LINE = re.compile(r"^ {0,15}\S[^=]{0,15} = \S|^ {4}[\w\-]+(?:\.[\w\-]+)+\s*$")
+
+
+def without_metric_report(lines: Iterable[str]) -> Iterator[str]:
+    """`lines` without stellar-core's exit metric report (reportCfgMetrics, run from
+    ~ApplicationImpl): its blank lines, each `metric 'NAME':` header and the ConsoleReporter
+    lines after it, and the missing-metric list. Another partition's line logged inside the
+    block is not the report's and is kept; the first `default` line that is not a report line
+    ("Application destroyed") ends the block and is kept."""
+    in_report = False
+    for line in lines:
+        m = _LOGGED.search(line)
+        if m is None or m.group(1) != "default":
+            yield line  # unprefixed (a continuation, the worker's own) or another partition's
+            continue
+        message = m.group(3)
+        if not message.strip():
+            continue  # the report's separators; a blank line says nothing anywhere
+        if _HEADER.search(message) or _MISSING.search(message):
+            in_report = True
+            continue
+        if in_report and _REPORT_LINE.search(message):
+            continue
+        in_report = False
+        yield line
+
+
+def error_text(line: str) -> str | None:
+    """An ERROR or FATAL line of stellar-core's (the ones that say why it stopped) from its
+    "[Partition LEVEL]" on, as a record's `last error` carries it; None for any other line."""
+    m = _ERROR.search(line)
+    return None if m is None else line[m.start() :].strip()

@@ -7,7 +7,7 @@ from typing import Any
 import dagster as dg
 
 from catchup_assets.core.size.scale import FULL, Scale
-from catchup_assets.defs.metadata.log_tail import LOG_TAIL_LINES, log_tail
+from catchup_assets.defs.metadata.log_tail import log_tail
 from catchup_assets.defs.metadata.tables import mib
 
 
@@ -39,21 +39,24 @@ def range_metadata(mission: str, result, adopted: bool, scale: Scale = FULL) -> 
 
 
 def failure_metadata(mission: str, result) -> dict[str, Any]:
-    """A condemned range's evidence, on its partition: this mission's cause and the log's last lines."""
-    meta: dict[str, Any] = {
-        "mission": mission,
-        "kind": "condemned",  # catchup_assets.defs.ownership reads it
-        "cause": result.reason,
-        "attempts": result.attempts,
-        "outcomes": result.outcomes,
-        "tier": result.tier or "",
-        "memory_limit_mib": mib(result.memory_limit_bytes or 0),
-    }
+    """A condemned range's evidence, on its partition: this mission's cause, the outcome of each
+    attempt, stellar-core's last error line and the log's last lines, each short enough for the
+    UI to show in place (text, and Markdown under its inline limit) rather than behind a dialog."""
+    meta: dict[str, Any] = {"cause": result.reason, "outcomes": result.outcomes}
+    if result.log_path:
+        tail, last_error = log_tail(result.log_path)
+        if last_error:
+            meta["last_error"] = last_error
+        meta["log_tail"] = dg.MetadataValue.md(tail)
+    meta.update(
+        {
+            "mission": mission,
+            "kind": "condemned",  # catchup_assets.defs.ownership reads it
+            "attempts": result.attempts,
+            "tier": result.tier or "",
+            "memory_limit_mib": mib(result.memory_limit_bytes or 0),
+        }
+    )
     if result.log_path:
         meta["log_path"] = dg.MetadataValue.path(result.log_path)
-        fence = "`" * 3
-        tail = log_tail(result.log_path).replace(fence, "'" * 3)  # a log line cannot close the block
-        meta["log_tail"] = dg.MetadataValue.md(
-            f"Last {LOG_TAIL_LINES} lines of the last attempt's log:\n\n{fence}\n{tail}\n{fence}"
-        )
     return meta
