@@ -13,6 +13,7 @@ range_catchup_job = dg.define_asset_job(
     selection=[range_catchup],
     description="run a contiguous span of ranges (one run, one dispatcher)",
 )
+# Partitioned by mission, as its assets are (Dagster infers it): a run profiles one mission.
 profile_job = dg.define_asset_job(
     "profile_job",
     selection=[range_profile, tier_map, profile_diff, tier_ladder],

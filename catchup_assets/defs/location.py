@@ -42,10 +42,12 @@ INSTANCE_YAML = """\
 # Run, event and schedule storage: SQLite under $DAGSTER_HOME (the default when
 # `storage` is unset). The Helm chart sets Postgres instead.
 
-# Runs wait in a queue; the daemon (part of `dagster dev`) starts them.
+# Runs wait in a queue; the daemon (part of `dagster dev`) starts them. Dagster's
+# QueuedRunCoordinator, which also tags a backfill's range_catchup run with its
+# mission as it queues (catchup_assets/defs/run_coordinator.py).
 run_coordinator:
-  module: dagster._core.run_coordinator
-  class: QueuedRunCoordinator
+  module: catchup_assets.defs.run_coordinator
+  class: MissionRunCoordinator
 
 concurrency:
   runs:

@@ -2,13 +2,18 @@
 
 The sensors and the demo tag each run `catchup/mission=<name>`; a run launched from the UI
 is not, and learns its mission here (catchup_assets.defs.ownership) and tags itself.
+The assets after range_catchup are partitioned by mission: their partition is their mission.
 """
 
 import dagster as dg
 
+from catchup_assets.core.plan.config import validate_mission
 from catchup_assets.defs.ownership import MissionAmbiguous, condemned_by, owning_mission
 
 ledger_ranges_partitions_def = dg.DynamicPartitionsDefinition(name="ledger_ranges")
+# One partition per mission (its name): range_profile, tier_map, profile_diff and tier_ladder
+# keep each mission's view side by side in the catalog, on the same files as before.
+missions_partitions_def = dg.DynamicPartitionsDefinition(name="missions")
 MISSION_TAG = "catchup/mission"
 # The run tags by which Dagster runs one partition range in one run (its documented
 # "dagster/asset_partition_range_*" tags; the constants themselves are not public API).
@@ -45,3 +50,26 @@ def current_mission(context: dg.AssetExecutionContext, keys: list[str] | None = 
     # Filtering runs by mission in the UI, and the sensors, find it from now on.
     instance.add_run_tags(context.run.run_id, {MISSION_TAG: owner.mission})
     return owner.mission
+
+
+def mission_partition(context: dg.AssetExecutionContext) -> str:
+    """The mission a mission-partitioned asset is about: its partition key, checked as a mission name.
+
+    A key added by hand in the UI is refused here, before any path is made of it; so is a
+    run tagged with another mission (its tag and its partition would disagree on the UI's pages).
+    """
+    key = context.partition_key
+    try:
+        validate_mission(key)
+    except ValueError as exc:
+        raise refused(f"partition {key!r} of {missions_partitions_def.name}", exc) from exc
+    tagged = context.run.tags.get(MISSION_TAG)
+    if tagged and tagged != key:
+        raise dg.Failure(
+            description=f"the run is tagged {MISSION_TAG}={tagged} but materializes the partition of mission {key}: "
+            "launch it for one mission, without the tag or with the same name",
+            allow_retries=False,
+        )
+    if not tagged:  # launched from the UI: filtering runs by mission finds it
+        context.instance.add_run_tags(context.run.run_id, {MISSION_TAG: key})
+    return key

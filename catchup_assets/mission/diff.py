@@ -86,6 +86,16 @@ def _previous_mission(rows: list[dict]) -> str | None:
         return None
 
 
+def sized_from(storage_root: str, mission: str) -> str | None:
+    """The mission whose profile `mission` was sized from (the plan's copy names it), if it is on this root."""
+    store = Store(storage_root)
+    validate_mission(mission)
+    if not store.exists(layout.previous_profile(mission)):
+        return None
+    name = _previous_mission(read_profile_rows(store, layout.previous_profile(mission)))
+    return name if name is not None and name != mission and store.exists(layout.plan(name)) else None
+
+
 def build_profile_diff(storage_root: str, mission: str, band_ledgers: int, threshold: float) -> DiffOutput:
     """This mission's profile against the profile it was sized from -> profile_diff.parquet.
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Iterable
 
 from catchup_assets.core.errors import ConfigError, StateError
 from catchup_assets.core.plan.config import MissionConfig, validate_mission
@@ -94,3 +95,17 @@ def drain_requested(store: Store, mission: str) -> bool:
     validate_mission(mission)
     control = ControlStore(store, mission).read()
     return control is not None and control.drain
+
+
+def planned_missions(store: Store, names: Iterable[str] | None = None) -> list[str]:
+    """The missions planned on this storage root (a directory with a valid name and its plan), by name;
+    among `names` only, when given (each costs one look for its plan)."""
+    out = []
+    for name in sorted(store.dirs() if names is None else names):
+        try:
+            validate_mission(name)
+        except ValueError:
+            continue  # not a mission's directory (a mission's name is its directory's)
+        if store.exists(layout.plan(name)):
+            out.append(name)
+    return out

@@ -152,6 +152,14 @@ class Store:
             out.append(p[len(prefix) :] if p.startswith(prefix) else p)
         return out
 
+    def dirs(self, rel: str = "") -> list[str]:
+        """The names of the directories directly under `rel`, in one listing; none if it is not there."""
+        base = self.path(rel)
+        if not self.fs.exists(base):
+            return []
+        entries = self.fs.ls(base, detail=True)
+        return sorted(posixpath.basename(e["name"].rstrip("/")) for e in entries if e["type"] == "directory")
+
     def remove(self, rel: str) -> None:
         p = self.path(rel)
         try:

@@ -65,8 +65,16 @@ def test_instance_holds_the_runs_and_every_range_partition_materialized(demo):
                 assert meta["attempts"].value >= 1
                 assert meta["tier"].value
                 assert meta["peak_anon_mib"].value > 0
+        # One view per mission: each mission's profile is its own partition of range_profile.
         profiles = instance.fetch_materializations(dg.AssetKey("range_profile"), limit=10).records
-        assert {r.asset_materialization.metadata["mission"].value for r in profiles} == set(missions)
+        assert sorted((r.partition_key, r.asset_materialization.metadata["mission"].value) for r in profiles) == sorted(
+            (m, m) for m in missions
+        )
+        a, b = missions
+        diff = instance.fetch_materializations(
+            dg.AssetRecordsFilter(asset_key=dg.AssetKey("profile_diff"), asset_partitions=[b]), limit=1
+        ).records[0]
+        assert (diff.asset_materialization.metadata["a_mission"].value, diff.partition_key) == (a, b)
 
 
 def test_both_missions_parquet_files_read_with_pandas(demo):

@@ -48,7 +48,7 @@ def test_the_notebook_runs_against_the_demo_s_two_missions(demo, monkeypatch):
     d, (a, b), _ = demo
     ranges = 4  # the fixture's demo
     monkeypatch.setenv("STORAGE_ROOT", str(d / "storage"))
-    monkeypatch.setenv("MISSION_A", a)
+    monkeypatch.delenv("MISSION_A", raising=False)  # its default: the mission b was sized from, a
     monkeypatch.setenv("MISSION_B", b)
     monkeypatch.setenv("MEMORY_SCALE", "0.005")
     monkeypatch.setenv("TIME_SCALE", "3000000")

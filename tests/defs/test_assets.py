@@ -78,7 +78,7 @@ def test_profile_and_tier_map_assets_pass_their_checks_and_feed_the_next_plan(in
     plan(instance, "m1", 3)
     keys = instance.get_dynamic_partitions("ledger_ranges")
     run_ranges(instance, keys, "m1")
-    result = defs.resolve_job_def("profile_job").execute_in_process(instance=instance, tags={MISSION_TAG: "m1"})
+    result = defs.resolve_job_def("profile_job").execute_in_process(instance=instance, partition_key="m1")
     checks = {c.check_name: c.passed for c in result.get_asset_check_evaluations()}
     assert checks == {
         "covers_mission": True,
@@ -195,8 +195,9 @@ def test_our_range_tags_are_dagster_s():
 @pytest.mark.parametrize("mission", ["m9", "Bad;name"])
 def test_L34_profile_job_of_an_unknown_mission_is_refused_and_writes_nothing(instance, tmp_path, mission):
     plan(instance, "m1", 2)
+    instance.add_dynamic_partitions("missions", [mission])  # as the UI's "add partition" can
     result = defs.resolve_job_def("profile_job").execute_in_process(
-        instance=instance, tags={MISSION_TAG: mission}, raise_on_error=False
+        instance=instance, partition_key=mission, raise_on_error=False
     )
     assert not result.success
     assert "range_profile" in failure_text(result) and (
@@ -224,7 +225,7 @@ def test_the_plan_is_what_runs_a_profile_changed_after_planning_is_refused_namin
     assert plan(instance, "m1", 2).success
     keys = instance.get_dynamic_partitions("ledger_ranges")
     assert run_ranges(instance, keys, "m1").success
-    defs.resolve_job_def("profile_job").execute_in_process(instance=instance, tags={MISSION_TAG: "m1"})
+    defs.resolve_job_def("profile_job").execute_in_process(instance=instance, partition_key="m1")
     original = tmp_path / "previous.parquet"
     shutil.copy(tmp_path / "storage/m1/range_profile.parquet", original)
     assert plan(instance, "m2", 2, previous_profile=str(original)).success

@@ -99,3 +99,70 @@ def test_backfill_of_failed_ranges_runs_exactly_those_sharing_the_mission_cap(tm
         # Two runs at once, one slot between them: their attempts never overlapped (L11).
         a, b = sorted(retries, key=lambda r: r.started_at)
         assert a.finished_at <= b.started_at
+
+
+def launch_backfill(context, keys) -> list[dg.DagsterRun]:
+    """What the UI sends for "Materialize selected" on `keys`, and the backfill daemon's pass: its runs, queued."""
+    result = execute_dagster_graphql(
+        context,
+        LAUNCH_PARTITION_BACKFILL_MUTATION,
+        {"backfillParams": {"assetSelection": [{"path": ["range_catchup"]}], "partitionNames": keys}},
+    )
+    assert result.data["launchPartitionBackfill"]["__typename"] == "LaunchBackfillSuccess", result.data
+    list(execute_backfill_iteration(context.process_context, logging.getLogger("backfill")))
+    backfill_id = result.data["launchPartitionBackfill"]["backfillId"]
+    return instance_runs(context.instance, backfill_id)
+
+
+def instance_runs(instance, backfill_id) -> list[dg.DagsterRun]:
+    return instance.get_runs(filters=dg.RunsFilter(tags={"dagster/backfill": backfill_id}))
+
+
+@pytest.mark.slow
+def test_a_backfill_run_carries_its_mission_tag_from_the_queue_not_only_once_it_starts(tmp_path, monkeypatch):
+    """Issue 22: the instance's run coordinator (the repository's dagster.yaml) tags a backfill run
+    of range_catchup with the mission that owns its ranges (defs/ownership.py) as it queues."""
+    import yaml
+
+    from catchup_assets.defs.location import INSTANCE_YAML
+    from catchup_assets.defs.run_context import MISSION_TAG
+
+    monkeypatch.setenv("CATCHUP_STORAGE_ROOT", str(tmp_path / "storage"))
+    (tmp_path / "home").mkdir()
+    coordinator = yaml.safe_load(INSTANCE_YAML)["run_coordinator"]
+    with dg.instance_for_test(temp_dir=str(tmp_path / "home"), overrides={"run_coordinator": coordinator}) as instance:
+        assert defs.resolve_job_def("mission_plan_job").execute_in_process(
+            run_config=plan_config("m1", 3, first_range=36), instance=instance
+        )
+        keys = instance.get_dynamic_partitions("ledger_ranges")
+        assert not run_ranges(instance, keys, "m1", with_resource(sim_fail_targets=[int(keys[1][-10:])])).success
+        # A later mission over other ranges is now the newest plan; m1's condemned range is still m1's.
+        assert defs.resolve_job_def("mission_plan_job").execute_in_process(
+            run_config=plan_config("m2", 2, first_range=39), instance=instance
+        )
+        later = instance.get_dynamic_partitions("ledger_ranges")[3:]
+
+        with define_out_of_process_context(DEFS_FILE, None, instance) as context:
+            [run] = launch_backfill(context, [keys[1]])
+            queued = instance.get_run_by_id(run.run_id)
+            assert queued.status == dg.DagsterRunStatus.QUEUED and queued.tags[MISSION_TAG] == "m1"
+            events = [e.message for e in instance.all_logs(run.run_id) if e.is_dagster_event]
+            assert any(f"tagged {MISSION_TAG}=m1 at launch" in (m or "") for m in events), events
+            # A range no mission condemned belongs to the newest plan.
+            [fresh] = launch_backfill(context, [later[0]])
+            assert instance.get_run_by_id(fresh.run_id).tags[MISSION_TAG] == "m2"
+            # m1's failure in one run with a range it did not fail, m2 the newest plan: the rule does
+            # not decide, the run queues untagged and refuses itself at start, saying how to choose.
+            [mixed] = launch_backfill(context, [keys[1], keys[2]])
+            assert MISSION_TAG not in instance.get_run_by_id(mixed.run_id).tags
+            assert instance.run_coordinator.cancel_run(mixed.run_id)
+
+            # The tagged run runs m1's range under m1 and completes it.
+            list(QueuedRunCoordinatorDaemon(interval_seconds=1).run_iteration(context.process_context))
+            deadline = time.monotonic() + 180
+            waiting = [run.run_id, fresh.run_id]
+            while time.monotonic() < deadline and not all(instance.get_run_by_id(i).is_finished for i in waiting):
+                time.sleep(0.5)
+            assert [instance.get_run_by_id(i).status for i in waiting] == [dg.DagsterRunStatus.SUCCESS] * 2
+        assert statuses(instance, [keys[1]])[keys[1]] == dg.AssetPartitionStatus.MATERIALIZED
+        assert RecordStore(Store(str(tmp_path / "storage")), "m1").load([keys[1]])[0]

@@ -31,7 +31,10 @@ HEALTHY = deployment()
 
 def tick(instance, sensor=next_mission_sensor, cursor=None, d=HEALTHY):
     return sensor.evaluate_tick(
-        dg.build_sensor_context(instance=instance, cursor=cursor, definitions=d[0], resources=d[1])
+        # With its ref, as the daemon's: a request's partition is checked against the instance's partitions.
+        dg.build_sensor_context(
+            instance=instance, instance_ref=instance.get_ref(), cursor=cursor, definitions=d[0], resources=d[1]
+        )
     )
 
 
@@ -53,7 +56,7 @@ def profile(instance, mission):
     assert (
         HEALTHY[0]
         .resolve_job_def("profile_job")
-        .execute_in_process(instance=instance, tags={MISSION_TAG: mission}, raise_on_error=False)
+        .execute_in_process(instance=instance, partition_key=mission, raise_on_error=False)
         .success
     )
 
@@ -103,7 +106,7 @@ def test_after_condemned_ranges_it_skips_naming_them_until_they_are_backfilled(i
     assert not run(instance, keys, "m1", broken).success
     # The failed mission is still profiled (mission_finished_sensor), condemned range and all.
     [request] = tick(instance, mission_finished_sensor).run_requests
-    assert request.job_name == "profile_job" and request.tags[MISSION_TAG] == "m1"
+    assert request.job_name == "profile_job" and request.tags[MISSION_TAG] == "m1" == request.partition_key
     profile(instance, "m1")
 
     skipped = tick(instance)

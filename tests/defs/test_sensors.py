@@ -81,7 +81,10 @@ def latest(instance, asset_key) -> dg.EventLogRecord:
 def tick(env, sensor, cursor=None):
     instance, defs, resources = env
     return sensor.evaluate_tick(
-        dg.build_sensor_context(instance=instance, cursor=cursor, definitions=defs, resources=resources)
+        # With its ref, as the daemon's: a request's partition is checked against the instance's partitions.
+        dg.build_sensor_context(
+            instance=instance, instance_ref=instance.get_ref(), cursor=cursor, definitions=defs, resources=resources
+        )
     )
 
 
@@ -191,11 +194,12 @@ def test_each_finished_catchup_run_is_profiled_once(env):
 
     data = tick(env, mission_finished_sensor)
     [m1_run] = instance.get_runs(dg.RunsFilter(job_name="range_catchup_job", tags={MISSION_TAG: "m1"}))
-    assert [(r.job_name, r.tags[MISSION_TAG], r.run_key) for r in data.run_requests] == [
-        ("profile_job", "m1", m1_run.run_id),
-        ("profile_job", "m1", backfill.run_id),  # the plan newest when it ran, not m2 planned since
-        ("profile_job", "never-planned", doomed.run_id),
+    # Each for its mission's partition; a mission with no plan gets none (it would be an empty view).
+    assert [(r.job_name, r.tags[MISSION_TAG], r.partition_key, r.run_key) for r in data.run_requests] == [
+        ("profile_job", "m1", "m1", m1_run.run_id),
+        ("profile_job", "m1", "m1", backfill.run_id),  # the plan newest when it ran, not m2 planned since
     ]
+    assert "never-planned" not in instance.get_dynamic_partitions("missions")
     assert tick(env, mission_finished_sensor, data.cursor).skip_message
 
 
@@ -212,7 +216,7 @@ def test_the_last_profile_of_a_mission_plans_the_next_mission_once(env):
     queued = instance.create_run_for_job(
         defs.resolve_job_def("range_catchup_job"), tags={MISSION_TAG: "m1"}, status=dg.DagsterRunStatus.NOT_STARTED
     )
-    assert run_job(env, "profile_job", tags=profile_request.tags).success
+    assert run_job(env, "profile_job", tags=profile_request.tags, partition_key=profile_request.partition_key).success
     data = tick(env, next_mission_sensor)
     assert not data.run_requests and data.skip_message
     instance.report_run_canceled(queued)
@@ -222,7 +226,7 @@ def test_the_last_profile_of_a_mission_plans_the_next_mission_once(env):
         defs.resolve_job_def("profile_job"), tags=profile_request.tags, status=dg.DagsterRunStatus.NOT_STARTED
     )
 
-    assert run_job(env, "profile_job", tags=profile_request.tags).success
+    assert run_job(env, "profile_job", tags=profile_request.tags, partition_key=profile_request.partition_key).success
     profile = latest(instance, dg.AssetKey("range_profile"))
     instance.delete_dynamic_partition("ledger_ranges", key(2))  # deleted in the UI: the next mission adds it back
     data = tick(env, next_mission_sensor, data.cursor)
@@ -262,7 +266,7 @@ def test_the_last_profile_of_a_mission_plans_the_next_mission_once(env):
     [next_run] = tick(env, mission_plan_sensor, planned_m1.cursor).run_requests
     assert next_run.tags[MISSION_TAG] == name
     # A later profile of m1 (say, after a backfill of failed ranges) starts no second next mission.
-    assert run_job(env, "profile_job", tags=profile_request.tags).success
+    assert run_job(env, "profile_job", tags=profile_request.tags, partition_key=profile_request.partition_key).success
     assert tick(env, next_mission_sensor, data.cursor).skip_message
 
 
@@ -297,7 +301,7 @@ def test_L38_the_next_mission_reaches_the_tip_an_archive_publishes(env, monkeypa
     [catchup_request] = tick(env, mission_plan_sensor).run_requests
     assert run_job(env, "range_catchup_job", tags=catchup_request.tags).success
     [profile_request] = tick(env, mission_finished_sensor).run_requests
-    assert run_job(env, "profile_job", tags=profile_request.tags).success
+    assert run_job(env, "profile_job", tags=profile_request.tags, partition_key=profile_request.partition_key).success
     profile = latest(instance, dg.AssetKey("range_profile"))
     assert instance.get_dynamic_partitions("ledger_ranges") == [key(0), key(1), key(2, m1_tip)]
     # Checkpoint ledgers, (ledger + 1) % 64 == 0: inside range 3, grown within it, then past its end.

@@ -4,6 +4,7 @@ from pathlib import Path
 
 import dagster as dg
 import pytest
+from dagster._core.run_coordinator import QueuedRunCoordinator
 
 from catchup_assets.defs.location import INSTANCE_YAML, write_home
 from workspaces import load_repository
@@ -59,7 +60,9 @@ def test_instance_queues_runs_and_retries_only_dead_run_workers(tmp_path):
     home = tmp_path / "home"
     write_home(home)
     with dg.DagsterInstance.from_config(str(home)) as instance:
-        assert type(instance.run_coordinator).__name__ == "QueuedRunCoordinator"
+        # Dagster's queue, tagging backfill runs with their mission as they queue (defs/run_coordinator.py).
+        assert isinstance(instance.run_coordinator, QueuedRunCoordinator)
+        assert type(instance.run_coordinator).__name__ == "MissionRunCoordinator"
         queue = instance.run_coordinator.get_run_queue_config()
         assert queue.max_concurrent_runs == 10
         assert instance.run_retries_enabled and instance.run_retries_max_retries == 2

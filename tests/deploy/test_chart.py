@@ -606,10 +606,14 @@ def test_dagster_values_match_the_local_instance_policy():
     local = yaml.safe_load(INSTANCE_YAML)
     daemon = yaml.safe_load(DAGSTER_VALUES.read_text())["dagsterDaemon"]
     rc = daemon["runCoordinator"]
-    assert rc["type"] == "QueuedRunCoordinator" == local["run_coordinator"]["class"]
-    assert (
-        rc["config"]["queuedRunCoordinator"]["maxConcurrentRuns"] == local["concurrency"]["runs"]["max_concurrent_runs"]
-    )
+    custom = rc["config"]["customRunCoordinator"]
+    assert rc["type"] == "CustomRunCoordinator"
+    ours = local["run_coordinator"]
+    assert (custom["module"], custom["class"]) == (ours["module"], ours["class"])
+    assert custom["config"]["max_concurrent_runs"] == local["concurrency"]["runs"]["max_concurrent_runs"]
+    # The processes that load the instance import that class: they run the project's image.
+    values = yaml.safe_load(DAGSTER_VALUES.read_text())
+    assert values["dagsterWebserver"]["image"]["repository"] == daemon["image"]["repository"] == "catchup-assets"
     rr, lrr = daemon["runRetries"], local["run_retries"]
     assert (
         (rr["enabled"], rr["maxRetries"], rr["retryOnAssetOrOpFailure"])

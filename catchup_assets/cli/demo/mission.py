@@ -154,7 +154,11 @@ def run_one(
 
     # Tagged as mission_finished_sensor tags the profile it requests after a run.
     profile_run = defs.resolve_job_def("profile_job").execute_in_process(
-        run_config=_quiet(log_level), instance=instance, tags={**tags, AFTER_RUN_TAG: run_id}, raise_on_error=False
+        run_config=_quiet(log_level),
+        instance=instance,
+        partition_key=mission,  # mission_plan added it: each mission's views are its partition
+        tags={**tags, AFTER_RUN_TAG: run_id},
+        raise_on_error=False,
     )
     run_ids["profile_job"] = profile_run.run_id
     check_interrupted(store, mission, len(states.condemned), run=profile_run)

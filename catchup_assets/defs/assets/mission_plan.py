@@ -11,6 +11,7 @@ from catchup_assets.core.plan.ranges import parse_key
 from catchup_assets.defs.assets.launchpad import MissionPlanConfig, check_limits, superseded
 from catchup_assets.defs.live import holding, live_holders
 from catchup_assets.defs.metadata.plan import plan_metadata
+from catchup_assets.defs.missions import add_missions, unadopted
 from catchup_assets.defs.ownership import RANGE_KEY, SUPERSEDED, has_history, latest_marks
 from catchup_assets.defs.resources import CatchupResource
 from catchup_assets.defs.run_context import MISSION_TAG, ledger_ranges_partitions_def, refused
@@ -83,6 +84,8 @@ def plan_mission(
     # Ascending and once: a run covers a contiguous span in insertion order.
     new_keys = sorted(k for k in prepared.keys if k not in present)
     instance.add_dynamic_partitions(ledger_ranges_partitions_def.name, new_keys)
+    # Its own view in the catalog, and the views of missions planned before missions were partitions.
+    add_missions(instance, [cfg.mission, *unadopted(instance, store)])
     if prepared.previous.warning:
         context.log.warning(prepared.previous.warning)
     return dg.MaterializeResult(

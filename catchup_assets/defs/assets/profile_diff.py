@@ -6,7 +6,7 @@ from pydantic import Field
 from catchup_assets.core.aggregate.diff import DEFAULT_BAND_LEDGERS, DEFAULT_THRESHOLD
 from catchup_assets.defs.metadata.diff import profile_diff_metadata
 from catchup_assets.defs.resources import CatchupResource
-from catchup_assets.defs.run_context import current_mission, refused
+from catchup_assets.defs.run_context import mission_partition, missions_partitions_def, refused
 from catchup_assets.mission.diff import build_profile_diff
 
 
@@ -19,13 +19,13 @@ class ProfileDiffConfig(dg.Config):
     )
 
 
-@dg.asset(group_name="mission", deps=["range_profile"], kinds={"parquet"})
+@dg.asset(group_name="mission", partitions_def=missions_partitions_def, deps=["range_profile"], kinds={"parquet"})
 def profile_diff(
     context: dg.AssetExecutionContext, config: ProfileDiffConfig, catchup: CatchupResource
 ) -> dg.MaterializeResult:
     """This mission's profile against the previous mission's, by ledger band: peaks, time and
     memory requested, the ranges that regressed and new OOMs, and the stellar-core each ran."""
-    mission = current_mission(context)
+    mission = mission_partition(context)
     try:
         out = build_profile_diff(catchup.root(), mission, config.band_ledgers, config.threshold)
     except ValueError as exc:

@@ -29,6 +29,8 @@ from catchup_assets.defs.run_context import (  # noqa: F401 - re-exported: senso
     WILL_RETRY_TAG,
     current_mission,
     ledger_ranges_partitions_def,
+    mission_partition,
+    missions_partitions_def,
     newest_plan,
     refused,
 )
@@ -200,7 +202,9 @@ def range_catchup(context: dg.AssetExecutionContext, catchup: CatchupResource) -
 
 @dg.asset(
     group_name="mission",
-    deps=[range_catchup],
+    partitions_def=missions_partitions_def,
+    # A mission's ranges are some of all ranges, and no built-in mapping can say which: all of them.
+    deps=[dg.AssetDep(range_catchup, partition_mapping=dg.AllPartitionMapping())],
     kinds={"parquet"},
     check_specs=[
         dg.AssetCheckSpec("covers_mission", asset="range_profile", description="every completed range is profiled"),
@@ -214,7 +218,7 @@ def range_catchup(context: dg.AssetExecutionContext, catchup: CatchupResource) -
 )
 def range_profile(context: dg.AssetExecutionContext, catchup: CatchupResource):
     """Every range's memory, disk and time, aggregated over its resumed chain."""
-    mission = current_mission(context)
+    mission = mission_partition(context)
     store = Store(catchup.root())
     try:
         require_plan(store, mission)
@@ -269,6 +273,7 @@ def range_profile(context: dg.AssetExecutionContext, catchup: CatchupResource):
 
 @dg.asset(
     group_name="mission",
+    partitions_def=missions_partitions_def,
     deps=[range_profile],
     kinds={"parquet"},
     check_specs=[
@@ -277,7 +282,7 @@ def range_profile(context: dg.AssetExecutionContext, catchup: CatchupResource):
 )
 def tier_map(context: dg.AssetExecutionContext, catchup: CatchupResource):
     """The node tier and memory each range gets next mission (L15, L27)."""
-    mission = current_mission(context)
+    mission = mission_partition(context)
     try:
         table, url = build_tier_map(catchup.root(), mission, catchup.placement())
     except ValueError as exc:

@@ -11,14 +11,20 @@ import dagster as dg
 from catchup_assets.core.size.fit import NothingToFit
 from catchup_assets.defs.metadata.cost import ladder_metadata
 from catchup_assets.defs.resources import CatchupResource
-from catchup_assets.defs.run_context import current_mission, refused
+from catchup_assets.defs.run_context import mission_partition, missions_partitions_def, refused
 from catchup_assets.mission.ladder import build_tier_ladder
 
 
-@dg.asset(group_name="mission", deps=["range_profile"], kinds={"yaml"}, output_required=False)
+@dg.asset(
+    group_name="mission",
+    partitions_def=missions_partitions_def,
+    deps=["range_profile"],
+    kinds={"yaml"},
+    output_required=False,
+)
 def tier_ladder(context: dg.AssetExecutionContext, catchup: CatchupResource):
     """Tier cuts and node shapes fitted to the profile: the chart values, and what they save."""
-    mission = current_mission(context)
+    mission = mission_partition(context)
     slots = catchup.mission_defaults.parallelism
     try:
         out = build_tier_ladder(

@@ -1,13 +1,17 @@
 """`mission_finished_sensor`: each finished (success or failure) run that targeted `range_catchup`
-becomes one `profile_job` run for its mission."""
+becomes one `profile_job` run for its mission, of the mission's partition (added if missing)."""
 
 from __future__ import annotations
 
 import dagster as dg
 
+from catchup_assets.core.plan.config import validate_mission
 from catchup_assets.defs.assets.range_assets import MISSION_TAG, PLAN_KEY, WILL_RETRY_TAG
 from catchup_assets.defs.jobs import profile_job
+from catchup_assets.defs.missions import MISSIONS, is_planned, missing_missions, unadopted
+from catchup_assets.defs.resources import CatchupResource
 from catchup_assets.defs.sensors.instance import BATCH, has_runs, meta, targets_range_catchup
+from catchup_assets.store.root import Store
 
 AFTER_RUN_TAG = "catchup/after-run"  # on a profile_job run: the range_catchup run it follows
 FINISHED_EVENTS = (dg.DagsterEventType.RUN_SUCCESS, dg.DagsterEventType.RUN_FAILURE)
@@ -33,11 +37,13 @@ def finished_status_changes(instance: dg.DagsterInstance, after: int | None) -> 
     default_status=dg.DefaultSensorStatus.RUNNING,
     description="Profile a mission each time one of its range_catchup runs finishes, succeeded or failed.",
 )
-def mission_finished_sensor(context: dg.SensorEvaluationContext):
+def mission_finished_sensor(context: dg.SensorEvaluationContext, catchup: CatchupResource):
     """Profile a mission each time one of its range_catchup runs finishes, succeeded or failed."""
     instance = context.instance
+    store = Store(catchup.root())
+    adopt = adoptable(context, store)
     events = finished_status_changes(instance, int(context.cursor) if context.cursor else None)
-    if not events:
+    if not events and not adopt:
         return dg.SkipReason("no run has finished")
     requests = []
     for event in events:
@@ -53,15 +59,42 @@ def mission_finished_sensor(context: dg.SensorEvaluationContext):
         if not mission:
             context.log.warning(f"run {run.run_id} has no mission tag and no mission is planned: not profiled")
             continue
+        # The mission becomes a partition here: a name a tag carries is checked first.
+        try:
+            planned = is_planned(store, validate_mission(mission))
+        except ValueError as exc:
+            context.log.warning(f"run {run.run_id}: {exc}: not profiled")
+            continue
+        if not planned:
+            context.log.warning(f"run {run.run_id}: mission {mission} has no plan on {store.root}: not profiled")
+            continue
         requests.append(
             dg.RunRequest(
-                run_key=run.run_id, job_name=profile_job.name, tags={MISSION_TAG: mission, AFTER_RUN_TAG: run.run_id}
+                run_key=run.run_id,
+                job_name=profile_job.name,
+                partition_key=mission,
+                tags={MISSION_TAG: mission, AFTER_RUN_TAG: run.run_id},
             )
         )
-    cursor = str(events[-1].storage_id)
+    new = missing_missions(instance, [*adopt, *(r.partition_key for r in requests)])
+    # The daemon adds these partitions before it launches the runs that name them.
+    added = [dg.AddDynamicPartitionsRequest(MISSIONS, new)] if new else []
+    cursor = str(events[-1].storage_id) if events else context.cursor
     if not requests:
-        return dg.SensorResult(skip_reason="no finished run of range_catchup", cursor=cursor)
-    return dg.SensorResult(run_requests=requests, cursor=cursor)
+        return dg.SensorResult(
+            skip_reason="no finished run of range_catchup", dynamic_partitions_requests=added, cursor=cursor
+        )
+    return dg.SensorResult(run_requests=requests, dynamic_partitions_requests=added, cursor=cursor)
+
+
+def adoptable(context: dg.SensorEvaluationContext, store: Store) -> list[str]:
+    """The storage root's missions not yet partitions; none when the root cannot be listed this tick
+    (profiling must not wait on it: the next tick looks again)."""
+    try:
+        return unadopted(context.instance, store)
+    except OSError as exc:
+        context.log.warning(f"the storage root {store.root} cannot be listed for missions to adopt: {exc}")
+        return []
 
 
 def mission_planned_before(instance: dg.DagsterInstance, run_id: str) -> str | None:

@@ -73,7 +73,8 @@ def next_mission_sensor(context: dg.SensorEvaluationContext, catchup: CatchupRes
         return dg.SkipReason("no new range_profile materialization")
     record = newest[0]
     cursor = str(record.storage_id)
-    mission = meta(record, "mission")
+    # Its partition is its mission; a profile materialized before the asset was partitioned has none, and says.
+    mission = record.partition_key or meta(record, "mission")
     store = Store(catchup.root())
 
     def skip(why: str) -> dg.SensorResult:

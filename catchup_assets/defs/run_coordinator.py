@@ -1,0 +1,75 @@
+"""The instance's run coordinator: Dagster's run queue, with a range_catchup run tagged with its mission as it queues.
+
+A backfill launched from the partitions page makes `__ASSET_JOB` runs with no
+`catchup/mission` tag; they used to learn their mission only when they started
+(`run_context.current_mission`), so the queue, the Runs page filtered by mission and
+`mission_plan`'s check of live runs saw them untagged until then. Every run is
+submitted through the instance's run coordinator before it queues (the backfill
+daemon, the sensors, the UI's launches), so here the ownership rule
+(`defs/ownership.py`) tags it from the start, from the partitions its tags name.
+
+What the rule cannot decide (partitions of two missions, no mission planned) is left
+untagged: the run then refuses itself at start, saying how to choose, as before. Nothing
+here may stop a run from queueing: a failure to read the instance leaves it untagged too.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import dagster as dg
+from dagster._core.run_coordinator import QueuedRunCoordinator, SubmitRunContext
+
+from catchup_assets.defs.live import PARTITION_TAG, targets_range_catchup
+from catchup_assets.defs.ownership import MissionAmbiguous, condemned_by, owning_mission
+from catchup_assets.defs.run_context import (
+    MISSION_TAG,
+    RANGE_END_TAG,
+    RANGE_START_TAG,
+    ledger_ranges_partitions_def,
+    newest_plan,
+)
+
+
+def run_keys(tags: Mapping[str, str], partitions: Sequence[str]) -> list[str]:
+    """The ranges a run's tags name: its partition, or its span of the partition set's order."""
+    if PARTITION_TAG in tags:
+        return [tags[PARTITION_TAG]]
+    start, end = tags.get(RANGE_START_TAG), tags.get(RANGE_END_TAG)
+    order = {k: i for i, k in enumerate(partitions)}
+    if start not in order or end not in order or order[start] > order[end]:
+        return []  # not keys of the set: the run refuses itself at start
+    return list(partitions[order[start] : order[end] + 1])
+
+
+def launch_owner(instance: dg.DagsterInstance, run: dg.DagsterRun) -> tuple[str, str] | None:
+    """(mission, why) for an untagged range_catchup run, by the ownership rule; None when it does not decide."""
+    if MISSION_TAG in run.tags or not targets_range_catchup(instance, run):
+        return None
+    keys = run_keys(run.tags, instance.get_dynamic_partitions(ledger_ranges_partitions_def.name))
+    if not keys:
+        return None
+    try:
+        owner = owning_mission(keys, condemned_by(instance, keys), newest_plan(instance))
+    except MissionAmbiguous:
+        return None
+    return owner.mission, owner.why
+
+
+class MissionRunCoordinator(QueuedRunCoordinator):
+    """QueuedRunCoordinator (the same config) that tags an untagged range_catchup run with its mission first."""
+
+    def submit_run(self, context: SubmitRunContext) -> dg.DagsterRun:
+        run = context.dagster_run
+        if run.status == dg.DagsterRunStatus.NOT_STARTED:
+            try:
+                found = launch_owner(self._instance, run)
+            except Exception as exc:  # noqa: BLE001 - a tag is never worth a run that does not queue
+                self._logger.warning(f"run {run.run_id}: its mission could not be decided at launch: {exc}")
+                found = None
+            if found:
+                mission, why = found
+                self._instance.add_run_tags(run.run_id, {MISSION_TAG: mission})
+                self._instance.report_engine_event(f"tagged {MISSION_TAG}={mission} at launch: {why}", run)
+        # The queue reads the run back from storage, tags and all.
+        return super().submit_run(context)
