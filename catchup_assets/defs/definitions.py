@@ -3,7 +3,8 @@
 import dagster as dg
 
 from catchup_assets.defs.assets.profile_diff import profile_diff
-from catchup_assets.defs.assets.range_assets import mission_plan, range_catchup, range_profile, tier_map
+from catchup_assets.defs.assets.range_assets import mission_plan, range_catchup
+from catchup_assets.defs.assets.range_profile import range_profile, tier_map
 from catchup_assets.defs.assets.tier_ladder import tier_ladder
 from catchup_assets.defs.cleanup import mission_cleanup_job
 from catchup_assets.defs.control import mission_control_job

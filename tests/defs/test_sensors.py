@@ -16,9 +16,8 @@ from catchup_assets.defs.assets.range_assets import (
     PLAN_KEY,
     mission_plan,
     range_catchup,
-    range_profile,
-    tier_map,
 )
+from catchup_assets.defs.assets.range_profile import range_profile, tier_map
 from catchup_assets.defs.assets.tier_ladder import tier_ladder
 from catchup_assets.defs.jobs import mission_plan_job, profile_job, range_catchup_job
 from catchup_assets.defs.resources import CatchupResource
