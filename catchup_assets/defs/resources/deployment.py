@@ -20,11 +20,13 @@ KEY = "catchup"
 
 def deployment_resource(catchup: CatchupResource) -> dg.ResourceDefinition:
     """`catchup` as a resource whose launch config is empty: what Definitions bind under KEY."""
-    return dg.ResourceDefinition(
+
+    def fixed_catchup_resource(_context) -> CatchupResource:
         # EnvVar fields resolve in the process that runs, as a ConfigurableResource's would.
-        resource_fn=lambda _: catchup.process_config_and_initialize(),
-        config_schema=dg.Shape({}),
-        description=describe(catchup),
+        return catchup.process_config_and_initialize()
+
+    return dg.ResourceDefinition(
+        resource_fn=fixed_catchup_resource, config_schema=dg.Shape({}), description=describe(catchup)
     )
 
 
@@ -44,11 +46,13 @@ def _root(catchup: CatchupResource) -> str:
 def describe(catchup: CatchupResource) -> str:
     """What the UI's Resources page shows: the settings an operator checks before a launch."""
     d = catchup.mission_defaults
-    lines = [
+    intro = (
         "This deployment's settings, fixed when the code location loads: a launch cannot change them "
-        "(set them in the chart's values, or the demo's catchup.json).",
+        "(set them in the chart's values, or the demo's catchup.json)."
+    )
+    lines = [
         f"backend: {catchup.backend}",
-        f"storage root: {_root(catchup)}",
+        f"storage root: `{_root(catchup)}`",
         f"parallelism: {d.parallelism} by default, at most {d.max_parallelism} (mission_defaults.max_parallelism)",
         f"a plan may retire at most {d.max_retire_share:.0%} of the partitions (mission_defaults.max_retire_share)",
         "retry budgets: " + ", ".join(f"{k} {v}" for k, v in catchup.retry.model_dump().items()),
@@ -56,4 +60,5 @@ def describe(catchup: CatchupResource) -> str:
     ]
     if note := catchup.scale_note():
         lines.append(f"scale: {note}")
-    return "\n".join(lines)
+    # Markdown, as the Resources page renders it: one item per setting.
+    return intro + "\n\n" + "\n".join(f"- {line}" for line in lines)
