@@ -27,7 +27,7 @@ import dagster as dg
 import yaml
 
 from catchup_assets.core.errors import ConfigError
-from catchup_assets.defs.resources import CatchupResource
+from catchup_assets.defs.resources import CatchupResource, deployment_resource
 
 INSTANCE_FILE = "dagster.yaml"
 LOCATION_FILE = "catchup_location.py"
@@ -142,7 +142,7 @@ def definitions_for(catchup: CatchupResource) -> dg.Definitions:
         loggers=base.loggers,
         executor=base.executor,
         metadata=base.metadata,
-        resources={**(base.resources or {}), "catchup": catchup},
+        resources={**(base.resources or {}), "catchup": deployment_resource(catchup)},
     )
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import posixpath
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,6 +21,8 @@ from catchup_assets.core.aggregate.profile import check_profile_columns
 from catchup_assets.core.errors import ConfigError
 from catchup_assets.core.plan.config import PROFILE_TIMEOUT_SECONDS
 from catchup_assets.core.size.measures import ProfileIndex, measures_from_rows
+from catchup_assets.store import layout
+from catchup_assets.store.root import Store
 from catchup_assets.store.tables import NotATable, parse_table
 
 log = logging.getLogger(__name__)
@@ -98,3 +101,18 @@ def load_previous_profile(
 def _unprofiled(spec: str | None, why: str) -> PreviousProfile:
     log.warning(why)
     return PreviousProfile(spec, None, [], why)
+
+
+def newest_profile(store: Store) -> tuple[str, str] | None:
+    """The mission whose range_profile.parquet under `store` was written last, and that file's URL."""
+    found = []
+    for path in store.fs.glob(store.path(f"*/{layout.PROFILE_FILE}")):
+        try:
+            found.append((store.fs.modified(path), path))
+        except (OSError, NotImplementedError):
+            continue  # removed since the listing, or a driver with no times: not a choice to offer
+    if not found:
+        return None
+    _, path = max(found)
+    mission = posixpath.basename(posixpath.dirname(path))
+    return mission, store.url(layout.profile(mission))

@@ -296,3 +296,35 @@ def test_mission_plan_launchpad_takes_the_next_mission(page, demo):
     expect(dialog.get_by_text("No errors")).to_be_visible()
     expect(dialog.get_by_role("button", name="Materialize")).to_be_enabled()  # not pressed: nothing runs
     shot(page, "08-mission-plan-launchpad.png")
+
+
+def test_the_launchpad_refuses_a_resource_override_before_launch(page, demo):
+    """Issue 22 item 1: the deployment's settings are on the Resources page and not in the launch form:
+    the launchpad flags a launch that raises the deployment's cap, before Launch."""
+    page.goto("/locations/catchup_assets/resources/catchup")
+    body = page.locator("body")
+    expect(body).to_contain_text("fixed when the code location loads")
+    expect(body).to_contain_text(f"storage root: {demo.directory / 'storage'}")
+    expect(body).to_contain_text(f"at most {RANGES} (mission_defaults.max_parallelism)")
+    shot(page, "resources-catchup.png")
+    page.goto("/assets/mission_plan")
+    page.get_by_role("button", name="Materialize").first.click(modifiers=["Shift"])  # the launchpad
+    dialog = page.get_by_role("dialog").filter(has_text="Launchpad")
+    config = """ops:
+  mission_plan:
+    config:
+      mission: ui-over
+      parallelism: 4000
+resources:
+  catchup:
+    config:
+      mission_defaults:
+        max_parallelism: 5000
+"""
+    dialog.locator(".CodeMirror").click()  # the config editor
+    page.keyboard.press("Control+A")
+    page.keyboard.insert_text(config)
+    expect(dialog.get_by_text(re.compile(r'unexpected config entry "mission_defaults"', re.I)).first).to_be_visible()
+    expect(dialog.get_by_text("No errors")).to_have_count(0)
+    expect(dialog.get_by_role("button", name="Materialize")).to_be_disabled()
+    shot(page, "launchpad-refused.png")

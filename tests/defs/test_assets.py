@@ -130,7 +130,7 @@ def test_profile_and_tier_map_assets_pass_their_checks_and_feed_the_next_plan(in
         (dict(first_ledger=10, last_ledger=5), "last_ledger"),
         (dict(parallelism=0), "parallelism"),
         (dict(ledgers_per_range=1000), "ledgers_per_range"),
-        (dict(mission_name="Bad Name"), "mission name"),
+        (dict(mission_name="Bad Name"), "mission: 'Bad Name' is invalid"),
         (dict(deadline_seconds=-5), "deadline_seconds"),
         (dict(deadline_seconds=0), "deadline_seconds"),  # none is null, written one way (issue 20)
     ],
@@ -167,7 +167,8 @@ def test_L35_missing_previous_profile_is_refused_naming_it_and_plans_nothing(ins
     nope = str(tmp_path / "nope.parquet")
     result = plan(instance, "m1", 2, previous_profile=nope)
     assert not result.success and f"previous profile {nope} does not exist" in failure_text(result)
-    assert "leave previous_profile empty" in failure_text(result)
+    assert "previous_profile: previous profile" in failure_text(result)
+    assert "none plans the mission unprofiled" in failure_text(result)
     assert not list((tmp_path / "storage").glob("*/plan.parquet"))  # refused before anything is written
 
 

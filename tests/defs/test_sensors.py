@@ -20,7 +20,7 @@ from catchup_assets.defs.assets.range_assets import (
 from catchup_assets.defs.assets.range_profile import range_profile, tier_map
 from catchup_assets.defs.assets.tier_ladder import tier_ladder
 from catchup_assets.defs.jobs import mission_plan_job, profile_job, range_catchup_job
-from catchup_assets.defs.resources import CatchupResource
+from catchup_assets.defs.resources import CatchupResource, deployment_catchup, deployment_resource
 from catchup_assets.defs.sensors.mission_finished import mission_finished_sensor
 from catchup_assets.defs.sensors.mission_plan import mission_plan_sensor, read_plan_keys
 from catchup_assets.defs.sensors.next_mission import PREVIOUS_MISSION_TAG, next_mission_sensor
@@ -45,7 +45,8 @@ def key(i: int, last: int | None = None) -> str:
 
 @pytest.fixture
 def env(tmp_path):
-    resources = {"catchup": CatchupResource(storage_root=str(tmp_path / "storage"), **SETTINGS)}
+    # Bound as the code location binds it (fixed): the sensors that take `catchup` get it all the same.
+    resources = {"catchup": deployment_resource(CatchupResource(storage_root=str(tmp_path / "storage"), **SETTINGS))}
     defs = dg.Definitions(
         assets=[mission_plan, range_catchup, range_profile, tier_map, profile_diff, tier_ladder],
         jobs=[mission_plan_job, range_catchup_job, profile_job],
@@ -271,10 +272,9 @@ def test_the_last_profile_of_a_mission_plans_the_next_mission_once(env):
 
 def tick_to_tip(env, tip_source: str, cursor=None, timeout: float = 2.0):
     """next_mission_sensor with the same storage and `tip_source` configured."""
-    instance, defs, resources = env
-    catchup = CatchupResource(
-        storage_root=resources["catchup"].storage_root, tip_source=tip_source, tip_timeout_seconds=timeout, **SETTINGS
-    )
+    instance, defs, _ = env
+    root = deployment_catchup(defs).storage_root
+    catchup = CatchupResource(storage_root=root, tip_source=tip_source, tip_timeout_seconds=timeout, **SETTINGS)
     return next_mission_sensor.evaluate_tick(
         dg.build_sensor_context(instance=instance, cursor=cursor, definitions=defs, resources={"catchup": catchup})
     )

@@ -14,12 +14,15 @@ import json
 from pathlib import Path
 from types import SimpleNamespace
 
+import dagster as dg
 import helm_python as helm
 import jsonschema
 import kubernetes
 import kubernetes_validate
 import pytest
 import yaml
+
+from catchup_assets.defs.resources import deployment_catchup
 
 ROOT = Path(__file__).resolve().parents[2]
 CHART = ROOT / "charts" / "catchup-assets"
@@ -149,7 +152,9 @@ def test_configmap_carries_entrypoint_core_config_and_values(chart):
     # Unset, the value is left out and the project's one default applies.
     unset = yaml.safe_load(one(render(chart), "ConfigMap", LOCATION_CM)["data"]["run-config.yaml"])
     assert "parallelism" not in unset["ops"]["mission_plan"]["config"]
-    cfg = run_config["resources"]["catchup"]["config"]
+    # The launchpad's config is the mission's only: the deployment's settings are catchup.json's.
+    assert list(run_config) == ["ops"]
+    cfg = catchup_json(docs)
     assert cfg["storage_root"] == "s3://bucket/run-42"
     from catchup_assets.core.classify.outcomes import RetryPolicy
     from catchup_assets.defs.assets.launchpad import mission_plan_config
@@ -172,15 +177,25 @@ def test_configmap_carries_entrypoint_core_config_and_values(chart):
     assert one(docs, "ServiceAccount", k8s["worker_service_account"])
 
 
-def test_run_config_is_accepted_by_the_resource(chart):
-    """The rendered `catchup` resource config validates as CatchupResource / KubernetesConfig."""
+def test_the_launchpad_config_is_the_missions_and_the_settings_are_the_deployments(chart, tmp_path):
+    """Issue 22 item 1: catchup.json validates as CatchupResource; run-config.yaml passes the loaded
+    location's config check, and the same with a resource override is refused (it cannot raise a cap)."""
+    from catchup_assets.defs.location import load_location
     from catchup_assets.defs.resources import CatchupResource
 
-    cm = one(render(chart), "ConfigMap", LOCATION_CM)
-    cfg = yaml.safe_load(cm["data"]["run-config.yaml"])["resources"]["catchup"]["config"]
-    res = CatchupResource(**cfg)
+    docs = render(chart, {"parallelism": 77, "lastLedger": 64000})
+    res = CatchupResource(**catchup_json(docs))
     assert res.backend == "kubernetes" and res.kubernetes.namespace == MISSION_NS
     assert [t.name for t in res.tiers][:2] == ["dwarf", "subgiant"]
+    cm = one(docs, "ConfigMap", LOCATION_CM)
+    for key in ("catchup_location.py", "catchup.json"):
+        (tmp_path / key).write_text(cm["data"][key])
+    job = load_location(tmp_path).resolve_job_def("mission_plan_job")
+    run_config = yaml.safe_load(cm["data"]["run-config.yaml"])
+    assert dg.validate_run_config(job, run_config)["ops"]["mission_plan"]["config"]["parallelism"] == 77
+    override = {**run_config, "resources": {"catchup": {"config": {"mission_defaults": {"max_parallelism": 5000}}}}}
+    with pytest.raises(dg.DagsterInvalidConfigError, match='unexpected config entry "mission_defaults"'):
+        dg.validate_run_config(job, override)
 
 
 @pytest.mark.parametrize(
@@ -199,10 +214,8 @@ def test_L38_the_tip_source_reaches_the_resource(chart, tip, expected):
     from catchup_assets.mission.tip import TIP_TIMEOUT_SECONDS
 
     docs = render(chart, {"tipSource": tip, "tipTimeoutSeconds": 4.5})
-    for cfg in (catchup_json(docs), yaml.safe_load(one(docs, "ConfigMap", LOCATION_CM)["data"]["run-config.yaml"])[
-            "resources"]["catchup"]["config"]):  # fmt: skip
-        resource = CatchupResource(**cfg)
-        assert (resource.tip_source, resource.tip_timeout_seconds) == (expected, 4.5)
+    resource = CatchupResource(**catchup_json(docs))
+    assert (resource.tip_source, resource.tip_timeout_seconds) == (expected, 4.5)
     # Unset: no tip (the previous mission's span), and the project's own timeout.
     default = CatchupResource(**catchup_json(render(chart)))
     assert (default.tip_source_spec(), default.tip_timeout_seconds) == (None, TIP_TIMEOUT_SECONDS)
@@ -231,12 +244,12 @@ def test_the_dispatcher_s_thresholds_and_the_deadline_reach_the_mission_the_code
     cm = one(render(chart, values), "ConfigMap", LOCATION_CM)
     for key in ("catchup_location.py", "catchup.json"):
         (tmp_path / key).write_text(cm["data"][key])
-    catchup = load_location(tmp_path).resources["catchup"]
-    mission = mission_plan_config(catchup.mission_defaults)(last_ledger=64).to_mission(catchup)
+    catchup = deployment_catchup(load_location(tmp_path))
+    mission = mission_plan_config(catchup.mission_defaults)(last_ledger=64, previous_profile="none").to_mission(catchup)
     assert {f: getattr(mission, f) for f in expected} == expected
     # Unset: the project's one default for each, and no deadline.
     unset = CatchupResource(**catchup_json(render(chart)))
-    planned = mission_plan_config(unset.mission_defaults)(last_ledger=64).to_mission(unset)
+    planned = mission_plan_config(unset.mission_defaults)(last_ledger=64, previous_profile="none").to_mission(unset)
     defaults = MissionConfig("m", planned.span, "/s")
     assert {f: getattr(planned, f) for f in expected} == {f: getattr(defaults, f) for f in expected}
     assert planned.deadline_seconds is None
@@ -655,7 +668,7 @@ def test_the_code_location_loads_this_releases_settings(chart, tmp_path):
     for key in ("catchup_location.py", "catchup.json"):
         (tmp_path / key).write_text(cm["data"][key])
     defs = load_location(tmp_path)
-    loaded = defs.resources["catchup"]
+    loaded = deployment_catchup(defs)
     assert loaded.backend == "kubernetes" and loaded.kubernetes.namespace == resource.kubernetes.namespace
     assert {a.key.path[-1] for a in defs.assets} == {
         "mission_plan",

@@ -22,7 +22,7 @@ from catchup_assets.defs.assets.range_assets import (
     RANGE_START_TAG,
     ledger_ranges_partitions_def,
 )
-from catchup_assets.defs.resources import CatchupResource
+from catchup_assets.defs.resources import CatchupResource, deployment_catchup
 from catchup_assets.defs.sensors.mission_finished import AFTER_RUN_TAG
 from catchup_assets.mission.report import MissionSummary, summarize
 from catchup_assets.mission.stop_signals import received
@@ -109,7 +109,7 @@ def run_one(
     order: str,
     log_level: str = "CRITICAL",
 ) -> MissionOutcome:
-    catchup: CatchupResource = defs.resources["catchup"]
+    catchup: CatchupResource = deployment_catchup(defs)
     store = Store(catchup.root())
     tags = {MISSION_TAG: mission}
     run_ids: dict[str, str] = {}

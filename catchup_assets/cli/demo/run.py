@@ -35,6 +35,7 @@ from catchup_assets.cli.demo.mission import DemoFailed, DemoInterrupted, run_one
 from catchup_assets.cli.demo.settings import DemoSettings
 from catchup_assets.core.size.cost import COST_NOTE
 from catchup_assets.defs.location import load_location, project_root, ui_command, write_home, write_location
+from catchup_assets.defs.resources import deployment_catchup
 from catchup_assets.mission.report import cost_verdict, side_by_side
 from catchup_assets.mission.stop_signals import exit_code, stop_on_signals
 
@@ -70,7 +71,7 @@ def run_demo(settings: DemoSettings, out: TextIO = sys.stdout, log_level: str = 
             print(f"\nthe runs are in the Dagster UI:\n  {ui_command(home, workspace)}", file=sys.stderr)
             return 1
     total = time.monotonic() - started
-    scale = defs.resources["catchup"].scale()
+    scale = deployment_catchup(defs).scale()
     memory_scale = scale.memory
     print("\n" + side_by_side([a.summary, b.summary], memory_scale), file=out)
     print(

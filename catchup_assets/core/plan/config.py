@@ -18,16 +18,16 @@ from catchup_assets.core.size.sizing import Placement
 # Attempts in flight at once, across every run of the mission (the seed ran 1000-2096).
 DEFAULT_PARALLELISM = 1000
 PROFILE_TIMEOUT_SECONDS = 60.0  # a server that never answers, or drips, must not hold a launch
-_MISSION_RE = re.compile(r"^[a-z0-9]([a-z0-9-]{0,38}[a-z0-9])?$")
+# A DNS-1123 label of <= 40 characters; the launchpad's config class carries the same pattern.
+MISSION_PATTERN = r"^[a-z0-9]([a-z0-9-]{0,38}[a-z0-9])?$"
+MISSION_RULE = "1-40 lowercase letters, digits and '-', starting and ending with a letter or digit"
+_MISSION_RE = re.compile(MISSION_PATTERN)
 
 
 def validate_mission(name: str) -> str:
     """Mission names go into paths and Kubernetes labels: DNS-1123 label, <= 40 chars."""
     if not isinstance(name, str) or not _MISSION_RE.match(name):
-        raise ConfigError(
-            f"mission name {name!r} is invalid: use 1-40 lowercase letters, digits and '-', "
-            "starting and ending with a letter or digit"
-        )
+        raise ConfigError(f"mission name {name!r} is invalid: use {MISSION_RULE}")
     return name
 
 

@@ -6,50 +6,132 @@ instance would plan 3751 ranges there and retire the demo's partitions. So the
 class is made per deployment from `CatchupResource.mission_defaults`, and a
 plan that would retire more than `max_retire_share` of the partitions, or ask
 for more than `max_parallelism` attempts in flight, is refused naming the field.
+
+The bounds and the mission name's pattern are pydantic's, on the fields. Dagster's
+launchpad check does not carry them (only types, fields and enums), so they are
+enforced when the run builds the config, refused as a Failure naming the field.
+`previous_profile: latest` (the default) is resolved when the plan runs, not when
+the code location loads: the newest profile on the storage root at that moment.
 """
 
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from typing import Literal
 
 import dagster as dg
 import pydantic
 from pydantic import Field
+from pydantic.fields import FieldInfo
 
 from catchup_assets.core.errors import ConfigError
-from catchup_assets.core.plan.config import DEFAULT_PARALLELISM, MissionConfig
+from catchup_assets.core.plan.config import DEFAULT_PARALLELISM, MISSION_PATTERN, MISSION_RULE, MissionConfig
 from catchup_assets.core.plan.ranges import DEFAULT_LEDGERS_PER_RANGE, DEFAULT_OVERLAP, MissionSpan, parse_key
 from catchup_assets.defs.resources import CatchupResource, MissionDefaultsConfig
+from catchup_assets.defs.run_context import refused
+from catchup_assets.store.profiles import newest_profile
+from catchup_assets.store.root import Store
 
 GRID_FIELDS = ("first_ledger", "ledgers_per_range", "overlap")
+LATEST, NONE = "latest", "none"
+ORDER = Literal["tip-first", "oldest-first", "longest-first"]
+
+
+@dataclass(frozen=True)
+class ProfileChoice:
+    """The profile a plan is sized from (None: unprofiled), and the line saying how it was chosen."""
+
+    path: str | None
+    why: str
+
+
+def choose_profile(spec: str, root: str) -> ProfileChoice:
+    """`latest`: the newest range_profile.parquet on the storage root; `none` or empty: unprofiled; else `spec`."""
+    spec = spec.strip()
+    if spec in ("", NONE):
+        return ProfileChoice(None, "previous_profile none: an unprofiled mission, every range on the no-profile tier")
+    if spec != LATEST:
+        return ProfileChoice(spec, f"previous_profile {spec}")
+    newest = newest_profile(Store(root))
+    if newest is None:
+        return ProfileChoice(None, f"previous_profile latest: no mission on {root} has a profile yet: unprofiled")
+    mission, url = newest
+    return ProfileChoice(url, f"previous_profile latest: {url}, mission {mission}'s, the newest on this storage root")
+
+
+def applied_order(order: str, profiled: bool) -> str:
+    """How the ranges really start: longest-first ranks by the profile's seconds, so with none it is tip-first."""
+    if order == "longest-first" and not profiled:
+        return "tip-first (longest-first with no profile to rank by: every range unmeasured)"
+    return order
+
+
+def field_errors(exc: pydantic.ValidationError) -> str:
+    """Pydantic's errors as one line per field, each naming it: what the refusal says."""
+    out = []
+    for e in exc.errors():
+        field = ".".join(str(p) for p in e["loc"]) or "config"
+        if e["type"] == "missing":
+            out.append(f"{field}: required")
+        elif field == "parallelism" and e["type"] == "less_than_equal":
+            out.append(
+                f"parallelism {e['input']} is above this deployment's cap, "
+                f"mission_defaults.max_parallelism = {e['ctx']['le']}"
+            )
+        elif field == "mission":
+            out.append(f"mission: {e['input']!r} is invalid: use {MISSION_RULE}, or leave it empty")
+        else:
+            out.append(f"{field}: {e['msg'].lower()}, got {e['input']!r}")
+    return "; ".join(out)
 
 
 class MissionPlanConfig(dg.Config):
     """One mission. Everything is checked before a range is dispatched (L34)."""
 
-    mission: str = Field(default="", description="name; empty: m-<UTC time>")
-    first_ledger: int = Field(default=1, description="first ledger of the span")
-    last_ledger: int = Field(description="last ledger of the span (the tip)")
-    ledgers_per_range: int = DEFAULT_LEDGERS_PER_RANGE
-    overlap: int = DEFAULT_OVERLAP
-    order: Literal["tip-first", "oldest-first", "longest-first"] = "tip-first"
-    parallelism: int = Field(
-        default=DEFAULT_PARALLELISM, description="attempts in flight at once, across all runs of the mission"
+    mission: str = Field(
+        default="", pattern=f"^$|{MISSION_PATTERN}", description=f"name, {MISSION_RULE}; empty: m-<UTC time>"
     )
-    previous_profile: str = Field(default="", description="range_profile.parquet of an earlier mission (path or URL)")
+    first_ledger: int = Field(default=1, ge=1, description="first ledger of the span, >= 1")
+    last_ledger: int = Field(ge=1, description="last ledger of the span (the tip)")
+    ledgers_per_range: int = Field(default=DEFAULT_LEDGERS_PER_RANGE, gt=0, description="a multiple of 64")
+    overlap: int = Field(default=DEFAULT_OVERLAP, ge=0, description="ledgers each range replays before its own")
+    order: ORDER = Field(
+        default="longest-first",
+        description="longest-first: the previous profile's slowest ranges start first (unprofiled: tip-first)",
+    )
+    parallelism: int = Field(
+        default=DEFAULT_PARALLELISM, ge=1, description="attempts in flight at once, across all runs of the mission"
+    )
+    previous_profile: str = Field(
+        default=LATEST,
+        description="latest: the newest range_profile.parquet on this storage root; none: unprofiled; "
+        "else an earlier mission's range_profile.parquet (path or URL)",
+    )
     deadline_seconds: int | None = Field(
-        default=None, description="each attempt's deadline in seconds (activeDeadlineSeconds on its pod); null: none"
+        default=None,
+        ge=1,
+        description="each attempt's deadline in seconds (activeDeadlineSeconds on its pod); null: none",
     )
 
-    def to_mission(self, catchup: CatchupResource) -> MissionConfig:
+    def __init__(self, **values):
+        # Dagster's config check carries types, fields and enums but no bounds or patterns:
+        # those are pydantic's, when the run builds this, and refused here naming the field.
+        try:
+            super().__init__(**values)
+        except pydantic.ValidationError as exc:
+            raise refused("mission_plan config refused", ConfigError(field_errors(exc))) from None
+
+    def to_mission(self, catchup: CatchupResource, previous: ProfileChoice | None = None) -> MissionConfig:
+        root = catchup.root()
+        previous = previous or choose_profile(self.previous_profile, root)
         return MissionConfig(
             mission=self.mission or time.strftime("m-%Y%m%d-%H%M%S", time.gmtime()),
             span=MissionSpan(self.first_ledger, self.last_ledger, self.ledgers_per_range, self.overlap),
-            storage_root=catchup.root(),
+            storage_root=root,
             parallelism=self.parallelism,
             order=self.order,
-            previous_profile=self.previous_profile or None,
+            previous_profile=previous.path,
             deadline_seconds=self.deadline_seconds,
             **policies(catchup),
         )
@@ -70,24 +152,16 @@ def policies(catchup: CatchupResource) -> dict:
 
 
 def mission_plan_config(defaults: MissionDefaultsConfig) -> type[MissionPlanConfig]:
-    """MissionPlanConfig whose defaults are this deployment's: what the launchpad pre-fills."""
-    if defaults == MissionDefaultsConfig():
-        return MissionPlanConfig
+    """MissionPlanConfig with this deployment's defaults (what the launchpad pre-fills) and its parallelism cap."""
     fields = MissionPlanConfig.model_fields
     spec = {}
-    for name in (
-        "first_ledger",
-        "ledgers_per_range",
-        "overlap",
-        "order",
-        "parallelism",
-        "last_ledger",
-        "deadline_seconds",
-    ):
+    for name in GRID_FIELDS + ("order", "parallelism", "last_ledger", "deadline_seconds"):
         value = getattr(defaults, name)
         if name == "last_ledger" and not value:
             continue  # no default tip: the launchpad asks for it
-        spec[name] = (fields[name].annotation, Field(default=value, description=fields[name].description))
+        extra = {"le": defaults.max_parallelism} if name == "parallelism" else {}
+        # Merged, not replaced: the field keeps its bounds and description.
+        spec[name] = (fields[name].annotation, FieldInfo.merge_field_infos(fields[name], Field(default=value, **extra)))
     return pydantic.create_model("MissionPlanConfig", __base__=MissionPlanConfig, **spec)
 
 

@@ -8,7 +8,13 @@ import dagster as dg
 
 from catchup_assets.core.errors import ConfigError
 from catchup_assets.core.plan.ranges import parse_key
-from catchup_assets.defs.assets.launchpad import MissionPlanConfig, check_limits, superseded
+from catchup_assets.defs.assets.launchpad import (
+    MissionPlanConfig,
+    applied_order,
+    check_limits,
+    choose_profile,
+    superseded,
+)
 from catchup_assets.defs.live import holding, live_holders
 from catchup_assets.defs.metadata.plan import plan_metadata
 from catchup_assets.defs.missions import add_missions, unadopted
@@ -60,9 +66,13 @@ def check_not_live(instance: dg.DagsterInstance, existing: list[str], keys: list
 def plan_mission(
     context: dg.AssetExecutionContext, config: MissionPlanConfig, catchup: CatchupResource
 ) -> dg.MaterializeResult:
+    """What the config schema cannot hold (a profile that exists, a span on the grid, the caps) is checked
+    here, first, and refused naming the field; nothing is written before."""
     instance = context.instance
     try:
-        cfg = config.to_mission(catchup)
+        choice = choose_profile(config.previous_profile, catchup.root())
+        context.log.info(choice.why)
+        cfg = config.to_mission(catchup, choice)
         prepared = prepare(cfg)
         existing = instance.get_dynamic_partitions(ledger_ranges_partitions_def.name)
         marked = {k for k, (kind, _) in latest_marks(instance, existing).items() if kind == SUPERSEDED}
@@ -70,10 +80,18 @@ def plan_mission(
         check_limits(config, catchup.mission_defaults, len(existing) - len(marked), len(gone))
         check_not_live(instance, existing, prepared.keys, cfg.mission)
     except ProfileUnavailable as exc:
-        hint = ValueError(f"{exc}; to run the mission unprofiled, leave previous_profile empty")
-        raise refused("mission_plan config refused", hint) from exc
-    except (ValueError, ProfileRefused) as exc:
-        raise refused("mission_plan config refused", exc) from exc
+        hint = ValueError(
+            f"previous_profile: {exc}; none plans the mission unprofiled, latest takes the newest profile"
+        )
+        # The reason is the whole message: the cause's traceback would only bury it.
+        raise refused("mission_plan config refused", hint) from None
+    except ProfileRefused as exc:
+        raise refused("mission_plan config refused", ValueError(f"previous_profile: {exc}")) from None
+    except ValueError as exc:
+        raise refused("mission_plan config refused", exc) from None
+    order = applied_order(cfg.order, prepared.previous.index is not None)
+    if order != cfg.order:
+        context.log.info(f"order {cfg.order}: {order}")
     if MISSION_TAG not in context.run.tags:  # launched from the UI: filtering runs by mission finds it
         instance.add_run_tags(context.run.run_id, {MISSION_TAG: cfg.mission})
     store = Store(cfg.storage_root)
@@ -93,6 +111,8 @@ def plan_mission(
             **plan_metadata(
                 cfg, prepared, plan_url, new_keys, gone, deleted, forecast_mission(prepared), catchup.scale()
             ),
+            "previous_profile_choice": choice.why,
+            "order_applied": order,
         },
     )
 

@@ -3,9 +3,10 @@
 One module per concept: resource (CatchupResource), policies (the four generated
 policy configs), placement (tiers and node shapes), mission_defaults (the
 launchpad's defaults and caps), k8s (KubernetesConfig), backend (the backend
-factory).
+factory), deployment (the resource bound fixed, so a launch cannot change it).
 """
 
+from catchup_assets.defs.resources.deployment import deployment_catchup, deployment_resource
 from catchup_assets.defs.resources.k8s import KubernetesConfig, TolerationConfig
 from catchup_assets.defs.resources.mission_defaults import MissionDefaultsConfig
 from catchup_assets.defs.resources.placement import ShapeConfig, TierConfig
@@ -18,4 +19,6 @@ __all__ = [
     "ShapeConfig",
     "TierConfig",
     "TolerationConfig",
+    "deployment_catchup",
+    "deployment_resource",
 ]

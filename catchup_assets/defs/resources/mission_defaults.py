@@ -17,7 +17,7 @@ class MissionDefaultsConfig(Strict):
     last_ledger: int = Field(default=0, ge=0, description="the tip; 0: no default, the launchpad asks for it")
     ledgers_per_range: int = Field(default=DEFAULT_LEDGERS_PER_RANGE, gt=0)
     overlap: int = Field(default=DEFAULT_OVERLAP, ge=0)
-    order: Literal["tip-first", "oldest-first", "longest-first"] = "tip-first"
+    order: Literal["tip-first", "oldest-first", "longest-first"] = "longest-first"
     parallelism: int = Field(default=DEFAULT_PARALLELISM, ge=1, description="attempts in flight per mission")
     max_parallelism: int = Field(
         default=2 * DEFAULT_PARALLELISM, ge=1, description="a plan asking for more attempts in flight is refused"

@@ -125,11 +125,12 @@ out: the project's own default applies. */}}
 {{- toJson $catchup -}}
 {{- end -}}
 
-{{/* The launchpad's run config: the same settings, and the mission's parallelism. */}}
+{{/* The launchpad's run config: the mission's choices only. The deployment's settings are
+catchup.json's, fixed when the code location loads: a run config that sets resources.catchup
+is refused (catchup_assets/defs/resources/deployment.py). */}}
 {{- define "catchup.runConfig" -}}
-{{- $catchup := include "catchup.settings" . | fromJson -}}
 {{- $plan := dict -}}
 {{- if not (kindIs "invalid" .Values.parallelism) }}{{- $_ := set $plan "parallelism" .Values.parallelism -}}{{- end -}}
-{{- $cfg := dict "resources" (dict "catchup" (dict "config" $catchup)) "ops" (dict "mission_plan" (dict "config" $plan)) -}}
+{{- $cfg := dict "ops" (dict "mission_plan" (dict "config" $plan)) -}}
 {{- toYaml $cfg -}}
 {{- end -}}
