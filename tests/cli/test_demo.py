@@ -103,7 +103,7 @@ def test_the_ui_code_location_uses_the_demo_resources(demo):
     assert resource.configured_values == {} and resource.config_field_snaps == []
     assert f"storage root: `{d / 'storage'}`" in resource.description
     assert "memory scale: x0.005" in resource.description
-    assert "a simulated stellar-core at 3,000,000x speed" in resource.description
+    assert "measured seconds x 3,000,000 (a simulated stellar-core)" in resource.description
     assert {"range_catchup_job", "mission_plan_job", "profile_job"} <= {j.name for j in repo.get_all_jobs()}
 
 
