@@ -41,7 +41,10 @@ ROLE_GRANTS = {
     ("", "pods/log"): {"get"},
     ("", "persistentvolumeclaims"): {"create", "list", "delete"},
 }
-CRD_KINDS = {("karpenter.sh/v1", "NodePool")}
+# Not in the Kubernetes schema: NodePools are checked in test_nodepools_*, the Prometheus Operator's
+# objects against its CRDs in test_alert_rules.py.
+CRD_KINDS = {("karpenter.sh/v1", "NodePool"), ("monitoring.coreos.com/v1", "PodMonitor"),
+             ("monitoring.coreos.com/v1", "PrometheusRule")}  # fmt: skip
 
 
 def _merge(a: dict, b: dict) -> dict:
@@ -105,8 +108,9 @@ MODELS = {
         {},
         {"storageMode": "ephemeral", "karpenter": {"enabled": True}},
         {"codeLocation": {"nodeSelector": {"pool": "system"}, "tolerations": [{"key": "a", "operator": "Exists"}]}},
+        {"monitoring": {"podMonitor": {"enabled": True}, "prometheusRule": {"enabled": True}}},
     ],
-    ids=["defaults", "ephemeral+karpenter", "placement"],
+    ids=["defaults", "ephemeral+karpenter", "placement", "monitoring"],
 )
 def test_every_object_validates_and_decodes(chart, values):
     docs = render(chart, values)
@@ -114,7 +118,7 @@ def test_every_object_validates_and_decodes(chart, values):
     assert set(MODELS) <= set(kinds)
     for doc in docs:
         if (doc["apiVersion"], doc["kind"]) in CRD_KINDS:
-            continue  # not in the Kubernetes schema; shape checked in test_nodepools_*
+            continue
         assert kubernetes_validate.validate(doc, K8S_VERSION, strict=True) == K8S_VERSION
         model = decode(doc, MODELS[doc["kind"]])
         assert model.metadata.name

@@ -55,10 +55,9 @@ def launcher_from_values(api: KubeApiServer, kubeconfig: str) -> K8sRunLauncher:
     )
 
 
-def test_a_launched_run_pod_mounts_the_code_location_and_its_settings(chart, tmp_path):
-    docs = render(chart)
-    deployment = one(docs, "Deployment")
-    (server,) = deployment["spec"]["template"]["spec"]["containers"]
+def launch_run(docs: list[dict], tmp_path: Path) -> dict:
+    """The Job the real K8sRunLauncher creates for a run of the code location `docs` render."""
+    (server,) = one(docs, "Deployment")["spec"]["template"]["spec"]["containers"]
     env = {e["name"]: e.get("value") for e in server["env"]}
     context = json.loads(env["DAGSTER_CLI_API_GRPC_CONTAINER_CONTEXT"])
     location_file = server["args"][server["args"].index("-f") + 1]
@@ -83,6 +82,16 @@ def test_a_launched_run_pod_mounts_the_code_location_and_its_settings(chart, tmp
         instance.add_run(run)
         launcher.launch_run(LaunchRunContext(dagster_run=run, workspace=None))
         (job,) = api.store.list("jobs", NS)
+    return job
+
+
+def test_a_launched_run_pod_mounts_the_code_location_and_its_settings(chart, tmp_path):
+    docs = render(chart)
+    (server,) = one(docs, "Deployment")["spec"]["template"]["spec"]["containers"]
+    env = {e["name"]: e.get("value") for e in server["env"]}
+    context = json.loads(env["DAGSTER_CLI_API_GRPC_CONTAINER_CONTEXT"])
+    location_file = server["args"][server["args"].index("-f") + 1]
+    job = launch_run(docs, tmp_path)
     pod = job["spec"]["template"]["spec"]
     (container,) = pod["containers"]
     volumes = {v["name"]: v for v in pod["volumes"]}

@@ -37,8 +37,13 @@ DEFINITIONS = {
 
 # The chart's own values: no resource field holds them.
 CHART_REQUIRED = ("image", "workerImage", "serviceAccount", "workerServiceAccount", "stellarCoreConfig",
-                  "codeLocation", "karpenter")  # fmt: skip
+                  "codeLocation", "karpenter", "monitoring")  # fmt: skip
 _STRINGS = {"type": "object", "additionalProperties": {"type": "string"}}
+# Labels the chart puts on objects (the Prometheus Operator's selectors match them).
+_LABELS = {"type": "object", "propertyNames": LABEL_KEY, "additionalProperties": LABEL_VALUE}
+DURATION = {"type": "string", "pattern": "^([0-9]+(ms|s|m|h|d|w|y))+$"}  # a Prometheus duration
+# The alerts of monitoring.prometheusRule.for, each how long its condition holds before it fires.
+_ALERT_FORS = ("stalled", "breakerTripped", "condemned", "unschedulable", "noCompletion")
 CHART_ONLY = {
     "image": {"$ref": "#/definitions/image"},
     "workerImage": {"$ref": "#/definitions/image"},
@@ -96,6 +101,42 @@ CHART_ONLY = {
             },
             "capacityTypes": {"$ref": "#/definitions/capacityTypes"},
             "consolidateAfter": {"type": "string", "pattern": "^(Never|([0-9]+(s|m|h))+)$"},
+        },
+    },
+    "monitoring": {
+        "type": "object",
+        "additionalProperties": False,
+        "required": ["podMonitor", "prometheusRule"],
+        "properties": {
+            "podMonitor": {
+                "type": "object",
+                "additionalProperties": False,
+                "required": ["enabled", "interval"],
+                "properties": {
+                    "enabled": {"type": "boolean"},
+                    "labels": _LABELS,
+                    "interval": DURATION,
+                    "scrapeTimeout": {"anyOf": [{"type": "string", "maxLength": 0}, DURATION]},
+                },
+            },
+            "prometheusRule": {
+                "type": "object",
+                "additionalProperties": False,
+                "required": ["enabled", "noCompletionFactor", "for"],
+                "properties": {
+                    "enabled": {"type": "boolean"},
+                    "labels": _LABELS,
+                    "ruleLabels": {**_LABELS, "not": {"required": ["severity"]}},  # each alert sets its own
+                    "unschedulableSeconds": {"type": ["number", "null"], "exclusiveMinimum": 0},
+                    "noCompletionFactor": {"type": "number", "exclusiveMinimum": 0},
+                    "for": {
+                        "type": "object",
+                        "additionalProperties": False,
+                        "required": list(_ALERT_FORS),
+                        "properties": dict.fromkeys(_ALERT_FORS, DURATION),
+                    },
+                },
+            },
         },
     },
 }

@@ -134,3 +134,36 @@ is refused (catchup_assets/defs/resources/deployment.py). */}}
 {{- $cfg := dict "ops" (dict "mission_plan" (dict "config" $plan)) -}}
 {{- toYaml $cfg -}}
 {{- end -}}
+
+{{/* The port the dispatcher serves /metrics on in its run pod: the resource's metrics_port (the
+`metricsPort` value), 9464 when unset as the resource's own default; 0: no endpoint. */}}
+{{- define "catchup.metricsPort" -}}
+{{- if kindIs "invalid" .Values.metricsPort -}}9464{{- else -}}{{- .Values.metricsPort | int -}}{{- end -}}
+{{- end -}}
+
+{{/* The labels every run pod of this release carries besides Dagster's own (its K8sRunLauncher
+sets app.kubernetes.io/component: run_worker on every run pod of every code location): what the
+PodMonitor selects, so it scrapes this release's dispatchers and no other location's runs. */}}
+{{- define "catchup.runPodLabels" -}}
+app.kubernetes.io/component: run_worker
+catchup.stellar.org/dispatcher: {{ include "catchup.fullname" . }}
+{{- end -}}
+
+{{/* The code location's container context (DAGSTER_CLI_API_GRPC_CONTAINER_CONTEXT), which the
+K8sRunLauncher applies to each run pod: its namespace and account, the storage root, this location's
+ConfigMap at /etc/catchup, the labels above, and the metrics port, named so the PodMonitor scrapes
+it by name whatever its number. */}}
+{{- define "catchup.runContainerContext" -}}
+{{- $k8s := dict "namespace" .Release.Namespace "service_account_name" (include "catchup.serviceAccountName" .) "image_pull_policy" .Values.image.pullPolicy -}}
+{{- $_ := set $k8s "env_vars" (list (printf "CATCHUP_STORAGE_ROOT=%s" .Values.storageRoot)) -}}
+{{- $_ := set $k8s "volumes" (list (dict "name" "location" "configMap" (dict "name" (include "catchup.locationConfigmapName" .)))) -}}
+{{- $_ := set $k8s "volume_mounts" (list (dict "name" "location" "mountPath" "/etc/catchup" "readOnly" true)) -}}
+{{- /* Dagster's own run_worker label is set by the launcher itself: only ours is added here. */ -}}
+{{- $labels := include "catchup.runPodLabels" . | fromYaml -}}
+{{- $_ := set $k8s "labels" (omit $labels "app.kubernetes.io/component") -}}
+{{- $port := include "catchup.metricsPort" . | int -}}
+{{- if gt $port 0 -}}
+{{- $_ := set $k8s "run_k8s_config" (dict "container_config" (dict "ports" (list (dict "name" "metrics" "containerPort" $port "protocol" "TCP")))) -}}
+{{- end -}}
+{{- toJson (dict "k8s" $k8s) -}}
+{{- end -}}
