@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterator
 from prometheus_client.exposition import start_http_server
 from prometheus_client.metrics_core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.registry import Collector, CollectorRegistry
+from prometheus_client.utils import floatToGoString
 
 from catchup_assets.core.dispatch.gauges import SUPERSEDED, Snapshot
 
@@ -32,10 +33,6 @@ FLAGS = {
     "draining": "1 while an operator's drain holds new attempts; the run ends once none is in flight",
     "stalled": "1 while no range completed for stall_seconds and every attempt in flight is overdue (Z4)",
 }
-
-
-def _le(bound: float) -> str:
-    return "+Inf" if math.isinf(bound) else repr(float(bound))
 
 
 def families(s: Snapshot, superseded: int = 0, time_scale: float = 1.0) -> Iterator[Metric]:
@@ -62,7 +59,7 @@ def families(s: Snapshot, superseded: int = 0, time_scale: float = 1.0) -> Itera
     doc = "age of the oldest live attempt still pending (0: none)"
     yield gauge("oldest_pending_seconds", doc, s.oldest_pending_seconds)
     h = HistogramMetricFamily("catchup_attempt_peak_bytes", "finished attempts' peak anon bytes", labels=["mission"])
-    h.add_metric(m, [(_le(b), n) for b, n in s.peak_buckets], s.peak_sum)
+    h.add_metric(m, [(floatToGoString(b), n) for b, n in s.peak_buckets], s.peak_sum)
     yield h
     doc = "seconds since a range last completed, or the dispatcher started"
     yield gauge("seconds_since_progress", doc, s.seconds_since_progress)
