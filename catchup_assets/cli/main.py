@@ -76,6 +76,13 @@ def build_parser() -> argparse.ArgumentParser:
         "to try the failure walk (README)",
     )
     d.add_argument(
+        "--metrics-port",
+        type=number(int, at_least=0),
+        default=0,
+        metavar="PORT",
+        help="serve each mission's Prometheus /metrics on this port of 127.0.0.1 while it runs (default 0: off)",
+    )
+    d.add_argument(
         "--repair",
         action="store_true",
         help="repair the archive of the demo in --dir (undo --fail-ranges) and exit; then backfill from the UI",

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from catchup_assets.core.classify.outcomes import Outcome
 from catchup_assets.core.dispatch.record import AttemptRecord
-from catchup_assets.core.size.cost import MissionCost, Use, mission_cost
+from catchup_assets.core.size.cost import MissionCost, Use, attempt_uses, mission_cost
 from catchup_assets.core.size.sizing import Placement
 
 
@@ -31,16 +31,6 @@ class MissionSummary:
     @property
     def oom_retries(self) -> int:
         return self.outcomes.get(Outcome.OOM.value, 0)
-
-
-def attempt_uses(records: Iterable[AttemptRecord], time_scale: float = 1.0) -> list[Use]:
-    """Each finished attempt as the cost model prices it: its tier, its request, its compute seconds,
-    the capacity type it bought (a record older than the field: its tier's)."""
-    return [
-        Use(r.tier or "", r.memory_request_bytes or 0, (r.seconds or 0.0) * time_scale, None, r.capacity_type)
-        for r in records
-        if r.outcome is not None
-    ]
 
 
 def plan_uses(plan_rows: Iterable[dict], time_scale: float = 1.0) -> list[Use] | None:

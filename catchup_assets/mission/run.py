@@ -11,6 +11,7 @@ from catchup_assets.core.dispatch.control import MissionControl
 from catchup_assets.core.dispatch.ports import Backend
 from catchup_assets.core.dispatch.reconciler import Clock, DispatchConfig, Dispatcher
 from catchup_assets.core.dispatch.results import MissionResult, RangeResult, Status
+from catchup_assets.mission.metrics import MissionMetrics
 from catchup_assets.mission.plan import PreparedMission
 from catchup_assets.mission.stop_signals import stop_on_signals
 from catchup_assets.store import layout
@@ -33,7 +34,9 @@ def run_mission(
     reset_condemned: bool = False,
     holder: str | None = None,
     stop_grace_seconds: float = 15.0,
+    metrics: MissionMetrics | None = None,
 ) -> MissionResult:
+    """`metrics`: the snapshot its /metrics serve, taken each pass and at the end; the caller closes it."""
     cfg = prepared.config
     store = Store(cfg.storage_root)
     if write_plan:
@@ -56,7 +59,12 @@ def run_mission(
         on_health=on_health,
         read_control=ControlStore(store, cfg.mission).read,  # the operator's, read once a pass
         on_control=on_control,
+        on_pass=metrics.on_pass if metrics is not None else None,
     )
     # SIGTERM or SIGINT: an operator's stop, shut down and recorded `stopped`, never condemned.
-    with stop_on_signals(dispatcher.stop):
-        return dispatcher.run()
+    try:
+        with stop_on_signals(dispatcher.stop):
+            return dispatcher.run()
+    finally:
+        if metrics is not None:
+            metrics.flush()  # the counts as the run left them, its stopped attempts recorded

@@ -20,6 +20,7 @@ from catchup_assets.cli.main import run
         (["demo", "--speed", "0"], "--speed"),
         (["demo", "--disruption-rate", "nan"], "--disruption-rate"),
         (["demo", "--ranges", "0"], "--ranges"),
+        (["demo", "--metrics-port", "-1"], "--metrics-port"),
         (["workload", "--out", "w.parquet", "--ranges", "-1"], "--ranges"),
     ],
 )

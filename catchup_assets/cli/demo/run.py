@@ -57,6 +57,8 @@ def run_demo(settings: DemoSettings, out: TextIO = sys.stdout, log_level: str = 
     stamp = time.strftime("%Y%m%d-%H%M%S")
     first, second = f"demo-{stamp}-a", f"demo-{stamp}-b"
     started = time.monotonic()
+    if settings.metrics_port:
+        print(f"metrics: http://127.0.0.1:{settings.metrics_port}/metrics while each mission runs", file=out)
     # A stop signal between the runs is noted too (each dispatch stops on its own: run_mission).
     with dg.DagsterInstance.from_config(str(home)) as instance, stop_on_signals(lambda why: None):
         try:

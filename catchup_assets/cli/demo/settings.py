@@ -23,6 +23,7 @@ class DemoSettings:
     seed: int = 0
     poll_seconds: float = 0.25
     fail_ranges: int = 0  # ranges whose simulated history archive is corrupt: stellar-core fails them
+    metrics_port: int = 0  # each mission's dispatcher serves /metrics here while it runs; 0: off
 
     def __post_init__(self) -> None:
         if self.ranges < 1:
@@ -35,6 +36,8 @@ class DemoSettings:
             raise ConfigError(f"disruption_rate must be in [0, 1), got {self.disruption_rate}")
         if not 0 <= self.fail_ranges <= self.ranges:
             raise ConfigError(f"--fail-ranges must be between 0 and --ranges ({self.ranges}), got {self.fail_ranges}")
+        if not 0 <= self.metrics_port <= 65535:
+            raise ConfigError(f"--metrics-port must be a port (0: off), got {self.metrics_port}")
 
     @property
     def home(self) -> Path:
@@ -69,6 +72,7 @@ class DemoSettings:
             sim_seed=self.seed,
             disruption_rate=self.disruption_rate,
             poll_seconds=self.poll_seconds,
+            metrics_port=self.metrics_port,
             status_every=max(1, round(5 / self.poll_seconds)),  # a status line in the run's log every ~5 s
             # What the UI's launchpad offers for mission_plan: this demo's grid, not production's.
             mission_defaults=dict(

@@ -11,7 +11,7 @@ This module holds the pass and the loop; the Dispatcher's other parts are one
 concept a module: recovery.py (what it knows, rebuilt from the records, and the
 decisions taken from them), claims.py (claims between dispatchers, and submits),
 finish.py (recording and releasing attempts), health.py (stragglers, stalls and
-the circuit breaker); results.py holds what it reports.
+the circuit breaker), gauges.py (the snapshot its metrics read); results.py what it reports.
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ from catchup_assets.core.dispatch.breaker import Breaker
 from catchup_assets.core.dispatch.claims import Claims
 from catchup_assets.core.dispatch.control import MissionControl
 from catchup_assets.core.dispatch.finish import Finishing
+from catchup_assets.core.dispatch.gauges import Gauging, Snapshot
 from catchup_assets.core.dispatch.health import Health
 from catchup_assets.core.dispatch.obey import DRAINED, Obey
 from catchup_assets.core.dispatch.ports import (
@@ -108,7 +109,7 @@ class DispatchConfig:
             raise ConfigError("ranges: duplicate range keys in the plan")
 
 
-class Dispatcher(Recovery, Claims, Finishing, Health, Obey, Stopping):
+class Dispatcher(Recovery, Claims, Finishing, Health, Obey, Stopping, Gauging):
     def __init__(
         self,
         config: DispatchConfig,
@@ -120,6 +121,7 @@ class Dispatcher(Recovery, Claims, Finishing, Health, Obey, Stopping):
         on_health: Callable[[str, bool, str], None] | None = None,
         read_control: Callable[[], MissionControl | None] | None = None,
         on_control: Callable[[MissionControl, str], None] | None = None,
+        on_pass: Callable[[Callable[[], Snapshot]], None] | None = None,
     ):
         self.cfg = config
         self.backend = backend
@@ -134,6 +136,7 @@ class Dispatcher(Recovery, Claims, Finishing, Health, Obey, Stopping):
         # An operator's control record (obey.py), read once a pass; None: run as planned.
         self.read_control, self.on_control = read_control, on_control or (lambda ctl, what: None)
         self._control: MissionControl | None = None
+        self.on_pass = on_pass  # each pass, for the metrics: a callable taking its snapshot (gauges.py)
         self._control_error: str | None = None
         self.by_key = {r.key: r for r in config.ranges}
         self.passes = 0
@@ -240,6 +243,8 @@ class Dispatcher(Recovery, Claims, Finishing, Health, Obey, Stopping):
                 submitted += 1
         status = self._status(len(live_keys) + submitted, len(queue) - submitted, live_total, mine)
         self._last_status = status
+        if self.on_pass is not None:
+            self.on_pass(self._gauge_pass(mine))
         if self.passes % self.mission.status_every == 0:
             self.on_status(status)
         return status

@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from catchup_assets.core.dispatch.record import AttemptRecord
 from catchup_assets.core.size.catalog import ON_DEMAND, SPOT, NodeShape
 from catchup_assets.core.size.sizing import Placement, Tier
 
@@ -73,6 +74,16 @@ class MissionCost:
     def ratio(self) -> float | None:
         """Tiered over flat: what the ladder saves (below 1) or loses."""
         return self.dollars / self.flat_dollars if self.flat_dollars else None
+
+
+def attempt_uses(records: Iterable[AttemptRecord], time_scale: float = 1.0) -> list[Use]:
+    """Each finished attempt as the cost model prices it: its tier, its request, its compute seconds,
+    the capacity type it bought (a record older than the field: its tier's)."""
+    return [
+        Use(r.tier or "", r.memory_request_bytes or 0, (r.seconds or 0.0) * time_scale, None, r.capacity_type)
+        for r in records
+        if r.outcome is not None
+    ]
 
 
 def cpu_of(placement: Placement, tier: Tier, use: Use) -> float:

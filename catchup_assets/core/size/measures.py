@@ -50,6 +50,10 @@ class ProfileIndex:
             return None  # past the top of the profile: unprofiled
         return self._by_end[self._ends[i]]
 
+    def measures(self) -> list[RangeMeasure]:
+        """One measure per measured range end, lowest end first."""
+        return [self._by_end[e] for e in self._ends]
+
     def top(self) -> RangeMeasure | None:
         """The measured range highest in history (the newest ledgers it covers)."""
         return self._by_end[self._ends[-1]] if self._ends else None

@@ -30,6 +30,7 @@ from catchup_assets.defs.run_context import (  # noqa: F401 - re-exported: senso
     newest_plan,
     refused,
 )
+from catchup_assets.mission.metrics import serve_metrics
 from catchup_assets.mission.plan import prepare
 from catchup_assets.mission.run import run_mission
 from catchup_assets.mission.saved import load_mission
@@ -141,6 +142,14 @@ def range_catchup(context: dg.AssetExecutionContext, catchup: CatchupResource) -
 
     seen: dict[str, tuple[bool, str]] = {}
     backend = catchup.backend_for(mission)
+    # /metrics while the mission runs (None: off); the partitions a later plan superseded are counted there too.
+    superseded = len(context.partition_keys) - len(keys)
+    # Every interface of a run pod (Prometheus scrapes its IP); locally the loopback alone.
+    addr = "0.0.0.0" if catchup.backend == "kubernetes" else "127.0.0.1"
+    scale = catchup.scale().time  # dollars in mission seconds, as the demo's summary counts them
+    metrics = serve_metrics(catchup.metrics_port, mission, addr, superseded=superseded, time_scale=scale)
+    if metrics is not None:
+        context.log.info(f"mission {mission}: Prometheus metrics on port {metrics.port}, path /metrics")
     try:
         result = run_mission(
             prepared,
@@ -152,6 +161,7 @@ def range_catchup(context: dg.AssetExecutionContext, catchup: CatchupResource) -
             write_plan=False,
             reset_condemned=fresh,
             holder=context.run.run_id,  # a retried step of this run takes its own claims back
+            metrics=metrics,
         )
     except (KeyboardInterrupt, dg.DagsterExecutionInterruptedError):
         # Terminated from the UI: stop the attempts first, bounded (L37); their
@@ -162,6 +172,9 @@ def range_catchup(context: dg.AssetExecutionContext, catchup: CatchupResource) -
             description=f"run terminated: in-flight attempts stopped (still alive after the grace: {left})",
             allow_retries=False,
         ) from None
+    finally:
+        if metrics is not None:
+            metrics.close()
     if result.stopped:
         # SIGTERM or SIGINT to the run worker (mission/stop_signals.py): an operator's stop.
         stopped = [k for k, r in result.results.items() if r.status is not RangeStatus.DONE]

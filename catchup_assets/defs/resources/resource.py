@@ -73,6 +73,14 @@ class CatchupResource(dg.ConfigurableResource):
         default=_MISSION["breaker_attempts"],
         description="identical failures in a row that pause dispatch, budgets unspent; 0: off",
     )
+    # Off by default: two local runs on one laptop would want the same port; the chart sets one for run pods.
+    metrics_port: int = Field(
+        default=0,
+        ge=0,
+        le=65535,
+        description="the dispatcher serves Prometheus /metrics on this port of its run pod, or of the machine "
+        "running it locally (docs/operate.md, Metrics); 0: off",
+    )
     retry: RetryConfig = Field(default_factory=RetryConfig, description="retry budgets per outcome class (L5)")
     mission_defaults: MissionDefaultsConfig = Field(
         default_factory=MissionDefaultsConfig, description="the launchpad's mission_plan defaults and their caps"
