@@ -20,8 +20,7 @@ import pytest
 import yaml
 
 from catchup_assets.defs.resources.k8s import KubernetesConfig
-from catchup_assets.defs.resources.resource import CatchupResource
-from test_chart import CHART, NS, _merge, helm, one, render
+from test_chart import CHART, NS, _merge, catchup_json, helm, one, render
 from test_run_pods import launch_run
 
 PROMTOOL = shutil.which("promtool")
@@ -35,9 +34,8 @@ ON = {"podMonitor": {"enabled": True}, "prometheusRule": {"enabled": True, "rule
 ENABLED = {"monitoring": ON}
 # What a PodMonitor scrape adds to each series besides the run pod's name.
 SCRAPE = f'namespace="{NS}", job="{NS}/cu-catchup-assets-run-pods", endpoint="metrics"'
-# The resource's default port for the dispatcher's /metrics; 9464, as agreed in issue 23, while it has no such field.
-_PORT_FIELD = CatchupResource.model_fields.get("metrics_port")
-METRICS_PORT = _PORT_FIELD.default if _PORT_FIELD is not None else 9464
+# The chart's port for the dispatcher's /metrics when metricsPort is unset (the resource's own default, 0, is off).
+METRICS_PORT = 9464
 
 
 @pytest.fixture(scope="module")
@@ -344,6 +342,7 @@ def test_the_pod_monitor_selects_the_run_pods_the_launcher_creates(chart, tmp_pa
     (container,) = template["spec"]["containers"]
     ports = {p["name"]: p for p in container.get("ports") or []}
     assert ports[endpoint["port"]]["containerPort"] == METRICS_PORT
+    assert catchup_json(docs)["metrics_port"] == METRICS_PORT  # what the dispatcher serves on, the port declared
     # Another release's run pods (another code location) carry another label, and are not selected.
     (tmp_path / "other").mkdir()
     other = launch_run(render(chart, {**ENABLED, "fullnameOverride": "other"}), tmp_path / "other")
@@ -355,6 +354,7 @@ def test_the_declared_port_follows_metrics_port_and_zero_refuses_the_pod_monitor
     job = launch_run(render(chart, {**ENABLED, "metricsPort": 9100}), tmp_path / "a")
     (container,) = job["spec"]["template"]["spec"]["containers"]
     assert [(p["name"], p["containerPort"]) for p in container["ports"]] == [("metrics", 9100)]
+    assert catchup_json(render(chart, {"metricsPort": 9100}))["metrics_port"] == 9100
     # 0 turns the endpoint off: no port, and a PodMonitor of nothing is refused at install.
     (tmp_path / "b").mkdir()
     off = launch_run(render(chart, {"metricsPort": 0}), tmp_path / "b")

@@ -122,6 +122,7 @@ out: the project's own default applies. */}}
 {{- $tip := .Values.tipSource | default "" -}}
 {{- if not (kindIs "string" $tip) }}{{- $tip = $tip | int64 | toString -}}{{- end -}}
 {{- $_ := set $catchup "tip_source" $tip -}}
+{{- $_ := set $catchup "metrics_port" (include "catchup.metricsPort" . | int) -}}
 {{- toJson $catchup -}}
 {{- end -}}
 
@@ -135,8 +136,9 @@ is refused (catchup_assets/defs/resources/deployment.py). */}}
 {{- toYaml $cfg -}}
 {{- end -}}
 
-{{/* The port the dispatcher serves /metrics on in its run pod: the resource's metrics_port (the
-`metricsPort` value), 9464 when unset as the resource's own default; 0: no endpoint. */}}
+{{/* The port the dispatcher serves /metrics on in its run pod: the `metricsPort` value, 9464 when
+unset (the resource's own default is 0, off, for a laptop; in a cluster the PodMonitor scrapes it);
+0: no endpoint. catchup.json's metrics_port and the run pod's declared port both come from here. */}}
 {{- define "catchup.metricsPort" -}}
 {{- if kindIs "invalid" .Values.metricsPort -}}9464{{- else -}}{{- .Values.metricsPort | int -}}{{- end -}}
 {{- end -}}
