@@ -6,9 +6,10 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from catchup_assets.core.aggregate.kpis import SizingKpis, percent, sizing_kpis
 from catchup_assets.core.classify.outcomes import Outcome
 from catchup_assets.core.dispatch.record import AttemptRecord
-from catchup_assets.core.size.cost import MissionCost, Use, mission_cost
+from catchup_assets.core.size.cost import MissionCost, Use, attempt_uses, mission_cost
 from catchup_assets.core.size.sizing import Placement
 
 
@@ -27,20 +28,11 @@ class MissionSummary:
     cost: MissionCost  # every finished attempt, retries and failures included
     predicted: MissionCost | None  # from the plan, before the mission ran (None: no profile)
     wall_seconds: float | None
+    kpis: SizingKpis | None = None  # the KPIs of sizing (core/aggregate/kpis.py)
 
     @property
     def oom_retries(self) -> int:
         return self.outcomes.get(Outcome.OOM.value, 0)
-
-
-def attempt_uses(records: Iterable[AttemptRecord], time_scale: float = 1.0) -> list[Use]:
-    """Each finished attempt as the cost model prices it: its tier, its request, its compute seconds,
-    the capacity type it bought (a record older than the field: its tier's)."""
-    return [
-        Use(r.tier or "", r.memory_request_bytes or 0, (r.seconds or 0.0) * time_scale, None, r.capacity_type)
-        for r in records
-        if r.outcome is not None
-    ]
 
 
 def plan_uses(plan_rows: Iterable[dict], time_scale: float = 1.0) -> list[Use] | None:
@@ -82,6 +74,7 @@ def summarize(
         cost=cost,
         predicted=None if predicted is None else mission_cost(predicted, placement),
         wall_seconds=(max(ends) - min(starts)) if starts and ends else None,
+        kpis=sizing_kpis(recs, placement, time_scale),
     )
 
 
@@ -112,6 +105,11 @@ def side_by_side(summaries: Sequence[MissionSummary], memory_scale: float = 1.0)
         ("  predicted (USD)", [_usd(s.predicted.dollars if s.predicted else None) for s in summaries]),
         ("flat sizing (USD)", [_usd(s.cost.flat_dollars) for s in summaries]),
         ("cost / flat", [f"{s.cost.ratio:.2f}" if s.cost.ratio else "-" for s in summaries]),
+        ("memory slack", [percent(s.kpis and s.kpis.memory_slack) for s in summaries]),
+        ("  median range", [percent(s.kpis and s.kpis.median_range_slack) for s in summaries]),
+        ("ranges hit by OOM", [percent(s.kpis and s.kpis.oom_hit_share) for s in summaries]),
+        ("first-attempt success", [percent(s.kpis and s.kpis.first_attempt_success) for s in summaries]),
+        ("cost efficiency", [percent(s.kpis and s.kpis.cost_efficiency) for s in summaries]),
         ("wall time (s)", [f"{s.wall_seconds:,.1f}" if s.wall_seconds is not None else "-" for s in summaries]),
     ]
     width = max(len(k) for k, _ in rows)

@@ -75,6 +75,16 @@ class MissionCost:
         return self.dollars / self.flat_dollars if self.flat_dollars else None
 
 
+def attempt_uses(records: Iterable, time_scale: float = 1.0) -> list[Use]:
+    """Each finished attempt record as the cost model prices it: its tier, its request, its compute seconds,
+    the capacity type it bought (a record older than the field: its tier's)."""
+    return [
+        Use(r.tier or "", r.memory_request_bytes or 0, (r.seconds or 0.0) * time_scale, None, r.capacity_type)
+        for r in records
+        if r.outcome is not None
+    ]
+
+
 def cpu_of(placement: Placement, tier: Tier, use: Use) -> float:
     if use.cpu_request is not None:
         return use.cpu_request
