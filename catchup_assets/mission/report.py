@@ -128,3 +128,18 @@ def cost_verdict(unprofiled: MissionSummary, profiled: MissionSummary) -> str:
         f"tier {worst[0]} took {worst[1].dollars if worst[1] else 0:,.2f} USD of it; "
         f"OOM retries {unprofiled.oom_retries} -> {profiled.oom_retries}"
     )
+
+
+def summary_paragraph(s: MissionSummary, forecast_hours: float | None, time_scale: float = 1.0) -> str:
+    """A mission's end in one paragraph (the notification's): ranges done and condemned, cost against its
+    prediction, makespan (first start to last end, in mission hours) against the plan's forecast."""
+    cost = f"cost ${s.cost.dollars:,.2f}" + (
+        f" against ${s.predicted.dollars:,.2f} predicted" if s.predicted else " (no prediction: no previous profile)"
+    )
+    wall = None if s.wall_seconds is None else s.wall_seconds * time_scale / 3600
+    makespan = "makespan -" if wall is None else f"makespan {wall:,.2f} h"
+    makespan += " (no forecast)" if forecast_hours is None else f" against {forecast_hours:,.2f} h forecast"
+    return (
+        f"{s.completed} of {s.ranges} ranges done, {s.condemned} condemned, {s.attempts} attempts "
+        f"({s.oom_retries} OOM); {cost}; {makespan}."
+    )
