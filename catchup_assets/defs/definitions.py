@@ -10,14 +10,17 @@ from catchup_assets.defs.cleanup import mission_cleanup_job
 from catchup_assets.defs.control import mission_control_job
 from catchup_assets.defs.jobs import mission_plan_job, profile_job, range_catchup_job
 from catchup_assets.defs.resources import CatchupResource, deployment_resource
+from catchup_assets.defs.resources.slack import slack_from_env
 from catchup_assets.defs.sensors.mission_finished import mission_finished_sensor
 from catchup_assets.defs.sensors.mission_plan import mission_plan_sensor
 from catchup_assets.defs.sensors.next_mission import next_mission_sensor
+from catchup_assets.defs.sensors.notify import notify_sensor
 
 defs = dg.Definitions(
     assets=[mission_plan, range_catchup, range_profile, tier_map, profile_diff, tier_ladder],
     jobs=[mission_plan_job, range_catchup_job, profile_job, mission_cleanup_job, mission_control_job],
-    sensors=[mission_plan_sensor, mission_finished_sensor, next_mission_sensor],
+    sensors=[mission_plan_sensor, mission_finished_sensor, next_mission_sensor, notify_sensor],
     # Fixed at load: the launchpad carries the mission's choices only (defs/resources/deployment.py).
-    resources={"catchup": deployment_resource(CatchupResource())},
+    # `slack`: notify_sensor's client; its token from $SLACK_BOT_TOKEN (off without one).
+    resources={"catchup": deployment_resource(CatchupResource()), "slack": slack_from_env()},
 )

@@ -6,6 +6,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from catchup_assets.core.aggregate.kpis import SizingKpis, percent, sizing_kpis
 from catchup_assets.core.classify.outcomes import Outcome
 from catchup_assets.core.dispatch.record import AttemptRecord
 from catchup_assets.core.size.cost import MissionCost, Use, attempt_uses, mission_cost
@@ -27,6 +28,7 @@ class MissionSummary:
     cost: MissionCost  # every finished attempt, retries and failures included
     predicted: MissionCost | None  # from the plan, before the mission ran (None: no profile)
     wall_seconds: float | None
+    kpis: SizingKpis | None = None  # the KPIs of sizing (core/aggregate/kpis.py)
 
     @property
     def oom_retries(self) -> int:
@@ -72,6 +74,7 @@ def summarize(
         cost=cost,
         predicted=None if predicted is None else mission_cost(predicted, placement),
         wall_seconds=(max(ends) - min(starts)) if starts and ends else None,
+        kpis=sizing_kpis(recs, placement, time_scale),
     )
 
 
@@ -102,6 +105,11 @@ def side_by_side(summaries: Sequence[MissionSummary], memory_scale: float = 1.0)
         ("  predicted (USD)", [_usd(s.predicted.dollars if s.predicted else None) for s in summaries]),
         ("flat sizing (USD)", [_usd(s.cost.flat_dollars) for s in summaries]),
         ("cost / flat", [f"{s.cost.ratio:.2f}" if s.cost.ratio else "-" for s in summaries]),
+        ("memory slack", [percent(s.kpis and s.kpis.memory_slack) for s in summaries]),
+        ("  median range", [percent(s.kpis and s.kpis.median_range_slack) for s in summaries]),
+        ("ranges hit by OOM", [percent(s.kpis and s.kpis.oom_hit_share) for s in summaries]),
+        ("first-attempt success", [percent(s.kpis and s.kpis.first_attempt_success) for s in summaries]),
+        ("cost efficiency", [percent(s.kpis and s.kpis.cost_efficiency) for s in summaries]),
         ("wall time (s)", [f"{s.wall_seconds:,.1f}" if s.wall_seconds is not None else "-" for s in summaries]),
     ]
     width = max(len(k) for k, _ in rows)
@@ -119,4 +127,19 @@ def cost_verdict(unprofiled: MissionSummary, profiled: MissionSummary) -> str:
         f"the profiled mission cost MORE than the unprofiled one ({b.dollars:,.2f} against {a.dollars:,.2f} USD): "
         f"tier {worst[0]} took {worst[1].dollars if worst[1] else 0:,.2f} USD of it; "
         f"OOM retries {unprofiled.oom_retries} -> {profiled.oom_retries}"
+    )
+
+
+def summary_paragraph(s: MissionSummary, forecast_hours: float | None, time_scale: float = 1.0) -> str:
+    """A mission's end in one paragraph (the notification's): ranges done and condemned, cost against its
+    prediction, makespan (first start to last end, in mission hours) against the plan's forecast."""
+    cost = f"cost ${s.cost.dollars:,.2f}" + (
+        f" against ${s.predicted.dollars:,.2f} predicted" if s.predicted else " (no prediction: no previous profile)"
+    )
+    wall = None if s.wall_seconds is None else s.wall_seconds * time_scale / 3600
+    makespan = "makespan -" if wall is None else f"makespan {wall:,.2f} h"
+    makespan += " (no forecast)" if forecast_hours is None else f" against {forecast_hours:,.2f} h forecast"
+    return (
+        f"{s.completed} of {s.ranges} ranges done, {s.condemned} condemned, {s.attempts} attempts "
+        f"({s.oom_retries} OOM); {cost}; {makespan}."
     )

@@ -47,3 +47,14 @@ def test_ondemand_smoke(tmp_path):
     reclaims = {r[0]: int(r[8]) for r in rows}
     assert fallback["off"] == 0 and fallback["after 1"] > fallback["after 3"] > 0
     assert reclaims["after 1"] < reclaims["after 3"] < reclaims["off"]  # on-demand attempts are never reclaimed
+
+
+def test_kpis_smoke(tmp_path):
+    """Issue 23: the workload model's KPIs, unprofiled then profiled; the profile cuts slack and OOM hits."""
+    from benchmarks import kpis
+
+    assert kpis.main(["--smoke", "--out", str(tmp_path)]) == 0
+    rows = table_rows((tmp_path / "kpis.md").read_text())
+    assert [r[0].split(" (")[0] for r in rows] == ["no profile", "profiled"]
+    slack = [float(r[1].rstrip("%")) for r in rows]
+    assert 0 < slack[1] < slack[0] < 100

@@ -69,6 +69,10 @@ def test_the_notebook_runs_against_the_demo_s_two_missions(demo, monkeypatch):
     assert any(f"A  {a}  stellar-core simulated (catchup-sim-core)" in t for t in shown)
     bands = next(t for t in shown if t.lstrip().startswith("ranges") and "\nall " in t)
     assert next(line for line in bands.splitlines() if line.startswith("all ")).split()[1] == str(ranges)
+    # The KPIs of sizing, one column per mission, beside Autopilot's (issue 23).
+    kpis = next(t for t in shown if "memory slack (aggregate)" in t)
+    assert a in kpis and b in kpis and "first-attempt success" in kpis and "cost efficiency" in kpis
+    assert any(t.startswith("Autopilot (EuroSys 2020)") for t in shown)
     # Memory and time by ledger, tiers, retries by class (when there are any), the diff.
     assert images(nb) >= 3
 

@@ -21,6 +21,7 @@ SENSORS = {
     "mission_plan_sensor": dg.DefaultSensorStatus.RUNNING,
     "mission_finished_sensor": dg.DefaultSensorStatus.RUNNING,
     "next_mission_sensor": dg.DefaultSensorStatus.STOPPED,
+    "notify_sensor": dg.DefaultSensorStatus.RUNNING,  # skips, saying why, until a channel and token are set
 }
 
 

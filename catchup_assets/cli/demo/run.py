@@ -33,6 +33,7 @@ import dagster as dg
 from catchup_assets.cli.demo.archive import repair_command
 from catchup_assets.cli.demo.mission import DemoFailed, DemoInterrupted, run_one
 from catchup_assets.cli.demo.settings import DemoSettings
+from catchup_assets.core.aggregate.kpis import AUTOPILOT, percent
 from catchup_assets.core.size.cost import COST_NOTE
 from catchup_assets.defs.location import load_location, project_root, ui_command, write_home, write_location
 from catchup_assets.defs.resources import deployment_catchup
@@ -83,6 +84,11 @@ def run_demo(settings: DemoSettings, out: TextIO = sys.stdout, log_level: str = 
         file=out,
     )
     print(f"cost: {cost_verdict(a.summary, b.summary)}; {COST_NOTE}", file=out)
+    print(f"sizing KPIs (docs/cost.md) against {AUTOPILOT}", file=out)
+    for m in (a, b):
+        by_tier = m.summary.kpis.slack_by_tier if m.summary.kpis else {}
+        tiers = ", ".join(f"{t} {percent(s)}" for t, s in by_tier.items()) or "-"
+        print(f"  memory slack by tier, {m.mission}: {tiers}", file=out)
     for m in (a, b):
         print(f"\n{m.mission}:", file=out)
         for what, path in m.paths.items():

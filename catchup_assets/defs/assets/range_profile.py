@@ -7,7 +7,7 @@ import dagster as dg
 
 from catchup_assets.defs.assets.range_assets import range_catchup
 from catchup_assets.defs.metadata.cost import mission_cost_metadata, tier_map_cost_metadata
-from catchup_assets.defs.metadata.profile import profile_metadata, tier_map_metadata
+from catchup_assets.defs.metadata.profile import kpi_metadata, profile_metadata, tier_map_metadata
 from catchup_assets.defs.resources import CatchupResource
 from catchup_assets.defs.run_context import mission_partition, missions_partitions_def, refused
 from catchup_assets.mission.plan import require_plan
@@ -52,6 +52,7 @@ def range_profile(context: dg.AssetExecutionContext, catchup: CatchupResource):
         metadata={
             **profile_metadata(mission, out, plan_keys, catchup.scale()),
             **mission_cost_metadata(out.records, plan.to_pylist(), catchup.placement(), catchup.scale()),
+            **kpi_metadata(out.records, catchup.placement(), catchup.scale()),
         }
     )
     yield dg.AssetCheckResult(

@@ -1,4 +1,4 @@
-"""`range_profile`'s and `tier_map`'s metadata: counts, inline sparklines, a plot and a preview."""
+"""`range_profile`'s and `tier_map`'s metadata: counts, the KPIs of sizing, inline sparklines, a plot and a preview."""
 
 from __future__ import annotations
 
@@ -42,6 +42,31 @@ def profile_metadata(mission: str, out, plan_keys: set[str], scale: Scale = FULL
         meta["scale"] = scale.label()
     meta["preview"] = meta.pop("preview")  # the inline plots first, the long table last
     return meta
+
+
+def kpi_metadata(records, placement, scale: Scale = FULL) -> dict[str, Any]:
+    """The KPIs of sizing (core/aggregate/kpis.py, docs/cost.md) as fractions, and their table beside Autopilot's."""
+    from catchup_assets.core.aggregate.kpis import AUTOPILOT, kpi_rows, sizing_kpis
+    from catchup_assets.core.text import markdown_table as text_table
+
+    def markdown_table_text(rows: list[dict[str, str]]) -> str:
+        columns = ["kpi", "value", "against"]
+        return text_table(columns, [[r[c] for c in columns] for r in rows])
+
+    k = sizing_kpis(records, placement, scale.time)
+
+    def fraction(x: float | None) -> float | None:
+        return None if x is None else round(x, 4)
+
+    return {
+        "memory_slack": fraction(k.memory_slack),
+        "memory_slack_median_range": fraction(k.median_range_slack),
+        "memory_slack_by_tier": dg.MetadataValue.json({t: fraction(s) for t, s in k.slack_by_tier.items()}),
+        "oom_hit_share": fraction(k.oom_hit_share),
+        "first_attempt_success": fraction(k.first_attempt_success),
+        "cost_efficiency": fraction(k.cost_efficiency),
+        "kpis": dg.MetadataValue.md(f"{markdown_table_text(kpi_rows(k))}\n\n{AUTOPILOT}"),
+    }
 
 
 def tier_map_metadata(mission: str, rows: Sequence[dict[str, Any]], url: str, catchup) -> dict[str, Any]:

@@ -108,6 +108,13 @@ class CatchupResource(dg.ConfigurableResource):
         description="next_mission_sensor plans the next mission even after one that condemned ranges, "
         "was stopped (circuit breaker) or was drained; off: it skips, saying why",
     )
+    # Notifications (issue 23): notify_sensor posts with the `slack` resource's token ($SLACK_BOT_TOKEN).
+    slack_channel: str = Field(
+        default="", description="the Slack channel mission notifications go to (#name or an id); empty: off"
+    )
+    slack_condemned_ranges: int = Field(
+        default=5, ge=1, description="a mission with this many ranges condemned is notified as condemned-heavy"
+    )
     # Sizing (L27).
     sizing: SizingConfig = Field(default_factory=SizingConfig, description="sizing from the profile (L27)")
     tiers: list[TierConfig] = Field(default_factory=list, description="the ladder, smallest first; empty: defaults")

@@ -13,6 +13,9 @@
   gives (a fixed ledger, or an archive's root HAS `currentLedger`; L38), else over the
   previous mission's span. A tip that cannot be read skips the tick, the cursor held
   just before that profile, so the next tick tries again.
+- `notify_sensor`: a range_catchup run's stall or stopped dispatch, a mission's
+  condemned-heavy ranges and each run's end (with the mission's summary) posted to
+  Slack once each (`notify.py`); skipped, saying why, while no channel or token is set.
 
 Cursors are storage ids of the newest event handled (a materialization, or a
 run's success/failure event), so a second evaluation with the returned cursor
