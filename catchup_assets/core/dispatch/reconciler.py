@@ -11,7 +11,7 @@ This module holds the pass and the loop; the Dispatcher's other parts are one
 concept a module: recovery.py (what it knows, rebuilt from the records, and the
 decisions taken from them), claims.py (claims between dispatchers, and submits),
 finish.py (recording and releasing attempts), health.py (stragglers, stalls and
-the circuit breaker); results.py holds what it reports.
+the circuit breaker), live.py (each attempt's start, told); results.py holds what it reports.
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ from catchup_assets.core.dispatch.claims import Claims
 from catchup_assets.core.dispatch.control import MissionControl
 from catchup_assets.core.dispatch.finish import Finishing
 from catchup_assets.core.dispatch.health import Health
+from catchup_assets.core.dispatch.live import AttemptEvent, AttemptEvents
 from catchup_assets.core.dispatch.obey import DRAINED, Obey
 from catchup_assets.core.dispatch.ports import (
     Backend,
@@ -120,6 +121,7 @@ class Dispatcher(Recovery, Claims, Finishing, Health, Obey, Stopping):
         on_health: Callable[[str, bool, str], None] | None = None,
         read_control: Callable[[], MissionControl | None] | None = None,
         on_control: Callable[[MissionControl, str], None] | None = None,
+        on_attempt: Callable[[AttemptEvent], None] | None = None,
     ):
         self.cfg = config
         self.backend = backend
@@ -134,6 +136,7 @@ class Dispatcher(Recovery, Claims, Finishing, Health, Obey, Stopping):
         # An operator's control record (obey.py), read once a pass; None: run as planned.
         self.read_control, self.on_control = read_control, on_control or (lambda ctl, what: None)
         self._control: MissionControl | None = None
+        self.attempt_events = AttemptEvents(on_attempt)  # each attempt's submit and its first pass running
         self._control_error: str | None = None
         self.by_key = {r.key: r for r in config.ranges}
         self.passes = 0
@@ -202,6 +205,7 @@ class Dispatcher(Recovery, Claims, Finishing, Health, Obey, Stopping):
                 live_keys.add(st.range_key)
                 if st.phase is Phase.RUNNING:
                     self._last_seen[(st.range_key, st.attempt)] = self.clock.time()
+                    self.attempt_events.seen(st)
                 self._flush_live(st)
             elif st.attempt in self._done[st.range_key]:
                 self._release(st)  # died (or was refused) between done mark and release last time
@@ -238,7 +242,7 @@ class Dispatcher(Recovery, Claims, Finishing, Health, Obey, Stopping):
                     self._block(f"new dispatches stopped: {exc}")
                     break
                 submitted += 1
-        status = self._status(len(live_keys) + submitted, len(queue) - submitted, live_total, mine)
+        status = self._status(len(live_keys) + submitted, len(queue) - submitted, live_total, mine, submitted)
         self._last_status = status
         if self.passes % self.mission.status_every == 0:
             self.on_status(status)
