@@ -5,7 +5,7 @@ selector and a create per attempt. kmock ignores `labelSelector` (every
 filter would be re-added through its reactions) and costs ~12 ms per create;
 a stdlib `ThreadingHTTPServer` on 127.0.0.1 with keep-alive costs well under
 a millisecond per request, needs no new dependency, and lets us add what kmock
-does not model: pod logs with `sinceTime`, fault injection and per-verb
+does not model: pod logs with `sinceTime` and `follow`, fault injection and per-verb
 request accounting. The kubelets' `/stats/summary` is served by the kubelets
 themselves (kubelet_server.py), as the backend reads it; the node proxy is
 not served.
@@ -36,7 +36,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qsl, unquote, urlsplit
 
 from kubesim.kube_faults import FaultInjector, RequestLog, apply_patch
-from kubesim.kube_logs import serve_log
+from kubesim.kube_logs import FollowedLog, serve_log, stream_chunked
 from kubesim.kube_meta import TRUE, ApiError, ManualClock, not_found
 from kubesim.kube_store import RESOURCES, Store
 
@@ -192,6 +192,9 @@ class KubeApiServer:
         except ApiError as exc:
             code, body, headers = exc.code, exc.status(), exc.headers
         self.requests.answered(method, url.path, verb, resource, code)
+        if isinstance(body, FollowedLog):  # follow=true: streamed as the kubelet writes, outside the lock
+            self._follow(h, body)
+            return
         if isinstance(body, bytes):
             payload, ctype = body, "text/plain"
         else:
@@ -211,6 +214,16 @@ class KubeApiServer:
             h.wfile.write(payload)
         except (BrokenPipeError, ConnectionResetError):
             h.close_connection = True  # the client gave up (a timeout test)
+
+    def _follow(self, h: _Handler, followed: FollowedLog) -> None:
+        try:
+            h.send_response(200)
+            h.send_header("Content-Type", "text/plain")
+            h.send_header("Transfer-Encoding", "chunked")
+            h.end_headers()
+            stream_chunked(h.wfile, followed.chunks(self.store, self._stopping))
+        except (BrokenPipeError, ConnectionResetError):
+            h.close_connection = True  # the reader went away: its follow ends
 
     def _dispatch(self, r: Route, query: dict, raw: bytes, headers) -> tuple[int, object]:
         store, res = self.store, RESOURCES[r.plural]

@@ -7,12 +7,17 @@ with its own timestamp. So a carriage-return progress meter is one huge
 it: exactly the input that must not kill a reader (L29). The read path
 follows the kubelet: `tailLines` picks entries first, then `sinceTime`
 keeps entries stamped at or after it (inclusive, whole seconds once the API
-server has forwarded it), then `limitBytes` cuts the bytes.
+server has forwarded it), then `limitBytes` cuts the bytes. With `follow=true`
+the answer is a chunked stream (`FollowedLog`): what is there, then each new
+entry as the kubelet writes it, until the container instance is no longer
+running (or the pod is gone) or `limitBytes` bytes were sent, as the kubelet's
+own follow does.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import threading
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
 from kubesim.kube_meta import TRUE, ApiError, not_found, parse_rfc3339, rfc3339_nano
@@ -145,10 +150,64 @@ def serve_log(store, ns: str, name: str, query: Mapping[str, str]) -> bytes:
         since = float(int(parse_rfc3339(query["sinceTime"])))
     elif query.get("sinceSeconds"):
         since = store.clock() - (_int_param(query, "sinceSeconds") or 0)
-    return render(
-        store.logs.entries(ns, name, container, instance),
+    args = dict(
         since=since,
         tail=_int_param(query, "tailLines"),
         timestamps=query.get("timestamps") in TRUE,
         limit_bytes=_int_param(query, "limitBytes"),
     )
+    if query.get("follow") in TRUE:
+        return FollowedLog(ns, name, container, instance, pod["metadata"].get("uid"), **args)
+    return render(store.logs.entries(ns, name, container, instance), **args)
+
+
+@dataclass(frozen=True)
+class FollowedLog:
+    """A `follow=true` read, validated under the store lock and streamed outside it (kube_api.py)."""
+
+    ns: str
+    pod: str
+    container: str
+    instance: int
+    uid: str | None
+    since: float | None
+    tail: int | None
+    timestamps: bool
+    limit_bytes: int | None
+
+    def _running(self, store) -> bool:
+        pod = store.live("pods", self.ns, self.pod)
+        if pod is None or pod["metadata"].get("uid") != self.uid:
+            return False
+        statuses = pod.get("status", {}).get("containerStatuses") or []
+        status = next((s for s in statuses if s["name"] == self.container), None)
+        return (
+            bool(status) and "running" in (status.get("state") or {}) and status.get("restartCount", 0) == self.instance
+        )
+
+    def chunks(self, store, stopping: threading.Event, poll: float = 0.02) -> Iterator[bytes]:
+        start: int | None = None
+        sent = 0
+        while True:
+            with store.lock:  # the entries and whether more can come, seen at one instant
+                entries = list(store.logs.entries(self.ns, self.pod, self.container, self.instance))
+                running = self._running(store)
+            if start is None:  # tailLines picks the first entries sent, then everything new
+                start = max(0, len(entries) - self.tail) if self.tail is not None and self.tail >= 0 else 0
+            new, start = entries[start:], len(entries)
+            left = None if self.limit_bytes is None else self.limit_bytes - sent
+            body = render(new, since=self.since, timestamps=self.timestamps, limit_bytes=left) if new else b""
+            if body:
+                sent += len(body)
+                yield body
+            if (left is not None and sent >= self.limit_bytes) or not running or stopping.wait(poll):
+                return
+
+
+def stream_chunked(wfile, chunks: Iterator[bytes]) -> None:
+    """Write `chunks` as an HTTP/1.1 chunked body, each flushed as it comes."""
+    for chunk in chunks:
+        wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+        wfile.flush()
+    wfile.write(b"0\r\n\r\n")
+    wfile.flush()

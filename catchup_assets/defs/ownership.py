@@ -23,6 +23,10 @@ RANGE_KEY = dg.AssetKey("range_catchup")
 # The `kind` metadata of the observations this project records on a range's partition.
 CONDEMNED = "condemned"
 SUPERSEDED = "superseded"
+# An attempt's start (defs/metadata/ranges.py attempt_metadata): the chain while a range runs, no
+# mark. Read past it, or a run that dies after starting a condemned range's attempt would erase
+# who condemned it.
+ATTEMPT = "attempt"
 
 
 class MissionAmbiguous(ConfigError):
@@ -82,17 +86,52 @@ def latest_marks(instance: dg.DagsterInstance, keys: Sequence[str]) -> dict[str,
     done = storage.get_latest_storage_id_by_partition(RANGE_KEY, DagsterEventType.ASSET_MATERIALIZATION, wanted)
     later = [sid for k, sid in observed.items() if sid > done.get(k, -1)]
     out: dict[str, tuple[str, str]] = {}
+    started: set[str] = set()  # newest word an attempt's start: the mark, if any, is older
     for i in range(0, len(later), 500):
         records = instance.fetch_observations(
             dg.AssetRecordsFilter(asset_key=RANGE_KEY, storage_ids=later[i : i + 500]), limit=500
         ).records
         for r in records:
-            obs = r.asset_observation
-            if obs is None or not obs.partition:
-                continue
-            kind, mission = obs.metadata.get("kind"), obs.metadata.get("mission")
-            if kind is not None and mission is not None:
-                out[obs.partition] = (str(kind.value), str(mission.value))
+            if (mark := _mark(r)) is not None:
+                if mark[0] == ATTEMPT:
+                    started.add(r.asset_observation.partition)
+                else:
+                    out[r.asset_observation.partition] = mark
+    if started:
+        out.update(_marks_before_attempts(instance, started, done))
+    return out
+
+
+def _mark(record) -> tuple[str, str] | None:
+    obs = record.asset_observation
+    if obs is None or not obs.partition:
+        return None
+    kind, mission = obs.metadata.get("kind"), obs.metadata.get("mission")
+    return (str(kind.value), str(mission.value)) if kind is not None and mission is not None else None
+
+
+def _marks_before_attempts(instance: dg.DagsterInstance, keys: set[str], done: Mapping[str, int]):
+    """The newest mark of each of `keys` older than its attempts' starts, newest first, back to its
+    last materialization: a page of a few rows per range (two an attempt)."""
+    out: dict[str, tuple[str, str]] = {}
+    left, cursor = set(keys), None
+    after = min(done.get(k, -1) for k in keys)
+    after = after if after >= 0 else None
+    while left:
+        page = instance.fetch_observations(
+            dg.AssetRecordsFilter(asset_key=RANGE_KEY, asset_partitions=sorted(left), after_storage_id=after),
+            limit=1000,
+            cursor=cursor,
+            ascending=False,
+        )
+        for r in page.records:
+            k = r.asset_observation.partition if r.asset_observation else None
+            if k in left and r.storage_id > done.get(k, -1) and (mark := _mark(r)) and mark[0] != ATTEMPT:
+                out[k] = mark
+                left.discard(k)
+        if not page.has_more:
+            break
+        cursor = page.cursor
     return out
 
 

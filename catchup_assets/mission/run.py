@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from catchup_assets.core.dispatch.control import MissionControl
+from catchup_assets.core.dispatch.live import AttemptEvent
 from catchup_assets.core.dispatch.ports import Backend
 from catchup_assets.core.dispatch.reconciler import Clock, DispatchConfig, Dispatcher
 from catchup_assets.core.dispatch.results import MissionResult, RangeResult, Status
@@ -30,6 +31,7 @@ def run_mission(
     on_result: Callable[[RangeResult, bool], None] | None = None,
     on_health: Callable[[str, bool, str], None] | None = None,
     on_control: Callable[[MissionControl, str], None] | None = None,
+    on_attempt: Callable[[AttemptEvent], None] | None = None,
     write_plan: bool = True,
     reset_condemned: bool = False,
     holder: str | None = None,
@@ -60,6 +62,7 @@ def run_mission(
         read_control=ControlStore(store, cfg.mission).read,  # the operator's, read once a pass
         on_control=on_control,
         on_pass=metrics.on_pass if metrics is not None else None,
+        on_attempt=on_attempt,
     )
     # SIGTERM or SIGINT: an operator's stop, shut down and recorded `stopped`, never condemned.
     try:

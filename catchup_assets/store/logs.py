@@ -9,9 +9,12 @@ from __future__ import annotations
 import logging
 import os
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
 
 import fsspec
+
+from catchup_assets.core.measure.logparse import iter_lines
 
 log = logging.getLogger(__name__)
 
@@ -46,3 +49,14 @@ def stored_size(dest: str) -> int | None:
     except Exception as exc:  # noqa: BLE001 - a torn archive is one to replace (L33)
         log.warning("stored log %s unreadable, to be replaced: %s", dest, exc)
         return None
+
+
+def stored_lines(dest: str) -> Iterator[str]:
+    """The lines of the log stored at dest, read chunk by chunk (L29). FileNotFoundError if none is."""
+    with fsspec.open(dest, "rb", compression="gzip") as f:
+        yield from iter_lines(iter(lambda: f.read(CHUNK), b""))
+
+
+def is_stored(dest: str) -> bool:
+    fs, path = fsspec.core.url_to_fs(dest)
+    return fs.exists(path)

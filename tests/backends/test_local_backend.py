@@ -399,11 +399,14 @@ def test_observe_reads_every_attempt_from_its_registry_files_L10(tmp_path):
             json.dumps({"range_key": f"{i:010d}-{i:010d}", "attempt": 1, "memory_limit_bytes": 1, "tier": "t"})
         )
         (d / "peaks.json").write_text(json.dumps({"anon_bytes": 1}))
-        if i % 3:  # "running": the supervisor record points at this live process
+        if i % 3:  # live: the supervisor record points at this live process
             (d / "supervisor.json").write_text(json.dumps({"pid": me.pid, "create_time": me.create_time()}))
+            if i % 3 == 1:  # "running": its worker started; else pending, as a pod before its container runs
+                (d / "worker.json").write_text(json.dumps({"pid": me.pid, "started_at": 1.0}))
         else:
             (d / "status.json").write_text(json.dumps({"exit_code": 0}))
     fresh = LocalBackend(tmp_path / "work", "m1")
     states = fresh.observe()
-    assert len(states) == 300 and sum(s.phase == "running" for s in states) == 200
+    assert len(states) == 300 and sum(s.phase == "running" for s in states) == 100
+    assert sum(s.phase == "pending" for s in states) == 100
     assert all(s.peaks.anon_bytes == 1 for s in states)

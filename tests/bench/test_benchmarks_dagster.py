@@ -58,3 +58,17 @@ def test_dagster_backfill_smoke(tmp_path, storage):
     assert "run_mission without Dagster (same workload, backend, poll)" in rows
     # Nothing the benchmark started is left running.
     assert {p.pid for p in psutil.Process().children(recursive=True)} <= children
+
+
+def test_attempt_observations_smoke(tmp_path):
+    """Issue 23: every attempt's two observations reach the event log, one row each; no timing asserted."""
+    from benchmarks import attempt_observations
+
+    out = attempt_observations.bench(["--smoke", "--out", str(tmp_path)])
+    assert out["observations"] == 80 and out["added_rows"] == 80  # one event-log row per observation
+    rows = table_rows((tmp_path / "attempt_observations.md").read_text())
+    assert [r[0] for r in rows][-2:] == [
+        "**the observations' cost**",
+        "latest_marks over 40 ranges, each newest word an attempt's start",
+    ]
+    assert rows[-2][1] == "**80**"

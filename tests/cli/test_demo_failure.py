@@ -56,9 +56,10 @@ def test_L9_fail_ranges_condemns_them_and_after_the_repair_their_backfill_goes_g
     with dg.DagsterInstance.from_config(str(home)) as instance:
         failed = sorted(k for k, s in statuses(instance).items() if s == dg.AssetPartitionStatus.FAILED)
         assert failed == sorted(failing)
-        evidence = instance.fetch_observations(dg.AssetRecordsFilter(asset_key=RANGE), limit=20).records
+        evidence = instance.fetch_observations(dg.AssetRecordsFilter(asset_key=RANGE), limit=1000).records
         kinds = [(r.partition_key, r.asset_observation.metadata["kind"].value) for r in evidence]
-        assert sorted(kinds) == sorted((k, "condemned") for k in failing * 2)
+        # Beside each attempt's start (kind "attempt"), one condemnation per mission that gave it up.
+        assert sorted(k for k in kinds if k[1] != "attempt") == sorted((k, "condemned") for k in failing * 2)
 
     repaired = cli("demo", "--repair", "--dir", str(d), cwd=tmp_path)
     assert repaired.returncode == 0 and "repaired the demo's archive" in repaired.stdout, repaired.stderr

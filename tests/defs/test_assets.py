@@ -250,7 +250,8 @@ def test_a_condemned_partition_carries_this_mission_s_cause_and_log_tail(instanc
     keys = instance.get_dynamic_partitions("ledger_ranges")
     bad = keys[0]
     run_ranges(instance, keys, "m1", with_resource(sim_fail_targets=[int(bad[-10:])]))
-    (obs,) = [r.asset_observation for r in instance.fetch_observations(RANGE, limit=10).records]
+    observed = [r.asset_observation for r in instance.fetch_observations(RANGE, limit=50).records]
+    (obs,) = [o for o in observed if o.metadata["kind"].value == "condemned"]  # beside the attempts' starts
     assert obs.partition == bad
     meta = {k: v.value for k, v in obs.metadata.items()}
     assert meta["mission"] == "m1" and meta["outcomes"] == "failed"

@@ -26,6 +26,7 @@ from catchup_assets.backends.kubernetes import manifests as m
 from catchup_assets.backends.kubernetes import names as n
 from catchup_assets.backends.kubernetes.cleanup import Leftovers
 from catchup_assets.backends.kubernetes.json_views import list_items
+from catchup_assets.backends.kubernetes.live_log import PodLiveLog
 from catchup_assets.backends.kubernetes.logs import POLLABLE, LogSpool
 from catchup_assets.backends.kubernetes.observe import (
     CONTAINER,
@@ -59,7 +60,7 @@ TRANSIENT = frozenset({410, 429, 500, 502, 503, 504})
 DEFAULT_CORE_CONFIG = 'NETWORK_PASSPHRASE="Public Global Stellar Network ; September 2015"\n'
 
 
-class KubernetesBackend(Leftovers):
+class KubernetesBackend(Leftovers, PodLiveLog):  # PodLiveLog: a live attempt's log (live_log.py)
     def __init__(
         self,
         mission: str,

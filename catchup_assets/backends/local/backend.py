@@ -30,6 +30,7 @@ import psutil
 
 from catchup_assets.backends.local.cleanup import LocalLeftovers
 from catchup_assets.backends.local.cleanup import remove_tree as _remove
+from catchup_assets.backends.local.live_log import LocalLiveLog
 from catchup_assets.backends.local.registry import Registry, peaks_of
 from catchup_assets.backends.local.state import write_json_atomic
 from catchup_assets.backends.shipping import ship, split_log
@@ -59,7 +60,7 @@ def _safe(name: str, what: str) -> str:
     return name
 
 
-class LocalBackend(LocalLeftovers):
+class LocalBackend(LocalLeftovers, LocalLiveLog):  # LocalLiveLog: a live attempt's log (live_log.py)
     def __init__(
         self,
         work_dir: str | os.PathLike,

@@ -4,7 +4,7 @@ Nothing here is a source of truth but the files: the caches keep only what
 cannot change (a spec, a verdict read at a given mtime), so a new reader over
 the same directory sees what the old one did. A torn or unreadable file costs
 its attempt, never the pass (L12). An attempt is pending until its supervisor
-records itself, running while that process lives, finished once `status.json`
+has started its worker, running while that process lives, finished once `status.json`
 is there; one whose supervisor died without a verdict is a lost node (Z3).
 """
 
@@ -159,7 +159,9 @@ class Registry:
         worker = self.json(aid, d / "worker.json") or {}
         running = dict(started_at=worker.get("started_at"), peaks=peaks_of(peaks), **base)
         if sup is not None and pid_alive(sup["pid"], sup.get("create_time")):
-            return AttemptState(phase=Phase.RUNNING, node=sup.get("node"), **running)
+            # Pending until its worker started (worker.json), as a pod is until its container runs.
+            phase = Phase.RUNNING if worker.get("pid") else Phase.PENDING
+            return AttemptState(phase=phase, node=sup.get("node"), **running)
         if mtime is not None:  # torn verdict, nobody left to rewrite it
             return AttemptState(
                 phase=Phase.FINISHED, observation=Observation(message="status.json unreadable"), **running

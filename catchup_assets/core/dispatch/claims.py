@@ -73,7 +73,10 @@ class Claims:
         try:
             self.backend.submit(spec)
         except AlreadyExists:
+            # Created before a restart, its start told then: adopted, not told twice.
             log.info("attempt %s exists already: adopted (still holds its slot)", spec.attempt_id)
+            return True
+        self.attempt_events.submitted(spec)
         return True
 
     def _spec(self, key: str, attempt: int, n_oom: int, n_evicted: int = 0) -> AttemptSpec:

@@ -8,7 +8,7 @@ import logging
 
 from catchup_assets.core.classify.outcomes import Outcome
 from catchup_assets.core.dispatch.breaker import failure_signature
-from catchup_assets.core.dispatch.ports import AttemptState
+from catchup_assets.core.dispatch.ports import AttemptState, Phase
 from catchup_assets.core.dispatch.record import AttemptRecord
 from catchup_assets.core.dispatch.results import DispatcherStuck, RangeStatus, Status
 
@@ -52,8 +52,12 @@ class Health:
             self._blocked = cause
             self.on_health(HEALTH_DISPATCH, False, cause)
 
-    def _status(self, in_flight: int, queued: int, live_total: int, mine: list[AttemptState]) -> Status:
+    def _status(
+        self, in_flight: int, queued: int, live_total: int, mine: list[AttemptState], submitted: int = 0
+    ) -> Status:
         now = self.clock.time()
+        # Pending: a live attempt not yet running (no node, no worker started), or one submitted this pass.
+        pending = len({s.range_key for s in mine if s.phase is Phase.PENDING}) + submitted
         completed = sum(1 for r in self._results.values() if r.status is RangeStatus.DONE)
         condemned = sum(1 for r in self._results.values() if r.status is RangeStatus.CONDEMNED)
         running = [s for s in mine if s.live and s.started_at]
@@ -91,6 +95,7 @@ class Health:
             stragglers,
             stalled,
             self.control.state(self.mission.parallelism) if self._control else "",
+            pending,
         )
 
     def _overrun(self, st: AttemptState, now: float) -> float | None:

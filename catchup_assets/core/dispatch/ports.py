@@ -9,7 +9,7 @@ subprocesses and Kubernetes Jobs both sit behind these five calls. The records
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Protocol
@@ -201,6 +201,27 @@ class Backend(Protocol):
     def shutdown(self, grace: float) -> list[str]:
         """Stop this mission's live attempts within `grace` seconds, their kept data left
         for a later run to resume (L37); the ids of those still alive afterwards."""
+
+
+class LogUnavailable(BackendError):
+    """The attempt's log cannot be read now, and why (its pod pending, its container waiting)."""
+
+
+class LiveLogs(Protocol):
+    """An attempt's log as its backend holds it while it lives: the operator's `catchup-assets logs`,
+    one reader at a time. The dispatcher never calls it: it reads a log once, at the end (L30, L31)."""
+
+    def read_log(
+        self,
+        range_key: str,
+        attempt: int,
+        follow: bool = False,
+        tail_lines: int | None = None,
+        limit_bytes: int | None = None,
+    ) -> Iterator[str] | None:
+        """Its last `tail_lines` lines, at most `limit_bytes` bytes of them; following, then each new
+        line as it is written, until the attempt ends. None: the backend holds no log of it (never
+        started here, or released: its archive is the log). May raise LogUnavailable."""
 
 
 class Records(Protocol):

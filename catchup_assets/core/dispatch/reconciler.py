@@ -1,17 +1,14 @@
 """The dispatcher: a reconciler from planned ranges, a backend and a policy to outcomes.
 
-Each pass asks the backend what exists (never a counter of its own: L10, L11),
-finishes what ended (collect, record, done mark, then release: L2, L32),
-decides each range from its own records (L5, L6), and submits into the free
-slots in dispatch order. A condemned range never stops dispatch (L9). Every
-in-memory map here is rebuilt from the records on start, so a restarted or
-second dispatcher sees the same picture.
+Each pass asks the backend what exists (never a counter of its own: L10, L11), finishes what ended (collect, record,
+done mark, then release: L2, L32), decides each range from its own records (L5, L6), and submits into the free slots
+in dispatch order. A condemned range never stops dispatch (L9). Every in-memory map here is rebuilt from the records
+on start, so a restarted or second dispatcher sees the same picture.
 
-This module holds the pass and the loop; the Dispatcher's other parts are one
-concept a module: recovery.py (what it knows, rebuilt from the records, and the
-decisions taken from them), claims.py (claims between dispatchers, and submits),
-finish.py (recording and releasing attempts), health.py (stragglers, stalls and
-the circuit breaker), gauges.py (the snapshot its metrics read); results.py what it reports.
+This module holds the pass and the loop; the Dispatcher's other parts are one concept a module: recovery.py (what it
+knows, rebuilt from the records, and the decisions taken from them), claims.py (claims between dispatchers, and
+submits), finish.py (recording and releasing attempts), health.py (stragglers, stalls and the circuit breaker),
+gauges.py (the snapshot its metrics read), live.py (each attempt's start, told); results.py holds what it reports.
 """
 
 from __future__ import annotations
@@ -32,6 +29,7 @@ from catchup_assets.core.dispatch.control import MissionControl
 from catchup_assets.core.dispatch.finish import Finishing
 from catchup_assets.core.dispatch.gauges import Gauging, Snapshot
 from catchup_assets.core.dispatch.health import Health
+from catchup_assets.core.dispatch.live import AttemptEvent, AttemptEvents
 from catchup_assets.core.dispatch.obey import DRAINED, Obey
 from catchup_assets.core.dispatch.ports import (
     Backend,
@@ -122,6 +120,7 @@ class Dispatcher(Recovery, Claims, Finishing, Health, Obey, Stopping, Gauging):
         read_control: Callable[[], MissionControl | None] | None = None,
         on_control: Callable[[MissionControl, str], None] | None = None,
         on_pass: Callable[[Callable[[], Snapshot]], None] | None = None,
+        on_attempt: Callable[[AttemptEvent], None] | None = None,
     ):
         self.cfg = config
         self.backend = backend
@@ -137,6 +136,7 @@ class Dispatcher(Recovery, Claims, Finishing, Health, Obey, Stopping, Gauging):
         self.read_control, self.on_control = read_control, on_control or (lambda ctl, what: None)
         self._control: MissionControl | None = None
         self.on_pass = on_pass  # each pass, for the metrics: a callable taking its snapshot (gauges.py)
+        self.attempt_events = AttemptEvents(on_attempt)  # each attempt's submit and its first pass running
         self._control_error: str | None = None
         self.by_key = {r.key: r for r in config.ranges}
         self.passes = 0
@@ -205,6 +205,7 @@ class Dispatcher(Recovery, Claims, Finishing, Health, Obey, Stopping, Gauging):
                 live_keys.add(st.range_key)
                 if st.phase is Phase.RUNNING:
                     self._last_seen[(st.range_key, st.attempt)] = self.clock.time()
+                    self.attempt_events.seen(st)
                 self._flush_live(st)
             elif st.attempt in self._done[st.range_key]:
                 self._release(st)  # died (or was refused) between done mark and release last time
@@ -241,7 +242,7 @@ class Dispatcher(Recovery, Claims, Finishing, Health, Obey, Stopping, Gauging):
                     self._block(f"new dispatches stopped: {exc}")
                     break
                 submitted += 1
-        status = self._status(len(live_keys) + submitted, len(queue) - submitted, live_total, mine)
+        status = self._status(len(live_keys) + submitted, len(queue) - submitted, live_total, mine, submitted)
         self._last_status = status
         if self.on_pass is not None:
             self.on_pass(self._gauge_pass(mine))

@@ -43,11 +43,19 @@ class Status:
     stragglers: tuple[str, ...] = ()
     stalled_seconds: float = 0.0
     control: str = ""  # an operator's control in force (paused, draining, live parallelism); "": none
+    # Of in_flight, the ranges whose attempt waits for a node or its worker's start (submitted, a pod
+    # unschedulable): a mission whose pods cannot schedule must not look busy.
+    pending: int = 0
+
+    @property
+    def running(self) -> int:
+        """Ranges in flight past pending: their attempt runs, or its final read is owed (L31)."""
+        return self.in_flight - self.pending
 
     def line(self) -> str:
         s = (
-            f"completed {self.completed}/{self.total}, in flight {self.in_flight}, "
-            f"queued {self.queued}, condemned {self.condemned}"
+            f"completed {self.completed}/{self.total}, in flight {self.in_flight} "
+            f"(pending {self.pending}, running {self.running}), queued {self.queued}, condemned {self.condemned}"
         )
         if self.other_live:
             s += f", other dispatchers' live {self.other_live}"

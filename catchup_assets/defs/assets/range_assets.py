@@ -16,7 +16,7 @@ from catchup_assets.core.dispatch.results import RangeResult, RangeStatus
 from catchup_assets.core.plan.ranges import RangeKeyError, parse_key, plan_ranges
 from catchup_assets.defs.assets.launchpad import policies
 from catchup_assets.defs.assets.mission_plan import build_mission_plan, mission_plan  # noqa: F401 - the graph's root, re-exported
-from catchup_assets.defs.metadata.ranges import failure_metadata, range_metadata
+from catchup_assets.defs.metadata.ranges import attempt_metadata, failure_metadata, range_metadata
 from catchup_assets.defs.ownership import SUPERSEDED, latest_marks
 from catchup_assets.defs.resources import CatchupResource
 from catchup_assets.defs.run_context import (  # noqa: F401 - re-exported: sensors, demo and tests name them here
@@ -117,6 +117,11 @@ def range_catchup(context: dg.AssetExecutionContext, catchup: CatchupResource) -
                 )
             )
 
+    def on_attempt(event) -> None:
+        # Submitted, then running on its node: the partition's page shows the chain while it runs.
+        meta = attempt_metadata(mission, event)
+        context.log_event(dg.AssetObservation(asset_key=context.asset_key, partition=event.range_key, metadata=meta))
+
     def on_health(check: str, passed: bool, why: str) -> None:
         # As it happens, not at the end: the check shows a stalled or blocked mission while it runs.
         seen[check] = (passed, why)
@@ -158,6 +163,7 @@ def range_catchup(context: dg.AssetExecutionContext, catchup: CatchupResource) -
             on_result=on_result,
             on_health=on_health,
             on_control=on_control,
+            on_attempt=on_attempt,
             write_plan=False,
             reset_condemned=fresh,
             holder=context.run.run_id,  # a retried step of this run takes its own claims back

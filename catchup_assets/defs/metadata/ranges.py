@@ -1,4 +1,5 @@
-"""A range's partition metadata: what its attempts measured, or, condemned, its cause and its log's tail."""
+"""A range's partition metadata: what its attempts measured, or, condemned, its cause and its log's tail;
+while it runs, each attempt's start."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ from typing import Any
 
 import dagster as dg
 
+from catchup_assets.core.dispatch.live import AttemptEvent
 from catchup_assets.core.size.scale import FULL, Scale
 from catchup_assets.defs.metadata.log_tail import log_tail
 from catchup_assets.defs.metadata.tables import mib
@@ -59,4 +61,27 @@ def failure_metadata(mission: str, result) -> dict[str, Any]:
     )
     if result.log_path:
         meta["log_path"] = dg.MetadataValue.path(result.log_path)
+    return meta
+
+
+def attempt_metadata(mission: str, event: AttemptEvent) -> dict[str, Any]:
+    """An attempt's start, on its partition: submitted (pending), then running on its node. Marked
+    `kind: attempt`, which catchup_assets.defs.ownership reads past: the chain, not a range's last word."""
+    meta: dict[str, Any] = {
+        "mission": mission,
+        "kind": "attempt",
+        "attempt": event.attempt,
+        "phase": event.phase.value,
+        "tier": event.tier or "",
+    }
+    if event.memory_limit_bytes is not None:
+        meta["memory_limit_mib"] = mib(event.memory_limit_bytes)
+    if event.memory_request_bytes is not None:
+        meta["memory_request_mib"] = mib(event.memory_request_bytes)
+    if event.capacity_type:
+        meta["capacity_type"] = event.capacity_type
+    if event.node:
+        meta["node"] = event.node
+    if event.started_at is not None:
+        meta["started_at"] = dg.MetadataValue.timestamp(event.started_at)
     return meta
