@@ -682,3 +682,18 @@ def test_the_code_location_loads_this_releases_settings(chart, tmp_path):
         "profile_diff",
         "tier_ladder",
     }
+
+
+def test_the_slack_token_reaches_the_code_server_from_its_secret_and_never_a_configmap(chart):
+    """notify_sensor runs in the code server: its bot token is that container's $SLACK_BOT_TOKEN,
+    a secretKeyRef to the operator's Secret, and no rendered ConfigMap holds it."""
+    docs = render(chart, {"slackChannel": "#catchup", "slackTokenSecret": {"name": "slack-bot", "key": "bot-token"}})
+    (c,) = decode(one(docs, "Deployment"), "V1Deployment").spec.template.spec.containers
+    (token,) = [e for e in c.env if e.name == "SLACK_BOT_TOKEN"]
+    assert token.value is None and (token.value_from.secret_key_ref.name, token.value_from.secret_key_ref.key) == (
+        "slack-bot",
+        "bot-token",
+    )
+    assert catchup_json(docs)["slack_channel"] == "#catchup"
+    (c,) = decode(one(render(chart), "Deployment"), "V1Deployment").spec.template.spec.containers
+    assert "SLACK_BOT_TOKEN" not in {e.name for e in c.env}  # no Secret named: none asked for

@@ -60,6 +60,12 @@ CHART_ONLY = {
         "properties": {"name": {"type": "string", "maxLength": 63}},
     },
     "commonLabels": _STRINGS,
+    # The Secret holding notify_sensor's Slack bot token: the code server's $SLACK_BOT_TOKEN.
+    "slackTokenSecret": {
+        "type": "object",
+        "additionalProperties": False,
+        "properties": {"name": {"type": "string", "maxLength": 253}, "key": {"type": "string", "minLength": 1}},
+    },
     "missionNamespace": {"oneOf": [{"type": "string", "maxLength": 0}, {"$ref": "#/definitions/dnsLabel"}]},
     "stellarCoreConfig": {"type": "string", "minLength": 1},
     "codeLocation": {
