@@ -71,6 +71,30 @@ def families(s: Snapshot, superseded: int = 0, time_scale: float = 1.0) -> Itera
     yield by(CounterMetricFamily, "attempts_by_capacity", doc, "capacity_type", s.by_capacity)
     doc = "dollars of the finished attempts so far (docs/cost.md's model)"
     yield gauge("cost_dollars", doc, s.dollars * time_scale)
+    yield from kpi_families(s, by)
+
+
+# The KPIs of sizing (docs/cost.md), each a ratio; a series with no value yet (nothing completed) is left out.
+KPIS = {
+    "memory_slack_ratio": ("memory_slack", "1 - sum(peak) / sum(limit) over completing attempts"),
+    "memory_slack_median_range_ratio": ("median_range_slack", "the median range's memory slack"),
+    "oom_hit_ratio": ("oom_hit_share", "share of ranges with an OOM-killed attempt"),
+    "first_attempt_success_ratio": ("first_attempt_success", "share of ranges whose first attempt completed"),
+    "cost_efficiency_ratio": ("cost_efficiency", "peak x seconds at the cheapest fitting $/GiB-hour, over dollars"),
+}
+
+
+def kpi_families(s: Snapshot, by) -> Iterator[Metric]:
+    k = s.kpis
+    if k is None:
+        return
+    for name, (field, doc) in KPIS.items():
+        if (value := getattr(k, field)) is not None:
+            g = GaugeMetricFamily(f"catchup_{name}", doc, labels=["mission"])
+            g.add_metric([s.mission], value)
+            yield g
+    if k.slack_by_tier:  # tiers are few (the ladder's): a bounded label
+        yield by(GaugeMetricFamily, "memory_slack_by_tier_ratio", "memory slack per tier", "tier", k.slack_by_tier)
 
 
 class _SnapshotCollector(Collector):

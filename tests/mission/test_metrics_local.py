@@ -97,6 +97,24 @@ def check_against_records(m: dict, cfg: MissionConfig, n_ranges: int) -> dict:
         assert m[f"catchup_{flag}"][()] == 0
     assert m["catchup_profile_median_seconds"][()] == 0  # unprofiled
     assert m["catchup_seconds_since_progress"][()] >= 0
+    # The KPIs of sizing (docs/cost.md), computed here from the records alone.
+    measured = [r for r in finished if r.outcome == "ok" and r.peak_anon_bytes is not None and r.memory_limit_bytes]
+    if measured:
+        slack = 1 - sum(r.peak_anon_bytes for r in measured) / sum(r.memory_limit_bytes for r in measured)
+        assert m["catchup_memory_slack_ratio"][()] == pytest.approx(slack, rel=1e-9)
+        tiers = {r.tier for r in measured}
+        assert set(by(m["catchup_memory_slack_by_tier_ratio"], "tier")) == tiers
+    keys = {r.range_key for r in finished}
+    if keys:
+        ooms = {r.range_key for r in finished if r.outcome == "oom"}
+        assert m["catchup_oom_hit_ratio"][()] == pytest.approx(len(ooms) / len(keys))
+        first = {}
+        for r in sorted(finished, key=lambda r: r.attempt):
+            if r.outcome != "stopped":  # an operator's stop is not the range's first try
+                first.setdefault(r.range_key, r.outcome)
+        ok_first = sum(1 for o in first.values() if o == "ok") / len(first)
+        assert m["catchup_first_attempt_success_ratio"][()] == pytest.approx(ok_first)
+        assert 0 < m["catchup_cost_efficiency_ratio"][()] <= 1 or not measured
     return {"done": len(completed), "attempts": outcomes}
 
 

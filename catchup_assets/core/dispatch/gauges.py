@@ -17,11 +17,11 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from catchup_assets.core.aggregate.kpis import SizingKpis, sizing_kpis
 from catchup_assets.core.classify.outcomes import BudgetGroup, PastAttempt, RetryPolicy, decide
 from catchup_assets.core.dispatch.ports import AttemptState, Phase
 from catchup_assets.core.dispatch.record import AttemptRecord
 from catchup_assets.core.size.catalog import CAPACITY_TYPES
-from catchup_assets.core.size.cost import attempt_uses, mission_cost
 from catchup_assets.core.size.measures import ProfileIndex
 from catchup_assets.core.size.sizing import Placement
 
@@ -52,6 +52,7 @@ class Snapshot:
     stalled: bool
     by_capacity: Mapping[str, int]  # spot, on-demand -> finished attempts
     dollars: float
+    kpis: SizingKpis | None = None  # the KPIs of sizing over the finished attempts (core/aggregate/kpis.py)
 
 
 def finished(recs: Mapping[str, Mapping[int, AttemptRecord]], done: Mapping[str, set[int]]) -> list[AttemptRecord]:
@@ -141,6 +142,7 @@ class Gauging:
         recs = finished(self._recs, self._done)
         buckets, peak_sum = peak_histogram(r.peak_anon_bytes for r in recs if r.peak_anon_bytes is not None)
         placement = self.mission.placement
+        kpis = sizing_kpis(recs, placement)  # its dollars are the mission's cost so far, priced once
         return Snapshot(
             mission=self.name,
             ranges=range_states(self.by_key, results, mine, self._done),
@@ -158,5 +160,6 @@ class Gauging:
             draining=self.control.drain,
             stalled=self._stall_warned,
             by_capacity=capacity_counts(recs, placement),
-            dollars=mission_cost(attempt_uses(recs), placement).dollars,
+            dollars=kpis.dollars,
+            kpis=kpis,
         )
