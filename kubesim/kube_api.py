@@ -20,8 +20,9 @@ Start it as a context manager; the official client talks to it unmodified:
         api.faults.add(status=429, verb="list", resource="jobs", count=2)
 
 Pods only move when a `kubesim.kubelet.Kubelet` steps the store.
-Not modeled: watches, dry runs, namespaces as objects (every namespace
-exists), authn/authz, server-side apply, graceful pod deletion (a DELETE
+Not modeled: watches, dry runs, namespace lifecycle (every namespace exists:
+a GET of one never created answers it bare, kube_store.implicit_namespace),
+authn/authz, server-side apply, graceful pod deletion (a DELETE
 removes a pod at once; Jobs keep batch/v1's orphaning default).
 """
 
@@ -38,7 +39,7 @@ from urllib.parse import parse_qsl, unquote, urlsplit
 from kubesim.kube_faults import FaultInjector, RequestLog, apply_patch
 from kubesim.kube_logs import FollowedLog, serve_log, stream_chunked
 from kubesim.kube_meta import TRUE, ApiError, ManualClock, not_found
-from kubesim.kube_store import RESOURCES, Store
+from kubesim.kube_store import RESOURCES, Store, implicit_namespace
 
 _NO_ROUTE = ApiError(404, "NotFound", "the server could not find the requested resource")
 _PATH = re.compile(
@@ -237,6 +238,8 @@ class KubeApiServer:
             return 200, self._list(r, query)
         if r.verb == "get":
             obj = store.live(r.plural, r.ns, r.name)
+            if obj is None and r.plural == "namespaces":
+                obj = implicit_namespace(store, r.name)
             if obj is None:
                 raise not_found(r.plural, res.group, r.name)
             return 200, obj

@@ -63,6 +63,7 @@ RESOURCES = {
         Resource("secrets", "Secret", ""),
         Resource("events", "Event", ""),
         Resource("nodes", "Node", "", namespaced=False),
+        Resource("namespaces", "Namespace", "", namespaced=False),
     )
 }
 
@@ -394,7 +395,28 @@ def _default_node(store: Store, node: dict) -> None:
     )
 
 
-_DEFAULTS = {"jobs": _default_job, "pods": _default_pod, "persistentvolumeclaims": _default_pvc, "nodes": _default_node}
+# The label the API server sets on every namespace, to its name, whatever the creator sent (since 1.21).
+NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
+
+
+def _default_namespace(store: Store, ns: dict) -> None:
+    ns["metadata"].setdefault("labels", {})[NAMESPACE_NAME_LABEL] = ns["metadata"]["name"]
+    ns.setdefault("spec", {}).setdefault("finalizers", ["kubernetes"])
+    ns["status"] = {"phase": "Active"}
+
+
+def implicit_namespace(store: Store, name: str) -> dict:
+    """A namespace nobody created, as `kubectl create namespace NAME` would have made it: every
+    namespace exists here (kube_api.py), so a GET of one finds it, with no label but its name's."""
+    meta = {"name": name, "uid": str(uuid.uuid5(uuid.NAMESPACE_DNS, name)), "resourceVersion": "1",
+            "creationTimestamp": rfc3339(0)}  # fmt: skip
+    ns = {"apiVersion": "v1", "kind": "Namespace", "metadata": meta}
+    _default_namespace(store, ns)
+    return ns
+
+
+_DEFAULTS = {"jobs": _default_job, "pods": _default_pod, "persistentvolumeclaims": _default_pvc, "nodes": _default_node,
+             "namespaces": _default_namespace}  # fmt: skip
 
 
 def qos_class(spec: dict) -> str:
