@@ -1,7 +1,7 @@
 """Least privilege in the chart, rendered with real Helm: who may do what, where, with which token.
 
 The mission's account (run pods) gets exactly what the backend calls, in the
-mission namespace only, plus `get` on nodes and nodes/stats; the code location
+mission namespace only, plus `get` on nodes and nodes/stats and on the mission namespace itself; the code location
 and the range pods mount no token; the range pods' account is bound to nothing.
 tests/backends/test_k8s_backend.py holds the grants against the calls a whole mission makes.
 """
@@ -43,15 +43,25 @@ def test_role_grants_exactly_the_listed_verbs(chart):
     assert not any(res == "secrets" or res.startswith("secrets/") for _, res in grants)
 
 
-def test_cluster_role_is_only_nodes_and_nodes_stats_get(chart):
-    """The Node (where its kubelet is) and /stats/* on the kubelet; never nodes/proxy (every kubelet path)."""
+KUBELET_CR, NAMESPACE_CR = f"{NS}-cu-catchup-assets-kubelet-stats", f"{NS}-cu-catchup-assets-mission-namespace"
+
+
+def test_cluster_roles_are_only_nodes_and_nodes_stats_get_and_the_mission_namespace_s_get(chart):
+    """The Node (where its kubelet is) and /stats/* on the kubelet; never nodes/proxy (every kubelet path).
+    And the mission namespace itself, by name, for its Pod Security label (issue 24): no other namespace."""
     docs = render(chart)
-    cr = decode(one(docs, "ClusterRole"), "V1ClusterRole")
-    assert cr.aggregation_rule is None
-    assert [(r.api_groups, r.resources, r.verbs, r.resource_names, r.non_resource_urls) for r in cr.rules] == [
-        ([""], ["nodes"], ["get"], None, None),
-        ([""], ["nodes/stats"], ["get"], None, None),
-    ]
+    rules = {}
+    for doc in docs:
+        if doc["kind"] == "ClusterRole":
+            cr = decode(doc, "V1ClusterRole")
+            assert cr.aggregation_rule is None
+            rules[cr.metadata.name] = [
+                (r.api_groups, r.resources, r.verbs, r.resource_names, r.non_resource_urls) for r in cr.rules
+            ]
+    assert rules == {
+        KUBELET_CR: [([""], ["nodes"], ["get"], None, None), ([""], ["nodes/stats"], ["get"], None, None)],
+        NAMESPACE_CR: [([""], ["namespaces"], ["get"], [MISSION_NS], None)],
+    }
 
 
 def test_bindings_bind_the_mission_service_account(chart):
@@ -60,15 +70,18 @@ def test_bindings_bind_the_mission_service_account(chart):
     sa = decode(one(docs, "ServiceAccount", dep.spec.template.spec.service_account_name), "V1ServiceAccount")
     sa = sa.metadata.name
     role = one(docs, "Role")["metadata"]["name"]
-    cr = one(docs, "ClusterRole")["metadata"]["name"]
     rb = decode(one(docs, "RoleBinding"), "V1RoleBinding")
-    crb = decode(one(docs, "ClusterRoleBinding"), "V1ClusterRoleBinding")
     assert (rb.role_ref.kind, rb.role_ref.name) == ("Role", role)
-    assert (crb.role_ref.kind, crb.role_ref.name) == ("ClusterRole", cr)
-    for b in (rb, crb):
+    bindings = [rb]
+    for cr in (KUBELET_CR, NAMESPACE_CR):
+        crb = decode(one(docs, "ClusterRoleBinding", cr), "V1ClusterRoleBinding")
+        assert (crb.role_ref.kind, crb.role_ref.name) == ("ClusterRole", cr)
+        one(docs, "ClusterRole", cr)  # the role it names is the chart's
+        bindings.append(crb)
+    for b in bindings:
         assert [(s.kind, s.name, s.namespace) for s in b.subjects] == [("ServiceAccount", sa, NS)]
-    # Only these two bindings exist, so nothing else reaches Secrets.
-    assert sum(d["kind"].endswith("Binding") for d in docs) == 2
+    # Only these three bindings exist, so nothing else reaches Secrets.
+    assert sum(d["kind"].endswith("Binding") for d in docs) == 3
 
 
 def test_range_jobs_and_the_mission_s_role_live_in_a_namespace_without_dagster_s_secrets(chart):

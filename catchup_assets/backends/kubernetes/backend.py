@@ -6,9 +6,8 @@ whatever the number of pods on it, read from the kubelet itself (L19,
 stats.py), and a log read, with bounded concurrency (L30), of a pod about to
 go only. Otherwise a pod's log is read once, when it ends (L31): the worker
 keeps its log on the range's volume too, and the next attempt ships it if the
-pod went with its node. Everything is
-injected (APIs, clock, sleeper), as dagster-k8s's client does, so every call
-is testable against an API server of the tests' own.
+pod went with its node. Everything is injected (APIs, clock, sleeper), as
+dagster-k8s's client does, so every call is testable against an API server of the tests' own.
 """
 
 from __future__ import annotations
@@ -28,6 +27,7 @@ from catchup_assets.backends.kubernetes.cleanup import Leftovers
 from catchup_assets.backends.kubernetes.json_views import list_items
 from catchup_assets.backends.kubernetes.live_log import PodLiveLog
 from catchup_assets.backends.kubernetes.logs import POLLABLE, LogSpool
+from catchup_assets.backends.kubernetes.namespace_check import NamespaceCheck
 from catchup_assets.backends.kubernetes.observe import (
     CONTAINER,
     attempt_state,
@@ -60,7 +60,7 @@ TRANSIENT = frozenset({410, 429, 500, 502, 503, 504})
 DEFAULT_CORE_CONFIG = 'NETWORK_PASSPHRASE="Public Global Stellar Network ; September 2015"\n'
 
 
-class KubernetesBackend(Leftovers, PodLiveLog):  # PodLiveLog: a live attempt's log (live_log.py)
+class KubernetesBackend(Leftovers, PodLiveLog, NamespaceCheck):  # live_log.py, namespace_check.py
     def __init__(
         self,
         mission: str,
@@ -189,6 +189,7 @@ class KubernetesBackend(Leftovers, PodLiveLog):  # PodLiveLog: a live attempt's 
             raise AlreadyExists(spec.attempt_id)  # adopted; it still holds its slot (L11)
 
     def observe(self) -> list[AttemptState]:
+        self.check_namespace_once()  # its Pod Security label, on the first pass (namespace_check.py)
         # Raw JSON read through model views: building the client's models costs seconds a pass at 2000.
         jobs = list_items(
             self._call(self.batch.list_namespaced_job, self.ns, label_selector=self.selector, read=True), V1Job
