@@ -99,6 +99,8 @@ MODELS = {
     "ConfigMap": "V1ConfigMap",
     "Deployment": "V1Deployment",
     "Service": "V1Service",
+    "Namespace": "V1Namespace",  # the mission namespace (test_chart_namespace.py)
+    "NetworkPolicy": "V1NetworkPolicy",
 }
 
 
@@ -122,7 +124,7 @@ def test_every_object_validates_and_decodes(chart, values):
         assert kubernetes_validate.validate(doc, K8S_VERSION, strict=True) == K8S_VERSION
         model = decode(doc, MODELS[doc["kind"]])
         assert model.metadata.name
-        if doc["kind"] not in ("ClusterRole", "ClusterRoleBinding"):
+        if doc["kind"] not in ("ClusterRole", "ClusterRoleBinding", "Namespace"):
             assert model.metadata.namespace in (NS, MISSION_NS)
 
 

@@ -32,18 +32,29 @@ DEFINITIONS = {
         },
     },
     "dnsLabel": {"type": "string", **DNS_LABEL},
+    "namespaceName": {"oneOf": [{"type": "string", "maxLength": 0}, {"$ref": "#/definitions/dnsLabel"}]},
     "capacityTypes": {"type": "array", "minItems": 1, "items": {"enum": ["spot", "on-demand", "reserved"]}},
 }
 
 # The chart's own values: no resource field holds them.
 CHART_REQUIRED = ("image", "workerImage", "serviceAccount", "workerServiceAccount", "stellarCoreConfig",
-                  "codeLocation", "karpenter", "monitoring")  # fmt: skip
+                  "codeLocation", "karpenter", "monitoring", "networkPolicy")  # fmt: skip
 _STRINGS = {"type": "object", "additionalProperties": {"type": "string"}}
 # Labels the chart puts on objects (the Prometheus Operator's selectors match them).
 _LABELS = {"type": "object", "propertyNames": LABEL_KEY, "additionalProperties": LABEL_VALUE}
 DURATION = {"type": "string", "pattern": "^([0-9]+(ms|s|m|h|d|w|y))+$"}  # a Prometheus duration
 # The alerts of monitoring.prometheusRule.for, each how long its condition holds before it fires.
 _ALERT_FORS = ("stalled", "breakerTripped", "condemned", "unschedulable", "noCompletion")
+_PORT = {"type": "integer", "minimum": 1, "maximum": 65535}
+_CIDR = {"type": "string", "pattern": r"^[0-9a-fA-F:.]+/[0-9]{1,3}$"}
+_IP_BLOCK = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["cidr"],
+    "properties": {"cidr": _CIDR, "except": {"type": "array", "items": _CIDR}},
+}
+# The chart sets the mission namespace's Pod Security labels itself: commonLabels may not override them.
+_POD_SECURITY = {"not": {"pattern": "^pod-security\\.kubernetes\\.io/"}}
 CHART_ONLY = {
     "image": {"$ref": "#/definitions/image"},
     "workerImage": {"$ref": "#/definitions/image"},
@@ -59,14 +70,55 @@ CHART_ONLY = {
         "additionalProperties": False,
         "properties": {"name": {"type": "string", "maxLength": 63}},
     },
-    "commonLabels": _STRINGS,
+    "commonLabels": {**_STRINGS, "propertyNames": _POD_SECURITY},
     # The Secret holding notify_sensor's Slack bot token: the code server's $SLACK_BOT_TOKEN.
     "slackTokenSecret": {
         "type": "object",
         "additionalProperties": False,
         "properties": {"name": {"type": "string", "maxLength": 253}, "key": {"type": "string", "minLength": 1}},
     },
-    "missionNamespace": {"oneOf": [{"type": "string", "maxLength": 0}, {"$ref": "#/definitions/dnsLabel"}]},
+    # {name, create}; or the older form, a name alone: a namespace the operator made (create: false).
+    "missionNamespace": {
+        "oneOf": [
+            {"$ref": "#/definitions/namespaceName"},
+            {
+                "type": "object",
+                "additionalProperties": False,
+                "properties": {"name": {"$ref": "#/definitions/namespaceName"}, "create": {"type": "boolean"}},
+            },
+        ]
+    },
+    "networkPolicy": {
+        "type": "object",
+        "additionalProperties": False,
+        "required": ["enabled", "dns", "archives"],
+        "properties": {
+            "enabled": {"type": "boolean"},
+            "dns": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "additionalProperties": False,
+                    "required": ["namespace", "podLabels"],
+                    "properties": {
+                        "namespace": {"$ref": "#/definitions/dnsLabel"},
+                        "podLabels": {**_LABELS, "minProperties": 1},  # never every pod of the namespace
+                    },
+                },
+            },
+            "archives": {
+                "type": "object",
+                "additionalProperties": False,
+                "required": ["ipBlocks", "ports"],
+                "properties": {
+                    "ipBlocks": {"type": "array", "items": _IP_BLOCK},
+                    "ports": {"type": "array", "items": _PORT, "uniqueItems": True},
+                },
+            },
+            # NetworkPolicyEgressRule objects, passed as they are (the API server checks them).
+            "extraEgress": {"type": "array", "items": {"type": "object"}},
+        },
+    },
     "stellarCoreConfig": {"type": "string", "minLength": 1},
     "codeLocation": {
         "type": "object",

@@ -39,7 +39,18 @@ app.kubernetes.io/component: code-location
 {{/* Where range Jobs, their PVCs, the worker ConfigMap and account, and the mission's Role live:
 not the release's namespace, which holds Dagster's Secrets (values.yaml, missionNamespace). */}}
 {{- define "catchup.missionNamespace" -}}
-{{- default (printf "%s-missions" .Release.Namespace | trunc 63 | trimSuffix "-") .Values.missionNamespace -}}
+{{- $v := .Values.missionNamespace | default "" -}}
+{{- $name := $v -}}
+{{- if kindIs "map" $v }}{{ $name = get $v "name" | default "" }}{{ end -}}
+{{- default (printf "%s-missions" .Release.Namespace | trunc 63 | trimSuffix "-") $name -}}
+{{- end -}}
+
+{{/* "true" when the chart creates the mission namespace: missionNamespace.create (default true). The
+older string form, missionNamespace: NAME, names a namespace the operator made, as it always did. */}}
+{{- define "catchup.createMissionNamespace" -}}
+{{- $v := .Values.missionNamespace -}}
+{{- if kindIs "map" $v -}}{{- (hasKey $v "create" | ternary (get $v "create") true) | toString -}}
+{{- else -}}false{{- end -}}
 {{- end -}}
 
 {{/* The range pods' own account: bound to nothing, its token never mounted. */}}
