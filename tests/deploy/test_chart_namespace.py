@@ -154,6 +154,7 @@ def test_egress_is_widened_and_narrowed_from_values(chart):
         ({"missionNamespace": {"name": "Ranges"}}, "/missionNamespace"),
         ({"networkPolicy": {"archives": {"ipBlocks": [{"cidr": "everywhere"}]}}}, "/networkPolicy/archives"),
         ({"networkPolicy": {"archives": {"ports": [0]}}}, "/networkPolicy/archives/ports/0"),
+        ({"networkPolicy": {"archives": {"ports": []}}}, "/networkPolicy/archives/ports"),  # would allow every port
         ({"networkPolicy": {"dns": [{"namespace": "kube-system", "podLabels": {}}]}}, "/networkPolicy/dns/0/podLabels"),
     ],
     ids=lambda x: x if isinstance(x, str) else None,

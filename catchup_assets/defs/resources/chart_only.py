@@ -112,7 +112,8 @@ CHART_ONLY = {
                 "required": ["ipBlocks", "ports"],
                 "properties": {
                     "ipBlocks": {"type": "array", "items": _IP_BLOCK},
-                    "ports": {"type": "array", "items": _PORT, "uniqueItems": True},
+                    # Never empty: a rule without ports allows every port.
+                    "ports": {"type": "array", "items": _PORT, "uniqueItems": True, "minItems": 1},
                 },
             },
             # NetworkPolicyEgressRule objects, passed as they are (the API server checks them).
