@@ -107,7 +107,7 @@ def side_by_side(summaries: Sequence[MissionSummary], memory_scale: float = 1.0)
         ("cost / flat", [f"{s.cost.ratio:.2f}" if s.cost.ratio else "-" for s in summaries]),
         ("memory slack", [percent(s.kpis and s.kpis.memory_slack) for s in summaries]),
         ("  median range", [percent(s.kpis and s.kpis.median_range_slack) for s in summaries]),
-        ("ranges hit by OOM", [percent(s.kpis and s.kpis.oom_hit_share) for s in summaries]),
+        ("OOM-hit ranges", [percent(s.kpis and s.kpis.oom_hit_share) for s in summaries]),
         ("first-attempt success", [percent(s.kpis and s.kpis.first_attempt_success) for s in summaries]),
         ("cost efficiency", [percent(s.kpis and s.kpis.cost_efficiency) for s in summaries]),
         ("wall time (s)", [f"{s.wall_seconds:,.1f}" if s.wall_seconds is not None else "-" for s in summaries]),

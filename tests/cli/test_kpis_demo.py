@@ -76,7 +76,7 @@ def test_L27_the_four_kpis_in_range_profile_and_the_summary_equal_pandas_over_th
     placement = deployment_catchup(load_location(d)).placement()
     cells = {
         row: printed(proc.stdout, row)
-        for row in ("memory slack", "  median range", "ranges hit by OOM", "first-attempt success", "cost efficiency")
+        for row in ("memory slack", "  median range", "OOM-hit ranges", "first-attempt success", "cost efficiency")
     }
     with dg.DagsterInstance.from_config(str(d / "dagster_home")) as instance:
         for i, mission in enumerate(missions):
@@ -92,7 +92,7 @@ def test_L27_the_four_kpis_in_range_profile_and_the_summary_equal_pandas_over_th
             # The summary prints the same figures, to a tenth of a percent.
             assert cells["memory slack"][i] == f"{want['memory_slack']:.1%}"
             assert cells["  median range"][i] == f"{want['memory_slack_median_range']:.1%}"
-            assert cells["ranges hit by OOM"][i] == f"{want['oom_hit_share']:.1%}"
+            assert cells["OOM-hit ranges"][i] == f"{want['oom_hit_share']:.1%}"
             assert cells["first-attempt success"][i] == f"{want['first_attempt_success']:.1%}"
             assert cells["cost efficiency"][i] == f"{want['cost_efficiency']:.1%}"
             assert 0 < want["cost_efficiency"] < 1 and 0 < want["memory_slack"] < 1
