@@ -43,6 +43,14 @@ def run_read_only(
     return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
 
 
+def popen_read_only(argv: Sequence[str], writable: Sequence[Path] = (), env: dict[str, str] | None = None):
+    """The same, left running (a server): the caller ends it."""
+    cmd = [*_UNSHARE, *map(str, writable), "--", *map(str, argv)]
+    return subprocess.Popen(
+        cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True
+    )
+
+
 def available() -> bool:
     if shutil.which("unshare") is None:
         return False

@@ -15,7 +15,7 @@ import copy
 import pytest
 import yaml
 
-from pss import BASELINE, RESTRICTED, URL, containers, pods_of, violations
+from pss import BASELINE, RESTRICTED, URL, pods_of, violations
 from test_chart import DAGSTER_VALUES, chart, render
 from test_run_pods import launch_run
 
@@ -140,15 +140,28 @@ def test_the_run_pod_the_real_launcher_creates_is_restricted(chart, values, tmp_
 
 
 def test_the_dagster_chart_s_webserver_and_daemon_values_are_restricted():
-    """As the dagster chart places them: podSecurityContext on the pod, securityContext on its container."""
+    """As the dagster chart's deployment templates place them: podSecurityContext on the pod,
+    securityContext on its container and on its check-db-ready init container, the volumes beside
+    its dagster-instance ConfigMap, mounted beside dagster.yaml's subPath."""
     values = yaml.safe_load(DAGSTER_VALUES.read_text())
     for part in ("dagsterWebserver", "dagsterDaemon"):
+        v = values[part]
+        instance = {"name": "dagster-instance", "mountPath": "/opt/dagster/dagster_home/dagster.yaml",
+                    "subPath": "dagster.yaml"}  # fmt: skip
         pod = {"metadata": {"name": part}, "spec": {
-            "securityContext": values[part]["podSecurityContext"],
-            "containers": [{"name": part, "image": "x", "securityContext": values[part]["securityContext"]}],
+            "securityContext": v["podSecurityContext"],
+            "initContainers": [{"name": "check-db-ready", "image": "pg", "securityContext": v["securityContext"]}],
+            "containers": [{"name": part, "image": "x", "securityContext": v["securityContext"],
+                            "volumeMounts": [instance, *v["volumeMounts"]]}],
+            "volumes": [{"name": "dagster-instance", "configMap": {"name": "dagster-instance"}}, *v["volumes"]],
         }}  # fmt: skip
         assert violations(pod) == [], part
-        assert [c["securityContext"]["runAsNonRoot"] for c in containers(pod["spec"])] == [True]
+        (main,) = pod["spec"]["containers"]
+        assert main["securityContext"]["readOnlyRootFilesystem"] is True
+        volumes = {x["name"]: x for x in pod["spec"]["volumes"]}
+        writable = {m["mountPath"]: volumes[m["name"]] for m in main["volumeMounts"] if "subPath" not in m}
+        assert set(writable) == {"/tmp", "/opt/dagster/dagster_home"}
+        assert all("emptyDir" in x for x in writable.values())
 
 
 def test_every_kind_that_makes_pods_is_found():
