@@ -38,13 +38,18 @@ def containers(spec: dict) -> list[dict]:
     return [c for key in ("initContainers", "containers", "ephemeralContainers") for c in spec.get(key) or []]
 
 
-def _contexts(spec: dict) -> list[dict]:
+def _own(pod: dict) -> list[dict]:
+    """Each container's own security context."""
+    return [c.get("securityContext") or {} for c in containers(pod["spec"])]
+
+
+def _contexts(pod: dict) -> list[dict]:
     """The pod's security context, then each container's: a rule on both fields reads them all."""
-    return [spec.get("securityContext") or {}] + [c.get("securityContext") or {} for c in containers(spec)]
+    return [pod["spec"].get("securityContext") or {}, *_own(pod)]
 
 
 def _host_process(pod: dict) -> bool:
-    return not any((sc.get("windowsOptions") or {}).get("hostProcess") for sc in _contexts(pod["spec"]))
+    return not any((sc.get("windowsOptions") or {}).get("hostProcess") for sc in _contexts(pod))
 
 
 def _host_namespaces(pod: dict) -> bool:
@@ -52,7 +57,7 @@ def _host_namespaces(pod: dict) -> bool:
 
 
 def _privileged(pod: dict) -> bool:
-    return not any((c.get("securityContext") or {}).get("privileged") for c in containers(pod["spec"]))
+    return not any(sc.get("privileged") for sc in _own(pod))
 
 
 def _added(c: dict) -> set[str]:
@@ -72,7 +77,7 @@ def _host_ports(pod: dict) -> bool:
 
 
 def _apparmor(pod: dict) -> bool:
-    types = [(sc.get("appArmorProfile") or {}).get("type") for sc in _contexts(pod["spec"])]
+    types = [(sc.get("appArmorProfile") or {}).get("type") for sc in _contexts(pod)]
     notes = [v for k, v in ((pod.get("metadata") or {}).get("annotations") or {}).items()
              if k.startswith(APPARMOR_ANNOTATION)]  # fmt: skip
     return all(t in (None, "RuntimeDefault", "Localhost") for t in types) and all(
@@ -81,13 +86,8 @@ def _apparmor(pod: dict) -> bool:
 
 
 def _selinux(pod: dict) -> bool:
-    opts = [sc.get("seLinuxOptions") or {} for sc in _contexts(pod["spec"])]
+    opts = [sc.get("seLinuxOptions") or {} for sc in _contexts(pod)]
     return all(o.get("type", "") in SELINUX_TYPES and not o.get("user") and not o.get("role") for o in opts)
-
-
-def _own(pod: dict) -> list[dict]:
-    """Each container's own security context."""
-    return [c.get("securityContext") or {} for c in containers(pod["spec"])]
 
 
 def _proc_mount(pod: dict) -> bool:
@@ -95,7 +95,7 @@ def _proc_mount(pod: dict) -> bool:
 
 
 def _baseline_seccomp(pod: dict) -> bool:
-    return all((sc.get("seccompProfile") or {}).get("type") != "Unconfined" for sc in _contexts(pod["spec"]))
+    return all((sc.get("seccompProfile") or {}).get("type") != "Unconfined" for sc in _contexts(pod))
 
 
 def _sysctls(pod: dict) -> bool:
@@ -114,18 +114,18 @@ def _privilege_escalation(pod: dict) -> bool:
 def _non_root(pod: dict) -> bool:
     # The pod's runAsNonRoot, or every container's; and no container setting it false.
     pod_level = (pod["spec"].get("securityContext") or {}).get("runAsNonRoot")
-    own = [(c.get("securityContext") or {}).get("runAsNonRoot") for c in containers(pod["spec"])]
+    own = [sc.get("runAsNonRoot") for sc in _own(pod)]
     return False not in own and pod_level is not False and (pod_level is True or all(v is True for v in own))
 
 
 def _non_root_user(pod: dict) -> bool:
-    return all(sc.get("runAsUser") != 0 for sc in _contexts(pod["spec"]))
+    return all(sc.get("runAsUser") != 0 for sc in _contexts(pod))
 
 
 def _restricted_seccomp(pod: dict) -> bool:
     allowed = ("RuntimeDefault", "Localhost")
     pod_type = ((pod["spec"].get("securityContext") or {}).get("seccompProfile") or {}).get("type")
-    own = [((c.get("securityContext") or {}).get("seccompProfile") or {}).get("type") for c in containers(pod["spec"])]
+    own = [(sc.get("seccompProfile") or {}).get("type") for sc in _own(pod)]
     return all(t in allowed or (t is None and pod_type in allowed) for t in own)
 
 
