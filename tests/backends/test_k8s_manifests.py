@@ -29,6 +29,7 @@ from catchup_assets.backends.kubernetes.settings import K8sSettings
 from catchup_assets.core.dispatch.ports import AttemptSpec
 from catchup_assets.core.size.sizing import DEFAULT_LADDER, NEBULA, PROTOSTAR, Tier
 from catchup_assets.core.units import GiB
+from pss import URL, violations
 
 DNS_1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 KEY = "0059904001-0059920000"
@@ -296,6 +297,54 @@ def test_worker_pod_has_no_api_access_and_runs_unprivileged():
     assert "runAsNonRoot" not in pod_of(job(run_as_non_root=False, run_as_user=None)).get("securityContext", {})
     worker = next(v for v in p["volumes"] if v["name"] == "worker")["configMap"]
     assert worker["name"] == configmap_name("pubnet-backfill") and worker["defaultMode"] == 0o555
+
+
+@pytest.mark.parametrize("mode,profiled,pooled", COMBINATIONS)
+def test_the_worker_s_root_is_read_only_and_it_writes_only_to_data_and_tmp(mode, profiled, pooled):
+    """Issue 24: stellar-core's buckets, database and logs go to /data (the worker cds there), temporary
+    files to /tmp; the rest of the image cannot be written, in every storage mode."""
+    tier = GIANT if profiled else PROTOSTAR
+    manifest = to_dict(job_manifest(spec(tier.name), tier, profiled, settings(storage_mode=mode, pooled=pooled)))
+    container = container_of(manifest)
+    assert container["securityContext"]["readOnlyRootFilesystem"] is True
+    assert container["securityContext"]["allowPrivilegeEscalation"] is False
+    assert container["securityContext"]["capabilities"] == {"drop": ["ALL"]}
+    volumes = {v["name"]: v for v in pod_of(manifest)["volumes"]}
+    assert len(volumes) == len(pod_of(manifest)["volumes"])  # names unique, as the API requires
+    writable = {m["mountPath"]: volumes[m["name"]] for m in container["volumeMounts"] if not m.get("readOnly")}
+    assert set(writable) == {"/data", "/tmp"}
+    assert ("persistentVolumeClaim" if mode == "pvc" else "emptyDir") in writable["/data"]
+    assert writable["/tmp"] == {"name": "tmp", "emptyDir": {}}  # the pod's own, on the node's disk
+    env = {e["name"]: e["value"] for e in container["env"]}
+    assert env["DATA_DIR"] == "/data"
+
+
+def _every_range_pod():
+    """Each variant of the range pod this file builds: storage mode x profiled x pooled, every tier the
+    sizing can choose, the on-demand fallback, a sized disk, a CPU limit, a node of its own, no deadline."""
+    for mode, profiled, pooled in COMBINATIONS:
+        for tier in (*DEFAULT_LADDER, PROTOSTAR, NEBULA):
+            s = settings(storage_mode=mode, pooled=pooled)
+            name = f"{mode}/{tier.name}/profiled={profiled}/pooled={pooled}"
+            yield name, job_manifest(spec(tier.name), tier, profiled, s)
+    yield "unplaced", job_manifest(spec(), None, False, settings(pooled=False))
+    yield "on-demand", job_manifest(spec(capacity_type="on-demand"), GIANT, True, settings())
+    yield "sized disk", job_manifest(spec(ephemeral_bytes=12 * GiB), GIANT, True, settings(storage_mode="ephemeral"))
+    own = dataclasses.replace(GIANT, pods_per_node=1)
+    yield "own node", job_manifest(spec(), own, True, settings(storage_mode="ephemeral"))
+    yield "cpu limit", job_manifest(spec(), GIANT, True, settings(cpu_limit="4"))
+    yield "no deadline", job_manifest(spec(deadline_seconds=None), GIANT, True, settings(worker_service_account="w"))
+
+
+def test_every_range_pod_meets_the_restricted_pod_security_standard():
+    """Issue 24: the mission namespace enforces `restricted` (tests/pss.py has its rules, from URL)."""
+    assert URL.startswith("https://kubernetes.io/")
+    pods = {name: to_dict(manifest)["spec"]["template"] for name, manifest in _every_range_pod()}
+    assert len(pods) > 8 * 8
+    assert {name: violations(pod) for name, pod in pods.items() if violations(pod)} == {}
+    # The check sees the settings that would break it: the operator's root uid is caught.
+    rooted = to_dict(job_manifest(spec(), GIANT, True, settings(run_as_non_root=False, run_as_user=0)))
+    assert violations(rooted["spec"]["template"]) == ["Running as Non-root", "Running as Non-root user"]
 
 
 def test_tier_disagreeing_with_sizing_refused():

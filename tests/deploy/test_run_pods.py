@@ -35,10 +35,14 @@ def chart():
         yield c
 
 
-def launcher_from_values(api: KubeApiServer, kubeconfig: str) -> K8sRunLauncher:
-    """K8sRunLauncher with the runLauncher settings of charts/dagster-values.yaml, as the dagster
+def launcher_values() -> dict:
+    return yaml.safe_load(DAGSTER_VALUES.read_text())["runLauncher"]["config"]["k8sRunLauncher"]
+
+
+def launcher_from_values(api: KubeApiServer, kubeconfig: str, cfg: dict | None = None) -> K8sRunLauncher:
+    """K8sRunLauncher with the runLauncher settings of charts/dagster-values.yaml (or `cfg`), as the dagster
     chart turns them into the instance's run_launcher config (camelCase keys to its fields)."""
-    cfg = yaml.safe_load(DAGSTER_VALUES.read_text())["runLauncher"]["config"]["k8sRunLauncher"]
+    cfg = launcher_values() if cfg is None else cfg
     return K8sRunLauncher(
         service_account_name="dagster",  # the dagster chart's own account; the location overrides it
         instance_config_map="dagster-instance",
@@ -46,8 +50,8 @@ def launcher_from_values(api: KubeApiServer, kubeconfig: str) -> K8sRunLauncher:
         job_namespace=cfg["jobNamespace"],
         image_pull_policy=cfg["imagePullPolicy"],
         run_k8s_config={_SNAKE[k]: v for k, v in cfg["runK8sConfig"].items()},
-        volumes=cfg["volumes"],
-        volume_mounts=cfg["volumeMounts"],
+        volumes=cfg.get("volumes", []),
+        volume_mounts=cfg.get("volumeMounts", []),
         load_incluster_config=False,
         kubeconfig_file=kubeconfig,
         k8s_client_batch_api=BatchV1Api(api.api_client),
@@ -55,8 +59,9 @@ def launcher_from_values(api: KubeApiServer, kubeconfig: str) -> K8sRunLauncher:
     )
 
 
-def launch_run(docs: list[dict], tmp_path: Path) -> dict:
-    """The Job the real K8sRunLauncher creates for a run of the code location `docs` render."""
+def launch_run(docs: list[dict], tmp_path: Path, launcher_cfg: dict | None = None) -> dict:
+    """The Job the real K8sRunLauncher creates for a run of the code location `docs` render
+    (with charts/dagster-values.yaml's launcher settings, or `launcher_cfg`)."""
     (server,) = one(docs, "Deployment")["spec"]["template"]["spec"]["containers"]
     env = {e["name"]: e.get("value") for e in server["env"]}
     context = json.loads(env["DAGSTER_CLI_API_GRPC_CONTAINER_CONTEXT"])
@@ -69,7 +74,7 @@ def launch_run(docs: list[dict], tmp_path: Path) -> dict:
             "users": [{"name": "sim", "user": {"token": "t"}}],
             "contexts": [{"name": "sim", "context": {"cluster": "sim", "user": "sim"}}],
         }))  # fmt: skip
-        launcher = launcher_from_values(api, str(kubeconfig))
+        launcher = launcher_from_values(api, str(kubeconfig), launcher_cfg)
         launcher.register_instance(instance)
         origin = RepositoryPythonOrigin(
             executable_path="/app/.venv/bin/python",
@@ -104,6 +109,46 @@ def test_a_launched_run_pod_mounts_the_code_location_and_its_settings(chart, tmp
     assert run_env["CATCHUP_STORAGE_ROOT"] == env["CATCHUP_STORAGE_ROOT"]
     assert pod["serviceAccountName"] == context["k8s"]["service_account_name"]
     assert container["image"] == server["image"]
+
+
+def _hardened(job: dict, work_dir: str, uid: int) -> None:
+    pod = job["spec"]["template"]["spec"]
+    (container,) = pod["containers"]
+    assert pod["securityContext"] == {"runAsNonRoot": True, "runAsUser": uid, "runAsGroup": uid, "fsGroup": uid,
+                                      "seccompProfile": {"type": "RuntimeDefault"}}  # fmt: skip
+    sc = container["securityContext"]
+    assert sc["readOnlyRootFilesystem"] is True and sc["allowPrivilegeEscalation"] is False
+    assert sc["capabilities"] == {"drop": ["ALL"]} and sc["runAsNonRoot"] is True
+    assert "privileged" not in sc and "runAsUser" not in sc  # the pod's uid, never root
+    # Every path a run worker writes is an emptyDir of its own, each volume once (the API refuses a repeat).
+    names = [v["name"] for v in pod["volumes"]]
+    assert len(names) == len(set(names))
+    volumes = {v["name"]: v for v in pod["volumes"]}
+    writable = {m["mountPath"]: volumes[m["name"]] for m in container["volumeMounts"] if not m.get("readOnly")}
+    home = next(e["value"] for e in container["env"] if e["name"] == "DAGSTER_HOME")
+    assert set(writable) == {"/tmp", home, work_dir}
+    assert all(set(v) == {"name", "emptyDir"} for v in writable.values())
+
+
+def test_a_launched_run_pod_is_hardened(chart, tmp_path):
+    """Issue 24: the pod holding the Job-creating token and the Postgres password runs as the image's
+    non-root user (the Dockerfile's USER, the code server's uid) on a read-only root, without
+    capabilities or privilege escalation, under the runtime's seccomp profile."""
+    dockerfile = (CHART.parents[1] / "Dockerfile").read_text()
+    (user,) = [line.split()[1] for line in dockerfile.splitlines() if line.startswith("USER ")]
+    uid = int(user.split(":")[0])
+    values = yaml.safe_load((CHART / "values.yaml").read_text())
+    assert values["codeLocation"]["securityContext"]["runAsUser"] == uid
+    _hardened(launch_run(render(chart), tmp_path), values["workDir"], uid)
+
+
+def test_the_code_location_s_context_hardens_its_run_pods_under_any_launcher(chart, tmp_path):
+    """The container context alone, under a launcher configured with none of it (a dagster chart
+    installed without charts/dagster-values.yaml's runK8sConfig), and for another workDir and uid."""
+    bare = {"jobNamespace": NS, "imagePullPolicy": "IfNotPresent", "runK8sConfig": {}}
+    values = {"workDir": "/srv/spool", "codeLocation": {"securityContext": {"runAsUser": 2000, "runAsGroup": 2000,
+                                                                           "fsGroup": 2000}}}  # fmt: skip
+    _hardened(launch_run(render(chart, values), tmp_path, bare), "/srv/spool", 2000)
 
 
 _TYPES = {"boolean": bool, "integer": int, "string": str}

@@ -15,6 +15,7 @@ from typing import Any
 from kubernetes import client as k
 from kubernetes.utils.quantity import parse_quantity
 
+from catchup_assets.backends.kubernetes.hardening import container_security, pod_security, tmp_mount, tmp_volume
 from catchup_assets.backends.kubernetes.names import (
     CAPACITY_TYPE_LABEL,
     CONTAINER,
@@ -154,21 +155,7 @@ def _volumes(spec: AttemptSpec, settings: K8sSettings) -> list[k.V1Volume]:
         )
     else:
         data = k.V1Volume(name="data", empty_dir=k.V1EmptyDirVolumeSource())
-    return [worker, data]
-
-
-def _pod_security(settings: K8sSettings) -> k.V1PodSecurityContext:
-    uid = settings.run_as_user
-    return k.V1PodSecurityContext(
-        run_as_non_root=settings.run_as_non_root or None,
-        run_as_user=uid,
-        run_as_group=uid,
-        fs_group=uid,
-        # A resumed attempt reuses a volume of many GiB: a recursive chown on
-        # every mount would cost minutes before catchup starts.
-        fs_group_change_policy="OnRootMismatch" if uid is not None else None,
-        seccomp_profile=k.V1SeccompProfile(type="RuntimeDefault"),
-    )
+    return [worker, data, tmp_volume()]
 
 
 def job_manifest(spec: AttemptSpec, tier: Tier | None, profiled: bool, settings: K8sSettings) -> k.V1Job:
@@ -198,10 +185,9 @@ def job_manifest(spec: AttemptSpec, tier: Tier | None, profiled: bool, settings:
         volume_mounts=[
             k.V1VolumeMount(name="worker", mount_path=WORKER_MOUNT, read_only=True),
             k.V1VolumeMount(name="data", mount_path=DATA_MOUNT),
+            tmp_mount(),
         ],
-        security_context=k.V1SecurityContext(
-            allow_privilege_escalation=False, capabilities=k.V1Capabilities(drop=["ALL"])
-        ),
+        security_context=container_security(),  # read-only root: writes go to /data and /tmp
     )
     pod = k.V1PodSpec(
         restart_policy="Never",  # L1: an in-place restart never advances the attempt
@@ -214,7 +200,7 @@ def job_manifest(spec: AttemptSpec, tier: Tier | None, profiled: bool, settings:
         priority_class_name=settings.priority_class_name,
         automount_service_account_token=False,  # the worker never calls the API
         enable_service_links=False,  # no env var per Service in the namespace
-        security_context=_pod_security(settings),
+        security_context=pod_security(settings),
     )
     return k.V1Job(
         api_version="batch/v1",

@@ -169,14 +169,56 @@ it by name whatever its number. */}}
 {{- define "catchup.runContainerContext" -}}
 {{- $k8s := dict "namespace" .Release.Namespace "service_account_name" (include "catchup.serviceAccountName" .) "image_pull_policy" .Values.image.pullPolicy -}}
 {{- $_ := set $k8s "env_vars" (list (printf "CATCHUP_STORAGE_ROOT=%s" .Values.storageRoot)) -}}
-{{- $_ := set $k8s "volumes" (list (dict "name" "location" "configMap" (dict "name" (include "catchup.locationConfigmapName" .)))) -}}
-{{- $_ := set $k8s "volume_mounts" (list (dict "name" "location" "mountPath" "/etc/catchup" "readOnly" true)) -}}
+{{- /* The run pod's root filesystem is read-only (catchup.runPodSecurity): what a run worker writes
+goes to emptyDirs of its own, /tmp (also HOME in the image), DAGSTER_HOME (the instance's local
+artifact storage and compute logs) and the work dir, as on the code server. */ -}}
+{{- $vols := list (dict "name" "location" "configMap" (dict "name" (include "catchup.locationConfigmapName" .))) -}}
+{{- $mounts := list (dict "name" "location" "mountPath" "/etc/catchup" "readOnly" true) -}}
+{{- range $name, $path := include "catchup.runPodScratch" . | fromYaml -}}
+{{- $vols = append $vols (dict "name" $name "emptyDir" dict) -}}
+{{- $mounts = append $mounts (dict "name" $name "mountPath" $path) -}}
+{{- end -}}
+{{- $_ := set $k8s "volumes" $vols -}}
+{{- $_ := set $k8s "volume_mounts" $mounts -}}
 {{- /* Dagster's own run_worker label is set by the launcher itself: only ours is added here. */ -}}
 {{- $labels := include "catchup.runPodLabels" . | fromYaml -}}
 {{- $_ := set $k8s "labels" (omit $labels "app.kubernetes.io/component") -}}
+{{- $sc := include "catchup.runPodSecurity" . | fromYaml -}}
+{{- $container := dict "securityContext" $sc.container -}}
 {{- $port := include "catchup.metricsPort" . | int -}}
 {{- if gt $port 0 -}}
-{{- $_ := set $k8s "run_k8s_config" (dict "container_config" (dict "ports" (list (dict "name" "metrics" "containerPort" $port "protocol" "TCP")))) -}}
+{{- $_ := set $container "ports" (list (dict "name" "metrics" "containerPort" $port "protocol" "TCP")) -}}
 {{- end -}}
+{{- $_ := set $k8s "run_k8s_config" (dict "container_config" $container "pod_spec_config" (dict "securityContext" $sc.pod)) -}}
 {{- toJson (dict "k8s" $k8s) -}}
+{{- end -}}
+
+{{/* The run pods' writable paths, volume name -> mount path: each an emptyDir. The names are those
+charts/dagster-values.yaml gives the same emptyDirs, so that the K8sRunLauncher, which merges its
+runK8sConfig with this context and drops the exact duplicates, mounts each once. */}}
+{{- define "catchup.runPodScratch" -}}
+tmp: /tmp
+dagster-home: /opt/dagster/dagster_home
+work: {{ .Values.workDir }}
+{{- end -}}
+
+{{/* A run pod holds the mission's Job-creating token and Dagster's Postgres password: it runs as
+the image's non-root user (the code server's uid, codeLocation.securityContext), with no
+capabilities, no privilege escalation, the runtime's seccomp profile and a read-only root: the
+Pod Security Standards' restricted profile (docs/deploy.md, "Pod security"). */}}
+{{- define "catchup.runPodSecurity" -}}
+{{- $sc := .Values.codeLocation.securityContext -}}
+pod:
+  runAsNonRoot: true
+  runAsUser: {{ $sc.runAsUser }}
+  runAsGroup: {{ $sc.runAsGroup }}
+  fsGroup: {{ $sc.fsGroup }}
+  seccompProfile:
+    type: RuntimeDefault
+container:
+  runAsNonRoot: true
+  allowPrivilegeEscalation: false
+  readOnlyRootFilesystem: true
+  capabilities:
+    drop: ["ALL"]
 {{- end -}}
