@@ -183,8 +183,10 @@ def catchup(spec: str, knobs: Knobs, report: list[str], started: float) -> int:
     # range does not cost thousands of state writes; LCL stays checkpoint-aligned.
     per_checkpoint = cost.seconds_per_ledger * CHECKPOINT / knobs.speed
     step = CHECKPOINT * max(1, int(MIN_STEP_SECONDS / per_checkpoint))
-    while lcl < end:
-        last = min(end, (lcl + step) | (CHECKPOINT - 1))
+    # Where this run stops: the target, or for an exit-early knob the ledger it names.
+    goal = max(lcl, min(end, knobs.exit_early.get(end, end)))
+    while lcl < goal:
+        last = min(goal, (lcl + step) | (CHECKPOINT - 1))
         n = last - lcl
         left = max(1, (end - lcl) // CHECKPOINT + 1)
         status(

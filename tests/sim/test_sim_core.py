@@ -198,6 +198,19 @@ def test_fail_targets_fail_for_real(tmp_path: Path) -> None:
     assert lcl(tmp_path) == 1
 
 
+def test_exit_early_stops_at_the_named_ledger_and_still_exits_0(tmp_path: Path) -> None:
+    """The broken core issue 24 item 6 guards against: it reports success short of its target."""
+    core(tmp_path, "new-db")
+    short = core(tmp_path, "catchup", "640/320", SIM_EXIT_EARLY="640=447")
+    assert short.returncode == 0 and "* Catchup finished." in short.stderr
+    assert lcl(tmp_path) == 447
+    info = core(tmp_path, "offline-info")
+    assert json.loads(info.stdout)["info"]["ledger"]["num"] == 447  # its own state says where it stopped
+    core(tmp_path, "new-db")
+    assert core(tmp_path, "catchup", "640/320", SIM_EXIT_EARLY="1280=447").returncode == 0
+    assert lcl(tmp_path) == 640  # another target's knob: caught up
+
+
 def max_rss_bytes(cwd: Path, *args: str, **extra: str) -> int:
     # Measured from a small intermediate process: a child forked straight from
     # pytest inherits pytest's own high-water RSS into its ru_maxrss.
@@ -258,6 +271,8 @@ def test_sigterm_drains_saves_lcl_and_exits_3(tmp_path: Path) -> None:
         ("SIM_FAIL_TARGETS", "640,x"),
         ("SIM_PEAK_BYTES", "640"),
         ("SIM_PEAK_BYTES", "640=big"),
+        ("SIM_EXIT_EARLY", "640"),
+        ("SIM_EXIT_EARLY", "640=x"),
     ],
 )
 def test_bad_env_exits_64_naming_the_variable(tmp_path: Path, var: str, value: str) -> None:

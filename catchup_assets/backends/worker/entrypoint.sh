@@ -23,14 +23,17 @@
 # splits the sections off this attempt's log and stores each as its
 # attempt's log.
 #
-# Exit codes: 64 bad input; otherwise new-db's failure code, 0 when the range
-# is already complete, or catchup's own code, unchanged.
+# Exit codes: 64 bad input; 65 when catchup exited 0 but offline-info does not
+# show the target reached (a `WORKER FAILED:` line says why); otherwise new-db's
+# failure code, 0 when the range is complete, or catchup's own code, unchanged.
 # Nothing here prints a progress meter (L18): one event, one line.
 
 set -u
 
 MARKER=.catchup-range
 LOGS=logs
+# Neither 64 (bad input) nor any code of stellar-core's (0-3): classified `failed` (L4).
+EXIT_SHORT=65
 
 die() {
     printf 'ERROR: %s\n' "$1" >&2
@@ -126,6 +129,31 @@ fi
 
 printf 'WORKER: range %s target %s count %s\n' "$RANGE_KEY" "$TARGET" "$COUNT"
 
+# Sets LCL to the last closed ledger stellar-core's own state reports
+# (`offline-info`), or WHY to why there is none. The whole document, never a
+# window after "ledger": ~40 lines of bucket hashes sit between that key and
+# "num" (L16). "num" occurs exactly once. Called with the core command line.
+core_lcl() {
+    LCL=
+    WHY=
+    if ! INFO=$("$@" offline-info); then
+        WHY="offline-info failed"
+        return 1
+    fi
+    LCL=$(printf '%s\n' "$INFO" |
+        sed -n 's/.*"num"[[:space:]]*:[[:space:]]*\([0-9][0-9]*\).*/\1/p' |
+        head -n 1)
+    if [ -z "$LCL" ]; then
+        WHY="offline-info reported no ledger num"
+    elif ! LCL=$(decimal "$LCL"); then
+        WHY="offline-info ledger num out of range"
+    else
+        return 0
+    fi
+    LCL=
+    return 1
+}
+
 # Decide. Sets DECLINED to the reason when a fresh start is needed.
 DECLINED=
 LCL=
@@ -136,26 +164,15 @@ elif ! OWNER=$(cat -- "$MARKER"); then
 elif [ "$OWNER" != "$RANGE_KEY" ]; then
     OWNER=$(printf '%s' "$OWNER" | tr '\r\n' '  ')
     DECLINED="data dir belongs to range '$OWNER', not this one"
-elif ! INFO=$("$@" offline-info); then
-    DECLINED="offline-info failed"
-else
-    # The whole document, never a window after "ledger": ~40 lines of bucket
-    # hashes sit between that key and "num" (L16). "num" occurs exactly once.
-    LCL=$(printf '%s\n' "$INFO" |
-        sed -n 's/.*"num"[[:space:]]*:[[:space:]]*\([0-9][0-9]*\).*/\1/p' |
-        head -n 1)
-    if [ -z "$LCL" ]; then
-        DECLINED="offline-info reported no ledger num"
-    elif ! LCL=$(decimal "$LCL"); then
-        DECLINED="offline-info ledger num out of range"
-    elif [ "$LCL" -ge "$TARGET" ]; then
-        # Re-running catchup here applies nothing and exits 2, on every retry.
-        printf 'RESUME: range %s already complete: LCL %s >= target %s\n' \
-            "$RANGE_KEY" "$LCL" "$TARGET"
-        finish 0
-    elif [ "$LCL" -lt "$START" ]; then
-        DECLINED="LCL $LCL is below range start $START (bucket apply never finished)"
-    fi
+elif ! core_lcl "$@"; then
+    DECLINED=$WHY
+elif [ "$LCL" -ge "$TARGET" ]; then
+    # Re-running catchup here applies nothing and exits 2, on every retry.
+    printf 'RESUME: range %s already complete: LCL %s >= target %s\n' \
+        "$RANGE_KEY" "$LCL" "$TARGET"
+    finish 0
+elif [ "$LCL" -lt "$START" ]; then
+    DECLINED="LCL $LCL is below range start $START (bucket apply never finished)"
 fi
 
 if [ -n "$DECLINED" ]; then
@@ -195,4 +212,16 @@ while :; do
     [ "$code" -eq 127 ] && [ -n "$rc" ] || rc=$code
     [ -n "$SIGNALLED" ] || break
 done
-finish "$rc"
+[ "$rc" -eq 0 ] || finish "$rc"
+
+# Exit 0 is stellar-core's word, not proof: a core that stopped short and exited
+# 0 would be recorded done (issue 24 item 6). Its own state must show the target.
+if ! core_lcl "$@"; then
+    printf 'WORKER FAILED: catchup exited 0 but its ledger cannot be read: %s\n' "$WHY"
+    finish "$EXIT_SHORT"
+elif [ "$LCL" -lt "$TARGET" ]; then
+    printf 'WORKER FAILED: catchup exited 0 at LCL %s, short of target %s\n' "$LCL" "$TARGET"
+    finish "$EXIT_SHORT"
+fi
+printf 'CAUGHT UP: range %s: LCL %s >= target %s\n' "$RANGE_KEY" "$LCL" "$TARGET"
+finish 0

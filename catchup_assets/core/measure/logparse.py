@@ -163,8 +163,9 @@ class WorkerLogFacts:
 _RESUMED = re.compile(r"(?:^|\s)RESUME: range .* from LCL (\d{1,30}) toward target \d+\s*$")
 _COMPLETE = re.compile(r"(?:^|\s)RESUME: range .* already complete: LCL (\d{1,30}) >= target \d+\s*$")
 _DECLINED = re.compile(r"(?:^|\s)RESUME DECLINED:")
-# stellar-core's levels (src/util/Logging.cpp): ERROR and FATAL are the ones that say why it stopped.
-_ERROR = re.compile(r"\[[A-Za-z]+ (?:ERROR|FATAL)\] ")
+# stellar-core's levels (src/util/Logging.cpp): ERROR and FATAL are the ones that say why it stopped;
+# and the worker's own verdict on a catchup that exited 0 short of its target (entrypoint.sh).
+_ERROR = re.compile(r"\[[A-Za-z]+ (?:ERROR|FATAL)\] |(?:^|\s)(?=WORKER FAILED: )")
 
 
 def parse_worker_log(lines: Iterable[str]) -> WorkerLogFacts:
