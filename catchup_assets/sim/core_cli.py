@@ -12,6 +12,9 @@ from dataclasses import dataclass, field
 EX_USAGE = 64
 
 
+USAGE = "new-db | offline-info | catchup DESTINATION-LEDGER/LEDGER-COUNT | verify-checkpoints --output-file FILE"
+
+
 class UsageError(Exception):
     pass
 
@@ -77,12 +80,23 @@ def _pairs(env: dict[str, str], var: str, shape: str) -> dict[int, int]:
     return out
 
 
-OPTIONS_WITH_VALUE = ("--conf", "--metric", "--ll")
+# runCatchup's --trusted-checkpoint-hashes; runWriteVerifiedCheckpointHashes' --output-file,
+# --history-ledger and --from-ledger (the simulator has no network to authenticate a tip from).
+OPTIONS_WITH_VALUE = (
+    "--conf",
+    "--metric",
+    "--ll",
+    "--trusted-checkpoint-hashes",
+    "--output-file",
+    "--history-ledger",
+    "--from-ledger",
+)
 
 
 def parse_args(args: list[str]) -> tuple[str, list[str], dict[str, list[str]]]:
     """(subcommand, positionals, options): options may come before or after the subcommand."""
-    command, positional, options = None, [], {"--metric": [], "--conf": [], "--ll": []}
+    command, positional = None, []
+    options: dict[str, list[str]] = {name: [] for name in OPTIONS_WITH_VALUE}
     i = 0
     while i < len(args):
         arg = args[i]
@@ -103,5 +117,5 @@ def parse_args(args: list[str]) -> tuple[str, list[str], dict[str, list[str]]]:
             positional.append(arg)
         i += 1
     if command is None:
-        raise UsageError("no command given: new-db | offline-info | catchup DESTINATION-LEDGER/LEDGER-COUNT")
+        raise UsageError(f"no command given: {USAGE}")
     return command, positional, options
