@@ -205,6 +205,51 @@ def test_L16_exit_0_with_no_readable_ledger_afterwards_fails(shell: str, tmp_pat
     ]
 
 
+def trusted_file(tmp_path: Path, newest: int = 1279) -> Path:
+    """verify-checkpoints' output, written by the simulated core."""
+    out = tmp_path / "trusted.json"
+    wrote = subprocess.run(
+        [str(CORE), "verify-checkpoints", "--output-file", str(out), "--history-ledger", str(newest)],
+        env=worker_env(tmp_path),
+        capture_output=True,
+        timeout=60,
+    )
+    assert wrote.returncode == 0, wrote.stderr
+    return out
+
+
+def test_L17_trusted_hashes_reach_catchup_at_the_checkpoint_past_the_target(shell: str, tmp_path: Path) -> None:
+    """stellar-core takes --trusted-checkpoint-hashes only for a checkpoint's last ledger: the
+    worker catches up to the first one at or past the target (640 -> 703), with the file."""
+    hashes = trusted_file(tmp_path)
+    data = prepare(tmp_path / "data", None, None)
+    result = run(shell, worker_env(data, TRUSTED_CHECKPOINT_HASHES=str(hashes)))
+    assert result.returncode == 0, result.stdout
+    assert f"TRUSTED: catchup to 703, checked against {hashes}" in result.stdout.splitlines()
+    assert "Found trusted hash" in result.stdout and "for ledger 703" in result.stdout
+    assert "Unsafe command" not in result.stdout and "toLedger: 703\n  count: 383" in result.stdout
+    assert result.stdout.splitlines()[-1] == f"CAUGHT UP: range {KEY}: LCL 703 >= target 640"
+
+
+def test_L17_a_trusted_hash_that_disagrees_fails_verification_exit_3(shell: str, tmp_path: Path) -> None:
+    hashes = trusted_file(tmp_path)
+    pairs = json.loads(hashes.read_text())
+    pairs = [[n, "ab" * 32 if n == 703 else h] for n, h in pairs]
+    hashes.write_text(json.dumps(pairs))
+    data = prepare(tmp_path / "data", None, None)
+    result = run(shell, worker_env(data, TRUSTED_CHECKPOINT_HASHES=str(hashes)))
+    assert result.returncode == 3
+    assert "[History ERROR] Catchup material failed verification - hash mismatch" in result.stdout
+    assert "CAUGHT UP" not in result.stdout
+
+
+def test_L17_an_unreadable_trusted_hashes_file_exits_64(shell: str, tmp_path: Path) -> None:
+    data = prepare(tmp_path / "data", None, None)
+    result = run(shell, worker_env(data, TRUSTED_CHECKPOINT_HASHES=str(tmp_path / "none.json")))
+    assert result.returncode == 64 and "TRUSTED_CHECKPOINT_HASHES" in result.stderr
+    assert list(data.iterdir()) == []
+
+
 def test_L16_new_db_failure_stops_before_marker_and_catchup(shell: str, tmp_path: Path) -> None:
     stub = tmp_path / "core"
     stub.write_text('#!/bin/sh\necho "stub $*" >>"$STUB_LOG"\n[ "$1" = new-db ] && exit 7\nexit 0\n')

@@ -96,7 +96,7 @@ def plan_mission(
         instance.add_run_tags(context.run.run_id, {MISSION_TAG: cfg.mission})
     store = Store(cfg.storage_root)
     plan_url = write_table(store, layout.plan(cfg.mission), prepared.plan)
-    save_mission(store, cfg, prepared.previous, core_image=catchup.core_image())
+    save_mission(store, cfg, prepared.previous, core_image=catchup.core_image(), trusted=prepared.trusted)
     deleted = retire_superseded(context, gone, prepared.keys, cfg.mission)
     present = set(instance.get_dynamic_partitions(ledger_ranges_partitions_def.name))
     # Ascending and once: a run covers a contiguous span in insertion order.
