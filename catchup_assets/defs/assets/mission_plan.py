@@ -27,6 +27,7 @@ from catchup_assets.store import layout
 from catchup_assets.store.profiles import ProfileRefused, ProfileUnavailable
 from catchup_assets.store.root import Store
 from catchup_assets.store.tables import write_table
+from catchup_assets.store.trusted import trust_label
 
 
 def retire_superseded(context: dg.AssetExecutionContext, gone: list[str], keys: list[str], mission: str) -> list[str]:
@@ -112,6 +113,7 @@ def plan_mission(
                 cfg, prepared, plan_url, new_keys, gone, deleted, forecast_mission(prepared), catchup.scale()
             ),
             "previous_profile_choice": choice.why,
+            "catchup_trust": trust_label(prepared.trusted),  # "verified against <file>, sha256 ..." or "untrusted"
             "order_applied": order,
         },
     )
