@@ -9,7 +9,7 @@ import os
 import sys
 from importlib.metadata import version
 
-from catchup_assets.cli import cleanup, control, diff, fit_tiers, logs, plan, profile, workload
+from catchup_assets.cli import cleanup, control, diff, fit_tiers, logs, plan, profile, verify, workload
 from catchup_assets.cli.demo import command as demo
 from catchup_assets.core.aggregate.diff import DEFAULT_BAND_LEDGERS, DEFAULT_THRESHOLD
 from catchup_assets.core.plan.config import DEFAULT_PARALLELISM
@@ -202,6 +202,7 @@ def build_parser() -> argparse.ArgumentParser:
     cl.set_defaults(func=cleanup.command)
     control.add_parser(sub, number, default_cap=2 * DEFAULT_PARALLELISM)  # as mission_defaults.max_parallelism
     logs.add_parser(sub, number)
+    verify.add_parser(sub, number)
     return p
 
 

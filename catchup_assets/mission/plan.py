@@ -24,6 +24,7 @@ from catchup_assets.store import layout
 from catchup_assets.store.profiles import PreviousProfile, load_previous_profile
 from catchup_assets.store.root import Store
 from catchup_assets.store.tables import Table, plan_table
+from catchup_assets.store.trusted import TrustedHashes, load_trusted_hashes
 
 
 @dataclass
@@ -32,6 +33,7 @@ class PreparedMission:
     ordered: list[LedgerRange]
     previous: PreviousProfile
     plan: Table
+    trusted: TrustedHashes | None = None  # the checkpoint hashes every range is checked against
 
     @property
     def keys(self) -> list[str]:
@@ -46,6 +48,7 @@ def prepare(config: MissionConfig, keys: list[str] | None = None) -> PreparedMis
     previous = load_previous_profile(
         config.previous_profile, config.profile_timeout_seconds, config.previous_profile_sha256
     )
+    trusted = load_trusted_hashes(config.trusted_hashes, config.profile_timeout_seconds)
     planned = plan_ranges(config.span)
     if keys is not None:
         wanted = {parse_key(k) for k in keys}
@@ -61,7 +64,7 @@ def prepare(config: MissionConfig, keys: list[str] | None = None) -> PreparedMis
                 seconds[r.key] = m.seconds
     ordered = dispatch_order(planned, config.order, seconds)
     plan = plan_table(ordered, config.span.overlap, previous.index, config.placement)
-    return PreparedMission(config, ordered, previous, plan)
+    return PreparedMission(config, ordered, previous, plan, trusted)
 
 
 def forecast_mission(prepared: PreparedMission, factors=WHAT_IF_FACTORS) -> list[Forecast]:

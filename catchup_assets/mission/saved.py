@@ -13,15 +13,28 @@ from catchup_assets.store import layout
 from catchup_assets.store.control import ControlStore
 from catchup_assets.store.profiles import PreviousProfile
 from catchup_assets.store.root import Store
+from catchup_assets.store.trusted import TrustedHashes, trust_label
 
 log = logging.getLogger(__name__)
 
 
-_SPEC_FIELDS = ("mission", "order", "parallelism", "previous_profile", "previous_profile_sha256", "deadline_seconds")
+_SPEC_FIELDS = (
+    "mission",
+    "order",
+    "parallelism",
+    "previous_profile",
+    "previous_profile_sha256",
+    "deadline_seconds",
+    "trusted_hashes",
+)
 
 
 def save_mission(
-    store: Store, cfg: MissionConfig, previous: PreviousProfile | None = None, core_image: dict | None = None
+    store: Store,
+    cfg: MissionConfig,
+    previous: PreviousProfile | None = None,
+    core_image: dict | None = None,
+    trusted: TrustedHashes | None = None,
 ) -> str:
     """The mission's own settings, so a later backfill of its ranges runs it the same way.
 
@@ -30,6 +43,7 @@ def save_mission(
     the plan shown is the plan run (a profile edited or gone at its URL changes nothing).
     `core_image` is the stellar-core the deployment runs ({"image", "tag", "digest"}:
     CatchupResource.core_image), kept so a diff of two missions names what each ran.
+    `catchup_trust` says "verified against <file>, sha256 <digest>" or "untrusted".
     """
     doc = {f: getattr(cfg, f) for f in _SPEC_FIELDS}
     if core_image is not None:
@@ -42,6 +56,11 @@ def save_mission(
             previous_profile_sha256=previous.sha256,
             previous_profile_source=cfg.previous_profile,
         )
+    if trusted is not None:  # copied as the profile is: a backfill checks against the same bytes
+        rel = layout.trusted_hashes(cfg.mission)
+        store.write_bytes(rel, trusted.data)
+        doc.update(trusted_hashes=store.url(rel), trusted_hashes_source=trusted.source)
+    doc["catchup_trust"] = trust_label(trusted)
     doc.update(
         first_ledger=cfg.span.first_ledger,
         last_ledger=cfg.span.last_ledger,

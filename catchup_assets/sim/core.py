@@ -1,4 +1,4 @@
-"""A simulated stellar-core: `new-db`, `catchup DEST/COUNT`, `offline-info`.
+"""A simulated stellar-core: `new-db`, `catchup DEST/COUNT`, `offline-info`, `verify-checkpoints`.
 
 It behaves where the mission can tell the difference: exit codes (2 when
 nothing is left to apply, 3 when catchup did not finish, e.g. drained on
@@ -22,8 +22,8 @@ import signal
 import sys
 import time
 
-from catchup_assets.sim import core_log
-from catchup_assets.sim.core_cli import EX_USAGE, Knobs, UsageError, parse_args, read_knobs
+from catchup_assets.sim import core_log, core_verify
+from catchup_assets.sim.core_cli import EX_USAGE, USAGE, Knobs, UsageError, parse_args, read_knobs
 from catchup_assets.sim.core_report import Applied, banner, destroy_application, interleaved, log, offline_info
 from catchup_assets.sim.model import range_cost
 
@@ -98,7 +98,7 @@ def _append_disk(nbytes: int) -> None:
 MIN_STEP_SECONDS = 0.05
 
 
-def catchup(spec: str, knobs: Knobs, report: list[str], started: float) -> int:
+def catchup(spec: str, knobs: Knobs, report: list[str], started: float, trusted_file: str | None = None) -> int:
     end_text, _, count_text = spec.partition("/")
     try:
         end = int(end_text)
@@ -133,7 +133,16 @@ def catchup(spec: str, knobs: Knobs, report: list[str], started: float) -> int:
         log("Database", "ERROR", f"No database in {os.getcwd()}: run new-db first")
         log("default", "FATAL", "Got an exception: no such table: storestate")
         return 1
-    log("History", "WARNING", core_log.UNTRUSTED)
+    trusted = None
+    if trusted_file is not None:  # runCatchup (CommandLine.cpp): checked before catchup() runs
+        try:
+            trusted = core_verify.check_destination(trusted_file, end).lower()
+        except core_verify.TrustError as exc:
+            log("default", "FATAL", f"Got an exception: {exc}")
+            return 1
+        log("default", "INFO", f"Found trusted hash {core_verify.abbrev(trusted)} for ledger {end}")
+    else:
+        log("History", "WARNING", core_log.UNTRUSTED)
     if lcl >= end:
         banner(
             f"* Target ledger {end} is not newer than last closed ledger {lcl} - nothing to do",
@@ -150,6 +159,13 @@ def catchup(spec: str, knobs: Knobs, report: list[str], started: float) -> int:
 
     def status(what: str) -> None:
         log("History", "INFO", f"Catching up to ledger {end}: {what}")
+
+    if trusted is not None and trusted != core_verify.ledger_hash(end):
+        # The ledger chain is downloaded and verified before anything is applied.
+        status("Download & verify ledger chain")
+        for line in core_verify.mismatch_lines(end, trusted):
+            log("History", "ERROR", line)
+        return finish(3, synced=False)
 
     if end in knobs.fail_targets:
         # A real failure of the range, e.g. a strict invariant: InvariantDoesNotHold is thrown,
@@ -183,8 +199,10 @@ def catchup(spec: str, knobs: Knobs, report: list[str], started: float) -> int:
     # range does not cost thousands of state writes; LCL stays checkpoint-aligned.
     per_checkpoint = cost.seconds_per_ledger * CHECKPOINT / knobs.speed
     step = CHECKPOINT * max(1, int(MIN_STEP_SECONDS / per_checkpoint))
-    while lcl < end:
-        last = min(end, (lcl + step) | (CHECKPOINT - 1))
+    # Where this run stops: the target, or for an exit-early knob the ledger it names.
+    goal = max(lcl, min(end, knobs.exit_early.get(end, end)))
+    while lcl < goal:
+        last = min(goal, (lcl + step) | (CHECKPOINT - 1))
         n = last - lcl
         left = max(1, (end - lcl) // CHECKPOINT + 1)
         status(
@@ -208,6 +226,26 @@ def catchup(spec: str, knobs: Knobs, report: list[str], started: float) -> int:
     return finish(0, synced=True)
 
 
+def verify_checkpoints(options: dict[str, list[str]]) -> int:
+    """The trusted hashes of every checkpoint from --history-ledger down to --from-ledger (or
+    genesis), written as runWriteVerifiedCheckpointHashes writes them: to a temporary file, renamed."""
+    if not options["--output-file"]:
+        log("default", "ERROR", "Must specify --output-file")
+        return 1
+    if not options["--history-ledger"]:
+        raise UsageError("verify-checkpoints: the simulator has no network: give --history-ledger N")
+    try:
+        newest = int(options["--history-ledger"][-1])
+        oldest = int((options["--from-ledger"] or [str(GENESIS)])[-1])
+    except ValueError:
+        raise UsageError("verify-checkpoints: --history-ledger and --from-ledger take a ledger number") from None
+    out = options["--output-file"][-1]
+    with open(out + ".tmp", "w", encoding="utf-8") as f:
+        f.write(core_verify.checkpoints_text(newest, max(GENESIS, oldest)))
+    os.replace(out + ".tmp", out)
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     started = time.monotonic()
     args = list(sys.argv[1:] if argv is None else argv)
@@ -220,10 +258,10 @@ def main(argv: list[str] | None = None) -> int:
         return EX_USAGE  # the simulator's own knobs, not stellar-core's command line
     try:
         command, positional, options = parse_args(args)
-        if command not in ("new-db", "offline-info", "catchup") or (
+        if command not in ("new-db", "offline-info", "catchup", "verify-checkpoints") or (
             len(positional) != (1 if command == "catchup" else 0)
         ):
-            raise UsageError(f"usage: new-db | offline-info | catchup DESTINATION-LEDGER/LEDGER-COUNT; got {args!r}")
+            raise UsageError(f"usage: {USAGE}; got {args!r}")
         conf = (options["--conf"] or ["stellar-core.cfg"])[-1]
         log("default", "INFO", f"Config from {conf}", node=None)
         report = options["--metric"]
@@ -243,7 +281,10 @@ def main(argv: list[str] | None = None) -> int:
             print(json.dumps(offline_info(lcl), indent=3, separators=(",", " : ")), flush=True)
             print(flush=True)
             return 0
-        return catchup(positional[0], knobs, report, started)
+        if command == "verify-checkpoints":
+            return verify_checkpoints(options)
+        trusted = options["--trusted-checkpoint-hashes"]
+        return catchup(positional[0], knobs, report, started, trusted[-1] if trusted else None)
     except UsageError as exc:
         print(f"ERROR: {exc}", file=sys.stderr, flush=True)
         return 1

@@ -12,6 +12,9 @@ from dataclasses import dataclass, field
 EX_USAGE = 64
 
 
+USAGE = "new-db | offline-info | catchup DESTINATION-LEDGER/LEDGER-COUNT | verify-checkpoints --output-file FILE"
+
+
 class UsageError(Exception):
     pass
 
@@ -24,6 +27,9 @@ class Knobs:
     fail_targets: frozenset[int] = frozenset()
     peak_bytes: dict[int, int] = field(default_factory=dict)
     disk_scale: float | None = None  # None: follow memory_scale
+    # END -> ledger: catchup to END stops at that ledger yet reports success and exits 0, as a
+    # broken core might; what the worker must not take for done (issue 24 item 6).
+    exit_early: dict[int, int] = field(default_factory=dict)
 
     @property
     def disk(self) -> float:
@@ -54,25 +60,44 @@ def read_knobs(env: dict[str, str]) -> Knobs:
     fails = frozenset(
         _int("SIM_FAIL_TARGETS", item) for item in env.get("SIM_FAIL_TARGETS", "").split(",") if item.strip()
     )
-    peaks: dict[int, int] = {}
-    for item in env.get("SIM_PEAK_BYTES", "").split(","):
-        if not item.strip():
-            continue
-        end, sep, size = item.partition("=")
-        if not sep:
-            raise UsageError(f"SIM_PEAK_BYTES: {item!r} is not END=BYTES")
-        peaks[_int("SIM_PEAK_BYTES", end)] = max(0, _int("SIM_PEAK_BYTES", size))
+    peaks = {end: max(0, size) for end, size in _pairs(env, "SIM_PEAK_BYTES", "END=BYTES").items()}
     disk = env.get("SIM_DISK_SCALE")
     disk_scale = None if disk is None else _float("SIM_DISK_SCALE", disk, 0.0)
-    return Knobs(speed, seed, scale, fails, peaks, disk_scale)
+    early = _pairs(env, "SIM_EXIT_EARLY", "END=LEDGER")
+    return Knobs(speed, seed, scale, fails, peaks, disk_scale, early)
 
 
-OPTIONS_WITH_VALUE = ("--conf", "--metric", "--ll")
+def _pairs(env: dict[str, str], var: str, shape: str) -> dict[int, int]:
+    """A knob of comma-separated `END=VALUE` pairs."""
+    out: dict[int, int] = {}
+    for item in env.get(var, "").split(","):
+        if not item.strip():
+            continue
+        end, sep, value = item.partition("=")
+        if not sep:
+            raise UsageError(f"{var}: {item!r} is not {shape}")
+        out[_int(var, end)] = _int(var, value)
+    return out
+
+
+# runCatchup's --trusted-checkpoint-hashes; runWriteVerifiedCheckpointHashes' --output-file,
+# --history-ledger and --from-ledger (the simulator has no network to authenticate a tip from).
+OPTIONS_WITH_VALUE = (
+    "--conf",
+    "--metric",
+    "--ll",
+    "--trusted-checkpoint-hashes",
+    "--output-file",
+    "--history-ledger",
+    "--history-hash",  # accepted: the simulated archive's hashes need no authenticating
+    "--from-ledger",
+)
 
 
 def parse_args(args: list[str]) -> tuple[str, list[str], dict[str, list[str]]]:
     """(subcommand, positionals, options): options may come before or after the subcommand."""
-    command, positional, options = None, [], {"--metric": [], "--conf": [], "--ll": []}
+    command, positional = None, []
+    options: dict[str, list[str]] = {name: [] for name in OPTIONS_WITH_VALUE}
     i = 0
     while i < len(args):
         arg = args[i]
@@ -93,5 +118,5 @@ def parse_args(args: list[str]) -> tuple[str, list[str], dict[str, list[str]]]:
             positional.append(arg)
         i += 1
     if command is None:
-        raise UsageError("no command given: new-db | offline-info | catchup DESTINATION-LEDGER/LEDGER-COUNT")
+        raise UsageError(f"no command given: {USAGE}")
     return command, positional, options

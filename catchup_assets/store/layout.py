@@ -8,6 +8,8 @@ make it absolute):
     <mission>/control.json                          an operator's control: pause, drain, parallelism
                                                     (core/dispatch/control.py, store/control.py)
     <mission>/previous_profile.parquet              the plan's copy of the profile it was sized from
+    <mission>/trusted_hashes.json                   the plan's copy of its trusted checkpoint hashes
+                                                    (store/trusted.py), what every range checks against
     <mission>/attempts/<range_key>/a<NNN>.parquet   the attempt record (store/records.py)
     <mission>/attempts/<range_key>/_a<NNN>.done     written after the record (L32); the
                                                     underscore keeps Parquet readers off it
@@ -29,6 +31,7 @@ MISSION_FILE = "mission.json"
 PLAN_FILE = "plan.parquet"
 CONTROL_FILE = "control.json"
 PREVIOUS_PROFILE_FILE = "previous_profile.parquet"
+TRUSTED_HASHES_FILE = "trusted_hashes.json"
 ATTEMPTS_DIR = "attempts"
 LOGS_DIR = "logs"
 SNAPSHOT_FILE = "attempt_records.parquet"
@@ -52,6 +55,10 @@ def control(mission: str) -> str:
 
 def previous_profile(mission: str) -> str:
     return f"{mission}/{PREVIOUS_PROFILE_FILE}"
+
+
+def trusted_hashes(mission: str) -> str:
+    return f"{mission}/{TRUSTED_HASHES_FILE}"
 
 
 def attempts(mission: str, range_key: str | None = None) -> str:

@@ -14,6 +14,7 @@ import fsspec
 import pytest
 from kubernetes.client import BatchV1Api, CoreV1Api
 
+import test_worker_entrypoint as worker_sh
 from catchup_assets.backends.kubernetes.backend import KubernetesBackend
 from catchup_assets.backends.kubernetes.names import pvc_name
 from catchup_assets.backends.kubernetes.settings import K8sSettings
@@ -454,3 +455,23 @@ def test_a_mission_whose_every_range_fails_the_same_way_stops_with_one_cause(clu
     assert api.requests.count("create", "jobs") == 3  # the fourth range never started
     records = RecordStore(Store(cfg.storage_root), "m1")
     assert set(records.load_resets()) == {k for k, _ in records.load()[0]}
+
+
+def test_L4_a_core_that_exits_0_short_of_its_target_leaves_its_range_failed(cluster, tmp_path):
+    """Exit 0 is not done (issue 24 item 6). A's pod prints and exits exactly as the real
+    entrypoint.sh did over the simulated core told to stop short (run here, beforehand): the
+    backend reads that pod, and A is failed, condemned at once, naming the ledger it reached."""
+    data = worker_sh.prepare(tmp_path / "data", None, None)
+    env = worker_sh.worker_env(data, key=A, target="59968000", count="64320", SIM_EXIT_EARLY="59968000=59930000")
+    worker = worker_sh.run(worker_sh.SHELLS[0], env)
+    assert worker.returncode == 65, worker.stderr
+    ran = Script(duration=60, exit_code=worker.returncode, lines=worker.stdout.splitlines())
+    api, kubelet = cluster
+    kubelet.script = lambda job: ran if job["metadata"]["labels"]["catchup.stellar.org/range-key"] == A else Script()
+    cfg = mission(tmp_path)
+    result = run_mission(prepare(cfg), backend(api, kubelet, tmp_path), clock=SimClock(kubelet))
+    assert result.condemned.keys() == {A} and sorted(result.done) == sorted([B, C, D])
+    [rec] = chain(RecordStore(Store(cfg.storage_root), "m1").load()[0], A)
+    assert rec.outcome == "failed" and rec.exit_code == 65
+    assert "WORKER FAILED: catchup exited 0 at LCL 59930000, short of target 59968000" in rec.reason
+    assert "failed budget spent" in result.condemned[A]

@@ -171,6 +171,85 @@ def test_L16_catchup_exit_code_passes_through(shell: str, tmp_path: Path) -> Non
     assert (data / ".catchup-range").read_text() == KEY + "\n"
 
 
+def test_L16_L4_exit_0_short_of_the_target_fails_naming_the_ledger_reached(shell: str, tmp_path: Path) -> None:
+    """Exit 0 is not proof (issue 24 item 6): offline-info after catchup must show the target."""
+    data = prepare(tmp_path / "data", None, None)
+    result = run(shell, worker_env(data, SIM_EXIT_EARLY="640=447"))
+    assert result.returncode == 65, result.stderr
+    assert "* Catchup finished." in result.stdout  # the core itself claimed success
+    assert result.stdout.splitlines()[-1] == "WORKER FAILED: catchup exited 0 at LCL 447, short of target 640"
+    assert lcl_of(data) == 447
+    # The next attempt resumes from the ledger it reached, and is confirmed at the target.
+    again = run(shell, worker_env(data))
+    assert again.returncode == 0, again.stderr
+    assert decision(again.stdout) == f"RESUME: range {KEY} from LCL 447 toward target 640"
+    assert again.stdout.splitlines()[-1] == f"CAUGHT UP: range {KEY}: LCL 640 >= target 640"
+
+
+def test_L16_exit_0_with_no_readable_ledger_afterwards_fails(shell: str, tmp_path: Path) -> None:
+    """A core whose catchup exits 0 but whose offline-info then fails cannot show it caught up."""
+    stub = tmp_path / "core"
+    stub.write_text('#!/bin/sh\necho "stub $*" >>"$STUB_LOG"\n[ "$1" = offline-info ] && exit 1\nexit 0\n')
+    stub.chmod(0o755)
+    data = prepare(tmp_path / "data", None, None)
+    log = tmp_path / "calls"
+    result = run(shell, worker_env(data, STELLAR_CORE=str(stub), STUB_LOG=str(log)))
+    assert result.returncode == 65
+    assert result.stdout.splitlines()[-1] == (
+        "WORKER FAILED: catchup exited 0 but its ledger cannot be read: offline-info failed"
+    )
+    assert log.read_text().splitlines() == [
+        "stub new-db",
+        "stub catchup 640/320 --metric ledger.transaction.apply",
+        "stub offline-info",
+    ]
+
+
+def trusted_file(tmp_path: Path, newest: int = 1279) -> Path:
+    """verify-checkpoints' output, written by the simulated core."""
+    out = tmp_path / "trusted.json"
+    wrote = subprocess.run(
+        [str(CORE), "verify-checkpoints", "--output-file", str(out), "--history-ledger", str(newest)],
+        env=worker_env(tmp_path),
+        capture_output=True,
+        timeout=60,
+    )
+    assert wrote.returncode == 0, wrote.stderr
+    return out
+
+
+def test_L17_trusted_hashes_reach_catchup_at_the_checkpoint_past_the_target(shell: str, tmp_path: Path) -> None:
+    """stellar-core takes --trusted-checkpoint-hashes only for a checkpoint's last ledger: the
+    worker catches up to the first one at or past the target (640 -> 703), with the file."""
+    hashes = trusted_file(tmp_path)
+    data = prepare(tmp_path / "data", None, None)
+    result = run(shell, worker_env(data, TRUSTED_CHECKPOINT_HASHES=str(hashes)))
+    assert result.returncode == 0, result.stdout
+    assert f"TRUSTED: catchup to 703, checked against {hashes}" in result.stdout.splitlines()
+    assert "Found trusted hash" in result.stdout and "for ledger 703" in result.stdout
+    assert "Unsafe command" not in result.stdout and "toLedger: 703\n  count: 383" in result.stdout
+    assert result.stdout.splitlines()[-1] == f"CAUGHT UP: range {KEY}: LCL 703 >= target 640"
+
+
+def test_L17_a_trusted_hash_that_disagrees_fails_verification_exit_3(shell: str, tmp_path: Path) -> None:
+    hashes = trusted_file(tmp_path)
+    pairs = json.loads(hashes.read_text())
+    pairs = [[n, "ab" * 32 if n == 703 else h] for n, h in pairs]
+    hashes.write_text(json.dumps(pairs))
+    data = prepare(tmp_path / "data", None, None)
+    result = run(shell, worker_env(data, TRUSTED_CHECKPOINT_HASHES=str(hashes)))
+    assert result.returncode == 3
+    assert "[History ERROR] Catchup material failed verification - hash mismatch" in result.stdout
+    assert "CAUGHT UP" not in result.stdout
+
+
+def test_L17_an_unreadable_trusted_hashes_file_exits_64(shell: str, tmp_path: Path) -> None:
+    data = prepare(tmp_path / "data", None, None)
+    result = run(shell, worker_env(data, TRUSTED_CHECKPOINT_HASHES=str(tmp_path / "none.json")))
+    assert result.returncode == 64 and "TRUSTED_CHECKPOINT_HASHES" in result.stderr
+    assert list(data.iterdir()) == []
+
+
 def test_L16_new_db_failure_stops_before_marker_and_catchup(shell: str, tmp_path: Path) -> None:
     stub = tmp_path / "core"
     stub.write_text('#!/bin/sh\necho "stub $*" >>"$STUB_LOG"\n[ "$1" = new-db ] && exit 7\nexit 0\n')

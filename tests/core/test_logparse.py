@@ -252,3 +252,24 @@ def test_L12_an_implausible_number_is_dropped_with_a_warning(lines, expected, ca
 def test_L12_a_forged_resume_lcl_is_dropped():
     facts = parse_worker_log(["RESUME: range K from LCL 12345678901234567890123 toward target 640"])
     assert facts.resumed_from_ledger is None and facts.fresh_start is False
+
+
+def test_L4_the_worker_s_verdict_and_a_verification_failure_are_what_the_log_says_went_wrong() -> None:
+    """The worker's `WORKER FAILED:` line (a catchup that exited 0 short of its target) is the
+    last error; a verification failure is kept beside it, though a later ERROR line follows."""
+    stamp = "2026-12-01T10:00:00.000 GABCD"
+    short = parse_worker_log(
+        [f"{stamp} [History INFO] Catchup finished", "WORKER FAILED: catchup exited 0 at LCL 447, short of target 640"]
+    )
+    assert short.last_error == "WORKER FAILED: catchup exited 0 at LCL 447, short of target 640"
+    assert short.verification_failed is None
+    verify = parse_worker_log(
+        [
+            f"{stamp} [History ERROR] Catchup material failed verification - hash mismatch, propagating failure",
+            f"{stamp} [History ERROR] One or more of history archives may be corrupted.",
+        ]
+    )
+    assert verify.verification_failed == (
+        "[History ERROR] Catchup material failed verification - hash mismatch, propagating failure"
+    )
+    assert verify.last_error == "[History ERROR] One or more of history archives may be corrupted."

@@ -13,7 +13,11 @@ as mission_plan starts, with a Failure naming the field and no traceback beneath
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
+import subprocess
+import sys
 import time
 
 import dagster as dg
@@ -232,3 +236,21 @@ def read_plan(meta: dict[str, str]) -> list[str]:
     """The plan's ranges in dispatch order, from the file its metadata names."""
     plan = pd.read_parquet(meta["plan_path"]).sort_values("dispatch_rank")
     return list(plan["range_key"])
+
+
+def test_a_plan_says_what_its_catchup_is_verified_against(form, tmp_path):
+    """trusted_hashes on the form (issue 24 item 3): the plan's metadata and mission.json say
+    "verified against <file>, sha256 <digest>"; without it, "untrusted"."""
+    settings, _, _ = form
+    hashes = tmp_path / "trusted.json"
+    core = os.path.join(os.path.dirname(sys.executable), "catchup-sim-core")
+    subprocess.run(
+        [core, "verify-checkpoints", "--output-file", str(hashes), "--history-ledger", "1279"], check=True, timeout=60
+    )
+    digest = hashlib.sha256(hashes.read_bytes()).hexdigest()
+    verified = plan_metadata(launched_run(form, plan_config(mission="trusted", trusted_hashes=str(hashes))))
+    assert verified["catchup_trust"] == f"verified against {hashes}, sha256 {digest}"
+    doc = json.loads((settings.directory / "storage" / "trusted" / "mission.json").read_text())
+    assert doc["catchup_trust"] == verified["catchup_trust"] and doc["trusted_hashes_source"] == str(hashes)
+    plain = plan_metadata(launched_run(form, plan_config(mission="plain")))
+    assert plain["catchup_trust"] == "untrusted"

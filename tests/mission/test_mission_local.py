@@ -219,3 +219,23 @@ def test_a_mission_whose_every_range_fails_the_same_way_stops_with_one_cause(tmp
     records = RecordStore(Store(cfg.storage_root), "broken")
     ran = {k for k, _ in records.load()[0]}
     assert len(ran) == 3 and set(records.load_resets()) == ran  # the fourth never ran; none was charged
+
+
+def test_L4_a_core_that_exits_0_short_of_its_target_leaves_its_range_failed(tmp_path):
+    """Exit 0 is not done (issue 24 item 6): the worker reads offline-info after catchup, and a
+    range its core left short is failed, condemned at once (L5), naming the ledger reached."""
+    cfg = MissionConfig(
+        mission="short",
+        span=MissionSpan(59_840_001, 59_968_000, ledgers_per_range=64_000, overlap=320),
+        storage_root=str(tmp_path / "storage"),
+        parallelism=2,
+        placement=scaled_placement(BASE),
+        poll_seconds=0.1,
+        env={"SIM_SPEED": "40000", "SIM_MEMORY_SCALE": "0.001", "SIM_EXIT_EARLY": "59968000=59930000"},
+    )
+    result = run_mission(prepare(cfg), LocalBackend(tmp_path / "work", "short", sample_interval=0.05))
+    assert result.done == [B] and result.condemned.keys() == {A}
+    (rec,) = chain(RecordStore(Store(cfg.storage_root), "short").load()[0], A)
+    assert rec.outcome == "failed" and rec.exit_code == 65
+    assert "WORKER FAILED: catchup exited 0 at LCL 59930000, short of target 59968000" in rec.reason
+    assert "failed budget spent" in result.condemned[A] and "LCL 59930000" in result.condemned[A]

@@ -198,6 +198,45 @@ def test_fail_targets_fail_for_real(tmp_path: Path) -> None:
     assert lcl(tmp_path) == 1
 
 
+def test_exit_early_stops_at_the_named_ledger_and_still_exits_0(tmp_path: Path) -> None:
+    """The broken core issue 24 item 6 guards against: it reports success short of its target."""
+    core(tmp_path, "new-db")
+    short = core(tmp_path, "catchup", "640/320", SIM_EXIT_EARLY="640=447")
+    assert short.returncode == 0 and "* Catchup finished." in short.stderr
+    assert lcl(tmp_path) == 447
+    info = core(tmp_path, "offline-info")
+    assert json.loads(info.stdout)["info"]["ledger"]["num"] == 447  # its own state says where it stopped
+    core(tmp_path, "new-db")
+    assert core(tmp_path, "catchup", "640/320", SIM_EXIT_EARLY="1280=447").returncode == 0
+    assert lcl(tmp_path) == 640  # another target's knob: caught up
+
+
+def test_trusted_checkpoint_hashes_as_stellar_core_checks_them(tmp_path: Path) -> None:
+    """verify-checkpoints writes the file; catchup with it trusts the destination's hash, and one
+    hash edited fails verification with the source's lines and exit 3 (core_verify.py)."""
+    hashes = tmp_path / "trusted.json"
+    wrote = core(tmp_path, "verify-checkpoints", "--output-file", str(hashes), "--history-ledger", "1279")
+    assert wrote.returncode == 0, wrote.stderr
+    text = hashes.read_text()
+    assert text.startswith('[\n[1279, "') and text.endswith('"],\n[0, ""]\n]\n')
+    pairs = json.loads(text)
+    assert [p[0] for p in pairs] == [*range(1279, 62, -64), 0] and len(pairs[0][1]) == 64
+    core(tmp_path, "new-db")
+    ok = core(tmp_path, "catchup", "1279/320", "--trusted-checkpoint-hashes", str(hashes))
+    assert ok.returncode == 0 and f"Found trusted hash {pairs[0][1][:6]} for ledger 1279" in ok.stderr
+    assert "Unsafe command" not in ok.stderr
+    off = core(tmp_path, "catchup", "1280/320", "--trusted-checkpoint-hashes", str(hashes))
+    assert off.returncode == 1 and "not a checkpoint boundary" in off.stderr
+    pairs[1][1] = "0" * 63 + "1"
+    hashes.write_text(json.dumps(pairs))
+    core(tmp_path, "new-db")
+    bad = core(tmp_path, "catchup", "1215/320", "--trusted-checkpoint-hashes", str(hashes))
+    assert bad.returncode == 3 and "* Catchup failed." in bad.stderr
+    assert "[History ERROR] Catchup material failed verification - hash mismatch, propagating failure" in bad.stderr
+    assert "verified: [seq=1215, hash=000000]" in bad.stderr
+    assert lcl(tmp_path) == 1  # nothing applied
+
+
 def max_rss_bytes(cwd: Path, *args: str, **extra: str) -> int:
     # Measured from a small intermediate process: a child forked straight from
     # pytest inherits pytest's own high-water RSS into its ru_maxrss.
@@ -258,6 +297,8 @@ def test_sigterm_drains_saves_lcl_and_exits_3(tmp_path: Path) -> None:
         ("SIM_FAIL_TARGETS", "640,x"),
         ("SIM_PEAK_BYTES", "640"),
         ("SIM_PEAK_BYTES", "640=big"),
+        ("SIM_EXIT_EARLY", "640"),
+        ("SIM_EXIT_EARLY", "640=x"),
     ],
 )
 def test_bad_env_exits_64_naming_the_variable(tmp_path: Path, var: str, value: str) -> None:

@@ -20,11 +20,21 @@ log = logging.getLogger(__name__)
 
 
 def _reason(obs, collected: Collected, outcome: Outcome) -> str:
-    """The record's reason: the observation, and for a failure stellar-core's own last error."""
+    """The record's reason: the observation, and for a failure stellar-core's own last error
+    (its verification failure first: the last line after it only says an archive may be bad)."""
     text = obs.summary() if obs is not None else "no observation"
-    if outcome is not Outcome.OK and collected.last_error:
-        text += f"{LAST_ERROR}{collected.last_error}"
+    error = collected.verification_failed or collected.last_error
+    if outcome is not Outcome.OK and error:
+        text += f"{LAST_ERROR}{error}"
     return text
+
+
+def _outcome(obs, collected: Collected) -> Outcome:
+    """classify's verdict, but a catchup that failed verification is the range's own failure:
+    stellar-core exits 3 for it as for a drain (ApplicationUtils.cpp), and a retry replays the
+    same material against the same hashes, so it is `failed` (condemned at once), not `interrupted`."""
+    outcome = classify(obs) if obs is not None else Outcome.UNKNOWN
+    return Outcome.FAILED if outcome is Outcome.INTERRUPTED and collected.verification_failed else outcome
 
 
 class Finishing:
@@ -106,7 +116,7 @@ class Finishing:
             self._release(st)
             return True
         obs = st.observation
-        outcome = classify(obs) if obs is not None else Outcome.UNKNOWN
+        outcome = _outcome(obs, collected)
         if collected.already_complete and outcome is Outcome.OK:
             log.info("range %s found already complete by attempt %d", *ident)
         prior = self._recs[st.range_key].get(st.attempt)

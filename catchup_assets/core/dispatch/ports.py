@@ -132,6 +132,7 @@ class Collected:
     fresh_start: bool | None = None
     already_complete: bool = False
     last_error: str | None = None  # the worker log's last ERROR/FATAL line
+    verification_failed: str | None = None  # its line saying catchup failed verification
 
     @classmethod
     def from_log(cls, facts, peaks: Peaks, log_path: str | None) -> Collected:
@@ -145,6 +146,7 @@ class Collected:
             fresh_start=facts.fresh_start,
             already_complete=bool(facts.already_complete),
             last_error=getattr(facts, "last_error", None),
+            verification_failed=getattr(facts, "verification_failed", None),
         )
 
 

@@ -157,14 +157,20 @@ class WorkerLogFacts:
     # The last ERROR or FATAL line, from its "[Partition LEVEL]" on (no timestamp, no node id):
     # stellar-core's own word on why it stopped, e.g. "[default FATAL] Got an exception: ...".
     last_error: str | None = None
+    # The line saying catchup failed verification (a hash mismatch, against trusted hashes or
+    # along the chain), from its "[History ERROR]" on; None if the log has none.
+    verification_failed: str | None = None
 
 
 # Searched, not anchored: a collector may prefix each line with a timestamp.
 _RESUMED = re.compile(r"(?:^|\s)RESUME: range .* from LCL (\d{1,30}) toward target \d+\s*$")
 _COMPLETE = re.compile(r"(?:^|\s)RESUME: range .* already complete: LCL (\d{1,30}) >= target \d+\s*$")
 _DECLINED = re.compile(r"(?:^|\s)RESUME DECLINED:")
-# stellar-core's levels (src/util/Logging.cpp): ERROR and FATAL are the ones that say why it stopped.
-_ERROR = re.compile(r"\[[A-Za-z]+ (?:ERROR|FATAL)\] ")
+# stellar-core's levels (src/util/Logging.cpp): ERROR and FATAL are the ones that say why it stopped;
+# and the worker's own verdict on a catchup that exited 0 short of its target (entrypoint.sh).
+_ERROR = re.compile(r"\[[A-Za-z]+ (?:ERROR|FATAL)\] |(?:^|\s)(?=WORKER FAILED: )")
+# VerifyLedgerChainWork::onRun (src/catchup/VerifyLedgerChainWork.cpp): each verification failure.
+_VERIFY_FAILED = re.compile(r"\[History ERROR\] Catchup material failed verification")
 
 
 def parse_worker_log(lines: Iterable[str]) -> WorkerLogFacts:
@@ -174,9 +180,12 @@ def parse_worker_log(lines: Iterable[str]) -> WorkerLogFacts:
     fresh: bool | None = None
     complete = False
     last_error: str | None = None
+    verify: str | None = None
     for line in lines:
         if (m := _ERROR.search(line)) is not None:
             last_error = line[m.start() :].strip()[:500]
+            if verify is None and (v := _VERIFY_FAILED.search(line)) is not None:
+                verify = line[v.start() :].strip()[:500]
         if "RESUME" in line:
             if m := _RESUMED.search(line):
                 resumed, fresh, complete = _plausible(int(m.group(1)), MAX_LEDGER, "resume LCL"), False, False
@@ -188,7 +197,7 @@ def parse_worker_log(lines: Iterable[str]) -> WorkerLogFacts:
                 resumed, fresh, complete = None, True, False
                 continue
         scanner.feed(line)
-    return WorkerLogFacts(resumed, fresh, complete, scanner.count, scanner.seconds, last_error)
+    return WorkerLogFacts(resumed, fresh, complete, scanner.count, scanner.seconds, last_error, verify)
 
 
 # A logged line's "[Partition LEVEL] message" (src/util/Logging.cpp), wherever its prefix ends.

@@ -57,6 +57,9 @@ class MissionConfig:
     # (outcome, exit code, stellar-core's last error) pause dispatch with that cause;
     # those ranges' budgets are not spent. 0: off.
     breaker_attempts: int = 5
+    # stellar-core verify-checkpoints output (a path or URL): every range's catchup is checked
+    # against it (--trusted-checkpoint-hashes). None: untrusted, as stellar-core warns.
+    trusted_hashes: str | None = None
 
     def __post_init__(self) -> None:
         validate_mission(self.mission)

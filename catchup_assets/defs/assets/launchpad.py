@@ -113,6 +113,11 @@ class MissionPlanConfig(dg.Config):
         ge=1,
         description="each attempt's deadline in seconds (activeDeadlineSeconds on its pod); null: none",
     )
+    trusted_hashes: str | None = Field(
+        default=None,
+        description="stellar-core verify-checkpoints output (path or URL, `catchup-assets verify-checkpoints`): "
+        "every range catches up with --trusted-checkpoint-hashes; null: untrusted",
+    )
 
     def __init__(self, **values):
         # Dagster's config check carries types, fields and enums but no bounds or patterns:
@@ -133,6 +138,7 @@ class MissionPlanConfig(dg.Config):
             order=self.order,
             previous_profile=previous.path,
             deadline_seconds=self.deadline_seconds,
+            trusted_hashes=self.trusted_hashes or None,
             **policies(catchup),
         )
 

@@ -27,6 +27,7 @@ from catchup_assets.store import layout
 from catchup_assets.store.profiles import ProfileRefused, ProfileUnavailable
 from catchup_assets.store.root import Store
 from catchup_assets.store.tables import write_table
+from catchup_assets.store.trusted import trust_label
 
 
 def retire_superseded(context: dg.AssetExecutionContext, gone: list[str], keys: list[str], mission: str) -> list[str]:
@@ -96,7 +97,7 @@ def plan_mission(
         instance.add_run_tags(context.run.run_id, {MISSION_TAG: cfg.mission})
     store = Store(cfg.storage_root)
     plan_url = write_table(store, layout.plan(cfg.mission), prepared.plan)
-    save_mission(store, cfg, prepared.previous, core_image=catchup.core_image())
+    save_mission(store, cfg, prepared.previous, core_image=catchup.core_image(), trusted=prepared.trusted)
     deleted = retire_superseded(context, gone, prepared.keys, cfg.mission)
     present = set(instance.get_dynamic_partitions(ledger_ranges_partitions_def.name))
     # Ascending and once: a run covers a contiguous span in insertion order.
@@ -112,6 +113,7 @@ def plan_mission(
                 cfg, prepared, plan_url, new_keys, gone, deleted, forecast_mission(prepared), catchup.scale()
             ),
             "previous_profile_choice": choice.why,
+            "catchup_trust": trust_label(prepared.trusted),  # "verified against <file>, sha256 ..." or "untrusted"
             "order_applied": order,
         },
     )

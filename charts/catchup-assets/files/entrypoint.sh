@@ -13,6 +13,8 @@
 #   DATA_DIR             required  existing directory, the attempt's volume
 #   STELLAR_CORE         optional  binary, default stellar-core
 #   STELLAR_CORE_CONFIG  optional  passed as --conf before the subcommand
+#   TRUSTED_CHECKPOINT_HASHES  optional  verify-checkpoints' file (absolute path):
+#                        passed to catchup as --trusted-checkpoint-hashes
 #
 # The log on the volume (L31): a pod that vanishes with its node takes its log
 # with it, so everything printed after the shipping below, stdout and stderr
@@ -23,14 +25,17 @@
 # splits the sections off this attempt's log and stores each as its
 # attempt's log.
 #
-# Exit codes: 64 bad input; otherwise new-db's failure code, 0 when the range
-# is already complete, or catchup's own code, unchanged.
+# Exit codes: 64 bad input; 65 when catchup exited 0 but offline-info does not
+# show the target reached (a `WORKER FAILED:` line says why); otherwise new-db's
+# failure code, 0 when the range is complete, or catchup's own code, unchanged.
 # Nothing here prints a progress meter (L18): one event, one line.
 
 set -u
 
 MARKER=.catchup-range
 LOGS=logs
+# Neither 64 (bad input) nor any code of stellar-core's (0-3): classified `failed` (L4).
+EXIT_SHORT=65
 
 die() {
     printf 'ERROR: %s\n' "$1" >&2
@@ -60,8 +65,24 @@ COUNT=$(decimal "$CATCHUP_COUNT") ||
 ATTEMPT=$(decimal "$CATCHUP_ATTEMPT") ||
     die "CATCHUP_ATTEMPT is not a decimal integer: '$CATCHUP_ATTEMPT'"
 [ -d "$DATA_DIR" ] || die "DATA_DIR is not a directory: '$DATA_DIR'"
+TRUSTED=${TRUSTED_CHECKPOINT_HASHES:-}
+if [ -n "$TRUSTED" ] && ! { [ -f "$TRUSTED" ] && [ -r "$TRUSTED" ]; }; then
+    die "TRUSTED_CHECKPOINT_HASHES is not a readable file: '$TRUSTED'"
+fi
 cd -- "$DATA_DIR" || die "DATA_DIR cannot be entered: '$DATA_DIR'"
 START=$((TARGET - COUNT))
+# With trusted hashes stellar-core catches up only to a checkpoint's last ledger
+# (runCatchup, src/main/CommandLine.cpp: "destination ledger is not a checkpoint
+# boundary, but trusted checkpoints file was provided"), and the grid's targets
+# (16000 x k) never are one: catch up to the first checkpoint end at or past
+# TARGET, the few ledgers beyond it replayed as overlap. TARGET still decides done.
+CORE_TARGET=$TARGET
+CORE_COUNT=$COUNT
+PAST=$(((TARGET + 1) % 64))
+if [ -n "$TRUSTED" ] && [ "$PAST" -ne 0 ]; then
+    CORE_TARGET=$((TARGET + 64 - PAST))
+    CORE_COUNT=$((COUNT + 64 - PAST))
+fi
 OWN=$LOGS/$(printf 'a%03d.log' "$ATTEMPT")
 
 # Prints every earlier attempt's log file left on the volume between its
@@ -126,6 +147,31 @@ fi
 
 printf 'WORKER: range %s target %s count %s\n' "$RANGE_KEY" "$TARGET" "$COUNT"
 
+# Sets LCL to the last closed ledger stellar-core's own state reports
+# (`offline-info`), or WHY to why there is none. The whole document, never a
+# window after "ledger": ~40 lines of bucket hashes sit between that key and
+# "num" (L16). "num" occurs exactly once. Called with the core command line.
+core_lcl() {
+    LCL=
+    WHY=
+    if ! INFO=$("$@" offline-info); then
+        WHY="offline-info failed"
+        return 1
+    fi
+    LCL=$(printf '%s\n' "$INFO" |
+        sed -n 's/.*"num"[[:space:]]*:[[:space:]]*\([0-9][0-9]*\).*/\1/p' |
+        head -n 1)
+    if [ -z "$LCL" ]; then
+        WHY="offline-info reported no ledger num"
+    elif ! LCL=$(decimal "$LCL"); then
+        WHY="offline-info ledger num out of range"
+    else
+        return 0
+    fi
+    LCL=
+    return 1
+}
+
 # Decide. Sets DECLINED to the reason when a fresh start is needed.
 DECLINED=
 LCL=
@@ -136,26 +182,15 @@ elif ! OWNER=$(cat -- "$MARKER"); then
 elif [ "$OWNER" != "$RANGE_KEY" ]; then
     OWNER=$(printf '%s' "$OWNER" | tr '\r\n' '  ')
     DECLINED="data dir belongs to range '$OWNER', not this one"
-elif ! INFO=$("$@" offline-info); then
-    DECLINED="offline-info failed"
-else
-    # The whole document, never a window after "ledger": ~40 lines of bucket
-    # hashes sit between that key and "num" (L16). "num" occurs exactly once.
-    LCL=$(printf '%s\n' "$INFO" |
-        sed -n 's/.*"num"[[:space:]]*:[[:space:]]*\([0-9][0-9]*\).*/\1/p' |
-        head -n 1)
-    if [ -z "$LCL" ]; then
-        DECLINED="offline-info reported no ledger num"
-    elif ! LCL=$(decimal "$LCL"); then
-        DECLINED="offline-info ledger num out of range"
-    elif [ "$LCL" -ge "$TARGET" ]; then
-        # Re-running catchup here applies nothing and exits 2, on every retry.
-        printf 'RESUME: range %s already complete: LCL %s >= target %s\n' \
-            "$RANGE_KEY" "$LCL" "$TARGET"
-        finish 0
-    elif [ "$LCL" -lt "$START" ]; then
-        DECLINED="LCL $LCL is below range start $START (bucket apply never finished)"
-    fi
+elif ! core_lcl "$@"; then
+    DECLINED=$WHY
+elif [ "$LCL" -ge "$TARGET" ]; then
+    # Re-running catchup here applies nothing and exits 2, on every retry.
+    printf 'RESUME: range %s already complete: LCL %s >= target %s\n' \
+        "$RANGE_KEY" "$LCL" "$TARGET"
+    finish 0
+elif [ "$LCL" -lt "$START" ]; then
+    DECLINED="LCL $LCL is below range start $START (bucket apply never finished)"
 fi
 
 if [ -n "$DECLINED" ]; then
@@ -179,7 +214,13 @@ fi
 # it no attempt would report how long it spent applying transactions (L24).
 # In the background, so this shell can wait for tee after it; a SIGTERM or
 # SIGINT (the kubelet's, to this shell) is passed on, and stellar-core drains.
-"$@" catchup "$TARGET/$COUNT" --metric ledger.transaction.apply &
+if [ -n "$TRUSTED" ]; then
+    printf 'TRUSTED: catchup to %s, checked against %s\n' "$CORE_TARGET" "$TRUSTED"
+    "$@" catchup "$CORE_TARGET/$CORE_COUNT" --metric ledger.transaction.apply \
+        --trusted-checkpoint-hashes "$TRUSTED" &
+else
+    "$@" catchup "$TARGET/$COUNT" --metric ledger.transaction.apply &
+fi
 CORE=$!
 trap 'SIGNALLED=yes; kill -TERM "$CORE" 2>/dev/null' TERM
 trap 'SIGNALLED=yes; kill -INT "$CORE" 2>/dev/null' INT
@@ -195,4 +236,16 @@ while :; do
     [ "$code" -eq 127 ] && [ -n "$rc" ] || rc=$code
     [ -n "$SIGNALLED" ] || break
 done
-finish "$rc"
+[ "$rc" -eq 0 ] || finish "$rc"
+
+# Exit 0 is stellar-core's word, not proof: a core that stopped short and exited
+# 0 would be recorded done (issue 24 item 6). Its own state must show the target.
+if ! core_lcl "$@"; then
+    printf 'WORKER FAILED: catchup exited 0 but its ledger cannot be read: %s\n' "$WHY"
+    finish "$EXIT_SHORT"
+elif [ "$LCL" -lt "$TARGET" ]; then
+    printf 'WORKER FAILED: catchup exited 0 at LCL %s, short of target %s\n' "$LCL" "$TARGET"
+    finish "$EXIT_SHORT"
+fi
+printf 'CAUGHT UP: range %s: LCL %s >= target %s\n' "$RANGE_KEY" "$LCL" "$TARGET"
+finish 0

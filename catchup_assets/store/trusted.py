@@ -1,0 +1,88 @@
+"""A mission's trusted checkpoint hashes: stellar-core `verify-checkpoints` output, by path or URL.
+
+Read once when the mission is planned, checked for the shape stellar-core reads
+(`loadHashFromJsonOutput`, src/historywork/WriteVerifiedCheckpointHashesWork.cpp:
+a JSON array of `[ledger, "hex hash"]` pairs), and named by its digest, so
+`mission.json` says exactly what every range was verified against. A file that
+was given is required: missing, unreadable or of another shape, it is refused
+naming it, before anything is dispatched (an unverified run must not pass for one).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import dataclass
+
+import fsspec
+
+from catchup_assets.core.errors import ConfigError
+from catchup_assets.store import layout
+from catchup_assets.store.profiles import _open_options
+from catchup_assets.store.root import Store
+
+_HEX = re.compile(r"^[0-9a-fA-F]{64}$")
+ENV = "TRUSTED_CHECKPOINT_HASHES"  # what entrypoint.sh reads: the file's local path
+
+
+@dataclass(frozen=True)
+class TrustedHashes:
+    source: str
+    sha256: str
+    data: bytes
+    checkpoints: int  # pairs naming a ledger (verify-checkpoints ends with a [0, ""] one)
+
+    @property
+    def label(self) -> str:
+        return f"verified against {self.source}, sha256 {self.sha256}"
+
+
+UNTRUSTED = "untrusted"
+
+
+def trust_label(trusted: TrustedHashes | None) -> str:
+    """What mission.json and the plan's metadata say of the mission's catchup."""
+    return UNTRUSTED if trusted is None else trusted.label
+
+
+def load_trusted_hashes(spec: str | None, timeout: float) -> TrustedHashes | None:
+    """The file at `spec` (a path or fsspec URL), checked; None when no file is named."""
+    if spec is None or not str(spec).strip():
+        return None
+    spec = str(spec).strip()
+    try:
+        with fsspec.open(spec, "rb", **_open_options(spec, timeout)) as f:
+            data = f.read()
+    except Exception as exc:  # noqa: BLE001 - any driver's failure, named with the URL
+        raise ConfigError(f"trusted_hashes {spec} cannot be read ({type(exc).__name__}: {exc})") from exc
+    try:
+        root = json.loads(data)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"trusted_hashes {spec} is not JSON: {exc}") from None
+    if not isinstance(root, list):
+        raise ConfigError(f"trusted_hashes {spec}: expected a top-level array of [ledger, hash] pairs")
+    n = 0
+    for i, pair in enumerate(root):
+        ok = isinstance(pair, list) and len(pair) == 2 and type(pair[0]) is int and isinstance(pair[1], str)
+        if not ok or not (pair == [0, ""] or (pair[0] > 0 and _HEX.match(pair[1]))):
+            raise ConfigError(f'trusted_hashes {spec}: entry {i} is {pair!r}, not [ledger, "64 hex digits"]')
+        n += pair[0] > 0
+    if not n:
+        raise ConfigError(f"trusted_hashes {spec} names no checkpoint")
+    return TrustedHashes(spec, hashlib.sha256(data).hexdigest(), data, n)
+
+
+def place_trusted_hashes(store: Store, mission: str, trusted: TrustedHashes) -> str:
+    """The file copied beside the mission's plan; its local path, which the worker is given.
+
+    A copy, so every range checks the very bytes the plan named. Only a local storage root
+    gives the local backend's workers a path: a Kubernetes pod would need the file mounted
+    (not built yet), so any other root is refused rather than failing every range."""
+    rel = layout.trusted_hashes(mission)
+    if not store.local:
+        raise ConfigError(
+            f"trusted_hashes needs a local storage root for now (the worker reads a local file); got {store.root}"
+        )
+    store.write_bytes(rel, trusted.data)
+    return store.path(rel)
