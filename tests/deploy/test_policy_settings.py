@@ -82,6 +82,40 @@ def test_L34_a_bad_knob_is_refused_at_load_naming_it(block, key, value, field):
         CatchupResource(**{block: {key: value}})
 
 
+NAN, INF = float("nan"), float("inf")
+# (a resource setting, the field its refusal names): issue 24 item 7, refused at load, not at the first mission_plan
+BAD_SETTINGS = [
+    ({"poll_seconds": NAN}, "poll_seconds must be > 0 and finite, got nan"),
+    ({"poll_seconds": -1}, "poll_seconds must be > 0 and finite, got -1"),
+    ({"poll_seconds": 0}, "poll_seconds"),
+    ({"poll_seconds": INF}, "poll_seconds"),
+    ({"stall_seconds": NAN}, "stall_seconds"),
+    ({"stall_seconds": -60}, "stall_seconds"),
+    ({"stall_factor": 0.5}, "stall_factor"),
+    ({"stall_factor": INF}, "stall_factor"),
+    ({"profile_timeout_seconds": INF}, "profile_timeout_seconds"),
+    ({"profile_timeout_seconds": 0}, "profile_timeout_seconds"),
+    ({"status_every": 0}, "status_every"),
+    ({"breaker_attempts": -1}, "breaker_attempts"),
+    ({"tip_timeout_seconds": INF}, "tip_timeout_seconds"),
+    ({"sim_speed": INF}, "sim_speed"),
+    ({"retry": {"environmental": -1}}, "retry budget 'environmental' must be >= 0, got -1"),
+    ({"retry": {"ordinary": -1}}, "'ordinary'"),
+    ({"retry": {"failed": -1}}, "'failed'"),
+    ({"retry": {"oom_rungs": 0}}, "'oom_rungs'"),
+    ({"mission_defaults": {"overlap": 10**12}}, r"overlap \(1000000000000\) must be below ledgers_per_range"),
+    ({"mission_defaults": {"overlap": 16000, "last_ledger": 64000}}, "overlap .* below ledgers_per_range"),
+    ({"mission_defaults": {"ledgers_per_range": 100}}, "ledgers_per_range must be a positive multiple of 64"),
+    ({"mission_defaults": {"last_ledger": 2**40}}, "last_ledger must be a ledger number"),
+]
+
+
+@pytest.mark.parametrize("settings, named", BAD_SETTINGS, ids=[next(iter(s)) + str(s) for s, _ in BAD_SETTINGS])
+def test_L34_a_bad_setting_is_refused_at_load_naming_the_field(settings, named):
+    with pytest.raises(ValueError, match=named):
+        CatchupResource(**settings)
+
+
 @pytest.mark.parametrize("block, key", [("sizing", "marginn"), ("ladder", "cap"), ("retry", "environmentl")])
 def test_L34_a_misspelt_knob_is_refused_at_load_naming_it(block, key):
     with pytest.raises(Exception, match=key):
