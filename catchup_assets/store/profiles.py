@@ -45,6 +45,7 @@ class PreviousProfile:
     warning: str | None = None
     data: bytes = b""  # the file as read: what the mission's snapshot of it holds
     sha256: str | None = None
+    notes: list[str] = field(default_factory=list)  # the rows skipped, the repeats, the mix: warned where it is read
 
     @property
     def seconds_by_key(self) -> dict[str, float]:
@@ -119,14 +120,14 @@ def load_previous_profile(
         raise ProfileRefused(f"previous profile {spec}: column {'; column '.join(wrong)} (store/tables.py's schema)")
     if not table.num_rows:
         raise ProfileRefused(f"previous profile {spec} has no ranges")
-    rows = vet_rows(table.to_pylist(), spec)
+    rows, notes = vet_rows(table.to_pylist(), spec)
     if not rows:
         raise ProfileRefused(f"previous profile {spec} has no usable row: each was skipped, as warned")
     index = ProfileIndex(measures_from_rows(rows))
     if not len(index):
         raise ProfileRefused(f"previous profile {spec} has no measured range (no peak_anon_bytes)")
     log.info("previous profile %s: %d measured ranges of %d rows", spec, len(index), table.num_rows)
-    return PreviousProfile(spec, index, rows, data=data, sha256=digest)
+    return PreviousProfile(spec, index, rows, data=data, sha256=digest, notes=notes)
 
 
 def _unprofiled(spec: str | None, why: str) -> PreviousProfile:

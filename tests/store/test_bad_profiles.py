@@ -193,3 +193,14 @@ def test_L35_a_hanging_url_is_refused_within_one_profile_timeout(drip):
         for conn in held:
             conn.close()
     assert time.monotonic() - started < TIMEOUT + 5
+
+
+def test_L35_a_file_of_bad_rows_names_the_first_and_counts_the_rest(tmp_path, caplog):
+    """500 bad rows are 20 named warnings and one count, not 500 lines burying the run's log."""
+    path = tmp_path / "p.parquet"
+    pq.write_table(table(fifty() + [row(50 + i, last_ledger=2**40) for i in range(500)]), path)
+    previous = load_previous_profile(str(path))
+    assert len(previous.rows) == 50 and len(previous.notes) == 21
+    assert sum("skipped: last_ledger 1099511627776 is not a ledger number" in n for n in previous.notes) == 20
+    assert previous.notes[-1].startswith(f"previous profile {path}: 480 more rows skipped as the above: rows 71, 72")
+    assert len([r for r in caplog.records if r.levelname == "WARNING"]) == 21

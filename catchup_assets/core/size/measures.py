@@ -64,6 +64,7 @@ class ProfileIndex:
 
 MAX_LEDGER = 2**32 - 1
 MAX_BYTES = 2**50  # a PiB: no range's peak comes near it
+SKIPS_NAMED = 20  # skipped rows warned one by one; a file of bad rows must not bury the run's log
 
 
 def _checked(row: dict[str, Any], field: str, kind: type, low: float, high: float):
@@ -142,8 +143,9 @@ def _row_problem(row: dict[str, Any]) -> tuple[str, tuple[int, int] | None]:
     return "", (rng.first, rng.last)
 
 
-def vet_rows(rows: Sequence[dict[str, Any]], source: str) -> list[dict[str, Any]]:
-    """The rows of the profile at `source` that can size a range, each one left out named with a warning.
+def vet_rows(rows: Sequence[dict[str, Any]], source: str) -> tuple[list[dict[str, Any]], list[str]]:
+    """The rows of the profile at `source` that can size a range, and the warnings (logged too) naming
+    each row left out, the repeats and the mix.
 
     Rows count from 1, in file order. A row with a bad range (no or an out-of-range
     ledger, first > last, a key its ledgers disagree with) is skipped. Of rows with
@@ -153,12 +155,30 @@ def vet_rows(rows: Sequence[dict[str, Any]], source: str) -> list[dict[str, Any]
     two grids mixed), the one starting lower is kept: each ledger is sized once.
     Rows of several missions are kept, warned with counts per mission.
     """
+    notes: list[str] = []
+
+    unnamed: list[int] = []  # skipped rows past the first SKIPS_NAMED: a count, not a line each
+
+    def warn(message: str) -> None:
+        notes.append(message)
+        log.warning("%s", message)
+
+    named = 0
+
+    def skip(n: int, key: Any, why: str) -> None:
+        nonlocal named
+        if named == SKIPS_NAMED:
+            unnamed.append(n)
+            return
+        named += 1
+        warn(f"previous profile {source}: row {n} ({key}) skipped: {why}")
+
     usable: dict[str, tuple[int, tuple[int, int], dict[str, Any]]] = {}
     repeats: dict[str, list[int]] = {}
     for n, row in enumerate(rows, start=1):
         problem, ledgers = _row_problem(row)
         if problem:
-            log.warning("previous profile %s: row %d (%s) skipped: %s", source, n, row.get("range_key"), problem)
+            skip(n, row.get("range_key"), problem)
             continue
         key = row["range_key"]
         if key in usable:
@@ -166,33 +186,27 @@ def vet_rows(rows: Sequence[dict[str, Any]], source: str) -> list[dict[str, Any]
         usable[key] = (n, ledgers, row)
     if repeats:
         shown = "; ".join(f"{k} rows {', '.join(map(str, ns))}" for k, ns in list(repeats.items())[:10])
-        log.warning(
-            "previous profile %s: %d range key(s) repeated, the last row of each is kept (the newer measurement): %s",
-            source,
-            len(repeats),
-            shown + ("; ..." if len(repeats) > 10 else ""),
+        more = "; ..." if len(repeats) > 10 else ""
+        warn(
+            f"previous profile {source}: {len(repeats)} range key(s) repeated, the last row of each is kept "
+            f"(the newer measurement): {shown}{more}"
         )
     kept: list[tuple[int, dict[str, Any]]] = []
     top: tuple[int, str] | None = None  # the highest last ledger kept so far, and its row
     for n, (first, last), row in sorted(usable.values(), key=lambda v: v[1]):
         if top is not None and first <= top[0]:
-            log.warning(
-                "previous profile %s: row %d (%s) skipped: it overlaps row %s, which starts lower",
-                source,
-                n,
-                row["range_key"],
-                top[1],
-            )
+            skip(n, row["range_key"], f"it overlaps row {top[1]}, which starts lower")
             continue
         top = (last, f"{n} ({row['range_key']})")
         kept.append((n, row))
+    if unnamed:
+        shown = ", ".join(map(str, sorted(unnamed)[:20])) + (", ..." if len(unnamed) > 20 else "")
+        warn(f"previous profile {source}: {len(unnamed)} more rows skipped as the above: rows {shown}")
     missions = Counter(row.get("mission") for _, row in kept)
     if len(missions) > 1:
         counts = ", ".join(f"{m} {c}" for m, c in sorted(missions.items(), key=lambda mc: (-mc[1], str(mc[0]))))
-        log.warning(
-            "previous profile %s mixes rows of %d missions (%s): each range is sized from its own row",
-            source,
-            len(missions),
-            counts,
+        warn(
+            f"previous profile {source} mixes rows of {len(missions)} missions ({counts}): "
+            "each range is sized from its own row"
         )
-    return [row for _, row in sorted(kept, key=lambda nr: nr[0])]
+    return [row for _, row in sorted(kept, key=lambda nr: nr[0])], notes
