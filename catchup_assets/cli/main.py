@@ -14,6 +14,7 @@ from catchup_assets.cli.demo import command as demo
 from catchup_assets.core.aggregate.diff import DEFAULT_BAND_LEDGERS, DEFAULT_THRESHOLD
 from catchup_assets.core.plan.config import DEFAULT_PARALLELISM
 from catchup_assets.core.plan.ranges import CHECKPOINT_LEDGERS, MAX_LEDGER, MAX_RANGES
+from catchup_assets.core.size.fit import NAMES as TIER_NAMES
 
 
 def number(
@@ -150,10 +151,18 @@ def build_parser() -> argparse.ArgumentParser:
         default=DEFAULT_PARALLELISM,
         help=f"slots for the predicted makespan (default {DEFAULT_PARALLELISM})",
     )
-    ft.add_argument("--max-tiers", type=number(int, at_least=1), default=4, help="tiers in the ladder (default 4)")
+    ft.add_argument(
+        "--max-tiers",
+        type=number(int, at_least=1, at_most=len(TIER_NAMES)),
+        default=4,
+        help="tiers in the ladder (default 4)",
+    )
     ft.add_argument("--cpu", type=number(float, above=0), default=1.0, help="CPU request per range pod (default 1)")
     ft.add_argument("--capacity-type", choices=["spot", "on-demand"], default="spot")
-    ft.add_argument("--step-gib", type=number(float, above=0), default=0.5, help="the grid of cuts (default 0.5)")
+    # A MiB at least: the grid is counted in bytes, and a finer one only costs time.
+    ft.add_argument(
+        "--step-gib", type=number(float, at_least=1 / 1024), default=0.5, help="the grid of cuts (default 0.5)"
+    )
     ft.add_argument(
         "--tolerance", type=number(float, at_least=0), default=0.03, help="makespan over its bound (default 0.03)"
     )

@@ -29,6 +29,8 @@ from catchup_assets.cli.main import run
         (["plan", "--profile", "p.parquet", "--ledgers-per-range", "100"], "--ledgers-per-range"),
         (["plan", "--profile", "p.parquet", "--first-ledger", str(2**40)], "--first-ledger"),
         (["plan", "--profile", "p.parquet", "--last-ledger", str(2**62)], "--last-ledger"),
+        (["fit-tiers", "--profile", "p.parquet", "--max-tiers", "1000000"], "--max-tiers"),
+        (["fit-tiers", "--profile", "p.parquet", "--step-gib", "1e-12"], "--step-gib"),
     ],
 )
 def test_L34_a_bad_number_is_refused_naming_its_argument(argv, named, capsys):
