@@ -37,7 +37,8 @@ _MISSION = {f.name: f.default for f in dataclass_fields(MissionConfig) if f.defa
 class CatchupResource(dg.ConfigurableResource):
     """Where a mission keeps its records and how its attempts run."""
 
-    model_config = pydantic.ConfigDict(extra="forbid")  # a misspelt setting is refused at load (L34)
+    # A misspelt setting is refused at load (L34), and a NaN or infinity, as in every Strict config.
+    model_config = pydantic.ConfigDict(extra="forbid", allow_inf_nan=False)
 
     storage_root: str = Field(
         default="",
