@@ -2,9 +2,11 @@
 
 A local path, `http(s)://`, `s3://` or any fsspec URL. An empty spec is an
 unprofiled mission (a warning). A profile that was given is required: missing,
-unreachable, empty or unusable (not Parquet, lacking a column the sizer reads,
-no measured range), it is refused, naming the URL, before anything is
-dispatched; a typo in the URL must not quietly run every range unprofiled.
+unreachable, empty or unusable (not Parquet, lacking a column the sizer reads or
+holding one of the wrong type, no measured range), it is refused, naming the URL,
+before anything is dispatched; a typo in the URL must not quietly run every range
+unprofiled. The whole read has one deadline. A row that cannot size a range is
+skipped, and repeats and mixes warned (core/size/measures.py's vet_rows).
 """
 
 from __future__ import annotations
@@ -97,7 +99,7 @@ def load_previous_profile(
     try:
         data = _read(spec, timeout)
     except FileNotFoundError as exc:
-        # fsspec's HTTP filesystem reports a refused connection as not found too.
+        # Over http(s), fsspec's answer to a 404: the file is not there, or the URL names the wrong place.
         where = "does not exist" if "://" not in spec or spec.startswith("file://") else "is missing or unreachable"
         raise ProfileUnavailable(f"previous profile {spec} {where} ({exc})") from exc
     except Exception as exc:  # noqa: BLE001 - any driver's failure, named with the URL
