@@ -13,10 +13,14 @@ from catchup_assets.cli import cleanup, control, diff, fit_tiers, logs, plan, pr
 from catchup_assets.cli.demo import command as demo
 from catchup_assets.core.aggregate.diff import DEFAULT_BAND_LEDGERS, DEFAULT_THRESHOLD
 from catchup_assets.core.plan.config import DEFAULT_PARALLELISM
+from catchup_assets.core.plan.ranges import CHECKPOINT_LEDGERS, MAX_LEDGER, MAX_RANGES
+from catchup_assets.core.size.fit import NAMES as TIER_NAMES
 
 
-def number(kind: type, above: float | None = None, at_least: float | None = None):
-    """An argparse type: `kind`, finite, and above/at least a bound; refused naming the value (L34)."""
+def number(
+    kind: type, above: float | None = None, at_least: float | None = None, at_most: float | None = None, of: int = 0
+):
+    """An argparse type: `kind`, finite, within the bounds, a multiple of `of`; argparse names the flag (L34)."""
 
     def parse(text: str):
         try:
@@ -29,6 +33,10 @@ def number(kind: type, above: float | None = None, at_least: float | None = None
             raise argparse.ArgumentTypeError(f"{text!r} must be > {above}")
         if at_least is not None and not value >= at_least:
             raise argparse.ArgumentTypeError(f"{text!r} must be >= {at_least}")
+        if at_most is not None and not value <= at_most:
+            raise argparse.ArgumentTypeError(f"{text!r} must be <= {at_most}")
+        if of and value % of:
+            raise argparse.ArgumentTypeError(f"{text!r} must be a multiple of {of}")
         return value
 
     parse.__name__ = kind.__name__  # argparse names the type in its messages
@@ -54,7 +62,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="where the demo keeps its Dagster home, storage, work and code location (default ./demo)",
     )
     d.add_argument(
-        "--ranges", type=number(int, at_least=1), default=48, help="ranges the history is cut into (default 48)"
+        "--ranges",
+        type=number(int, at_least=1, at_most=MAX_RANGES),
+        default=48,
+        help="ranges the history is cut into (default 48)",
     )
     d.add_argument(
         "--parallelism", type=number(int, at_least=1), default=8, help="attempts in flight at once (default 8)"
@@ -77,7 +88,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     d.add_argument(
         "--metrics-port",
-        type=number(int, at_least=0),
+        type=number(int, at_least=0, at_most=65535),
         default=0,
         metavar="PORT",
         help="serve each mission's Prometheus /metrics on this port of 127.0.0.1 while it runs (default 0: off)",
@@ -103,11 +114,16 @@ def build_parser() -> argparse.ArgumentParser:
         help=f"attempts in flight at once (default {DEFAULT_PARALLELISM})",
     )
     pl.add_argument("--order", default="longest-first", choices=["tip-first", "oldest-first", "longest-first"])
-    pl.add_argument("--first-ledger", type=number(int, at_least=1), default=1)
+    pl.add_argument("--first-ledger", type=number(int, at_least=1, at_most=MAX_LEDGER), default=1)
     pl.add_argument(
-        "--last-ledger", type=number(int, at_least=0), default=0, help="the tip (default: the profile's highest ledger)"
+        "--last-ledger",
+        type=number(int, at_least=0, at_most=MAX_LEDGER),
+        default=0,
+        help="the tip (default: the profile's highest ledger)",
     )
-    pl.add_argument("--ledgers-per-range", type=number(int, at_least=64), default=16000)
+    pl.add_argument(
+        "--ledgers-per-range", type=number(int, at_least=CHECKPOINT_LEDGERS, of=CHECKPOINT_LEDGERS), default=16000
+    )
     pl.add_argument("--overlap", type=number(int, at_least=0), default=320)
     pl.add_argument(
         "--what-if",
@@ -135,10 +151,18 @@ def build_parser() -> argparse.ArgumentParser:
         default=DEFAULT_PARALLELISM,
         help=f"slots for the predicted makespan (default {DEFAULT_PARALLELISM})",
     )
-    ft.add_argument("--max-tiers", type=number(int, at_least=1), default=4, help="tiers in the ladder (default 4)")
+    ft.add_argument(
+        "--max-tiers",
+        type=number(int, at_least=1, at_most=len(TIER_NAMES)),
+        default=4,
+        help="tiers in the ladder (default 4)",
+    )
     ft.add_argument("--cpu", type=number(float, above=0), default=1.0, help="CPU request per range pod (default 1)")
     ft.add_argument("--capacity-type", choices=["spot", "on-demand"], default="spot")
-    ft.add_argument("--step-gib", type=number(float, above=0), default=0.5, help="the grid of cuts (default 0.5)")
+    # A MiB at least: the grid is counted in bytes, and a finer one only costs time.
+    ft.add_argument(
+        "--step-gib", type=number(float, at_least=1 / 1024), default=0.5, help="the grid of cuts (default 0.5)"
+    )
     ft.add_argument(
         "--tolerance", type=number(float, at_least=0), default=0.03, help="makespan over its bound (default 0.03)"
     )
@@ -148,7 +172,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="write the profile of the seed-shaped workload model (for trying `plan` and the benchmarks)",
     )
     wl.add_argument("--out", required=True, help="where to write the range_profile.parquet")
-    wl.add_argument("--ranges", type=number(int, at_least=1), default=4000)
+    wl.add_argument("--ranges", type=number(int, at_least=1, at_most=MAX_RANGES), default=4000)
     wl.add_argument("--seed", type=number(int), default=0)
     wl.set_defaults(func=workload.command)
     pr = sub.add_parser("profile", help="rebuild a mission's profile and tier map from its attempt records")

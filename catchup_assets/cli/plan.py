@@ -32,9 +32,20 @@ def command(args: argparse.Namespace) -> int:
 
     previous = load_profile(args.profile)
     last = args.last_ledger or max(int(r["last_ledger"]) for r in previous.rows)
+    # The span's own checks name its fields; the command line's are named by their flags (L34), in the span's order.
+    if last < args.first_ledger:
+        given = f"--last-ledger {last}" if args.last_ledger else f"the profile's highest ledger {last}"
+        raise ConfigError(f"--first-ledger {args.first_ledger} is above {given}")
+    try:
+        MissionSpan(args.first_ledger, last, args.ledgers_per_range, 0)  # what is left to refuse: too many ranges
+    except ConfigError as exc:
+        raise ConfigError(f"--ledgers-per-range: {exc}") from None
+    if args.overlap >= args.ledgers_per_range:
+        raise ConfigError(f"--overlap {args.overlap} must be below --ledgers-per-range {args.ledgers_per_range}")
+    span = MissionSpan(args.first_ledger, last, args.ledgers_per_range, args.overlap)
     cfg = MissionConfig(
         mission="plan",
-        span=MissionSpan(args.first_ledger, last, args.ledgers_per_range, args.overlap),
+        span=span,
         storage_root="memory://catchup-assets-plan",  # nothing is written
         parallelism=args.parallelism,
         order=args.order,

@@ -23,3 +23,14 @@ class ConfigError(CatchupError, ValueError):
 
 class StateError(CatchupError, ValueError):
     """Durable state of the wrong shape: what the storage root holds is not what was written."""
+
+
+def check_number(name: str, value: object, low: float, above: bool = False) -> None:
+    """`value` a finite number >= `low` (> with `above`), else refused naming `name` (L34).
+
+    The bound's own comparison lets NaN through (`nan < 1.0` is false) and infinity past
+    any lower bound: a margin of NaN sized every range NaN bytes.
+    """
+    ok = isinstance(value, int | float) and not isinstance(value, bool) and value - value == 0  # finite
+    if not ok or (value <= low if above else value < low):
+        raise ConfigError(f"{name} must be a finite number {'>' if above else '>='} {low:g}, got {value!r}")

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from functools import cached_property
 
 from catchup_assets.core.errors import ConfigError
-from catchup_assets.core.plan.ranges import LedgerRange, MissionSpan, plan_ranges
+from catchup_assets.core.plan.ranges import MAX_RANGES, LedgerRange, MissionSpan, plan_ranges
 from catchup_assets.core.units import GiB
 from catchup_assets.store.tables import PROFILE_SCHEMA, Table, table
 
@@ -96,8 +96,8 @@ class Workload:
     shape: WorkloadShape = WorkloadShape()
 
     def __post_init__(self) -> None:
-        if self.ranges < 1:
-            raise ConfigError(f"workload 'ranges' must be >= 1, got {self.ranges}")
+        if not 1 <= self.ranges <= MAX_RANGES:
+            raise ConfigError(f"workload 'ranges' must be 1..{MAX_RANGES} (a mission's max_ranges), got {self.ranges}")
 
     @property
     def span(self) -> MissionSpan:

@@ -2,9 +2,11 @@
 
 A local path, `http(s)://`, `s3://` or any fsspec URL. An empty spec is an
 unprofiled mission (a warning). A profile that was given is required: missing,
-unreachable, empty or unusable (not Parquet, lacking a column the sizer reads,
-no measured range), it is refused, naming the URL, before anything is
-dispatched; a typo in the URL must not quietly run every range unprofiled.
+unreachable, empty or unusable (not Parquet, lacking a column the sizer reads or
+holding one of the wrong type, no measured range), it is refused, naming the URL,
+before anything is dispatched; a typo in the URL must not quietly run every range
+unprofiled. The whole read has one deadline. A row that cannot size a range is
+skipped, and repeats and mixes warned (core/size/measures.py's vet_rows).
 """
 
 from __future__ import annotations
@@ -12,18 +14,19 @@ from __future__ import annotations
 import hashlib
 import logging
 import posixpath
+import threading
 from dataclasses import dataclass, field
 from typing import Any
 
 import fsspec
 
-from catchup_assets.core.aggregate.profile import check_profile_columns
+from catchup_assets.core.aggregate.profile import PROFILE_COLUMNS, check_profile_columns
 from catchup_assets.core.errors import ConfigError
 from catchup_assets.core.plan.config import PROFILE_TIMEOUT_SECONDS
-from catchup_assets.core.size.measures import ProfileIndex, measures_from_rows
+from catchup_assets.core.size.measures import ProfileIndex, measures_from_rows, vet_rows
 from catchup_assets.store import layout
 from catchup_assets.store.root import Store
-from catchup_assets.store.tables import NotATable, parse_table
+from catchup_assets.store.tables import NotATable, parse_table, wrong_kinds
 
 log = logging.getLogger(__name__)
 
@@ -44,19 +47,46 @@ class PreviousProfile:
     warning: str | None = None
     data: bytes = b""  # the file as read: what the mission's snapshot of it holds
     sha256: str | None = None
+    notes: list[str] = field(default_factory=list)  # the rows skipped, the repeats, the mix: warned where it is read
 
     @property
     def seconds_by_key(self) -> dict[str, float]:
         return {r["range_key"]: r["seconds"] for r in self.rows if r.get("seconds") is not None}
 
 
-def _open_options(spec: str, timeout: float) -> dict:
-    """Bounded reads: over http(s), aiohttp's connect and total timeouts."""
+def _fetch(spec: str, timeout: float) -> bytes:
+    """The file's bytes, one GET over http(s): `fsspec.open` probes the size first, and each request had
+    the whole timeout to itself (a silent server held `plan` 2.3x its timeout)."""
+    options = {}
     if spec.startswith(("http://", "https://")):
         import aiohttp
 
-        return {"client_kwargs": {"timeout": aiohttp.ClientTimeout(total=timeout, connect=min(timeout, 10.0))}}
-    return {}
+        options = {"client_kwargs": {"timeout": aiohttp.ClientTimeout(total=timeout, connect=min(timeout, 10.0))}}
+    fs, path = fsspec.core.url_to_fs(spec, **options)
+    return fs.cat_file(path)
+
+
+def _read(spec: str, timeout: float) -> bytes:
+    """`_fetch` under one deadline for the whole read, whatever the driver does inside it (probes, retries)."""
+    if "://" not in spec or spec.startswith("file://"):
+        return _fetch(spec, timeout)  # a local file: nothing to wait for
+    done: dict[str, Any] = {}
+
+    def fetch() -> None:
+        try:
+            done["data"] = _fetch(spec, timeout)
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller's thread as it was
+            done["error"] = exc
+
+    # A daemon thread: a driver stuck past the deadline must not hold the process's exit either.
+    worker = threading.Thread(target=fetch, name="profile-read", daemon=True)
+    worker.start()
+    worker.join(timeout)
+    if worker.is_alive():
+        raise TimeoutError(f"no whole answer within profile_timeout_seconds {timeout:g}")
+    if "error" in done:
+        raise done["error"]
+    return done["data"]
 
 
 def load_previous_profile(
@@ -67,10 +97,9 @@ def load_previous_profile(
         return _unprofiled(spec, "no previous profile given: every range runs on the no-profile tier")
     spec = str(spec).strip()
     try:
-        with fsspec.open(spec, "rb", **_open_options(spec, timeout)) as f:
-            data = f.read()
+        data = _read(spec, timeout)
     except FileNotFoundError as exc:
-        # fsspec's HTTP filesystem reports a refused connection as not found too.
+        # Over http(s), fsspec's answer to a 404: the file is not there, or the URL names the wrong place.
         where = "does not exist" if "://" not in spec or spec.startswith("file://") else "is missing or unreachable"
         raise ProfileUnavailable(f"previous profile {spec} {where} ({exc})") from exc
     except Exception as exc:  # noqa: BLE001 - any driver's failure, named with the URL
@@ -88,14 +117,19 @@ def load_previous_profile(
     except NotATable as exc:
         raise ProfileRefused(f"previous profile {spec} is not a Parquet table: {exc}") from exc
     check_profile_columns(table.column_names, spec)
-    rows = table.to_pylist()
-    if not rows:
+    if wrong := wrong_kinds(table, PROFILE_COLUMNS):
+        # A peak stored as a string would be read as no peak on every row: refused, not sized from defaults.
+        raise ProfileRefused(f"previous profile {spec}: column {'; column '.join(wrong)} (store/tables.py's schema)")
+    if not table.num_rows:
         raise ProfileRefused(f"previous profile {spec} has no ranges")
+    rows, notes = vet_rows(table.to_pylist(), spec)
+    if not rows:
+        raise ProfileRefused(f"previous profile {spec} has no usable row: each was skipped, as warned")
     index = ProfileIndex(measures_from_rows(rows))
     if not len(index):
         raise ProfileRefused(f"previous profile {spec} has no measured range (no peak_anon_bytes)")
-    log.info("previous profile %s: %d measured ranges", spec, len(index))
-    return PreviousProfile(spec, index, rows, data=data, sha256=digest)
+    log.info("previous profile %s: %d measured ranges of %d rows", spec, len(index), table.num_rows)
+    return PreviousProfile(spec, index, rows, data=data, sha256=digest, notes=notes)
 
 
 def _unprofiled(spec: str | None, why: str) -> PreviousProfile:

@@ -68,6 +68,27 @@ def band_table(diff: ProfileDiff) -> pa.Table:
     return table(diff.bands, BAND_SCHEMA).replace_schema_metadata(diff.schema_metadata())
 
 
+# What each declared kind accepts as read: any width of integer where an integer is declared (an int32
+# peak is exact), an integer where a float is, a null column (every value missing) anywhere.
+_READS_AS = {
+    "string": lambda t: pa.types.is_string(t) or pa.types.is_large_string(t),
+    "int64": pa.types.is_integer,
+    "int32": pa.types.is_integer,
+    "float64": lambda t: pa.types.is_floating(t) or pa.types.is_integer(t),
+    "bool": pa.types.is_boolean,
+}
+
+
+def wrong_kinds(data: pa.Table, columns: Sequence[tuple[str, str]]) -> list[str]:
+    """Each declared column `data` holds with a type that is not its kind, as "name is TYPE, not KIND"."""
+    kinds = dict(columns)
+    return [
+        f"{f.name} is {f.type}, not {kinds[f.name]}"
+        for f in data.schema
+        if f.name in kinds and not pa.types.is_null(f.type) and not _READS_AS[kinds[f.name]](f.type)
+    ]
+
+
 class NotATable(StateError):
     """Bytes that are not a Parquet table; the message is the reader's own."""
 

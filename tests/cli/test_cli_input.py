@@ -22,6 +22,15 @@ from catchup_assets.cli.main import run
         (["demo", "--ranges", "0"], "--ranges"),
         (["demo", "--metrics-port", "-1"], "--metrics-port"),
         (["workload", "--out", "w.parquet", "--ranges", "-1"], "--ranges"),
+        # issue 24 item 7: once refused as a bad last_ledger, not as the flag given
+        (["workload", "--out", "w.parquet", "--ranges", str(10**12)], "--ranges"),
+        (["demo", "--ranges", str(10**12)], "--ranges"),
+        (["demo", "--metrics-port", "70000"], "--metrics-port"),
+        (["plan", "--profile", "p.parquet", "--ledgers-per-range", "100"], "--ledgers-per-range"),
+        (["plan", "--profile", "p.parquet", "--first-ledger", str(2**40)], "--first-ledger"),
+        (["plan", "--profile", "p.parquet", "--last-ledger", str(2**62)], "--last-ledger"),
+        (["fit-tiers", "--profile", "p.parquet", "--max-tiers", "1000000"], "--max-tiers"),
+        (["fit-tiers", "--profile", "p.parquet", "--step-gib", "1e-12"], "--step-gib"),
     ],
 )
 def test_L34_a_bad_number_is_refused_naming_its_argument(argv, named, capsys):
@@ -29,3 +38,41 @@ def test_L34_a_bad_number_is_refused_naming_its_argument(argv, named, capsys):
         run(argv)
     assert exit_.value.code == 2
     assert f"argument {named}" in capsys.readouterr().err
+
+
+@pytest.fixture
+def profile(tmp_path) -> str:
+    """A measured profile of four 16000-ledger ranges."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from catchup_assets.core.plan.ranges import format_key
+    from catchup_assets.store.tables import PROFILE_SCHEMA
+
+    rows = [
+        {"range_key": format_key(i * 16000 + 1, (i + 1) * 16000), "first_ledger": i * 16000 + 1}
+        | {"last_ledger": (i + 1) * 16000, "peak_anon_bytes": 2**30, "peak_working_set_bytes": 2**30, "seconds": 60.0}
+        for i in range(4)
+    ]
+    path = tmp_path / "range_profile.parquet"
+    pq.write_table(pa.Table.from_pylist(rows, schema=PROFILE_SCHEMA), path)
+    return str(path)
+
+
+@pytest.mark.parametrize(
+    "flags, says",
+    [
+        (["--overlap", str(10**12)], "--overlap 1000000000000 must be below --ledgers-per-range 16000"),
+        (["--overlap", "16000"], "--overlap 16000 must be below --ledgers-per-range 16000"),
+        (["--first-ledger", "64001"], "--first-ledger 64001 is above the profile's highest ledger 64000"),
+        (["--first-ledger", "5000", "--last-ledger", "10"], "--first-ledger 5000 is above --last-ledger 10"),
+        (["--ledgers-per-range", "64", "--overlap", "0", "--last-ledger", str(2**31)], "--ledgers-per-range: .*"),
+    ],
+)
+def test_L34_flags_checked_together_are_refused_naming_each_flag(profile, flags, says, capsys):
+    """What one flag alone cannot say (the overlap below the range length, the span) is named by the flags too."""
+    import re
+
+    assert run(["plan", "--profile", profile, *flags]) == 2
+    err = capsys.readouterr().err
+    assert re.search(f"catchup-assets: error: {says}", err) and "Traceback" not in err, err

@@ -85,9 +85,12 @@ def test_catchup_argument_is_end_over_length_plus_overlap(rng, overlap, arg):
         (dict(first_ledger=1, last_ledger=2**32), "last_ledger"),
         (dict(first_ledger=1, last_ledger=64000.5), "last_ledger"),
         (dict(first_ledger=True, last_ledger=64000), "first_ledger"),
+        # issue 24: an overlap of 10^12 replayed every range from ledger 1; one of a whole range replays its neighbour
+        (dict(first_ledger=1, last_ledger=64000, overlap=10**12), r"overlap \(1000000000000\) must be below"),
+        (dict(first_ledger=1, last_ledger=64000, ledgers_per_range=640, overlap=640), "overlap .* ledgers_per_range"),
     ],
 )
-def test_bad_span_names_the_field(kwargs, field):
+def test_L34_bad_span_names_the_field(kwargs, field):
     with pytest.raises(ValueError, match=field):
         MissionSpan(**kwargs)
 

@@ -151,8 +151,11 @@ def test_L34_a_misspelt_field_or_an_unknown_order_is_refused_before_a_run_exists
         (dict(first_ledger=-5), "first_ledger: input should be greater than or equal to 1, got -5"),
         (dict(parallelism=5), "parallelism 5 is above this deployment's cap, mission_defaults.max_parallelism = 4"),
         (dict(mission="Bad_Name"), "mission: 'Bad_Name' is invalid"),
+        # issue 24 item 7: an overlap of 10^12 once replayed every range from ledger 1
+        (dict(overlap=10**12), "overlap (1000000000000) must be below ledgers_per_range"),
+        (dict(last_ledger=2**40), "last_ledger must be a ledger number"),
     ],
-    ids=["parallelism-0", "first-ledger-negative", "above-the-cap", "mission-name"],
+    ids=["parallelism-0", "first-ledger-negative", "above-the-cap", "mission-name", "overlap-10-12", "ledger-2-40"],
 )
 def test_L34_a_bad_value_is_refused_as_the_run_starts_naming_the_field(form, config, named):
     # Dagster's config check has no bounds or patterns: the form reads "valid" (if a Dagster

@@ -31,6 +31,31 @@ def validate_mission(name: str) -> str:
     return name
 
 
+def check_dispatch_settings(
+    poll_seconds: float,
+    status_every: int,
+    profile_timeout_seconds: float,
+    stall_seconds: float,
+    stall_factor: float,
+    breaker_attempts: int,
+) -> None:
+    """The dispatcher's settings, refused naming the field: durations finite and > 0, counts integers.
+
+    MissionConfig checks them; so does CatchupResource at load, where they are set, so `poll_seconds: NaN`
+    is refused before a mission_plan run rather than at it (L34).
+    """
+    durations = (("poll_seconds", poll_seconds), ("profile_timeout_seconds", profile_timeout_seconds))
+    for name, value in (*durations, ("stall_seconds", stall_seconds)):
+        if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value < float("inf"):
+            raise ConfigError(f"{name} must be > 0 and finite, got {value!r}")
+    factor = stall_factor
+    if isinstance(factor, bool) or not isinstance(factor, int | float) or not 1 <= factor < float("inf"):
+        raise ConfigError(f"stall_factor must be >= 1 and finite, got {factor!r}")
+    for name, value, low in (("status_every", status_every, 1), ("breaker_attempts", breaker_attempts, 0)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < low:
+            raise ConfigError(f"{name} must be an integer >= {low}{' (0: off)' if not low else ''}, got {value!r}")
+
+
 @dataclass(frozen=True)
 class MissionConfig:
     mission: str
@@ -67,21 +92,13 @@ class MissionConfig:
             raise ConfigError(f"order: unknown order {self.order!r}: choose one of {', '.join(ORDERS)}")
         if self.parallelism < 1:
             raise ConfigError(f"parallelism must be >= 1, got {self.parallelism}")
-        if not self.poll_seconds > 0:
-            raise ConfigError(f"poll_seconds must be > 0, got {self.poll_seconds}")
-        if not 0 < self.profile_timeout_seconds < float("inf"):
-            raise ConfigError(f"profile_timeout_seconds must be > 0 and finite, got {self.profile_timeout_seconds}")
-        if not 0 < self.stall_seconds < float("inf"):
-            raise ConfigError(f"stall_seconds must be > 0 and finite, got {self.stall_seconds}")
-        if not 1 <= self.stall_factor < float("inf"):
-            raise ConfigError(f"stall_factor must be >= 1 and finite, got {self.stall_factor}")
-        if (
-            isinstance(self.breaker_attempts, bool)
-            or not isinstance(self.breaker_attempts, int)
-            or self.breaker_attempts < 0
-        ):
-            raise ConfigError(f"breaker_attempts must be an integer >= 0 (0: off), got {self.breaker_attempts!r}")
-        if self.status_every < 1:
-            raise ConfigError(f"status_every must be >= 1, got {self.status_every}")
+        check_dispatch_settings(
+            self.poll_seconds,
+            self.status_every,
+            self.profile_timeout_seconds,
+            self.stall_seconds,
+            self.stall_factor,
+            self.breaker_attempts,
+        )
         if self.deadline_seconds is not None and self.deadline_seconds < 1:
             raise ConfigError(f"deadline_seconds must be >= 1, got {self.deadline_seconds}")

@@ -108,6 +108,12 @@ class MissionSpan:
                 f"ledgers_per_range {self.ledgers_per_range} cuts ledgers {self.first_ledger}..{self.last_ledger} "
                 f"into {n} ranges, more than max_ranges {self.max_ranges}"
             )
+        if self.overlap >= self.ledgers_per_range:
+            # An overlap of a range or more replays whole neighbours; 10^12 replayed every range from ledger 1.
+            raise ConfigError(
+                f"overlap ({self.overlap}) must be below ledgers_per_range ({self.ledgers_per_range}): "
+                f"the ledgers each range replays before its own, {DEFAULT_OVERLAP} by default"
+            )
 
 
 def plan_ranges(span: MissionSpan) -> list[LedgerRange]:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from catchup_assets.core.errors import ConfigError
+from catchup_assets.core.errors import ConfigError, check_number
 from catchup_assets.core.units import GiB
 
 
@@ -27,11 +27,9 @@ class DiskPolicy:
     unprofiled_bytes: int = 40 * GiB
 
     def __post_init__(self) -> None:
-        if self.margin < 1.0:
-            raise ConfigError(f"disk 'margin' must be >= 1.0, got {self.margin}")
-        if not self.factor > 1.0:
-            # 1.0 would retry an evicted range at the very limit it was evicted at (as L6 for memory).
-            raise ConfigError(f"disk 'factor' must be > 1.0, got {self.factor}")
+        check_number("disk 'margin'", self.margin, 1.0)
+        # 1.0 would retry an evicted range at the very limit it was evicted at (as L6 for memory).
+        check_number("disk 'factor'", self.factor, 1.0, above=True)
         if self.cap_bytes <= 0 or self.unprofiled_bytes <= 0:
             raise ConfigError("disk 'cap_bytes' and 'unprofiled_bytes' must be > 0")
 

@@ -10,9 +10,12 @@ from __future__ import annotations
 import bisect
 import logging
 import math
-from collections.abc import Iterable
+from collections import Counter
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
+
+from catchup_assets.core.plan.ranges import RangeKeyError, parse_key
 
 log = logging.getLogger(__name__)
 
@@ -61,6 +64,7 @@ class ProfileIndex:
 
 MAX_LEDGER = 2**32 - 1
 MAX_BYTES = 2**50  # a PiB: no range's peak comes near it
+SKIPS_NAMED = 20  # skipped rows warned one by one; a file of bad rows must not bury the run's log
 
 
 def _checked(row: dict[str, Any], field: str, kind: type, low: float, high: float):
@@ -110,3 +114,99 @@ def measures_from_rows(rows: Iterable[dict[str, Any]]) -> list[RangeMeasure]:
             )
         )
     return out
+
+
+def _ledger(row: dict[str, Any], name: str) -> int | None:
+    value = row.get(name)
+    if isinstance(value, bool) or not isinstance(value, int):
+        return None
+    return value
+
+
+def _row_problem(row: dict[str, Any]) -> tuple[str, tuple[int, int] | None]:
+    """What makes a row unusable ("" if nothing), and its ledgers first..last when usable."""
+    key, first, last = row.get("range_key"), _ledger(row, "first_ledger"), _ledger(row, "last_ledger")
+    if row.get("last_ledger") is None:
+        return "no last_ledger", None
+    if last is None or not 1 <= last <= MAX_LEDGER:
+        return f"last_ledger {row.get('last_ledger')!r} is not a ledger number (1..{MAX_LEDGER})", None
+    if row.get("first_ledger") is not None and (first is None or not 1 <= first <= MAX_LEDGER):
+        return f"first_ledger {row.get('first_ledger')!r} is not a ledger number (1..{MAX_LEDGER})", None
+    if first is not None and first > last:
+        return f"inverted range: first_ledger {first} > last_ledger {last}", None
+    try:
+        rng = parse_key(key)
+    except RangeKeyError as exc:
+        return str(exc), None
+    if rng.last != last or (first is not None and rng.first != first):
+        return f"range_key {key} disagrees with first_ledger {first}, last_ledger {last}", None
+    return "", (rng.first, rng.last)
+
+
+def vet_rows(rows: Sequence[dict[str, Any]], source: str) -> tuple[list[dict[str, Any]], list[str]]:
+    """The rows of the profile at `source` that can size a range, and the warnings (logged too) naming
+    each row left out, the repeats and the mix.
+
+    Rows count from 1, in file order. A row with a bad range (no or an out-of-range
+    ledger, first > last, a key its ledgers disagree with) is skipped. Of rows with
+    one key, the last in the file is kept: a profile has one row per range, so a
+    repeat comes of appending a newer measurement (or concatenating profiles, older
+    first), and the later row is the newer one. Of ranges that overlap (profiles of
+    two grids mixed), the one starting lower is kept: each ledger is sized once.
+    Rows of several missions are kept, warned with counts per mission.
+    """
+    notes: list[str] = []
+
+    unnamed: list[int] = []  # skipped rows past the first SKIPS_NAMED: a count, not a line each
+
+    def warn(message: str) -> None:
+        notes.append(message)
+        log.warning("%s", message)
+
+    named = 0
+
+    def skip(n: int, key: Any, why: str) -> None:
+        nonlocal named
+        if named == SKIPS_NAMED:
+            unnamed.append(n)
+            return
+        named += 1
+        warn(f"previous profile {source}: row {n} ({key}) skipped: {why}")
+
+    usable: dict[str, tuple[int, tuple[int, int], dict[str, Any]]] = {}
+    repeats: dict[str, list[int]] = {}
+    for n, row in enumerate(rows, start=1):
+        problem, ledgers = _row_problem(row)
+        if problem:
+            skip(n, row.get("range_key"), problem)
+            continue
+        key = row["range_key"]
+        if key in usable:
+            repeats.setdefault(key, [usable[key][0]]).append(n)
+        usable[key] = (n, ledgers, row)
+    if repeats:
+        shown = "; ".join(f"{k} rows {', '.join(map(str, ns))}" for k, ns in list(repeats.items())[:10])
+        more = "; ..." if len(repeats) > 10 else ""
+        warn(
+            f"previous profile {source}: {len(repeats)} range key(s) repeated, the last row of each is kept "
+            f"(the newer measurement): {shown}{more}"
+        )
+    kept: list[tuple[int, dict[str, Any]]] = []
+    top: tuple[int, str] | None = None  # the highest last ledger kept so far, and its row
+    for n, (first, last), row in sorted(usable.values(), key=lambda v: v[1]):
+        if top is not None and first <= top[0]:
+            skip(n, row["range_key"], f"it overlaps row {top[1]}, which starts lower")
+            continue
+        top = (last, f"{n} ({row['range_key']})")
+        kept.append((n, row))
+    if unnamed:
+        shown = ", ".join(map(str, sorted(unnamed)[:20])) + (", ..." if len(unnamed) > 20 else "")
+        warn(f"previous profile {source}: {len(unnamed)} more rows skipped as the above: rows {shown}")
+    missions = Counter(row.get("mission") for _, row in kept)
+    if len(missions) > 1:
+        counts = ", ".join(f"{m} {c}" for m, c in sorted(missions.items(), key=lambda mc: (-mc[1], str(mc[0]))))
+        warn(
+            f"previous profile {source} mixes rows of {len(missions)} missions ({counts}): "
+            "each range is sized from its own row"
+        )
+    return [row for _, row in sorted(kept, key=lambda nr: nr[0])], notes

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, replace
 
-from catchup_assets.core.errors import ConfigError
+from catchup_assets.core.errors import ConfigError, check_number
 from catchup_assets.core.size.capacity import capacity_for
 from catchup_assets.core.size.catalog import CAPACITY_TYPES, DEFAULT_CATALOG, SPOT, Catalog, NodeShape
 from catchup_assets.core.size.disk import DiskPolicy
@@ -129,14 +129,14 @@ class SizingPolicy:
         r = self.reclaims_before_on_demand
         if isinstance(r, bool) or not isinstance(r, int) or r < 0:
             raise ConfigError(f"sizing 'reclaims_before_on_demand' must be an integer >= 0 (0: never), got {r!r}")
-        if self.margin < 1.0:
-            raise ConfigError(f"sizing 'margin' must be >= 1.0, got {self.margin}")
+        check_number("sizing 'margin'", self.margin, 1.0)
         if self.cache_headroom_bytes < 0:
             raise ConfigError("sizing 'cache_headroom_bytes' must be >= 0")
         if self.unprofiled_memory_bytes <= 0:
             raise ConfigError("sizing 'unprofiled_memory_bytes' must be > 0")
-        if self.cache_bump_ratio <= 0:
-            raise ConfigError("sizing 'cache_bump_ratio' must be > 0")
+        check_number("sizing 'cache_bump_ratio'", self.cache_bump_ratio, 0, above=True)
+        if self.cpu_request is not None:
+            check_number("sizing 'cpu_request'", self.cpu_request, 0, above=True)
 
 
 @dataclass(frozen=True)
@@ -164,9 +164,8 @@ class MemoryLadder:
     cap_bytes: int = 48 * GiB
 
     def __post_init__(self) -> None:
-        if not self.factor > 1.0:
-            # 1.0 retries an OOM at the very limit that OOMed (L6).
-            raise ConfigError(f"memory ladder 'factor' must be > 1.0, got {self.factor}")
+        # 1.0 retries an OOM at the very limit that OOMed (L6).
+        check_number("memory ladder 'factor'", self.factor, 1.0, above=True)
         if self.cap_bytes <= 0:
             raise ConfigError(f"memory ladder 'cap_bytes' must be > 0, got {self.cap_bytes}")
 

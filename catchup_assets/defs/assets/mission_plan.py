@@ -105,8 +105,9 @@ def plan_mission(
     instance.add_dynamic_partitions(ledger_ranges_partitions_def.name, new_keys)
     # Its own view in the catalog, and the views of missions planned before missions were partitions.
     add_missions(instance, [cfg.mission, *unadopted(instance, store)])
-    if prepared.previous.warning:
-        context.log.warning(prepared.previous.warning)
+    # The store logs them too, but only the run's own log reaches the operator who launched it.
+    for note in filter(None, [prepared.previous.warning, *prepared.previous.notes]):
+        context.log.warning(note)
     return dg.MaterializeResult(
         metadata={
             **plan_metadata(

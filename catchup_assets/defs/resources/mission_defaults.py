@@ -36,6 +36,7 @@ class MissionDefaultsConfig(Strict):
     def _check(self):
         if self.parallelism > self.max_parallelism:
             raise ConfigError(f"parallelism ({self.parallelism}) must be <= max_parallelism ({self.max_parallelism})")
-        if self.last_ledger:
-            MissionSpan(self.first_ledger, self.last_ledger, self.ledgers_per_range, self.overlap)
+        # Without a tip, the grid alone (one range's span): an overlap past the range length is refused either way.
+        last = self.last_ledger or self.first_ledger
+        MissionSpan(self.first_ledger, last, self.ledgers_per_range, self.overlap)
         return self

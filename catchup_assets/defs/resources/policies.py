@@ -16,8 +16,9 @@ from catchup_assets.core.units import GiB
 
 
 class Strict(dg.Config):
-    # A misspelt knob is refused at load, not silently left at its default (L34).
-    model_config = pydantic.ConfigDict(extra="forbid")
+    # A misspelt knob is refused at load, not silently left at its default (L34); so is a NaN or an
+    # infinity (YAML's .nan and .inf), which pass every bound's comparison (`gt=0`) whatever the field.
+    model_config = pydantic.ConfigDict(extra="forbid", allow_inf_nan=False)
 
 
 def config_of(policy: type, name: str, doc: str) -> type[dg.Config]:

@@ -18,7 +18,7 @@ from pydantic import Field, model_validator
 from catchup_assets.core.classify.outcomes import RetryPolicy
 from catchup_assets.core.dispatch.ports import Backend
 from catchup_assets.core.errors import ConfigError
-from catchup_assets.core.plan.config import MissionConfig
+from catchup_assets.core.plan.config import MissionConfig, check_dispatch_settings
 from catchup_assets.core.size.catalog import DEFAULT_CATALOG, Catalog
 from catchup_assets.core.size.disk import DiskPolicy
 from catchup_assets.core.size.scale import Scale
@@ -37,7 +37,8 @@ _MISSION = {f.name: f.default for f in dataclass_fields(MissionConfig) if f.defa
 class CatchupResource(dg.ConfigurableResource):
     """Where a mission keeps its records and how its attempts run."""
 
-    model_config = pydantic.ConfigDict(extra="forbid")  # a misspelt setting is refused at load (L34)
+    # A misspelt setting is refused at load (L34), and a NaN or infinity, as in every Strict config.
+    model_config = pydantic.ConfigDict(extra="forbid", allow_inf_nan=False)
 
     storage_root: str = Field(
         default="",
@@ -129,6 +130,18 @@ class CatchupResource(dg.ConfigurableResource):
     @model_validator(mode="after")
     def _check(self):
         self.placement()  # an invalid ladder or sizing fails at load, naming the field (L34)
+        self.retry_policy()  # a budget of -1 too: the policy dataclass holds the bounds
+        # The dispatcher's settings, with MissionConfig's own bounds: at load, not at the first mission_plan.
+        check_dispatch_settings(
+            self.poll_seconds,
+            self.status_every,
+            self.profile_timeout_seconds,
+            self.stall_seconds,
+            self.stall_factor,
+            self.breaker_attempts,
+        )
+        if not self.sim_speed < float("inf"):
+            raise ConfigError(f"sim_speed: must be finite, got {self.sim_speed}")
         self.tip_source_spec()
         if not self.tip_timeout_seconds < float("inf"):
             raise ConfigError(f"tip_timeout_seconds: must be finite, got {self.tip_timeout_seconds}")
