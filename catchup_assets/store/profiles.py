@@ -66,8 +66,9 @@ def _fetch(spec: str, timeout: float) -> bytes:
     return fs.cat_file(path)
 
 
-def _read(spec: str, timeout: float) -> bytes:
-    """`_fetch` under one deadline for the whole read, whatever the driver does inside it (probes, retries)."""
+def read_bounded(spec: str, timeout: float) -> bytes:
+    """A file's bytes by path or URL (`_fetch`) under one deadline for the whole read, whatever the driver
+    does inside it (probes, retries)."""
     if "://" not in spec or spec.startswith("file://"):
         return _fetch(spec, timeout)  # a local file: nothing to wait for
     done: dict[str, Any] = {}
@@ -97,7 +98,7 @@ def load_previous_profile(
         return _unprofiled(spec, "no previous profile given: every range runs on the no-profile tier")
     spec = str(spec).strip()
     try:
-        data = _read(spec, timeout)
+        data = read_bounded(spec, timeout)
     except FileNotFoundError as exc:
         # Over http(s), fsspec's answer to a 404: the file is not there, or the URL names the wrong place.
         where = "does not exist" if "://" not in spec or spec.startswith("file://") else "is missing or unreachable"

@@ -15,11 +15,9 @@ import json
 import re
 from dataclasses import dataclass
 
-import fsspec
-
 from catchup_assets.core.errors import ConfigError
 from catchup_assets.store import layout
-from catchup_assets.store.profiles import _open_options
+from catchup_assets.store.profiles import read_bounded
 from catchup_assets.store.root import Store
 
 _HEX = re.compile(r"^[0-9a-fA-F]{64}$")
@@ -52,8 +50,7 @@ def load_trusted_hashes(spec: str | None, timeout: float) -> TrustedHashes | Non
         return None
     spec = str(spec).strip()
     try:
-        with fsspec.open(spec, "rb", **_open_options(spec, timeout)) as f:
-            data = f.read()
+        data = read_bounded(spec, timeout)  # one deadline for the whole read, as a profile's
     except Exception as exc:  # noqa: BLE001 - any driver's failure, named with the URL
         raise ConfigError(f"trusted_hashes {spec} cannot be read ({type(exc).__name__}: {exc})") from exc
     try:
