@@ -153,12 +153,10 @@ def test_L34_bad_tier_ladder_is_refused_at_load_naming_the_tier():
 
 def test_L35_previous_profile_with_no_ranges_is_refused(instance, tmp_path):
     empty = tmp_path / "empty.parquet"
-    pd.DataFrame(
-        {
-            c: pd.Series(dtype="float64")
-            for c in ("range_key", "last_ledger", "peak_anon_bytes", "peak_working_set_bytes", "seconds")
-        }
-    ).to_parquet(empty)
+    # Each column of the type store/tables.py declares (a wrong type is refused before "no ranges").
+    dtypes = {"range_key": "string", "last_ledger": "int64", "peak_anon_bytes": "int64"}
+    dtypes |= {"peak_working_set_bytes": "int64", "seconds": "float64"}
+    pd.DataFrame({c: pd.Series(dtype=t) for c, t in dtypes.items()}).to_parquet(empty)
     result = plan(instance, "m1", 2, previous_profile=str(empty))
     assert not result.success and "has no ranges" in failure_text(result)
 
