@@ -92,3 +92,39 @@ def test_L37_stopped_before_the_first_pass_dispatches_nothing(tmp_path):
     result = d.run()
     assert backend.submitted == [] and records.load() == ({}, set())
     assert result.stopped == "stopped by the operator (SIGINT)" and result.condemned == {}
+
+
+@dataclass
+class SupervisedBackend(FakeBackend):
+    """Its shutdown ends each live attempt as the local supervisor does, with a `stopped` verdict
+    left behind (exit 3, StoppedByOperator), to be read and recorded; the first final read fails."""
+
+    def shutdown(self, grace: float) -> list[str]:
+        from dataclasses import replace
+
+        from catchup_assets.core.classify.outcomes import STOP_CONDITION, Observation
+
+        verdict = Observation(exit_code=3, termination_reason="Error", conditions=frozenset({STOP_CONDITION}))
+        for a in self.attempts.values():
+            if self.clock.time() < a.started + a.script.seconds:
+                a.script = replace(a.script, seconds=self.clock.time() - a.started, observation=verdict)
+        self.collect_errors = 1
+        return []
+
+
+def test_L37_an_attempt_the_stop_ended_is_recorded_in_this_run_though_its_first_final_read_fails(tmp_path):
+    clock = FakeClock()
+    backend = SupervisedBackend(clock, lambda spec: Script(100))
+    d, _, records = make(tmp_path, parallelism=3, backend=backend, clock=clock)
+    backend_submit = backend.submit
+
+    def submit(spec):
+        backend_submit(spec)
+        if len(backend.submitted) == 3:
+            d.stop("stopped by the operator (SIGTERM)")
+
+    backend.submit = submit
+    result = d.run()
+    assert result.stopped and result.condemned == {}
+    recs, by_key = chains(records)  # every record done-marked: none left for a later run to explain
+    assert sorted(by_key) == sorted(KEYS[:3]) and all(v == ["stopped"] for v in by_key.values())

@@ -45,6 +45,12 @@ class Stopping:
             return None
         return {(s.range_key, s.attempt): s for s in states if s.range_key in self.by_key}
 
+    def _finish_now(self, st: AttemptState) -> bool:
+        """Finish an attempt the stop ended, its final read retried now (bounded by collect_tries)
+        rather than on a later pass: the run ends after this, and an attempt left unrecorded
+        would wait for the next run to say what became of it."""
+        return any(self._finish(st) for _ in range(self.cfg.collect_tries))
+
     def _stop_attempts(self) -> int:
         """Shut the live attempts down (L37) and record each one the shutdown ended."""
         why = self._stop_why or "stopped by the operator"
@@ -68,7 +74,7 @@ class Stopping:
             elif (now := after.get(ident)) is None:
                 self._record_stopped(st, why)
                 recorded += 1
-            elif not now.live and self._finish(now):
+            elif not now.live and self._finish_now(now):
                 recorded += 1
         log.warning(
             "mission %s: %s: %d attempts stopped and recorded, charged to no budget; a later run resumes them",
