@@ -11,7 +11,10 @@ server has forwarded it), then `limitBytes` cuts the bytes. With `follow=true`
 the answer is a chunked stream (`FollowedLog`): what is there, then each new
 entry as the kubelet writes it, until the container instance is no longer
 running (or the pod is gone) or `limitBytes` bytes were sent, as the kubelet's
-own follow does.
+own follow does. Sources: the parameters are the Pod v1 API reference's "read log"
+(https://kubernetes.io/docs/reference/kubernetes-api/workload-resources/pod-v1/#read-log-of-the-specified-pod);
+the order of tailLines, sinceTime and limitBytes and the end of a follow are the kubelet's
+(kubernetes/kubernetes pkg/kubelet/kuberuntime/logs/logs.go, ReadLogs).
 """
 
 from __future__ import annotations

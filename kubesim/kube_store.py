@@ -395,7 +395,10 @@ def _default_node(store: Store, node: dict) -> None:
     )
 
 
-# The label the API server sets on every namespace, to its name, whatever the creator sent (since 1.21).
+# The label the API server sets on every namespace, to its name, whatever the creator sent (since 1.21):
+# https://kubernetes.io/docs/reference/labels-annotations-taints/#kubernetes-io-metadata-name. The spec's
+# `kubernetes` finalizer and status.phase Active are the Namespace v1 API reference's
+# (https://kubernetes.io/docs/reference/kubernetes-api/cluster-resources/namespace-v1/).
 NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
 
 
