@@ -54,13 +54,27 @@ def plan_and_start(instance, mission, n, first_range):
     )
     keys = instance.get_dynamic_partitions("ledger_ranges")
     tags = {ASSET_PARTITION_RANGE_START_TAG: keys[0], ASSET_PARTITION_RANGE_END_TAG: keys[-1], MISSION_TAG: mission}
-    proc = subprocess.Popen(
-        [sys.executable, "-c", RUN_SCRIPT, *(f"{k}={v}" for k, v in tags.items())],
-        start_new_session=True,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+    # Its stderr (the dispatcher's warnings) is kept beside the instance: a failing test shows it.
+    with open(run_worker_log(), "ab") as err:
+        proc = subprocess.Popen(
+            [sys.executable, "-c", RUN_SCRIPT, *(f"{k}={v}" for k, v in tags.items())],
+            start_new_session=True,
+            stdout=subprocess.DEVNULL,
+            stderr=err,
+        )
     return keys, tags, proc
+
+
+def run_worker_log() -> Path:
+    return Path(os.environ["DAGSTER_HOME"]).parent / "run_worker.log"
+
+
+def run_worker_said(lines: int = 60) -> str:
+    """The last lines the run worker wrote to stderr, for a failing assertion's message."""
+    try:
+        return "\n".join(run_worker_log().read_text(errors="replace").splitlines()[-lines:])
+    except FileNotFoundError:
+        return "(no run worker log)"
 
 
 @pytest.mark.slow

@@ -34,7 +34,7 @@ from catchup_assets.store.records import RecordStore
 from catchup_assets.store.root import Store
 from catchup_assets.store.tables import read_table
 from dagster_defs import catchup_job
-from test_dispatcher_killed import plan_and_start, wait_for
+from test_dispatcher_killed import plan_and_start, run_worker_said, wait_for
 
 TESTS = Path(__file__).parents[1]
 GRACE = 15.0  # the run's shutdown grace (range_catchup, DispatchConfig.stop_grace_seconds)
@@ -81,7 +81,10 @@ def test_L37_a_signalled_run_worker_condemns_nothing_and_the_next_run_completes_
     recs, _ = records.load()
     stopped = {f"{k}-a{a:03d}" for (k, a), r in recs.items() if r.outcome == "stopped"}
     ended_by_themselves = {f"{k}-a{a:03d}" for (k, a), r in recs.items() if r.outcome in ("ok", "oom")}
-    assert stopped >= in_flight - ended_by_themselves, {k: (r.outcome, r.reason) for k, r in recs.items()}
+    assert stopped >= in_flight - ended_by_themselves, (
+        {k: (r.outcome, r.reason) for k, r in recs.items()},
+        run_worker_said(),
+    )
     assert_nothing_charged(records, keys, stopped)
 
     # The operator's next run over the same partitions: every range completes, resumed.
