@@ -128,3 +128,49 @@ def test_L37_an_attempt_the_stop_ended_is_recorded_in_this_run_though_its_first_
     assert result.stopped and result.condemned == {}
     recs, by_key = chains(records)  # every record done-marked: none left for a later run to explain
     assert sorted(by_key) == sorted(KEYS[:3]) and all(v == ["stopped"] for v in by_key.values())
+
+
+@dataclass
+class RacingBackend(SupervisedBackend):
+    """Its first shutdown returns with one attempt still running, as a local supervisor that
+    took its start gate while the stop fenced the others; later shutdowns end it too."""
+
+    shutdowns: int = 0
+
+    def shutdown(self, grace: float) -> list[str]:
+        self.shutdowns += 1
+        if self.shutdowns > 1:
+            return super().shutdown(grace)
+        racer = max(self.attempts)
+        saved = self.attempts.pop(racer)
+        super().shutdown(grace)
+        self.attempts[racer] = saved
+        self.collect_errors = 0
+        return []
+
+
+def test_L37_an_attempt_still_running_after_the_shutdown_returned_is_shut_down_again_and_recorded(tmp_path):
+    # The CI failure it pins: the last-submitted attempt was left with only its start record.
+    clock = FakeClock()
+    backend = RacingBackend(clock, lambda spec: Script(100))
+    d, _, records = make(tmp_path, parallelism=3, backend=backend, clock=clock)
+    backend.on_submit = None
+    submit = backend.submit
+    backend.submit = lambda spec: (submit(spec), len(backend.submitted) == 3 and d.stop("stopped by the operator"))
+    result = d.run()
+    assert result.condemned == {} and backend.shutdowns == 2
+    _, by_key = chains(records)
+    assert sorted(by_key) == sorted(KEYS[:3]) and all(v == ["stopped"] for v in by_key.values())
+
+
+def test_L37_an_attempt_that_ended_on_its_own_before_the_stop_is_recorded_with_its_own_verdict(tmp_path):
+    clock = FakeClock()
+    # The first range's attempt is over the moment it starts: no pass has read it when the stop lands.
+    backend = SupervisedBackend(clock, lambda spec: Script(0 if spec.range_key == KEYS[0] else 100))
+    d, _, records = make(tmp_path, parallelism=3, backend=backend, clock=clock)
+    submit = backend.submit
+    backend.submit = lambda spec: (submit(spec), len(backend.submitted) == 3 and d.stop("stopped by the operator"))
+    result = d.run()
+    assert result.condemned == {} and result.done == [KEYS[0]]
+    _, by_key = chains(records)
+    assert by_key == {KEYS[0]: ["ok"], KEYS[1]: ["stopped"], KEYS[2]: ["stopped"]}

@@ -32,7 +32,7 @@ from catchup_assets.backends.local.cleanup import LocalLeftovers
 from catchup_assets.backends.local.cleanup import remove_tree as _remove
 from catchup_assets.backends.local.live_log import LocalLiveLog
 from catchup_assets.backends.local.registry import Registry, peaks_of
-from catchup_assets.backends.local.state import write_json_atomic
+from catchup_assets.backends.local.state import fence, write_json_atomic, write_json_if_absent
 from catchup_assets.backends.shipping import ship, split_log
 from catchup_assets.core.classify.outcomes import STOP_CONDITION
 from catchup_assets.core.dispatch.ports import (
@@ -166,8 +166,7 @@ class LocalBackend(LocalLeftovers, LocalLiveLog):  # LocalLiveLog: a live attemp
         except psutil.Error:
             return  # already gone; the supervisor's own record (or its absence) decides
         # The supervisor writes the same record itself; this one covers a slow start.
-        if not (d / "supervisor.json").exists():
-            write_json_atomic(d / "supervisor.json", {"pid": proc.pid, "create_time": ct})
+        write_json_if_absent(d / "supervisor.json", {"pid": proc.pid, "create_time": ct})
 
     # -- observe ----------------------------------------------------------
     def observe(self) -> list[AttemptState]:
@@ -265,14 +264,9 @@ class LocalBackend(LocalLeftovers, LocalLiveLog):  # LocalLiveLog: a live attemp
                 d = self.attempt_dir(st.attempt_id)
                 sup = self.registry.json(st.attempt_id, d / "supervisor.json")
                 if st.phase is Phase.PENDING and sup is None:
-                    write_json_atomic(
-                        d / "status.json",
-                        {
-                            "node_gone": True,
-                            "conditions": [STOP_CONDITION],
-                            "message": "stopped by the operator before its supervisor started",
-                        },
-                    )
+                    if fence(d, "stopped by the operator before its supervisor started", (STOP_CONDITION,)):
+                        continue
+                    alive.append(st.attempt_id)  # its supervisor took the gate first: signalled once recorded
                     continue
                 if sup is None or sup["pid"] == os.getpid():
                     continue

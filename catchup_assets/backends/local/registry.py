@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from catchup_assets.backends.local.state import merge_peaks, read_json, write_json_atomic
+from catchup_assets.backends.local.state import fence, gate_owner, merge_peaks, read_json
 from catchup_assets.backends.local.supervisor import pid_alive
 from catchup_assets.core.classify.outcomes import Observation
 from catchup_assets.core.dispatch.ports import AttemptState, Peaks, Phase
@@ -173,13 +173,16 @@ class Registry:
                 return None
             if age < START_TIMEOUT:
                 return AttemptState(phase=Phase.PENDING, **running)
-            # Fence: a supervisor that starts after this verdict sees it and stops.
-            write_json_atomic(status_path, {"node_gone": True, "message": "supervisor never started"})
-            return AttemptState(
-                phase=Phase.FINISHED,
-                observation=Observation(node_gone=True, message="supervisor never started"),
-                **running,
-            )
+            # Fenced: a supervisor that starts after this finds the gate taken and never runs.
+            if fence(d, "supervisor never started"):
+                return AttemptState(
+                    phase=Phase.FINISHED,
+                    observation=Observation(node_gone=True, message="supervisor never started"),
+                    **running,
+                )
+            owner = gate_owner(d)
+            if owner is not None and owner.isdigit() and pid_alive(int(owner), None):
+                return AttemptState(phase=Phase.PENDING, **running)  # it took the gate: its record follows
         if mtime is None and status_path.exists():
             # Its verdict landed between the two looks (it writes status.json, then exits): read it.
             return self.one(aid, d)

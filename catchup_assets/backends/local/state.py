@@ -32,6 +32,53 @@ def write_json_atomic(path: Path, data: Any) -> None:
     os.replace(tmp, path)
 
 
+def write_json_if_absent(path: Path, data: Any) -> bool:
+    """Write `path` only if no one has: a link cannot replace, so a concurrent writer's file stands."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+    with open(tmp, "w") as f:
+        json.dump(data, f)
+        f.flush()
+        os.fsync(f.fileno())
+    try:
+        os.link(tmp, path)
+        return True
+    except FileExistsError:
+        return False
+    finally:
+        os.unlink(tmp)
+
+
+# The start gate: the attempt's supervisor and a fence (a stop, or the registry declaring it
+# never started) each try to create it; the first decides, so a supervisor never runs under a
+# fence and a fence never lands on a running supervisor. It holds the winner's pid, or "fence".
+GATE = "start.gate"
+
+
+def take_gate(d: Path, owner: str) -> bool:
+    try:
+        fd = os.open(d / GATE, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+    except (FileExistsError, FileNotFoundError):
+        return False
+    with os.fdopen(fd, "w") as f:
+        f.write(owner)
+    return True
+
+
+def gate_owner(d: Path) -> str | None:
+    try:
+        return (d / GATE).read_text().strip() or None
+    except FileNotFoundError:
+        return None
+
+
+def fence(d: Path, message: str, conditions: tuple[str, ...] = ()) -> bool:
+    """Judge an attempt whose supervisor never started, unless it has: then False, nothing written."""
+    if not take_gate(d, "fence"):
+        return False
+    write_json_atomic(d / "status.json", {"node_gone": True, "conditions": list(conditions), "message": message})
+    return True
+
+
 def read_json(path: Path) -> Any:
     """The file's JSON; None if absent. Raises ValueError if torn (L12)."""
     try:

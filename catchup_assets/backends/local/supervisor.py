@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 import psutil
 
 from catchup_assets.backends.local.sampling import disk_usage, sample_tree
-from catchup_assets.backends.local.state import PEAK_KEYS, flush_peaks, read_json, write_json_atomic
+from catchup_assets.backends.local.state import PEAK_KEYS, flush_peaks, read_json, take_gate, write_json_atomic
 from catchup_assets.core.classify.outcomes import STOP_CONDITION
 from catchup_assets.core.errors import StateError
 
@@ -109,6 +109,8 @@ class Supervisor:
             signal.signal(s, self._on_signal)
         signal.signal(signal.SIGHUP, signal.SIG_IGN)
         me = psutil.Process()
+        if not take_gate(self.dir, str(me.pid)):
+            return 0  # fenced before it started (state.py): its verdict is written, it never runs
         # Its own record (with "node"), written once the handlers are in place: until then a stop
         # would kill it without a verdict, so backend.shutdown waits for this one to signal it.
         write_json_atomic(

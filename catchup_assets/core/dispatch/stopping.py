@@ -18,6 +18,7 @@ from catchup_assets.core.dispatch.ports import AttemptState, TransientBackendErr
 from catchup_assets.core.dispatch.record import AttemptRecord
 
 log = logging.getLogger(__name__)
+STOP_ROUNDS = 3  # shutdowns per stop: the first, and two for attempts that raced it
 
 
 class Stopping:
@@ -52,30 +53,50 @@ class Stopping:
         return any(self._finish(st) for _ in range(self.cfg.collect_tries))
 
     def _stop_attempts(self) -> int:
-        """Shut the live attempts down (L37) and record each one the shutdown ended."""
+        """Shut the live attempts down (L37) and record each one the shutdown ended.
+
+        Owed a record: every attempt of this run not done-marked, live or already ended
+        (one that ended on its own since the last pass keeps its own verdict). A shutdown
+        can return while one of them still runs (a local supervisor that started as it was
+        fenced, a pod created as its Job was deleted): it is shut down again, up to
+        STOP_ROUNDS times, so nothing the stop saw is left unrecorded without saying so.
+        """
         why = self._stop_why or "stopped by the operator"
         grace = self.cfg.stop_grace_seconds
-        live = {i: s for i, s in (self._mine_live("before") or {}).items() if s.live}
+        before = self._mine_live("before") or {}
+        owed = {i: s for i, s in before.items() if not self.records.is_done(*i)}
         log.warning(
             "mission %s: %s: new dispatches stopped; stopping %d attempts in flight within %g s (L37)",
             self.name,
             why,
-            len(live),
+            sum(1 for s in owed.values() if s.live),
             grace,
         )
-        left = set(self.backend.shutdown(grace))
-        after = self._mine_live("after")
         recorded = 0
-        for ident, st in sorted(live.items()):
-            if st.attempt_id in left:
-                log.error("attempt %s still runs after the %g s grace: a later run adopts it", st.attempt_id, grace)
-            elif after is None:
-                continue  # the backend cannot tell now: the next run reads what the attempt left
-            elif (now := after.get(ident)) is None:
-                self._record_stopped(st, why)
-                recorded += 1
-            elif not now.live and self._finish_now(now):
-                recorded += 1
+        for _ in range(STOP_ROUNDS):
+            if not owed:
+                break
+            left = set(self.backend.shutdown(grace)) if any(s.live for s in owed.values()) else set()
+            after = self._mine_live("after")
+            if after is None:
+                break  # the backend cannot tell now: the next run reads what the attempts left
+            owed.update({i: s for i, s in after.items() if s.live and i not in owed and not self.records.is_done(*i)})
+            for ident, st in sorted(owed.items()):
+                if st.attempt_id in left:
+                    log.error("attempt %s still runs after the %g s grace: a later run adopts it", st.attempt_id, grace)
+                    del owed[ident]
+                elif (now := after.get(ident)) is None:
+                    self._record_stopped(st, why)
+                    recorded += 1
+                    del owed[ident]
+                elif not now.live:
+                    if self._finish_now(now):
+                        recorded += 1
+                    del owed[ident]  # recorded, or its final read gave up and the next run reads it
+                else:
+                    owed[ident] = now  # still running after the shutdown returned: shut down again
+        for ident in sorted(owed):
+            log.error("attempt %s a%d not recorded by the stop: a later run reads what it left", *ident)
         log.warning(
             "mission %s: %s: %d attempts stopped and recorded, charged to no budget; a later run resumes them",
             self.name,
