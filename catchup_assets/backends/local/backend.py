@@ -6,6 +6,7 @@ again from the files it keeps (L10). Layout, per mission:
 
     attempts/<attempt_id>/  spec.json launch.json supervisor.json worker.json
                             peaks.json status.json worker.log supervisor.log
+                            start.gate (the supervisor's or a fence's: state.py)
     data/<range_key>/       the range's kept data directory, the "PVC" (L3)
 
 Creating the attempt directory is the atomic create; losing it is a 409 (L11).
