@@ -24,7 +24,7 @@ from catchup_assets.store import layout
 from catchup_assets.store.profiles import PreviousProfile, load_previous_profile
 from catchup_assets.store.root import Store
 from catchup_assets.store.tables import Table, plan_table
-from catchup_assets.store.trusted import TrustedHashes, load_trusted_hashes
+from catchup_assets.store.trusted import TrustedHashes, hashes_for, load_trusted_hashes
 
 
 @dataclass
@@ -34,6 +34,7 @@ class PreparedMission:
     previous: PreviousProfile
     plan: Table
     trusted: TrustedHashes | None = None  # the checkpoint hashes every range is checked against
+    trusted_by_key: dict[str, tuple[int, str]] | None = None  # each range's: its checkpoint end, hash
 
     @property
     def keys(self) -> list[str]:
@@ -64,7 +65,8 @@ def prepare(config: MissionConfig, keys: list[str] | None = None) -> PreparedMis
                 seconds[r.key] = m.seconds
     ordered = dispatch_order(planned, config.order, seconds)
     plan = plan_table(ordered, config.span.overlap, previous.index, config.placement)
-    return PreparedMission(config, ordered, previous, plan, trusted)
+    by_key = None if trusted is None else hashes_for(trusted, {r.key: r.last for r in ordered})
+    return PreparedMission(config, ordered, previous, plan, trusted, by_key)
 
 
 def forecast_mission(prepared: PreparedMission, factors=WHAT_IF_FACTORS) -> list[Forecast]:

@@ -6,7 +6,6 @@ Nothing here knows which backend runs the attempts.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import replace
 
 from catchup_assets.core.dispatch.control import MissionControl
 from catchup_assets.core.dispatch.live import AttemptEvent
@@ -21,8 +20,6 @@ from catchup_assets.store.control import ControlStore
 from catchup_assets.store.records import RecordStore
 from catchup_assets.store.root import Store
 from catchup_assets.store.tables import write_table
-from catchup_assets.store.trusted import ENV as TRUSTED_ENV
-from catchup_assets.store.trusted import place_trusted_hashes
 
 
 def run_mission(
@@ -46,9 +43,6 @@ def run_mission(
     store = Store(cfg.storage_root)
     if write_plan:
         write_table(store, layout.plan(cfg.mission), prepared.plan)
-    if prepared.trusted is not None:  # each worker passes it as --trusted-checkpoint-hashes
-        path = place_trusted_hashes(store, cfg.mission, prepared.trusted)
-        cfg = replace(cfg, env={**cfg.env, TRUSTED_ENV: path})
     dispatch_cfg = DispatchConfig(
         cfg,
         prepared.ordered,
@@ -56,6 +50,7 @@ def run_mission(
         reset_condemned=reset_condemned,
         holder=holder,
         stop_grace_seconds=stop_grace_seconds,
+        trusted=prepared.trusted_by_key or {},  # each attempt its range's one hash (--trusted-hash)
     )
     dispatcher = Dispatcher(
         dispatch_cfg,

@@ -98,7 +98,8 @@ def _append_disk(nbytes: int) -> None:
 MIN_STEP_SECONDS = 0.05
 
 
-def catchup(spec: str, knobs: Knobs, report: list[str], started: float, trusted_file: str | None = None) -> int:
+def catchup(spec: str, knobs: Knobs, report: list[str], started: float, trust: tuple = (None, None)) -> int:
+    """`trust`: (the --trusted-checkpoint-hashes file, the --trusted-hash), each or both None."""
     end_text, _, count_text = spec.partition("/")
     try:
         end = int(end_text)
@@ -133,15 +134,14 @@ def catchup(spec: str, knobs: Knobs, report: list[str], started: float, trusted_
         log("Database", "ERROR", f"No database in {os.getcwd()}: run new-db first")
         log("default", "FATAL", "Got an exception: no such table: storestate")
         return 1
-    trusted = None
-    if trusted_file is not None:  # runCatchup (CommandLine.cpp): checked before catchup() runs
-        try:
-            trusted = core_verify.check_destination(trusted_file, end).lower()
-        except core_verify.TrustError as exc:
-            log("default", "FATAL", f"Got an exception: {exc}")
-            return 1
+    try:  # runCatchup (CommandLine.cpp): checked before catchup() runs
+        trusted = core_verify.destination_trust(*trust, end)
+    except core_verify.TrustError as exc:
+        log("default", "FATAL", f"Got an exception: {exc}")
+        return 1
+    if trust[0] is not None:
         log("default", "INFO", f"Found trusted hash {core_verify.abbrev(trusted)} for ledger {end}")
-    else:
+    if trust[1] is None:  # `hash.empty()`: a checkpoints file alone still draws the warning
         log("History", "WARNING", core_log.UNTRUSTED)
     if lcl >= end:
         banner(
@@ -283,8 +283,10 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         if command == "verify-checkpoints":
             return verify_checkpoints(options)
-        trusted = options["--trusted-checkpoint-hashes"]
-        return catchup(positional[0], knobs, report, started, trusted[-1] if trusted else None)
+        files, hashes = options["--trusted-checkpoint-hashes"], options["--trusted-hash"]
+        return catchup(
+            positional[0], knobs, report, started, (files[-1] if files else None, hashes[-1] if hashes else None)
+        )
     except UsageError as exc:
         print(f"ERROR: {exc}", file=sys.stderr, flush=True)
         return 1

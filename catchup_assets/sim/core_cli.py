@@ -80,13 +80,14 @@ def _pairs(env: dict[str, str], var: str, shape: str) -> dict[int, int]:
     return out
 
 
-# runCatchup's --trusted-checkpoint-hashes; runWriteVerifiedCheckpointHashes' --output-file,
+# runCatchup's --trusted-checkpoint-hashes and --trusted-hash; runWriteVerifiedCheckpointHashes' --output-file,
 # --history-ledger and --from-ledger (the simulator has no network to authenticate a tip from).
 OPTIONS_WITH_VALUE = (
     "--conf",
     "--metric",
     "--ll",
     "--trusted-checkpoint-hashes",
+    "--trusted-hash",
     "--output-file",
     "--history-ledger",
     "--history-hash",  # accepted: the simulated archive's hashes need no authenticating

@@ -6,10 +6,13 @@
   per checkpoint, newest first, then `\\n[0, ""]\\n]\\n` (a last entry without a
   trailing comma, naming no ledger). Read back by `loadHashFromJsonOutput`: a
   JSON array of 2-element arrays; a ledger not in it is a zero hash.
-- `runCatchup` (`src/main/CommandLine.cpp`): with the file, the destination
-  must be the last ledger of a checkpoint and be in the file, else it throws;
-  it logs `Found trusted hash ABBREV for ledger N` and skips the "Unsafe
-  command" warning.
+- `runCatchup` (`src/main/CommandLine.cpp`, stellar-core a9b8613): with the
+  file, the destination must be the last ledger of a checkpoint and be in the
+  file, else it throws; it logs `Found trusted hash ABBREV for ledger N`. With
+  `--trusted-hash HEX` (`parseCatchup`) the hash is the destination's itself; a
+  value that is not hex fails parseCatchup with its usage message. Both at once
+  throw. The "Unsafe command" warning is skipped only when `--trusted-hash` is
+  given (`hash.empty()`), not for the file alone.
 - A mismatch (`VerifyLedgerChainWork.cpp`, `verifyLastLedgerInCheckpoint` and
   `onRun`'s VERIFY_STATUS_ERR_BAD_HASH): three History ERROR lines, the work
   fails, and `catchup` (`src/main/ApplicationUtils.cpp`) ends unsynced: exit 3.
@@ -92,6 +95,24 @@ def check_destination(path: str, end: int) -> str:
     if not found or set(found) <= {"0"}:
         raise TrustError(NOT_FOUND)
     return found
+
+
+BOTH = "Either --trusted-checkpoint-hashes or --trusted-hash should be specified, but not both"
+CATCHUP_VALUE = (
+    "catchup value should be passed as <DESTINATION-LEDGER/LEDGER-COUNT>, where destination ledger is "
+    "any valid number or 'current' and ledger count is any valid number or 'max'"
+)
+
+
+def destination_trust(file: str | None, hash_hex: str | None, end: int) -> str | None:
+    """The hash runCatchup trusts for destination `end` (lower-case hex), None if untrusted."""
+    if hash_hex is not None:
+        if len(hash_hex) != 64 or any(c not in "0123456789abcdefABCDEF" for c in hash_hex):
+            raise TrustError(CATCHUP_VALUE)  # hexToBin256 throws inside parseCatchup
+        if file is not None:
+            raise TrustError(BOTH)
+        return hash_hex.lower()
+    return None if file is None else check_destination(file, end).lower()
 
 
 def mismatch_lines(end: int, trusted: str) -> list[str]:

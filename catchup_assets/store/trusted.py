@@ -16,12 +16,13 @@ import re
 from dataclasses import dataclass
 
 from catchup_assets.core.errors import ConfigError
-from catchup_assets.store import layout
 from catchup_assets.store.profiles import read_bounded
-from catchup_assets.store.root import Store
 
 _HEX = re.compile(r"^[0-9a-fA-F]{64}$")
-ENV = "TRUSTED_CHECKPOINT_HASHES"  # what entrypoint.sh reads: the file's local path
+# One pair as verify-checkpoints writes it (`[LEDGER, "HEX"]`), found without building the
+# ~1M-element list a full-history file decodes to.
+_PAIR = re.compile(rb'\[\s*(\d+)\s*,\s*"([0-9a-fA-F]{64})"\s*\]')
+CHECKPOINT = 64  # HistoryManager's default checkpoint frequency
 
 
 @dataclass(frozen=True)
@@ -70,16 +71,27 @@ def load_trusted_hashes(spec: str | None, timeout: float) -> TrustedHashes | Non
     return TrustedHashes(spec, hashlib.sha256(data).hexdigest(), data, n)
 
 
-def place_trusted_hashes(store: Store, mission: str, trusted: TrustedHashes) -> str:
-    """The file copied beside the mission's plan; its local path, which the worker is given.
+def checkpoint_end(ledger: int) -> int:
+    """The last ledger of the checkpoint holding `ledger`: the only destination a trusted hash
+    verifies (VerifyLedgerChainWork), so the worker catches up to it (entrypoint.sh)."""
+    return ledger | (CHECKPOINT - 1)
 
-    A copy, so every range checks the very bytes the plan named. Only a local storage root
-    gives the local backend's workers a path: a Kubernetes pod would need the file mounted
-    (not built yet), so any other root is refused rather than failing every range."""
-    rel = layout.trusted_hashes(mission)
-    if not store.local:
+
+def hashes_for(trusted: TrustedHashes, range_ends: dict[str, int]) -> dict[str, tuple[int, str]]:
+    """Each range's (checkpoint end, trusted hash): what its attempts are handed, one hash each,
+    instead of the whole file (about 75 MB for full history: no ConfigMap holds it). A range
+    the file has no hash for is refused, naming it, before anything is dispatched."""
+    wanted = {checkpoint_end(end) for end in range_ends.values()}
+    found: dict[int, str] = {}
+    for m in _PAIR.finditer(trusted.data):
+        ledger = int(m[1])
+        if ledger in wanted:
+            found.setdefault(ledger, m[2].decode().lower())
+    missing = sorted((k, checkpoint_end(e)) for k, e in range_ends.items() if checkpoint_end(e) not in found)
+    if missing:
+        shown = ", ".join(f"{k} (checkpoint {c})" for k, c in missing[:5])
         raise ConfigError(
-            f"trusted_hashes needs a local storage root for now (the worker reads a local file); got {store.root}"
+            f"trusted_hashes {trusted.source} has no hash for {len(missing)} range(s): {shown}; "
+            "run verify-checkpoints up to the mission's last ledger"
         )
-    store.write_bytes(rel, trusted.data)
-    return store.path(rel)
+    return {k: (checkpoint_end(e), found[checkpoint_end(e)]) for k, e in range_ends.items()}

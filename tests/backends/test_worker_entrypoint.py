@@ -218,35 +218,45 @@ def trusted_file(tmp_path: Path, newest: int = 1279) -> Path:
     return out
 
 
-def test_L17_trusted_hashes_reach_catchup_at_the_checkpoint_past_the_target(shell: str, tmp_path: Path) -> None:
-    """stellar-core takes --trusted-checkpoint-hashes only for a checkpoint's last ledger: the
-    worker catches up to the first one at or past the target (640 -> 703), with the file."""
-    hashes = trusted_file(tmp_path)
+def hash_of(hashes: Path, ledger: int) -> str:
+    return dict(json.loads(hashes.read_text()))[ledger]
+
+
+def test_L17_a_trusted_hash_reaches_catchup_at_the_checkpoint_past_the_target(shell: str, tmp_path: Path) -> None:
+    """A trusted hash verifies only a checkpoint's last ledger: the worker catches up to the
+    first one at or past the target (640 -> 703), with that ledger's one hash (issue 24 item 3)."""
+    h = hash_of(trusted_file(tmp_path), 703)
     data = prepare(tmp_path / "data", None, None)
-    result = run(shell, worker_env(data, TRUSTED_CHECKPOINT_HASHES=str(hashes)))
+    result = run(shell, worker_env(data, CATCHUP_TRUSTED_LEDGER="703", CATCHUP_TRUSTED_HASH=h))
     assert result.returncode == 0, result.stdout
-    assert f"TRUSTED: catchup to 703, checked against {hashes}" in result.stdout.splitlines()
-    assert "Found trusted hash" in result.stdout and "for ledger 703" in result.stdout
+    assert f"TRUSTED: catchup to 703, hash {h}" in result.stdout.splitlines()
     assert "Unsafe command" not in result.stdout and "toLedger: 703\n  count: 383" in result.stdout
     assert result.stdout.splitlines()[-1] == f"CAUGHT UP: range {KEY}: LCL 703 >= target 640"
 
 
 def test_L17_a_trusted_hash_that_disagrees_fails_verification_exit_3(shell: str, tmp_path: Path) -> None:
-    hashes = trusted_file(tmp_path)
-    pairs = json.loads(hashes.read_text())
-    pairs = [[n, "ab" * 32 if n == 703 else h] for n, h in pairs]
-    hashes.write_text(json.dumps(pairs))
     data = prepare(tmp_path / "data", None, None)
-    result = run(shell, worker_env(data, TRUSTED_CHECKPOINT_HASHES=str(hashes)))
+    result = run(shell, worker_env(data, CATCHUP_TRUSTED_LEDGER="703", CATCHUP_TRUSTED_HASH="ab" * 32))
     assert result.returncode == 3
     assert "[History ERROR] Catchup material failed verification - hash mismatch" in result.stdout
     assert "CAUGHT UP" not in result.stdout
 
 
-def test_L17_an_unreadable_trusted_hashes_file_exits_64(shell: str, tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    "ledger, hex_hash, named",
+    [
+        ("703", "ab" * 31, "CATCHUP_TRUSTED_HASH"),  # 62 digits
+        ("703", "zz" * 32, "CATCHUP_TRUSTED_HASH"),
+        ("703", "ab" * 32 + "; rm -rf /", "CATCHUP_TRUSTED_HASH"),
+        ("", "ab" * 32, "CATCHUP_TRUSTED_LEDGER"),
+        ("70x", "ab" * 32, "CATCHUP_TRUSTED_LEDGER"),
+        ("767", "ab" * 32, "CATCHUP_TRUSTED_LEDGER 767 is not the checkpoint end 703"),
+    ],
+)
+def test_L17_a_bad_trusted_hash_or_ledger_exits_64_naming_it(shell, tmp_path, ledger, hex_hash, named) -> None:
     data = prepare(tmp_path / "data", None, None)
-    result = run(shell, worker_env(data, TRUSTED_CHECKPOINT_HASHES=str(tmp_path / "none.json")))
-    assert result.returncode == 64 and "TRUSTED_CHECKPOINT_HASHES" in result.stderr
+    result = run(shell, worker_env(data, CATCHUP_TRUSTED_LEDGER=ledger, CATCHUP_TRUSTED_HASH=hex_hash))
+    assert result.returncode == 64 and named in result.stderr, result.stderr
     assert list(data.iterdir()) == []
 
 

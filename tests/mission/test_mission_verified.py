@@ -3,6 +3,7 @@ core, a trusted checkpoint-hashes file written by the simulator's verify-checkpo
 
 from __future__ import annotations
 
+import dataclasses
 import gzip
 import json
 import subprocess
@@ -64,12 +65,14 @@ def test_a_verified_mission_passes_the_trusted_hashes_to_every_range_and_complet
     assert sorted(result.done) == sorted([A, B]) and result.condemned == {}
     store = Store(cfg.storage_root)
     copy = store.path("verified/trusted_hashes.json")
+    file_says = dict(json.loads(hashes.read_text()))
     for key, end in ((A, A_END), (B, B_END)):
         [rec] = [r for (k, _), r in records.items() if k == key]
         with gzip.open(rec.log_path, "rt") as f:  # the attempt's archived log
             log = f.read()
-        assert f"TRUSTED: catchup to {end}, checked against {copy}" in log
-        assert f"for ledger {end}" in log and "Unsafe command" not in log
+        # Each attempt was handed its checkpoint's one hash from the file, and stellar-core took it.
+        assert f"TRUSTED: catchup to {end}, hash {file_says[end]}" in log
+        assert "Unsafe command" not in log
     doc = mission_doc(store, "verified")
     assert doc["catchup_trust"] == f"verified against {hashes}, sha256 {prepared.trusted.sha256}"
     assert doc["trusted_hashes"] == copy and Path(copy).read_bytes() == hashes.read_bytes()
@@ -115,3 +118,31 @@ def test_a_bad_trusted_hashes_file_is_refused_naming_it(tmp_path, text, says):
 def test_a_missing_trusted_hashes_file_is_refused(tmp_path):
     with pytest.raises(ConfigError, match="trusted_hashes .*none.json cannot be read"):
         prepare(mission(tmp_path, tmp_path / "none.json"))
+
+
+def test_a_trusted_hashes_file_short_of_a_range_is_refused_naming_the_range(tmp_path):
+    """Each range needs the hash of the checkpoint it catches up to: a file that stops short
+    is refused before anything is dispatched, naming the range and the checkpoint."""
+    short = tmp_path / "short.json"
+    args = ["verify-checkpoints", "--output-file", str(short), "--history-ledger", str(B_END)]
+    subprocess.run([str(CORE), *args, "--from-ledger", "59839000"], check=True, capture_output=True, timeout=60)
+    with pytest.raises(ConfigError, match=f"has no hash for 1 range.*{A} \\(checkpoint {A_END}\\)"):
+        prepare(mission(tmp_path, short))
+
+
+def test_a_verified_mission_on_a_remote_storage_root_is_planned_with_one_hash_per_range(tmp_path):
+    """Nothing reads the file from the worker's disk any more: a memory:// root (as s3:// would)
+    plans, keeps the file's copy beside mission.json, and hands each range its hash."""
+    hashes = verify_checkpoints(tmp_path)
+    cfg = dataclasses.replace(mission(tmp_path, hashes, "remote"), storage_root="memory://verified-remote")
+    prepared = prepare(cfg)
+    file_says = dict(json.loads(hashes.read_text()))
+    assert prepared.trusted_by_key == {A: (A_END, file_says[A_END]), B: (B_END, file_says[B_END])}
+    store = Store(cfg.storage_root)
+    save_mission(store, cfg, prepared.previous, trusted=prepared.trusted)
+    assert store.read_bytes("remote/trusted_hashes.json") == hashes.read_bytes()
+
+
+def test_the_trusted_env_cannot_be_set_by_hand(tmp_path):
+    with pytest.raises(ConfigError, match="env CATCHUP_TRUSTED_HASH is set by the dispatcher"):
+        dataclasses.replace(mission(tmp_path, None), env={"CATCHUP_TRUSTED_HASH": "ab" * 32})

@@ -224,7 +224,8 @@ def test_trusted_checkpoint_hashes_as_stellar_core_checks_them(tmp_path: Path) -
     core(tmp_path, "new-db")
     ok = core(tmp_path, "catchup", "1279/320", "--trusted-checkpoint-hashes", str(hashes))
     assert ok.returncode == 0 and f"Found trusted hash {pairs[0][1][:6]} for ledger 1279" in ok.stderr
-    assert "Unsafe command" not in ok.stderr
+    # runCatchup (a9b8613) warns whenever --trusted-hash is empty: the file alone still draws it.
+    assert "Unsafe command" in ok.stderr
     off = core(tmp_path, "catchup", "1280/320", "--trusted-checkpoint-hashes", str(hashes))
     assert off.returncode == 1 and "not a checkpoint boundary" in off.stderr
     pairs[1][1] = "0" * 63 + "1"
@@ -235,6 +236,25 @@ def test_trusted_checkpoint_hashes_as_stellar_core_checks_them(tmp_path: Path) -
     assert "[History ERROR] Catchup material failed verification - hash mismatch, propagating failure" in bad.stderr
     assert "verified: [seq=1215, hash=000000]" in bad.stderr
     assert lcl(tmp_path) == 1  # nothing applied
+
+
+def test_trusted_hash_as_runcatchup_parses_it(tmp_path: Path) -> None:
+    """--trusted-hash HEX (parseCatchup): the destination's own hash, no warning; a wrong one
+    fails verification as the file's would; bad hex or both options at once are refused."""
+    hashes = tmp_path / "trusted.json"
+    core(tmp_path, "verify-checkpoints", "--output-file", str(hashes), "--history-ledger", "1279")
+    good = dict(json.loads(hashes.read_text()))[1279]
+    core(tmp_path, "new-db")
+    ok = core(tmp_path, "catchup", "1279/320", "--trusted-hash", good.upper())
+    assert ok.returncode == 0 and "Unsafe command" not in ok.stderr and "Found trusted hash" not in ok.stderr
+    core(tmp_path, "new-db")
+    bad = core(tmp_path, "catchup", "1279/320", "--trusted-hash", "ab" * 32)
+    assert bad.returncode == 3 and "Catchup material failed verification - hash mismatch" in bad.stderr
+    not_hex = core(tmp_path, "catchup", "1279/320", "--trusted-hash", "xyz")
+    assert not_hex.returncode == 1 and "catchup value should be passed as" in not_hex.stderr
+    both = core(tmp_path, "catchup", "1279/320", "--trusted-hash", good, "--trusted-checkpoint-hashes", str(hashes))
+    assert both.returncode == 1 and "Either --trusted-checkpoint-hashes or --trusted-hash" in both.stderr
+    assert lcl(tmp_path) == 1
 
 
 def max_rss_bytes(cwd: Path, *args: str, **extra: str) -> int:

@@ -13,8 +13,10 @@
 #   DATA_DIR             required  existing directory, the attempt's volume
 #   STELLAR_CORE         optional  binary, default stellar-core
 #   STELLAR_CORE_CONFIG  optional  passed as --conf before the subcommand
-#   TRUSTED_CHECKPOINT_HASHES  optional  verify-checkpoints' file (absolute path):
-#                        passed to catchup as --trusted-checkpoint-hashes
+#   CATCHUP_TRUSTED_LEDGER  optional, with CATCHUP_TRUSTED_HASH: the checkpoint's
+#   CATCHUP_TRUSTED_HASH    last ledger this range catches up to and its hash (64
+#                        hex digits) from the mission's verify-checkpoints file,
+#                        passed to catchup as --trusted-hash (below)
 #
 # The log on the volume (L31): a pod that vanishes with its node takes its log
 # with it, so everything printed after the shipping below, stdout and stderr
@@ -65,23 +67,32 @@ COUNT=$(decimal "$CATCHUP_COUNT") ||
 ATTEMPT=$(decimal "$CATCHUP_ATTEMPT") ||
     die "CATCHUP_ATTEMPT is not a decimal integer: '$CATCHUP_ATTEMPT'"
 [ -d "$DATA_DIR" ] || die "DATA_DIR is not a directory: '$DATA_DIR'"
-TRUSTED=${TRUSTED_CHECKPOINT_HASHES:-}
-if [ -n "$TRUSTED" ] && ! { [ -f "$TRUSTED" ] && [ -r "$TRUSTED" ]; }; then
-    die "TRUSTED_CHECKPOINT_HASHES is not a readable file: '$TRUSTED'"
+TRUSTED=${CATCHUP_TRUSTED_HASH:-}
+if [ -n "$TRUSTED" ] || [ -n "${CATCHUP_TRUSTED_LEDGER:-}" ]; then
+    case $TRUSTED in
+        *[!0-9a-fA-F]*) die "CATCHUP_TRUSTED_HASH is not 64 hex digits: '$TRUSTED'" ;;
+    esac
+    [ "${#TRUSTED}" -eq 64 ] || die "CATCHUP_TRUSTED_HASH is not 64 hex digits: '$TRUSTED'"
+    TRUSTED_LEDGER=$(decimal "${CATCHUP_TRUSTED_LEDGER:-}") ||
+        die "CATCHUP_TRUSTED_LEDGER is not a decimal integer: '${CATCHUP_TRUSTED_LEDGER:-}'"
 fi
 cd -- "$DATA_DIR" || die "DATA_DIR cannot be entered: '$DATA_DIR'"
 START=$((TARGET - COUNT))
-# With trusted hashes stellar-core catches up only to a checkpoint's last ledger
-# (runCatchup, src/main/CommandLine.cpp: "destination ledger is not a checkpoint
-# boundary, but trusted checkpoints file was provided"), and the grid's targets
-# (16000 x k) never are one: catch up to the first checkpoint end at or past
-# TARGET, the few ledgers beyond it replayed as overlap. TARGET still decides done.
+# A trusted hash verifies a checkpoint's last ledger only (VerifyLedgerChainWork
+# checks it against the newest checkpoint's last header; runCatchup refuses a
+# checkpoints file for any other destination), and the grid's targets (16000 x k)
+# never are one: catch up to the first checkpoint end at or past TARGET, the few
+# ledgers beyond it replayed as overlap. TARGET still decides done. The
+# dispatcher named the ledger it looked the hash up for: the two must agree.
 CORE_TARGET=$TARGET
 CORE_COUNT=$COUNT
 PAST=$(((TARGET + 1) % 64))
 if [ -n "$TRUSTED" ] && [ "$PAST" -ne 0 ]; then
     CORE_TARGET=$((TARGET + 64 - PAST))
     CORE_COUNT=$((COUNT + 64 - PAST))
+fi
+if [ -n "$TRUSTED" ] && [ "$TRUSTED_LEDGER" -ne "$CORE_TARGET" ]; then
+    die "CATCHUP_TRUSTED_LEDGER $TRUSTED_LEDGER is not the checkpoint end $CORE_TARGET this range catches up to"
 fi
 OWN=$LOGS/$(printf 'a%03d.log' "$ATTEMPT")
 
@@ -214,10 +225,13 @@ fi
 # it no attempt would report how long it spent applying transactions (L24).
 # In the background, so this shell can wait for tee after it; a SIGTERM or
 # SIGINT (the kubelet's, to this shell) is passed on, and stellar-core drains.
+# With the one trusted hash runCatchup (src/main/CommandLine.cpp, stellar-core
+# a9b8613) builds the same catchup configuration a checkpoints file gives it,
+# {ledger, hash}, without a 75 MB file on every pod: --trusted-hash.
 if [ -n "$TRUSTED" ]; then
-    printf 'TRUSTED: catchup to %s, checked against %s\n' "$CORE_TARGET" "$TRUSTED"
+    printf 'TRUSTED: catchup to %s, hash %s\n' "$CORE_TARGET" "$TRUSTED"
     "$@" catchup "$CORE_TARGET/$CORE_COUNT" --metric ledger.transaction.apply \
-        --trusted-checkpoint-hashes "$TRUSTED" &
+        --trusted-hash "$TRUSTED" &
 else
     "$@" catchup "$TARGET/$COUNT" --metric ledger.transaction.apply &
 fi

@@ -79,6 +79,13 @@ class Claims:
         self.attempt_events.submitted(spec)
         return True
 
+    def _env(self, key: str) -> dict[str, str]:
+        env = dict(self.mission.env)
+        if key in self.cfg.trusted:  # what entrypoint.sh passes as --trusted-hash
+            ledger, hex_hash = self.cfg.trusted[key]
+            env.update(CATCHUP_TRUSTED_LEDGER=str(ledger), CATCHUP_TRUSTED_HASH=hex_hash)
+        return env
+
     def _spec(self, key: str, attempt: int, n_oom: int, n_evicted: int = 0) -> AttemptSpec:
         rng = self.by_key[key]
         placement = self.mission.placement
@@ -106,7 +113,7 @@ class Claims:
             cpu_request=s.cpu_request,
             profiled=s.profiled,
             deadline_seconds=self.mission.deadline_seconds,
-            env=dict(self.mission.env),
+            env=self._env(key),
             ephemeral_bytes=s.ephemeral_bytes,
             capacity_type=s.capacity_type,
         )

@@ -18,8 +18,8 @@ import os
 import socket
 import time
 import uuid
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Protocol
 
 from catchup_assets.core.classify.outcomes import Outcome
@@ -100,6 +100,8 @@ class DispatchConfig:
     reset_condemned: bool = False
     # An operator's stop (SIGTERM, SIGINT) shuts the attempts in flight down within this (L37).
     stop_grace_seconds: float = 15.0
+    # Each range's checkpoint end and its trusted hash, handed to its attempts (issue 24 item 3).
+    trusted: Mapping[str, tuple[int, str]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         keys = [r.key for r in self.ranges]

@@ -24,6 +24,10 @@ MISSION_RULE = "1-40 lowercase letters, digits and '-', starting and ending with
 _MISSION_RE = re.compile(MISSION_PATTERN)
 
 
+# What each attempt of a verified mission is handed (core/dispatch/claims.py, entrypoint.sh).
+TRUSTED_ENV = frozenset({"CATCHUP_TRUSTED_LEDGER", "CATCHUP_TRUSTED_HASH"})
+
+
 def validate_mission(name: str) -> str:
     """Mission names go into paths and Kubernetes labels: DNS-1123 label, <= 40 chars."""
     if not isinstance(name, str) or not _MISSION_RE.match(name):
@@ -83,7 +87,8 @@ class MissionConfig:
     # those ranges' budgets are not spent. 0: off.
     breaker_attempts: int = 5
     # stellar-core verify-checkpoints output (a path or URL): every range's catchup is checked
-    # against it (--trusted-checkpoint-hashes). None: untrusted, as stellar-core warns.
+    # against it (each attempt its range's one hash: --trusted-hash). None: untrusted, as
+    # stellar-core warns.
     trusted_hashes: str | None = None
 
     def __post_init__(self) -> None:
@@ -102,3 +107,5 @@ class MissionConfig:
         )
         if self.deadline_seconds is not None and self.deadline_seconds < 1:
             raise ConfigError(f"deadline_seconds must be >= 1, got {self.deadline_seconds}")
+        if taken := sorted(TRUSTED_ENV & set(self.env)):
+            raise ConfigError(f"env {taken[0]} is set by the dispatcher from trusted_hashes, not by hand")
