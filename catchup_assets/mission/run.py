@@ -50,7 +50,7 @@ def run_mission(
         reset_condemned=reset_condemned,
         holder=holder,
         stop_grace_seconds=stop_grace_seconds,
-        trusted=prepared.trusted_by_key or {},  # each attempt its range's one hash (--trusted-hash)
+        trusted=prepared.trusted_by_key or {},  # each attempt its range's one hash (entrypoint.sh)
     )
     dispatcher = Dispatcher(
         dispatch_cfg,

@@ -224,13 +224,17 @@ def hash_of(hashes: Path, ledger: int) -> str:
 
 def test_L17_a_trusted_hash_reaches_catchup_at_the_checkpoint_past_the_target(shell: str, tmp_path: Path) -> None:
     """A trusted hash verifies only a checkpoint's last ledger: the worker catches up to the
-    first one at or past the target (640 -> 703), with that ledger's one hash (issue 24 item 3)."""
+    first one at or past the target (640 -> 703), with that ledger's one hash written as a
+    one-checkpoint --trusted-checkpoint-hashes file (issue 24 item 3)."""
     h = hash_of(trusted_file(tmp_path), 703)
     data = prepare(tmp_path / "data", None, None)
     result = run(shell, worker_env(data, CATCHUP_TRUSTED_LEDGER="703", CATCHUP_TRUSTED_HASH=h))
     assert result.returncode == 0, result.stdout
     assert f"TRUSTED: catchup to 703, hash {h}" in result.stdout.splitlines()
-    assert "Unsafe command" not in result.stdout and "toLedger: 703\n  count: 383" in result.stdout
+    assert f"Found trusted hash {h[:6]} for ledger 703" in result.stdout  # stellar-core read the file
+    assert "toLedger: 703\n  count: 383" in result.stdout
+    # The one-checkpoint file it read has verify-checkpoints' own shape.
+    assert json.loads((data / ".catchup-trusted-checkpoint.json").read_text()) == [[703, h], [0, ""]]
     assert result.stdout.splitlines()[-1] == f"CAUGHT UP: range {KEY}: LCL 703 >= target 640"
 
 

@@ -81,7 +81,7 @@ class Claims:
 
     def _env(self, key: str) -> dict[str, str]:
         env = dict(self.mission.env)
-        if key in self.cfg.trusted:  # what entrypoint.sh passes as --trusted-hash
+        if key in self.cfg.trusted:  # entrypoint.sh writes it as a one-checkpoint --trusted-checkpoint-hashes file
             ledger, hex_hash = self.cfg.trusted[key]
             env.update(CATCHUP_TRUSTED_LEDGER=str(ledger), CATCHUP_TRUSTED_HASH=hex_hash)
         return env

@@ -87,7 +87,7 @@ class MissionConfig:
     # those ranges' budgets are not spent. 0: off.
     breaker_attempts: int = 5
     # stellar-core verify-checkpoints output (a path or URL): every range's catchup is checked
-    # against it (each attempt its range's one hash: --trusted-hash). None: untrusted, as
+    # against it (each attempt its range's one hash: entrypoint.sh). None: untrusted, as
     # stellar-core warns.
     trusted_hashes: str | None = None
 

@@ -16,7 +16,8 @@
 #   CATCHUP_TRUSTED_LEDGER  optional, with CATCHUP_TRUSTED_HASH: the checkpoint's
 #   CATCHUP_TRUSTED_HASH    last ledger this range catches up to and its hash (64
 #                        hex digits) from the mission's verify-checkpoints file,
-#                        passed to catchup as --trusted-hash (below)
+#                        written as a one-checkpoint file of that shape and
+#                        passed to catchup as --trusted-checkpoint-hashes (below)
 #
 # The log on the volume (L31): a pod that vanishes with its node takes its log
 # with it, so everything printed after the shipping below, stdout and stderr
@@ -225,13 +226,17 @@ fi
 # it no attempt would report how long it spent applying transactions (L24).
 # In the background, so this shell can wait for tee after it; a SIGTERM or
 # SIGINT (the kubelet's, to this shell) is passed on, and stellar-core drains.
-# With the one trusted hash runCatchup (src/main/CommandLine.cpp, stellar-core
-# a9b8613) builds the same catchup configuration a checkpoints file gives it,
-# {ledger, hash}, without a 75 MB file on every pod: --trusted-hash.
+# runCatchup (src/main/CommandLine.cpp, stellar-core a9b8613) reads one pair from
+# a checkpoints file, the destination's: the range's own pair, in the shape
+# verify-checkpoints writes, is that file without 75 MB on every pod. Both values
+# were checked above (decimal, 64 hex digits) and reach printf as arguments.
 if [ -n "$TRUSTED" ]; then
+    HASHES=$DATA_DIR/.catchup-trusted-checkpoint.json
+    printf '[\n[%s, "%s"],\n[0, ""]\n]\n' "$CORE_TARGET" "$TRUSTED" >"$HASHES" ||
+        die "cannot write $HASHES"
     printf 'TRUSTED: catchup to %s, hash %s\n' "$CORE_TARGET" "$TRUSTED"
     "$@" catchup "$CORE_TARGET/$CORE_COUNT" --metric ledger.transaction.apply \
-        --trusted-hash "$TRUSTED" &
+        --trusted-checkpoint-hashes "$HASHES" &
 else
     "$@" catchup "$TARGET/$COUNT" --metric ledger.transaction.apply &
 fi
