@@ -17,6 +17,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from catchup_assets.core.units import GiB, MiB
+from catchup_assets.sim import core_log
 from catchup_assets.sim.core_log import UNTRUSTED, log_line, tx_apply_report
 
 
@@ -148,11 +149,16 @@ DEFAULT_LINES: tuple[str, ...] = (
     "  lastClosedLedger: 1",
     "  toLedger: 1000063",
     "  count: 16320",
+    _core("History", core_log.has_download(983743)),
     _core("History", "Catching up to ledger 1000063: Downloading and verifying buckets: 983743"),
+    _core("History", core_log.APPLYING_BUCKETS),
+    _core("History", core_log.buckets_estimated(2 * GiB)),
+    _core("History", core_log.BUCKETS_DONE),
     _core(
         "History",
         "Catching up to ledger 1000063: Download & apply checkpoints: num checkpoints left to apply:255 (0% done)",
     ),
+    _core("History", core_log.replay_checkpoint(983807)),
     _core("Tx", "applying ledger 1000063 (txs:412, ops:830)"),
     _core("History", "Catchup finished"),
     _core("default", "*"),

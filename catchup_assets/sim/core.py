@@ -33,6 +33,7 @@ GENESIS = 1
 CHECKPOINT = 64
 MAX_SLEEP = 0.05  # so SIGTERM is noticed within this, whatever SIM_SPEED is
 MIN_PEAK_HOLD = 0.3  # long enough for a sampling supervisor to see the peak
+MIN_STEP_SECONDS = 0.05
 
 _stop = False
 
@@ -93,9 +94,6 @@ def _append_disk(nbytes: int) -> None:
         while nbytes > 0:
             f.write(block[:nbytes])
             nbytes -= len(block)
-
-
-MIN_STEP_SECONDS = 0.05
 
 
 def catchup(spec: str, knobs: Knobs, report: list[str], started: float, trust: tuple = (None, None)) -> int:
@@ -180,15 +178,19 @@ def catchup(spec: str, knobs: Knobs, report: list[str], started: float, trust: t
         )
         return 1
 
+    # Every catchup reads the archive state first; only a fresh start applies buckets.
+    log("History", "INFO", core_log.has_download(start | (CHECKPOINT - 1)))
     if lcl < start:
         peak = knobs.peak_bytes.get(end, int(cost.peak_anon_bytes * knobs.memory_scale))
         status(f"Downloading and verifying buckets: {start | 63}")
         held = _touch(peak)
-        bucket_seconds = cost.seconds_per_ledger * CHECKPOINT * 10 / knobs.speed
-        _sleep(max(MIN_PEAK_HOLD, bucket_seconds))
+        log("History", "INFO", core_log.APPLYING_BUCKETS)
+        log("History", "INFO", core_log.buckets_estimated(cost.disk_bytes))
+        _sleep(max(MIN_PEAK_HOLD, cost.setup_seconds / knobs.speed))
         del held
         if _stop:
             return finish(3, synced=False)
+        log("History", "INFO", core_log.BUCKETS_DONE)
         lcl = start
         save_lcl(lcl)
         status(f"Applying buckets: LCL {lcl}")
@@ -205,9 +207,9 @@ def catchup(spec: str, knobs: Knobs, report: list[str], started: float, trust: t
         last = min(goal, (lcl + step) | (CHECKPOINT - 1))
         n = last - lcl
         left = max(1, (end - lcl) // CHECKPOINT + 1)
-        status(
-            f"Download & apply checkpoints: num checkpoints left to apply:{left} ({100 * (lcl - start) // span}% done)"
-        )
+        pct = 100 * (lcl - start) // span
+        status(f"Download & apply checkpoints: num checkpoints left to apply:{left} ({pct}% done)")
+        log("History", "INFO", core_log.replay_checkpoint((lcl + 1) | (CHECKPOINT - 1)))
         done = _sleep(cost.seconds_per_ledger * n / knobs.speed)
         if _stop and done < 1.0:
             # The ledgers closed so far were applied, but LCL on disk stays at
@@ -283,10 +285,8 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         if command == "verify-checkpoints":
             return verify_checkpoints(options)
-        files, hashes = options["--trusted-checkpoint-hashes"], options["--trusted-hash"]
-        return catchup(
-            positional[0], knobs, report, started, (files[-1] if files else None, hashes[-1] if hashes else None)
-        )
+        trust = tuple((options[o] or [None])[-1] for o in ("--trusted-checkpoint-hashes", "--trusted-hash"))
+        return catchup(positional[0], knobs, report, started, trust)
     except UsageError as exc:
         print(f"ERROR: {exc}", file=sys.stderr, flush=True)
         return 1

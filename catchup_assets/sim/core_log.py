@@ -41,6 +41,28 @@ UNTRUSTED = (
 )
 
 
+# The catchup phase lines (stellar/stellar-core a9b8613218e141ddb89d621e5f04d4c75a149d36, all
+# [History INFO]; core/measure/phases.py reads them): GetHistoryArchiveStateWork::doWork,
+# ApplyBucketsWork::doReset and ::doWork, DownloadApplyTxsWork::yieldMoreWork.
+APPLYING_BUCKETS = "Applying buckets"
+BUCKETS_DONE = "ApplyBuckets : done, assuming state"
+BUCKET_ENTRY_BYTES = 48  # xdr serial_size(BucketEntry{}), ApplyBucketsWork's divisor: an estimate's
+
+
+def has_download(checkpoint: int) -> str:
+    """HistoryArchiveState::remoteName: history/xx/xx/xx/history-xxxxxxxx.json."""
+    h = f"{checkpoint:08x}"
+    return f"Downloading history archive state: history/{h[0:2]}/{h[2:4]}/{h[4:6]}/history-{h}.json"
+
+
+def buckets_estimated(bucket_bytes: int) -> str:
+    return f"ApplyBuckets estimated {max(0, bucket_bytes) // BUCKET_ENTRY_BYTES} ledger entries"
+
+
+def replay_checkpoint(checkpoint: int) -> str:
+    return f"Downloading, unzipping and applying transactions for checkpoint {checkpoint}"
+
+
 def cpp_double(x: float) -> str:
     """A double as `std::ostream << x` prints it by default (precision 6, %g)."""
     return format(float(x), "g")

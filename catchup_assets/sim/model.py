@@ -26,6 +26,11 @@ PEAK_ANON_BYTES = (int(0.6 * GiB), 14 * GiB)
 BUCKET_BYTES = (int(0.25 * GiB), 12 * GiB)  # downloaded once per fresh start
 DISK_PER_LEDGER = (16 * KiB, 256 * KiB)  # history files and bucket churn
 TX_PER_LEDGER = (2.0, 900.0)
+# A fresh start's setup (archive state, ledger chain, bucket download and apply) at genesis .. the
+# tip; it grows with the bucket list. Neither stellar-core's docs nor its issues give a figure for
+# a whole bucket apply at the tip (searched: catchup / bucket apply timings), so 30 s and 30 min
+# are assumptions, the middle of issue 25's 10/30/60-minute benchmark. Shared with sim/workload.py.
+SETUP_SECONDS = (30.0, 1800.0)
 
 
 @dataclass(frozen=True)
@@ -35,6 +40,7 @@ class RangeCost:
     replay_anon_bytes: int
     disk_bytes: int
     tx_per_ledger: float
+    setup_seconds: float = 0.0  # a fresh start's, before its first replayed checkpoint
 
 
 def heaviness(ledger: float) -> float:
@@ -55,7 +61,7 @@ def _rng(seed: int, first: int, last: int) -> random.Random:
     return random.Random(int.from_bytes(digest[:8], "big"))
 
 
-def range_cost(first: int, last: int, seed: int = 0) -> RangeCost:
+def range_cost(first: int, last: int, seed: int = 0, tip_setup_seconds: float = SETUP_SECONDS[1]) -> RangeCost:
     """Cost of replaying ledgers first..last (inclusive) from a fresh start."""
     if first < 0 or last < first:
         raise ValueError(f"bad ledger range {first}..{last}")
@@ -76,4 +82,5 @@ def range_cost(first: int, last: int, seed: int = 0) -> RangeCost:
         replay_anon_bytes=int(replay),
         disk_bytes=int(disk * noise(0.1)),
         tx_per_ledger=_lerp_log(*TX_PER_LEDGER, h) * noise(0.2),
+        setup_seconds=_lerp_log(SETUP_SECONDS[0], max(SETUP_SECONDS[0], tip_setup_seconds), h) * noise(0.1),
     )

@@ -54,9 +54,11 @@ assert [f.name for f in fields(AttemptRecord)] == SCHEMA.names
 # Older versions lacked these; their files decode with them empty.
 ADDED_IN_2 = ("last_seen_at", "seconds_estimated")
 ADDED_IN_3 = ("capacity_type",)
-SCHEMA_V2_NAMES = [n for n in SCHEMA.names if n not in ADDED_IN_3]
+ADDED_IN_4 = ("setup_seconds",)
+SCHEMA_V3_NAMES = [n for n in SCHEMA.names if n not in ADDED_IN_4]
+SCHEMA_V2_NAMES = [n for n in SCHEMA_V3_NAMES if n not in ADDED_IN_3]
 SCHEMA_V1_NAMES = [n for n in SCHEMA_V2_NAMES if n not in ADDED_IN_2]
-OLD_NAMES = {1: SCHEMA_V1_NAMES, 2: SCHEMA_V2_NAMES}
+OLD_NAMES = {1: SCHEMA_V1_NAMES, 2: SCHEMA_V2_NAMES, 3: SCHEMA_V3_NAMES}
 
 
 def encode(rec: AttemptRecord) -> bytes:

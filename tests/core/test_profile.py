@@ -190,3 +190,28 @@ def test_L26_profile_missing_a_sizing_column_is_refused_with_its_name():
     table = profile_table([rec(1, "ok", GiB, 2 * GiB, 10, True)]).drop(["peak_working_set_bytes"])
     with pytest.raises(ValueError, match="peak_working_set_bytes"):
         check_profile_columns(table.column_names, "prev.parquet")
+
+
+def _leg(attempt, outcome, seconds, setup, fresh):
+    return AttemptRecord(
+        "m1", KEY, attempt, outcome, peak_anon_bytes=1, seconds=seconds, fresh_start=fresh, setup_seconds=setup
+    )
+
+
+@pytest.mark.parametrize(
+    "legs, setup, replay",
+    [
+        ([_leg(1, "ok", 1000.0, 300.0, True)], 300.0, 700.0),
+        # A resumed leg pays only its own short setup; the chain's setup is its fresh leg's.
+        ([_leg(1, "disrupted", 400.0, 300.0, True), _leg(2, "ok", 700.0, 5.0, False)], 300.0, 795.0),
+        # The fresh leg's log said nothing: no setup; replay from the legs that had a reading.
+        ([_leg(1, "disrupted", 400.0, None, True), _leg(2, "ok", 700.0, 5.0, False)], None, 695.0),
+        ([_leg(1, "ok", 1000.0, None, True)], None, None),  # an older record: both unknown
+        # A fresh start supersedes the chain before it.
+        ([_leg(1, "disrupted", 50.0, 40.0, True), _leg(2, "ok", 900.0, 250.0, True)], 250.0, 650.0),
+    ],
+)
+def test_issue25_profile_setup_from_the_fresh_leg_replay_summed(legs, setup, replay) -> None:
+    row = range_row(legs)
+    assert (row["setup_seconds"], row["replay_seconds"]) == (setup, replay)
+    assert profile_table(legs).column("replay_seconds").to_pylist() == [replay]

@@ -239,3 +239,25 @@ def test_L4_a_core_that_exits_0_short_of_its_target_leaves_its_range_failed(tmp_
     assert rec.outcome == "failed" and rec.exit_code == 65
     assert "WORKER FAILED: catchup exited 0 at LCL 59930000, short of target 59968000" in rec.reason
     assert "failed budget spent" in result.condemned[A] and "LCL 59930000" in result.condemned[A]
+
+
+def test_issue25_setup_and_replay_read_from_the_real_worker_log_s_phase_lines(mission):
+    """The real worker runs the simulated core, which logs stellar-core's catchup phase lines;
+    the log reader times the setup, the record keeps it, the profile splits setup from replay."""
+    _, _, _, out, records = mission
+    rows = {r["range_key"]: r for r in out.profile.to_pylist()}
+    (d,) = chain(records, D)
+    with fsspec.open(d.log_path, "rb") as f:
+        text = gzip.decompress(f.read()).decode()
+    assert "[History INFO] ApplyBuckets : done, assuming state" in text
+    assert d.setup_seconds is not None and 0.3 <= d.setup_seconds < d.seconds  # MIN_PEAK_HOLD at least
+    assert rows[D]["setup_seconds"] == d.setup_seconds
+    assert rows[D]["replay_seconds"] == pytest.approx(d.seconds - d.setup_seconds)
+    # B was reclaimed mid-replay and resumed: the chain's setup is its fresh leg's; the resumed
+    # leg applied no buckets, and its own short setup counts in the replay.
+    b = chain(records, B)
+    with fsspec.open(b[1].log_path, "rb") as f:
+        assert "Applying buckets" not in gzip.decompress(f.read()).decode()
+    assert None not in (b[0].setup_seconds, b[1].setup_seconds)
+    assert rows[B]["setup_seconds"] == b[0].setup_seconds
+    assert rows[B]["replay_seconds"] == pytest.approx(sum(r.seconds - r.setup_seconds for r in b))

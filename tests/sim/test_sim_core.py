@@ -325,3 +325,20 @@ def test_bad_env_exits_64_naming_the_variable(tmp_path: Path, var: str, value: s
     result = core(tmp_path, "new-db", **{var: value})
     assert result.returncode == 64 and var in result.stderr
     assert not (tmp_path / "sim-core-state.json").exists()
+
+
+def test_issue25_fresh_start_logs_its_setup_and_a_resumed_leg_skips_most_of_it(tmp_path: Path) -> None:
+    """The simulated core prints stellar-core's phase lines; a resumed leg has no bucket apply."""
+    from catchup_assets.core.measure.logparse import parse_worker_log
+
+    core(tmp_path, "new-db")
+    fresh = core(tmp_path, "catchup", "640/320").stderr
+    assert "[History INFO] ApplyBuckets : done, assuming state" in fresh
+    assert "[History INFO] Downloading, unzipping and applying transactions for checkpoint 383" in fresh
+    (tmp_path / "sim-core-state.json").write_text(json.dumps({"lcl": 447}))
+    resumed = core(tmp_path, "catchup", "640/320").stderr
+    assert "Applying buckets" not in resumed and "Downloading history archive state: " in resumed
+    fresh_setup = parse_worker_log(fresh.splitlines()).setup_seconds
+    resumed_setup = parse_worker_log(resumed.splitlines()).setup_seconds
+    assert fresh_setup is not None and fresh_setup >= 0.3  # MIN_PEAK_HOLD at least
+    assert resumed_setup is not None and resumed_setup < fresh_setup

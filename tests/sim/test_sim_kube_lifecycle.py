@@ -417,3 +417,19 @@ def test_stats_summary_reports_running_pods_of_that_node_from_the_curve(sim):
     kubelet.stats_period = 10.0  # the kubelet samples on its housekeeping tick
     kubelet.advance(9)  # 34 s into the run: the last sample is from 30 s
     assert summary("n1")["pods"][0]["containers"][0]["memory"]["rssBytes"] == int(0.3 * GiB)
+
+
+def test_issue25_pod_log_carries_the_catchup_phase_lines_at_their_times(sim):
+    """The default pod log prints stellar-core's phase lines as the run goes: its setup reads back."""
+    from catchup_assets.core.measure.logparse import parse_worker_log
+
+    _, kubelet, batch, core, scripts = sim
+    scripts["r1"] = Script(duration=1500)
+    batch.create_namespaced_job("ns", job_manifest("r1"))
+    kubelet.advance(1600, tick=10)
+    pod = only_pod(core, "r1").metadata.name
+    text = core.read_namespaced_pod_log(pod, "ns", _preload_content=False).data.decode()
+    for message in ("Downloading history archive state: ", "[History INFO] Applying buckets", "ApplyBuckets : done"):
+        assert message in text
+    setup = parse_worker_log(text.splitlines()).setup_seconds
+    assert setup is not None and 0 < setup < 1500

@@ -80,3 +80,32 @@ def test_its_profile_is_a_profile_the_sizer_accepts(tmp_path, model):
 def test_bad_size_is_refused():
     with pytest.raises(ValueError, match="ranges"):
         Workload(ranges=0)
+
+
+def test_issue25_setup_grows_toward_the_tip_and_its_tip_is_a_parameter(model):
+    """Setup is part of each range's seconds, least at genesis, most at the tip; the tip is a knob."""
+    from dataclasses import replace
+
+    costs = list(model)
+    assert costs[0].setup_seconds < costs[len(costs) // 4].setup_seconds < costs[-1].setup_seconds
+    assert costs[-1].setup_seconds == pytest.approx(1800.0, rel=0.02)
+    assert all(0 < c.setup_seconds <= c.seconds / 2 for c in costs)
+    for tip in (600.0, 3600.0):
+        shaped = Workload(shape=replace(model.shape, setup_seconds=(30.0, tip)))
+        assert list(shaped)[-1].setup_seconds == pytest.approx(tip, rel=0.02)
+    row = model.profile_table().to_pylist()[-1]
+    assert row["setup_seconds"] + row["replay_seconds"] == pytest.approx(row["seconds"])
+
+
+def test_issue25_a_profile_older_than_the_setup_columns_sizes_as_before(tmp_path, model):
+    """An old-schema profile (no setup_seconds, replay_seconds) loads and sizes from the same figures."""
+    table = model.profile_table()
+    old = table.drop_columns(["setup_seconds", "replay_seconds"])
+    pq.write_table(table, tmp_path / "new.parquet")
+    pq.write_table(old, tmp_path / "old.parquet")
+    new_prev, old_prev = (load_previous_profile(str(tmp_path / n)) for n in ("new.parquet", "old.parquet"))
+    assert len(old_prev.index) == len(new_prev.index) == 4000
+    assert old_prev.seconds_by_key == new_prev.seconds_by_key
+    for c in list(model)[::400]:
+        a, b = old_prev.index.lookup(c.range.last), new_prev.index.lookup(c.range.last)
+        assert (a.peak_anon_bytes, a.seconds) == (b.peak_anon_bytes, b.seconds)

@@ -223,3 +223,33 @@ def test_the_capacity_type_an_attempt_bought_is_recorded(store):
     assert rs.read_one(KEY, 4).capacity_type == "on-demand"
     # a later write of the same attempt without the field never erases it
     assert rs.write(AttemptRecord("m1", KEY, 4, outcome="ok"), r).capacity_type == "on-demand"
+
+
+def test_issue25_a_version_3_record_reads_with_setup_seconds_empty(store):
+    """Records written before the phase lines were read (schema 3) decode with setup_seconds None."""
+    import io
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from catchup_assets.store.records import SCHEMA, SCHEMA_V3_NAMES
+
+    row = {n: None for n in SCHEMA_V3_NAMES} | {
+        "mission": "m1",
+        "range_key": KEY,
+        "attempt": 1,
+        "outcome": "ok",
+        "seconds": 9.0,
+        "capacity_type": "spot",
+        "schema_version": 3,
+    }
+    buf = io.BytesIO()
+    pq.write_table(pa.Table.from_pylist([row], schema=pa.schema([SCHEMA.field(n) for n in SCHEMA_V3_NAMES])), buf)
+    store.write_bytes(f"m1/attempts/{KEY}/a001.parquet", buf.getvalue())
+    rec = RecordStore(store, "m1").read_one(KEY, 1)
+    assert (rec.seconds, rec.capacity_type, rec.setup_seconds) == (9.0, "spot", None)
+
+
+def test_issue25_setup_seconds_round_trips(store):
+    rec = AttemptRecord("m1", KEY, 1, "ok", seconds=10.0, setup_seconds=4.25)
+    assert decode(encode(rec)).setup_seconds == 4.25

@@ -22,6 +22,11 @@ Profile columns (one row per range; sizes in bytes, times in seconds):
     wall_seconds             first chain attempt's start to the final attempt's end
     tx_apply_count           transactions applied, summed over the chain
     tx_apply_seconds         seconds in ledger.transaction.apply, summed over the chain
+    setup_seconds            the chain's fresh leg's start to its first replayed checkpoint (its
+                             archive state, ledger chain and bucket apply); None if unread
+    replay_seconds           seconds minus setup_seconds of each leg with a reading, summed over
+                             the chain: a resumed leg's own short setup counts in it; None if no leg
+                             has a reading. Profiles older than these two columns still size.
     attempts, oom_count      all attempts of the range, and how many OOMed
     chain_attempts           attempts in the final chain
     outcomes                 the outcome of every attempt, in order
@@ -56,6 +61,8 @@ PROFILE_COLUMNS = (
     ("wall_seconds", "float64"),
     ("tx_apply_count", "int64"),
     ("tx_apply_seconds", "float64"),
+    ("setup_seconds", "float64"),
+    ("replay_seconds", "float64"),
     ("attempts", "int32"),
     ("oom_count", "int32"),
     ("chain_attempts", "int32"),
@@ -85,6 +92,20 @@ def chain_of(finished: Sequence[Any]) -> list[Any]:
     while start > 0 and finished[start].fresh_start is not True:
         start -= 1
     return list(finished[start : final_idx + 1])
+
+
+def _fresh_setup(chain: Sequence[Any]) -> float | None:
+    """The setup of the chain's fresh leg (its first, when it ran new-db); None otherwise."""
+    first = chain[0]
+    return getattr(first, "setup_seconds", None) if first.fresh_start is True else None
+
+
+def _replay(leg: Any) -> float | None:
+    """A leg's seconds past its setup; None without both readings, never below zero."""
+    setup = getattr(leg, "setup_seconds", None)
+    if setup is None or leg.seconds is None:
+        return None
+    return max(0.0, leg.seconds - setup)
 
 
 def _floor_row(final: Any, finished: Sequence[Any], ooms: Sequence[Any], oom_floor: int) -> dict[str, Any]:
@@ -140,6 +161,8 @@ def range_row(attempts: Sequence[Any]) -> dict[str, Any] | None:
         "wall_seconds": wall,
         "tx_apply_count": _sum(a.tx_apply_count for a in chain),
         "tx_apply_seconds": _sum(a.tx_apply_seconds for a in chain),
+        "setup_seconds": _fresh_setup(chain),
+        "replay_seconds": _sum(_replay(a) for a in chain),
         "attempts": len(finished),
         "oom_count": len(ooms),
         "chain_attempts": len(chain),

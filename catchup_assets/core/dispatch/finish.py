@@ -141,6 +141,7 @@ class Finishing:
             tx_apply_seconds=collected.tx_apply_seconds,
             resumed_from_ledger=collected.resumed_from_ledger,
             fresh_start=collected.fresh_start,
+            setup_seconds=collected.setup_seconds,
             memory_limit_bytes=None if prior and prior.memory_limit_bytes else st.memory_limit_bytes,
             tier=None if prior and prior.tier else st.tier,
             node=st.node,

@@ -133,6 +133,7 @@ class Collected:
     already_complete: bool = False
     last_error: str | None = None  # the worker log's last ERROR/FATAL line
     verification_failed: str | None = None  # its line saying catchup failed verification
+    setup_seconds: float | None = None  # start to first replayed checkpoint (measure/phases.py)
 
     @classmethod
     def from_log(cls, facts, peaks: Peaks, log_path: str | None) -> Collected:
@@ -147,6 +148,7 @@ class Collected:
             already_complete=bool(facts.already_complete),
             last_error=getattr(facts, "last_error", None),
             verification_failed=getattr(facts, "verification_failed", None),
+            setup_seconds=getattr(facts, "setup_seconds", None),
         )
 
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass, fields
 
 from catchup_assets.core.errors import StateError
 
-SCHEMA_VERSION = 3  # 2 added last_seen_at and seconds_estimated, 3 capacity_type; older files still read
+SCHEMA_VERSION = 4  # 2 added last_seen_at and seconds_estimated, 3 capacity_type, 4 setup_seconds; older read
 PEAK_FIELDS = ("peak_anon_bytes", "peak_working_set_bytes", "peak_ephemeral_bytes")
 
 
@@ -50,6 +50,9 @@ class AttemptRecord:
     capacity_type: str | None = None
     node: str | None = None
     log_path: str | None = None
+    # Start to the first replayed checkpoint, from the log's phase lines; None in a record older
+    # than schema 4 or when the log did not say (core/measure/phases.py).
+    setup_seconds: float | None = None
     schema_version: int = SCHEMA_VERSION
 
 
@@ -79,6 +82,7 @@ COLUMNS: dict[str, str] = {
     "capacity_type": "string",
     "node": "string",
     "log_path": "string",
+    "setup_seconds": "float64",
     "schema_version": "int32",
 }
 assert [f.name for f in fields(AttemptRecord)] == list(COLUMNS)
@@ -105,6 +109,7 @@ _NON_NEGATIVE = (
     "seconds",
     "tx_apply_count",
     "tx_apply_seconds",
+    "setup_seconds",
     "resumed_from_ledger",
     "memory_request_bytes",
     "memory_limit_bytes",

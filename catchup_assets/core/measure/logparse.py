@@ -14,6 +14,8 @@ import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
+from catchup_assets.core.measure.phases import SetupScanner
+
 _TERMINATOR = re.compile(r"\r\n|\r|\n")
 
 
@@ -160,6 +162,8 @@ class WorkerLogFacts:
     # The line saying catchup failed verification (a hash mismatch, against trusted hashes or
     # along the chain), from its "[History ERROR]" on; None if the log has none.
     verification_failed: str | None = None
+    # Start of the attempt to its first replayed checkpoint (phases.py); None if unreadable.
+    setup_seconds: float | None = None
 
 
 # Searched, not anchored: a collector may prefix each line with a timestamp.
@@ -176,12 +180,14 @@ _VERIFY_FAILED = re.compile(r"\[History ERROR\] Catchup material failed verifica
 def parse_worker_log(lines: Iterable[str]) -> WorkerLogFacts:
     """What one attempt's log says about the resume decision and tx apply (L16, L24)."""
     scanner = _TxApplyScanner()
+    setup = SetupScanner()
     resumed: int | None = None
     fresh: bool | None = None
     complete = False
     last_error: str | None = None
     verify: str | None = None
     for line in lines:
+        setup.feed(line)
         if (m := _ERROR.search(line)) is not None:
             last_error = line[m.start() :].strip()[:500]
             if verify is None and (v := _VERIFY_FAILED.search(line)) is not None:
@@ -197,7 +203,9 @@ def parse_worker_log(lines: Iterable[str]) -> WorkerLogFacts:
                 resumed, fresh, complete = None, True, False
                 continue
         scanner.feed(line)
-    return WorkerLogFacts(resumed, fresh, complete, scanner.count, scanner.seconds, last_error, verify)
+    return WorkerLogFacts(
+        resumed, fresh, complete, scanner.count, scanner.seconds, last_error, verify, setup.setup_seconds
+    )
 
 
 # A logged line's "[Partition LEVEL] message" (src/util/Logging.cpp), wherever its prefix ends.
