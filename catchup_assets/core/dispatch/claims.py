@@ -92,7 +92,7 @@ class Claims:
         # Reclaims counted from the range's own finished attempts, as the budgets count outcomes.
         recs = self._recs[key]
         n_disrupted = sum(1 for a in self._done[key] if a in recs and recs[a].outcome == Outcome.DISRUPTED.value)
-        s = placement.size(rng.last, self.cfg.profile, n_oom, n_evicted, n_disrupted)
+        s = placement.size(rng.last, self.cfg.profile, n_oom, n_evicted, n_disrupted, rng.first)
         if fell_back(placement.tiers.by_name(s.tier).capacity_type, s.capacity_type):
             log.info(
                 "range %s attempt %d: reclaimed %d times, runs on on-demand capacity of tier %s",

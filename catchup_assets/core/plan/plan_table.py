@@ -43,7 +43,7 @@ def plan_rows(
 ) -> list[dict[str, Any]]:
     rows = []
     for rank, r in enumerate(ordered):
-        s = placement.size(r.last, profile)
+        s = placement.size(r.last, profile, first_ledger=r.first)
         rows.append(
             {
                 "range_key": r.key,

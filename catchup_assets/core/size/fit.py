@@ -88,7 +88,7 @@ def fit_ladder(
         m = profile.lookup(r.last)
         if m is None or m.seconds is None:
             continue
-        s = probe.size(r.last, profile)
+        s = probe.size(r.last, profile, first_ledger=r.first)
         if s.profiled:
             rows.append((s.memory_request_bytes, m.peak_working_set_bytes, m.seconds))
     if not rows:

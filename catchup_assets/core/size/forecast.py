@@ -70,14 +70,15 @@ def estimates(
     top = profile.top()
     out = []
     for r in ordered:
-        s = placement.size(r.last, profile)
-        m = profile.lookup(r.last) or top
+        s = placement.size(r.last, profile, first_ledger=r.first)
+        m = profile.lookup_span(r.first, r.last) or top
         seconds = m.seconds if m is not None and m.seconds is not None else top.seconds if top else None
         if seconds is None:
             return None  # no seconds to borrow: the profile cannot time a mission
         tier = placement.tiers.by_name(s.tier)
         share = node_share(tier, placement.shape_of(s.tier), s.memory_request_bytes, s.cpu_request)
-        measured = m is not None and m.last_ledger == r.last and m.seconds is not None
+        own = m is not None and m.last_ledger == r.last and m.first_ledger in (None, r.first)
+        measured = own and m.seconds is not None
         out.append(RangeEstimate(r.key, float(seconds), share, measured, s.tier, s.memory_request_bytes, s.cpu_request))
     return out
 

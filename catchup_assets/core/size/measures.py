@@ -29,6 +29,8 @@ class RangeMeasure:
     peak_working_set_bytes: int | None = None
     seconds: float | None = None
     peak_ephemeral_bytes: int | None = None  # sizes its disk in ephemeral mode (disk.py)
+    first_ledger: int | None = None  # None: a profile without it is looked up by end alone
+    setup_seconds: float | None = None  # before the first ledger replayed (issue 25 item 1); None: not measured
 
 
 class ProfileIndex:
@@ -53,6 +55,31 @@ class ProfileIndex:
             return None  # past the top of the profile: unprofiled
         return self._by_end[self._ends[i]]
 
+    def lookup_span(self, first_ledger: int, last_ledger: int) -> RangeMeasure | None:
+        """The measure that sizes ledgers `first..last` by what it overlaps (issue 25 item 3).
+
+        The range's own row when its key matches (or the row has no first ledger: `lookup`);
+        else a measure combined from every row it overlaps: each peak the largest of theirs,
+        seconds the setup of the row holding `first` plus each row's replay pro rata to the
+        ledgers shared (a row without `setup_seconds` counts as all replay). Nothing
+        overlapped: `lookup` (the nearest measured end above, L25).
+        """
+        own = self.lookup(last_ledger)
+        exact = own is not None and own.last_ledger == last_ledger and own.first_ledger == first_ledger
+        if own is None or own.first_ledger is None or exact:
+            return own
+        lo = bisect.bisect_left(self._ends, first_ledger)
+        parts = []
+        for end in self._ends[lo:]:  # rows do not overlap (vet_rows), so their firsts ascend too
+            m = self._by_end[end]
+            if m.first_ledger is not None and m.first_ledger > last_ledger:
+                break
+            if m.first_ledger is not None:
+                parts.append(m)
+        if not parts:
+            return own
+        return _combined(parts, first_ledger, last_ledger)
+
     def measures(self) -> list[RangeMeasure]:
         """One measure per measured range end, lowest end first."""
         return [self._by_end[e] for e in self._ends]
@@ -60,6 +87,42 @@ class ProfileIndex:
     def top(self) -> RangeMeasure | None:
         """The measured range highest in history (the newest ledgers it covers)."""
         return self._by_end[self._ends[-1]] if self._ends else None
+
+
+def measure_for(profile: ProfileIndex | None, first_ledger: int | None, last_ledger: int) -> RangeMeasure | None:
+    """The measure that sizes a range: by ledger overlap when its first ledger is known."""
+    if profile is None or not len(profile):
+        return None
+    return profile.lookup(last_ledger) if first_ledger is None else profile.lookup_span(first_ledger, last_ledger)
+
+
+def _largest(values) -> int | None:
+    present = [v for v in values if v is not None]
+    return max(present) if present else None
+
+
+def _combined(parts: list[RangeMeasure], first: int, last: int) -> RangeMeasure:
+    """One measure for `first..last` from the rows it overlaps, lowest first."""
+    seconds: float | None = 0.0
+    for i, m in enumerate(parts):
+        if m.seconds is None:
+            seconds = None  # one unmeasured part: the span's time is unknown, never a partial sum
+            break
+        setup = min(m.setup_seconds or 0.0, m.seconds)
+        shared = min(last, m.last_ledger) - max(first, m.first_ledger) + 1
+        length = m.last_ledger - m.first_ledger + 1
+        seconds += (m.seconds - setup) * shared / length
+        if i == 0:
+            seconds += setup  # the span starts once, in the lowest row it overlaps
+    return RangeMeasure(
+        last,
+        max(m.peak_anon_bytes for m in parts),
+        _largest(m.peak_working_set_bytes for m in parts),
+        seconds,
+        _largest(m.peak_ephemeral_bytes for m in parts),
+        first,
+        parts[0].setup_seconds,
+    )
 
 
 MAX_LEDGER = 2**32 - 1
@@ -111,6 +174,8 @@ def measures_from_rows(rows: Iterable[dict[str, Any]]) -> list[RangeMeasure]:
                 _checked(r, "peak_working_set_bytes", int, 0, MAX_BYTES),
                 _checked(r, "seconds", float, 0, 1e9),
                 _checked(r, "peak_ephemeral_bytes", int, 0, MAX_BYTES),
+                _checked(r, "first_ledger", int, 0, MAX_LEDGER),
+                _checked(r, "setup_seconds", float, -1e-9, 1e9),
             )
         )
     return out

@@ -14,7 +14,7 @@ from catchup_assets.core.errors import ConfigError, check_number
 from catchup_assets.core.size.capacity import capacity_for
 from catchup_assets.core.size.catalog import CAPACITY_TYPES, DEFAULT_CATALOG, SPOT, Catalog, NodeShape
 from catchup_assets.core.size.disk import DiskPolicy
-from catchup_assets.core.size.measures import ProfileIndex, RangeMeasure
+from catchup_assets.core.size.measures import ProfileIndex, RangeMeasure, measure_for
 from catchup_assets.core.units import GiB
 
 TIER_NAME = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
@@ -198,14 +198,16 @@ class Placement:
         except KeyError:
             raise ConfigError(f"unknown tier {tier!r}: known tiers {sorted(self._shapes)}") from None
 
-    def size(
-        self, last_ledger: int, profile: ProfileIndex | None, n_oom: int = 0, n_evicted: int = 0, n_disrupted: int = 0
+    def size(  # noqa: PLR0913 (the outcomes so far, then the range's first ledger)
+        self, last_ledger: int, profile: ProfileIndex | None, n_oom=0, n_evicted=0, n_disrupted=0, first_ledger=None
     ) -> Sizing:
         """Resources, tier and capacity type for the next attempt of the range ending at `last_ledger`.
 
-        `n_oom`, `n_evicted`, `n_disrupted`: the range's OOM, (own-disk) eviction and reclaim outcomes so far."""
+        `n_oom`, `n_evicted`, `n_disrupted`: the range's OOM, (own-disk) eviction and reclaim outcomes so far.
+        With `first_ledger` a range whose key the profile lacks is sized by the rows it overlaps
+        (`ProfileIndex.lookup_span`, issue 25 item 3); without it, by its end alone (L25)."""
         tiers, policy = self.tiers, self.sizing
-        measure = profile.lookup(last_ledger) if profile is not None and len(profile) else None
+        measure = measure_for(profile, first_ledger, last_ledger)
         if measure is None:
             catch_all = tiers.no_profile if profile is None or not len(profile) else tiers.unprofiled
             base = min(policy.unprofiled_memory_bytes, catch_all.memory_cut_bytes)

@@ -45,7 +45,7 @@ def tier_map_rows(
     index = ProfileIndex(measures_from_rows(profile_rows))
     out = []
     for r in ranges:
-        s = placement.size(r.last, index)
+        s = placement.size(r.last, index, first_ledger=r.first)
         m = index.lookup(r.last)
         secs = s.predicted_seconds
         tier = placement.tiers.by_name(s.tier)

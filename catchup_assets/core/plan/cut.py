@@ -1,0 +1,162 @@
+"""Range lengths cut to the profile: split the slow ranges, merge the fast ones (issue 25 item 3).
+
+Pure. The uniform grid (ranges.py) makes the tip's range the mission's
+makespan past ~1100 slots. Here each grid range is kept, cut into pieces, or
+merged with its neighbours, so the forecast's list schedule (longest first)
+comes close to max(total work with the added setups / slots, the longest
+piece that cannot be cut further).
+
+One target length T is tried at a time: a grid range predicted above T is
+cut into the fewest equal pieces (on the checkpoint grid) that each predict
+at most T, every piece paying its setup again (`LedgerCost.seconds`); a run of
+consecutive uncut grid ranges is merged, oldest first, while the merged range
+predicts at most a share of T (`MERGE_SHARES`, each tried), saving a setup, a Job and a volume each.
+Of the targets (a geometric ladder down from the longest grid range to a
+quarter of the work per slot) whose
+work stays within `node_hours_cap` x the uniform grid's, the one with the
+shortest predicted makespan wins (ties: fewer ranges). Work in seconds stands
+for node-hours: a piece is sized by the old ranges it overlaps, so it lands on
+its parent's tier and pays the same node share per second.
+
+Cuts and merges fall only on the uniform grid's boundaries or on checkpoint
+starts inside a grid range, so a range neither cut nor merged keeps its grid
+key exactly, and the same profile, span and slots give the same keys.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from catchup_assets.core.errors import ConfigError, check_number
+from catchup_assets.core.plan.ranges import CHECKPOINT_LEDGERS, LedgerRange, MissionSpan, plan_ranges
+from catchup_assets.core.size.forecast import list_schedule
+from catchup_assets.core.size.ledger_cost import LedgerCost
+
+DEFAULT_NODE_HOURS_CAP = 1.10  # at most 10% more node-hours than the uniform grid
+# Merge limits tried, as shares of the target: on the workload model no one share wins at every setup.
+MERGE_SHARES = (0.25, 0.5, 1.0)
+TARGET_STEP = 0.96  # each target length this share of the one before
+# A target below a quarter of the work per slot only adds setups: the search stops there.
+LOWEST_TARGET_SHARE = 0.25
+
+
+@dataclass(frozen=True)
+class CutPlan:
+    ranges: tuple[LedgerRange, ...]  # ascending
+    seconds: tuple[float, ...]  # predicted, one per range
+    slots: int
+    makespan_seconds: float  # list schedule, longest first
+    bound_seconds: float  # max(work / slots, the longest piece that cannot be cut further)
+    uniform_makespan_seconds: float
+    uniform_work_seconds: float
+    cut: int  # grid ranges cut into pieces
+    merged: int  # grid ranges merged into a neighbour
+
+    @property
+    def work_seconds(self) -> float:
+        return sum(self.seconds)
+
+    @property
+    def keys(self) -> list[str]:
+        return [r.key for r in self.ranges]
+
+
+def makespan(seconds: Sequence[float], slots: int) -> float:
+    """The forecast's list schedule with the longest first, as `longest-first` dispatches."""
+    return list_schedule(sorted(seconds, reverse=True), slots)
+
+
+def split(r: LedgerRange, pieces: int) -> list[LedgerRange]:
+    """`r` cut into `pieces` of near-equal length, each starting on a checkpoint (first ledger 1 + 64k)."""
+    checkpoints = -(-r.length // CHECKPOINT_LEDGERS)
+    pieces = max(1, min(pieces, checkpoints))
+    starts = [r.first + CHECKPOINT_LEDGERS * (i * checkpoints // pieces) for i in range(pieces)]
+    return [LedgerRange(a, b - 1) for a, b in zip(starts, starts[1:], strict=False)] + [LedgerRange(starts[-1], r.last)]
+
+
+def _pieces_for(cost: LedgerCost, r: LedgerRange, target: float) -> list[LedgerRange]:
+    """The fewest pieces of `r` that each predict at most `target`; all checkpoints if none does."""
+    setup = cost.setup(r.first)
+    if target <= setup:
+        return [r]  # no cut reaches the target: cutting would only add setups
+    k = max(1, -(-int(cost.replay(r.first, r.last)) // max(int(target - setup), 1)))
+    while True:
+        pieces = split(r, k)
+        if len(pieces) < k or max(cost.seconds(p.first, p.last) for p in pieces) <= target:
+            return pieces
+        k += 1
+
+
+def cut_for(cost: LedgerCost, grid: Sequence[LedgerRange], target: float, merge_limit: float):
+    """The ranges for one target: grid ranges cut, merged or kept; and the counts cut and merged."""
+    out: list[LedgerRange] = []
+    run: list[LedgerRange] = []  # consecutive uncut grid ranges waiting to be merged
+    cut = merged = 0
+
+    def flush() -> None:
+        nonlocal merged
+        if run:
+            out.append(LedgerRange(run[0].first, run[-1].last))
+            merged += len(run) - 1
+            run.clear()
+
+    for r in grid:
+        seconds = cost.seconds(r.first, r.last)
+        if seconds > target:
+            flush()
+            pieces = _pieces_for(cost, r, target)
+            cut += len(pieces) > 1
+            out.extend(pieces)
+        elif run and cost.seconds(run[0].first, r.last) <= merge_limit:
+            run.append(r)
+        else:
+            flush()
+            run.append(r)
+    flush()
+    return out, cut, merged
+
+
+def uncuttable_seconds(cost: LedgerCost, grid: Sequence[LedgerRange]) -> float:
+    """The longest piece no cut can shorten: a grid range's setup and its costliest checkpoint."""
+
+    def ends(r: LedgerRange) -> tuple[LedgerRange, LedgerRange]:
+        tail = r.first + CHECKPOINT_LEDGERS * ((r.length - 1) // CHECKPOINT_LEDGERS)
+        return LedgerRange(r.first, min(r.first + CHECKPOINT_LEDGERS - 1, r.last)), LedgerRange(tail, r.last)
+
+    return max(cost.seconds(p.first, p.last) for r in grid for p in ends(r))
+
+
+def plan_cut(
+    cost: LedgerCost,
+    span: MissionSpan,
+    slots: int,
+    node_hours_cap: float = DEFAULT_NODE_HOURS_CAP,
+    merge_shares: Sequence[float] = MERGE_SHARES,
+) -> CutPlan:
+    """Range boundaries for `slots` slots whose predicted makespan comes close to the bound."""
+    if isinstance(slots, bool) or not isinstance(slots, int) or slots < 1:
+        raise ConfigError(f"slots must be an integer >= 1, got {slots!r}")
+    check_number("node_hours_cap", node_hours_cap, 1.0)
+    for share in merge_shares:
+        check_number("merge_shares", share, 0.0)
+    grid = plan_ranges(span)
+    uniform = [cost.seconds(r.first, r.last) for r in grid]
+    uniform_work, uniform_make = sum(uniform), makespan(uniform, slots)
+    best = (uniform_make, len(grid), grid, 0, 0, uniform)
+    for share in merge_shares:
+        target = max(uniform)
+        while target > LOWEST_TARGET_SHARE * uniform_work / slots:
+            target *= TARGET_STEP
+            ranges, cut, merged = cut_for(cost, grid, target, share * target)
+            if len(ranges) > span.max_ranges:
+                break  # finer targets only cut more
+            secs = [cost.seconds(r.first, r.last) for r in ranges]
+            if sum(secs) > node_hours_cap * uniform_work:
+                continue
+            found = (makespan(secs, slots), len(ranges), ranges, cut, merged, secs)
+            if found[:2] < best[:2]:
+                best = found
+    make, _, ranges, cut, merged, secs = best
+    bound = max(sum(secs) / slots, uncuttable_seconds(cost, grid))
+    return CutPlan(tuple(ranges), tuple(secs), slots, make, bound, uniform_make, uniform_work, cut, merged)

@@ -1,0 +1,81 @@
+"""The planner that cuts and merges ranges to the profile (issue 25 item 3, and item 5's what-if in the forecast)."""
+
+from __future__ import annotations
+
+import pytest
+
+from catchup_assets.core.plan.cut import plan_cut, split
+from catchup_assets.core.plan.ranges import LedgerRange, MissionSpan, plan_ranges
+from catchup_assets.core.size.ledger_cost import LedgerCost
+from catchup_assets.core.size.measures import RangeMeasure, measures_from_rows
+from catchup_assets.core.units import GiB
+
+
+@pytest.mark.parametrize(
+    "r, pieces, firsts",
+    [
+        (LedgerRange(1, 16000), 1, [1]),
+        (LedgerRange(1, 16000), 2, [1, 8001]),  # 250 checkpoints: 125 each
+        (LedgerRange(1, 16000), 3, [1, 5313, 10625]),  # 83, 83, 84 checkpoints
+        (LedgerRange(1, 128), 5, [1, 65]),  # never finer than a checkpoint
+        (LedgerRange(16001, 16100), 2, [16001, 16065]),  # a partial tip range
+    ],
+)
+def test_split_cuts_on_checkpoint_starts(r, pieces, firsts):
+    got = split(r, pieces)
+    assert [p.first for p in got] == firsts
+    assert got[0].first == r.first and got[-1].last == r.last
+    assert all(a.last + 1 == b.first for a, b in zip(got, got[1:], strict=False))
+
+
+SPAN = MissionSpan(1, 40 * 16000, 16000)
+
+
+def cost_model() -> LedgerCost:
+    # 40 grid ranges: 30 old ones of 100 s, then slower toward the tip, the tip 20000 s; setup 300 s at the tip.
+    grid = plan_ranges(SPAN)
+    secs = [100.0] * 30 + [1000.0 * 2**i for i in range(9)] + [20000.0]
+    return LedgerCost.from_measures(
+        [RangeMeasure(r.last, GiB, None, s, None, r.first) for r, s in zip(grid, secs, strict=True)], 300.0
+    )
+
+
+def test_the_same_profile_and_slots_give_the_same_keys():
+    a, b = plan_cut(cost_model(), SPAN, 8), plan_cut(cost_model(), SPAN, 8)
+    assert a.keys == b.keys and a.seconds == b.seconds
+
+
+@pytest.mark.parametrize("slots", [1, 4, 8, 40])
+def test_a_range_neither_cut_nor_merged_keeps_its_grid_key(slots):
+    plan = plan_cut(cost_model(), SPAN, slots)
+    grid = plan_ranges(SPAN)
+    grid_keys = {r.key for r in grid}
+    assert plan.ranges[0].first == 1 and plan.ranges[-1].last == SPAN.last_ledger
+    assert all(a.last + 1 == b.first for a, b in zip(plan.ranges, plan.ranges[1:], strict=False))
+    for r in plan.ranges:
+        assert (r.first - 1) % 64 == 0  # a range's first ledger starts a checkpoint
+        inside = [g for g in grid if g.first <= r.first and r.last <= g.last]
+        spanned = [g for g in grid if r.first <= g.first and g.last <= r.last]
+        if r.key in grid_keys:
+            continue
+        assert inside or len(spanned) >= 2  # a piece of one grid range, or a merge of whole ones
+    assert plan.makespan_seconds <= plan.uniform_makespan_seconds
+    assert plan.work_seconds <= 1.10 * plan.uniform_work_seconds
+
+
+def test_at_many_slots_the_slow_ranges_are_cut_and_the_fast_merged():
+    plan = plan_cut(cost_model(), SPAN, 40)
+    assert plan.cut >= 1 and plan.merged >= 1
+    assert plan.makespan_seconds < 0.6 * plan.uniform_makespan_seconds
+
+
+def test_what_if_on_the_workload_model_at_a_quarter_size():
+    """Issue 25 item 5's target in the forecast: at 2096 x 1000/4000 slots, 30 min of setup at the tip,
+    the cut mission's makespan at most 0.6 x the uniform grid's, node-hours (work) within 1.10x."""
+    from catchup_assets.sim.workload import Workload
+
+    w = Workload(ranges=1000)
+    cost = LedgerCost.from_measures(measures_from_rows(w.profile_table().to_pylist()), 1800.0)
+    plan = plan_cut(cost, w.span, 524)
+    assert plan.makespan_seconds <= 0.6 * plan.uniform_makespan_seconds
+    assert plan.work_seconds <= 1.10 * plan.uniform_work_seconds
