@@ -39,8 +39,7 @@ class Change:
     namespace: str
     type: str  # ADDED / MODIFIED / DELETED
     labels: dict
-    obj: dict  # the object as written (fields read by a fieldSelector)
-    encoded: bytes  # the object's JSON
+    encoded: bytes  # the object's JSON as written (decoded again only for a fieldSelector)
 
 
 class WatchLog:
@@ -63,7 +62,6 @@ class WatchLog:
                 meta.get("namespace", ""),
                 type_,
                 dict(meta.get("labels") or {}),
-                json.loads(encoded),
                 encoded,
             )
             self._events.append(change)
@@ -80,7 +78,13 @@ class WatchLog:
         """Events after `rv`, or None when `rv` is older than the window (410 Expired)."""
         if rv < self._compacted_to:
             return None
-        return [c for c in self._events if c.rv > rv]
+        newer = []
+        for c in reversed(self._events):  # from the newest: a poll costs its own events, not the window
+            if c.rv <= rv:
+                break
+            newer.append(c)
+        newer.reverse()
+        return newer
 
 
 def expired(asked: int, oldest: int) -> dict:
@@ -110,6 +114,7 @@ def watch_lines(store, res, ns: str | None, query: dict, stopping: threading.Eve
     """
     labels_ok = label_matcher(query.get("labelSelector"))
     fields_ok = field_matcher(res.plural, query.get("fieldSelector"))
+    by_field = bool(query.get("fieldSelector"))
     bookmarks = query.get("allowWatchBookmarks") in TRUE
     timeout = float(query.get("timeoutSeconds") or DEFAULT_TIMEOUT)
     deadline = time.monotonic() + timeout
@@ -147,7 +152,7 @@ def watch_lines(store, res, ns: str | None, query: dict, stopping: threading.Eve
             rv = c.rv
             if (ns and c.namespace != ns) or c.plural != res.plural:
                 continue
-            if labels_ok(c.labels) and fields_ok(c.obj):
+            if labels_ok(c.labels) and (not by_field or fields_ok(json.loads(c.encoded))):
                 out.append(_line(c.type, c.encoded))
                 sent += 1
                 if cut_after is not None and sent >= cut_after:
