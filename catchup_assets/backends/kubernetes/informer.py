@@ -14,7 +14,8 @@ silence (a client read timeout), then resumes from where it stopped on the next 
 
 What relists (the cache dropped and rebuilt from a fresh LIST): an ERROR event (a
 `Status`, 410 Expired when the resourceVersion left the server's window), an HTTP
-410, and any 429/5xx on the watch. A watch cut off mid-body or reset keeps what it
+410, any 429/5xx on the watch, and a watch not opened within `idle` or reset before
+it answered. A watch cut off mid-body or reset keeps what it
 delivered and resumes from its last resourceVersion, as the reflector does; only an
 expired window needs a relist. Nothing survives the process (L10): a restart lists.
 """
@@ -87,7 +88,10 @@ class Informer:
             self._relist_next(f"HTTP {exc.status}")
             return
         except (Urllib3Error, TimeoutError, ConnectionError) as exc:
-            log.info("watch of %s not opened (%s); retried next pass", self.model.__name__, exc)
+            # Not opened within `idle` (a slow or far API server) or reset: the cache is not known
+            # current, so this read lists, as every pass did before the informer. A server that
+            # never answers a watch that fast costs a LIST a pass, never a stale view.
+            self._relist_next(f"not opened ({exc})")
             return
         try:
             for line in resp:
