@@ -199,9 +199,10 @@ def request_delta(after: dict, before: dict) -> dict[tuple[str, str], int]:
 
 
 def split_requests(counts: dict[tuple[str, str], int]) -> tuple[int, int, int]:
-    """(per-pass LISTs, per-node reads, everything else). Per node: the kubelet summaries,
-    read from each kubelet, and one GET of each Node (where its kubelet is, then cached)."""
-    lists = sum(n for (verb, _), n in counts.items() if verb == "list")
+    """(per-pass LISTs and watch polls, per-node reads, everything else). Per node: the kubelet
+    summaries, read from each kubelet, and one GET of each Node (where its kubelet is, then cached).
+    The informer lists Jobs and pods once, then polls a watch of each per pass (issue 26 item 2)."""
+    lists = sum(n for (verb, _), n in counts.items() if verb in ("list", "watch"))
     per_node = sum(n for (_, res), n in counts.items() if res in ("nodes/stats", "nodes"))
     return lists, per_node, sum(counts.values()) - lists - per_node
 

@@ -20,7 +20,8 @@ Start it as a context manager; the official client talks to it unmodified:
         api.faults.add(status=429, verb="list", resource="jobs", count=2)
 
 Pods only move when a `kubesim.kubelet.Kubelet` steps the store.
-Not modeled: watches, dry runs, namespace lifecycle (every namespace exists:
+Watches are served as the API reference describes them (kube_watch.py).
+Not modeled: dry runs, namespace lifecycle (every namespace exists:
 a GET of one never created answers it bare, kube_store.implicit_namespace),
 authn/authz, server-side apply, graceful pod deletion (a DELETE
 removes a pod at once; Jobs keep batch/v1's orphaning default).
@@ -40,6 +41,7 @@ from kubesim.kube_faults import FaultInjector, RequestLog, apply_patch
 from kubesim.kube_logs import FollowedLog, serve_log, stream_chunked
 from kubesim.kube_meta import TRUE, ApiError, ManualClock, not_found
 from kubesim.kube_store import RESOURCES, Store, implicit_namespace
+from kubesim.kube_watch import watch_lines
 
 _NO_ROUTE = ApiError(404, "NotFound", "the server could not find the requested resource")
 _PATH = re.compile(
@@ -188,6 +190,9 @@ class KubeApiServer:
                         return
                 if self.latency:
                     time.sleep(self.latency)
+                if verb == "watch":
+                    self._watch(h, route, query, cut_after=1 if truncate else None)
+                    return
                 with self.store.lock:
                     code, body = self._dispatch(route, query, raw, h.headers)
         except ApiError as exc:
@@ -226,14 +231,33 @@ class KubeApiServer:
         except (BrokenPipeError, ConnectionResetError):
             h.close_connection = True  # the reader went away: its follow ends
 
+    def _watch(self, h: _Handler, r: Route, query: dict, cut_after: int | None) -> None:
+        """A watch streams outside the store's lock; a cut-off one ends without its last chunk."""
+        self.requests.answered("GET", h.path, "watch", r.resource, 200)
+        lines = watch_lines(self.store, RESOURCES[r.plural], r.ns, query, self._stopping, cut_after)
+        try:
+            h.send_response(200)
+            h.send_header("Content-Type", "application/json")
+            h.send_header("Transfer-Encoding", "chunked")
+            h.end_headers()
+            if cut_after is None:
+                stream_chunked(h.wfile, lines)
+                return
+            for chunk in lines:
+                h.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+            h.wfile.flush()
+            h.close_connection = True  # cut off: no terminating chunk, the connection gone
+        except (BrokenPipeError, ConnectionResetError):
+            h.close_connection = True
+
     def _dispatch(self, r: Route, query: dict, raw: bytes, headers) -> tuple[int, object]:
         store, res = self.store, RESOURCES[r.plural]
         if r.sub == "log":
             return 200, serve_log(store, r.ns, r.name, query)
+        if r.verb == "watch":
+            return 200, {}  # streamed by _watch; reached only by a reset fault, which answers nothing
         if query.get("dryRun"):
             raise ApiError(400, "BadRequest", "dryRun is not supported by the simulated server")
-        if r.verb == "watch":
-            raise ApiError(405, "MethodNotAllowed", "watch is not supported by the simulated server: poll with list")
         if r.verb == "list":
             return 200, self._list(r, query)
         if r.verb == "get":

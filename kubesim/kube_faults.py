@@ -104,9 +104,9 @@ class FaultInjector:
             "reset after",  # committed, then the connection died: a retried create meets 409
             "timeout",  # stalled past the client's timeout, then committed
         ]
-        if verb in ("get", "list"):
-            kinds.append("cut-off body")
-        if verb in ("list", "delete"):
+        if verb in ("get", "list", "watch"):
+            kinds.append("cut-off body")  # a watch cut off after its first event (kube_api._watch)
+        if verb in ("list", "delete", "watch"):
             kinds.append("status 410")
         kind = rng.choice(kinds)
         self.injected[kind] += 1

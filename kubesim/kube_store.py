@@ -34,6 +34,7 @@ from kubesim.kube_meta import (
     not_found,
     rfc3339,
 )
+from kubesim.kube_watch import WatchLog
 
 
 def _clone(obj):
@@ -69,6 +70,7 @@ RESOURCES = {
 
 # k8s.io/apimachinery/pkg/util/rand: no vowels, no look-alikes.
 _NAME_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
+_PLURAL_OF_KIND = {r.kind: r.plural for r in RESOURCES.values()}
 TRACKING_LABELS = ("batch.kubernetes.io/controller-uid", "batch.kubernetes.io/job-name", "controller-uid", "job-name")
 
 
@@ -82,13 +84,16 @@ class Store:
         self._objs: dict[str, dict[tuple[str, str], dict]] = {p: {} for p in RESOURCES}
         self._rv = 1000
         self._events: dict[tuple[str, str, str], tuple[str, str]] = {}  # folding index
+        self.watch = WatchLog(self.lock)  # every write's watch event (kube_watch.py)
 
     # --- helpers used by the server and the controllers ---------------------
 
-    def bump(self, obj: dict) -> None:
-        """Record a modification: every write gets a new resourceVersion."""
-        self._rv += 1
-        obj["metadata"]["resourceVersion"] = str(self._rv)
+    def bump(self, obj: dict, event: str = "MODIFIED") -> None:
+        """Record a modification: every write gets a new resourceVersion and a watch event."""
+        with self.lock:
+            self._rv += 1
+            obj["metadata"]["resourceVersion"] = str(self._rv)
+            self.watch.record(_PLURAL_OF_KIND[obj["kind"]], obj, event)
 
     @property
     def resource_version(self) -> str:
@@ -146,8 +151,8 @@ class Store:
             meta["creationTimestamp"] = rfc3339(self.clock())
             meta.pop("resourceVersion", None)
             _DEFAULTS.get(plural, lambda s, o: None)(self, obj)
-            self.bump(obj)
             self._objs[plural][(ns, name)] = obj
+            self.bump(obj, "ADDED")
             return obj
 
     def get(self, plural: str, ns: str | None, name: str) -> dict:
@@ -218,7 +223,7 @@ class Store:
             if plural == "jobs":
                 # batch/v1 keeps the old default: without a policy the pods are orphaned.
                 self._cascade(meta["uid"], propagation or "Orphan")
-            self.bump(obj)
+            self.bump(obj, "DELETED")
             if plural in ("pods", "persistentvolumeclaims"):
                 return obj, obj
             return obj, {
@@ -258,7 +263,7 @@ class Store:
             for key, pvc in list(self._objs["persistentvolumeclaims"].items()):
                 if pvc["metadata"].get("deletionTimestamp") and not self._pvc_in_use(pvc):
                     del self._objs["persistentvolumeclaims"][key]
-                    self._rv += 1
+                    self.bump(pvc, "DELETED")
 
     def event(self, obj: dict, reason: str, message: str, component: str, type_: str = "Warning") -> None:
         """Record an Event about obj, folding repeats into `count` as the recorder does."""

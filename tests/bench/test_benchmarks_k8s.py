@@ -18,7 +18,9 @@ def test_k8s_api_smoke(tmp_path):
     counts = run.requests
     for kind in ("jobs", "persistentvolumeclaims"):
         assert counts[("create", kind)] == counts[("delete", kind)] == run.attempts
-    assert counts[("list", "jobs")] == counts[("list", "pods")] == run.passes
+    # Issue 26 item 2: listed once, then one watch poll per pass after the first.
+    assert counts[("list", "jobs")] == counts[("list", "pods")] == 1
+    assert counts[("watch", "jobs")] == counts[("watch", "pods")] == run.passes - 1
     assert counts[("get", "nodes/stats")] > 0 and ("get", "nodes/proxy") not in counts  # from each kubelet
     # One log read per attempt, the final one: no pod is read while it runs (L31).
     assert run.log_reads["final"] == run.attempts and run.log_reads["doomed"] == 0

@@ -4,7 +4,8 @@ The simulated API server misbehaves at random on 10% of requests, seeded, in eve
 way a real one and its network do: 429/500/503/504 with their Status bodies, a reset
 before the request is performed and one after it was (the create happened; its retry
 meets a 409), a stall past the client's timeout after which the request still takes
-effect, a body cut off mid-read on GETs and LISTs, and 410 Gone on LISTs and deletes.
+effect, a body cut off mid-read on GETs, LISTs and watches, and 410 Gone on LISTs, watches and
+deletes (issue 26 item 2: the backend lists once, then watches).
 No pass of the dispatcher may fail, no attempt may start twice, and the outcomes and
 profile must be the clean run's.
 """

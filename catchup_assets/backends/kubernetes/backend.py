@@ -18,18 +18,18 @@ from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
-from kubernetes.client import ApiException, BatchV1Api, CoreV1Api, V1DeleteOptions, V1Job, V1Pod
-from urllib3.exceptions import HTTPError as Urllib3Error
+from kubernetes.client import BatchV1Api, CoreV1Api, V1DeleteOptions, V1Job, V1Pod
 
 from catchup_assets.backends.kubernetes import manifests as m
 from catchup_assets.backends.kubernetes import names as n
+from catchup_assets.backends.kubernetes.api_calls import ApiCalls
 from catchup_assets.backends.kubernetes.cleanup import Leftovers
-from catchup_assets.backends.kubernetes.json_views import list_items
+from catchup_assets.backends.kubernetes.informer import Informer
+from catchup_assets.backends.kubernetes.json_views import ModelView
 from catchup_assets.backends.kubernetes.live_log import PodLiveLog
 from catchup_assets.backends.kubernetes.logs import POLLABLE, LogSpool
 from catchup_assets.backends.kubernetes.namespace_check import NamespaceCheck
 from catchup_assets.backends.kubernetes.observe import (
-    CONTAINER,
     attempt_state,
     doomed,
     never_starting,
@@ -47,7 +47,6 @@ from catchup_assets.core.dispatch.ports import (
     DispatchBlocked,
     Peaks,
     Phase,
-    TransientBackendError,
 )
 from catchup_assets.core.measure.logparse import parse_worker_log
 from catchup_assets.core.size.sizing import Tiers
@@ -55,12 +54,18 @@ from catchup_assets.store.logs import archive
 
 log = logging.getLogger(__name__)
 
-# 410 Gone on a LIST: the server's window moved; listing again is the cure.
-TRANSIENT = frozenset({410, 429, 500, 502, 503, 504})
 DEFAULT_CORE_CONFIG = 'NETWORK_PASSPHRASE="Public Global Stellar Network ; September 2015"\n'
 
 
-class KubernetesBackend(Leftovers, PodLiveLog, NamespaceCheck):  # live_log.py, namespace_check.py
+def _rv(obj: dict | None) -> str | None:
+    return obj["metadata"].get("resourceVersion") if obj is not None else None
+
+
+def _created(pod: dict) -> str:
+    return pod["metadata"].get("creationTimestamp") or ""  # RFC 3339 in UTC: ordered as text
+
+
+class KubernetesBackend(ApiCalls, Leftovers, PodLiveLog, NamespaceCheck):  # api_calls.py, live_log.py, ...
     def __init__(
         self,
         mission: str,
@@ -106,67 +111,11 @@ class KubernetesBackend(Leftovers, PodLiveLog, NamespaceCheck):  # live_log.py, 
         self._peaks: dict[str, Peaks] = {}
         self._last_stats = float("-inf")
         self._configmap_ready = False
+        # The informers' caches (informer.py): built by this process, never carried over (L10).
+        self._jobs = Informer(self.batch.list_namespaced_job, self._call, self.ns, self.selector, V1Job)
+        self._pod_cache = Informer(self.core.list_namespaced_pod, self._call, self.ns, self.selector, V1Pod)
+        self._states: dict[str, tuple] = {}  # Job name -> ((name, Job rv, pod rv), what they gave)
         self.blocked: str | None = None
-
-    # -- API calls ----------------------------------------------------------
-    def _call(self, fn: Callable, *args, read: bool = False, **kwargs):
-        """Retry what the API server could not answer now (L5: never a range's failure).
-
-        `read`: the call is unpreloaded and its whole body is read inside the retry, so
-        a body cut off mid-read (urllib3 ProtocolError) is retried like a reset.
-        """
-        delay = self.api_backoff
-        for attempt in range(self.api_retries + 1):
-            try:
-                if read:
-                    return fn(*args, _request_timeout=self.timeout, _preload_content=False, **kwargs).data
-                return fn(*args, _request_timeout=self.timeout, **kwargs)
-            except ApiException as exc:
-                if exc.status not in TRANSIENT:
-                    raise
-                retry_after = (exc.headers or {}).get("Retry-After") if exc.headers else None
-                wait = float(retry_after) if retry_after and str(retry_after).isdigit() else delay
-                why = f"HTTP {exc.status}"
-            except (Urllib3Error, TimeoutError, ConnectionError) as exc:
-                wait, why = delay, f"{type(exc).__name__}: {exc}"
-            if attempt == self.api_retries:
-                raise TransientBackendError(f"{getattr(fn, '__name__', 'API call')}: {why}")
-            self.sleeper(wait)
-            delay *= 2
-        raise AssertionError("unreachable")
-
-    def _create(self, fn: Callable, body) -> bool:
-        """Create; False if it already exists (409)."""
-        try:
-            self._call(fn, self.ns, body)
-            return True
-        except ApiException as exc:
-            if exc.status == 409:
-                return False
-            raise
-
-    def _delete(self, fn: Callable, name: str, **kwargs) -> None:
-        try:
-            self._call(fn, name, self.ns, **kwargs)
-        except ApiException as exc:
-            if exc.status not in (404, 410):  # already gone: what a delete wanted
-                raise
-
-    def _read_log(self, pod_name: str, since: str | None):
-        query = [("container", CONTAINER), ("timestamps", "true")]
-        if since:
-            query.append(("sinceTime", since))  # the generated client has no since_time
-        return self.core.api_client.call_api(
-            "/api/v1/namespaces/{namespace}/pods/{name}/log",
-            "GET",
-            path_params={"namespace": self.ns, "name": pod_name},
-            query_params=query,
-            header_params={"Accept": "text/plain"},
-            auth_settings=["BearerToken"],
-            _preload_content=False,
-            _return_http_data_only=True,
-            _request_timeout=self.timeout,
-        )
 
     # -- protocol -----------------------------------------------------------
     def submit(self, spec: AttemptSpec) -> None:
@@ -190,34 +139,46 @@ class KubernetesBackend(Leftovers, PodLiveLog, NamespaceCheck):  # live_log.py, 
 
     def observe(self) -> list[AttemptState]:
         self.check_namespace_once()  # its Pod Security label, on the first pass (namespace_check.py)
-        # Raw JSON read through model views: building the client's models costs seconds a pass at 2000.
-        jobs = list_items(
-            self._call(self.batch.list_namespaced_job, self.ns, label_selector=self.selector, read=True), V1Job
-        )
-        pods = list_items(
-            self._call(self.core.list_namespaced_pod, self.ns, label_selector=self.selector, read=True), V1Pod
-        )
-        by_job: dict[str, object] = {}
-        for pod in pods:
-            owner = (pod.metadata.labels or {}).get("job-name")
-            newest = by_job.get(owner)
-            if newest is None or pod.metadata.creation_timestamp > newest.metadata.creation_timestamp:
-                by_job[owner] = pod
+        # The informers' caches, brought up to date by a watch poll each (informer.py): a LIST
+        # only on the first pass and after the server's window expired. Raw JSON read through
+        # model views: building the client's models costs seconds a pass at 2000.
+        jobs, pods = self._jobs.read(), self._pod_cache.read()
+        newest: dict[str, dict] = {}
+        for pod in pods.values():
+            meta = pod["metadata"]
+            owner = (meta.get("labels") or {}).get("job-name")
+            known = newest.get(owner)
+            if known is None or _created(pod) > _created(known):
+                newest[owner] = pod
         now = self.clock()
-        self._sample_peaks(pods, now)
-        states, to_poll, seen = [], [], {}
-        for job in jobs:
-            pod = by_job.get(job.metadata.name)
-            state = attempt_state(job, pod)
+        if now - self._last_stats >= self.stats_interval:
+            self._sample_peaks([ModelView(p, V1Pod) for p in pods.values()], now)
+        states, to_poll, seen, memo = [], [], {}, {}
+        for name, job_obj in jobs.items():
+            pod_obj = newest.get(name)
+            key = (name, _rv(job_obj), _rv(pod_obj))
+            # Acting on changes only: an unchanged Job and pod give the state they gave last pass.
+            hit = self._states.get(name)
+            if hit is not None and hit[0] == key:
+                state, pod_name, phase, about_to_go = hit[1]
+            else:
+                pod = ModelView(pod_obj, V1Pod) if pod_obj is not None else None
+                state = attempt_state(ModelView(job_obj, V1Job), pod)
+                pod_name = phase = None
+                about_to_go = False
+                if pod is not None:
+                    pod_name, phase = pod.metadata.name, pod.status.phase if pod.status else "Unknown"
+                    about_to_go = bool(pod.status and phase in POLLABLE and doomed(pod))
+            memo[name] = (key, (state, pod_name, phase, about_to_go))
             aid = state.attempt_id
-            if pod is not None:
-                seen[aid] = (pod.metadata.name, pod.status.phase if pod.status else "Unknown")
-                if pod.status and pod.status.phase in POLLABLE and doomed(pod):
-                    to_poll.append((aid, pod.metadata.name))
-            if state.live:
-                state = self._never_starting(state, pod, now) or state
+            if pod_name is not None:
+                seen[aid] = (pod_name, phase)
+                if about_to_go:
+                    to_poll.append((aid, pod_name))
+            if state.live and pod_obj is not None:
+                state = self._never_starting(state, ModelView(pod_obj, V1Pod), now) or state
             states.append(self._with_peaks(state))
-        self._pods = seen
+        self._pods, self._states = seen, memo
         self.spool.poll_many(to_poll)
         return states
 
@@ -237,8 +198,6 @@ class KubernetesBackend(Leftovers, PodLiveLog, NamespaceCheck):  # live_log.py, 
 
     def _sample_peaks(self, pods: list, now: float) -> None:
         """One kubelet summary per node with a running pod of ours, at most every stats_interval (L19)."""
-        if now - self._last_stats < self.stats_interval:
-            return
         self._last_stats = now
         ours = running_by_node(pods)
         for node, summary in self.kubelet.summaries(list(ours)):

@@ -1,0 +1,77 @@
+"""The backend's API calls: retried when the API server cannot answer now (L5), 409/404 read as what they mean."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from kubernetes.client import ApiException
+from urllib3.exceptions import HTTPError as Urllib3Error
+
+from catchup_assets.backends.kubernetes.names import CONTAINER
+from catchup_assets.core.dispatch.ports import TransientBackendError
+
+# 410 Gone on a LIST: the server's window moved; listing again is the cure.
+TRANSIENT = frozenset({410, 429, 500, 502, 503, 504})
+
+
+class ApiCalls:
+    """Mixed into KubernetesBackend: needs `ns`, `sleeper`, `api_retries`, `api_backoff`, `timeout`, `core`."""
+
+    def _call(self, fn: Callable, *args, read: bool = False, **kwargs):
+        """Retry what the API server could not answer now (L5: never a range's failure).
+
+        `read`: the call is unpreloaded and its whole body is read inside the retry, so
+        a body cut off mid-read (urllib3 ProtocolError) is retried like a reset.
+        """
+        delay = self.api_backoff
+        for attempt in range(self.api_retries + 1):
+            try:
+                if read:
+                    return fn(*args, _request_timeout=self.timeout, _preload_content=False, **kwargs).data
+                return fn(*args, _request_timeout=self.timeout, **kwargs)
+            except ApiException as exc:
+                if exc.status not in TRANSIENT:
+                    raise
+                retry_after = (exc.headers or {}).get("Retry-After") if exc.headers else None
+                wait = float(retry_after) if retry_after and str(retry_after).isdigit() else delay
+                why = f"HTTP {exc.status}"
+            except (Urllib3Error, TimeoutError, ConnectionError) as exc:
+                wait, why = delay, f"{type(exc).__name__}: {exc}"
+            if attempt == self.api_retries:
+                raise TransientBackendError(f"{getattr(fn, '__name__', 'API call')}: {why}")
+            self.sleeper(wait)
+            delay *= 2
+        raise AssertionError("unreachable")
+
+    def _create(self, fn: Callable, body) -> bool:
+        """Create; False if it already exists (409)."""
+        try:
+            self._call(fn, self.ns, body)
+            return True
+        except ApiException as exc:
+            if exc.status == 409:
+                return False
+            raise
+
+    def _delete(self, fn: Callable, name: str, **kwargs) -> None:
+        try:
+            self._call(fn, name, self.ns, **kwargs)
+        except ApiException as exc:
+            if exc.status not in (404, 410):  # already gone: what a delete wanted
+                raise
+
+    def _read_log(self, pod_name: str, since: str | None):
+        query = [("container", CONTAINER), ("timestamps", "true")]
+        if since:
+            query.append(("sinceTime", since))  # the generated client has no since_time
+        return self.core.api_client.call_api(
+            "/api/v1/namespaces/{namespace}/pods/{name}/log",
+            "GET",
+            path_params={"namespace": self.ns, "name": pod_name},
+            query_params=query,
+            header_params={"Accept": "text/plain"},
+            auth_settings=["BearerToken"],
+            _preload_content=False,
+            _return_http_data_only=True,
+            _request_timeout=self.timeout,
+        )

@@ -1,0 +1,122 @@
+"""A list-then-watch cache of one resource of the mission (issue 26 item 2), as client-go's reflector.
+
+The first read LISTs the mission's objects (label-selected), then each read WATCHes
+from the last resourceVersion seen, with `allowWatchBookmarks`, and applies the
+events: ADDED/MODIFIED replace an object, DELETED drops it, BOOKMARK only moves the
+resourceVersion (https://kubernetes.io/docs/reference/using-api/api-concepts/#efficient-detection-of-changes).
+
+Why the pass polls the watch rather than a background thread streaming it: the
+backend stays a plain object whose every call happens inside the pass, with its
+APIs, clock and sleeper injected, so a test steps the cluster, runs a pass and sees
+exactly what the server held, with no thread to race. Each poll is one watch request
+that reads what the server has already queued and stops after `idle` seconds of
+silence (a client read timeout), then resumes from where it stopped on the next pass.
+
+What relists (the cache dropped and rebuilt from a fresh LIST): an ERROR event (a
+`Status`, 410 Expired when the resourceVersion left the server's window), an HTTP
+410, any 429/5xx on the watch, and a watch not opened within `idle` or reset before
+it answered. A watch cut off mid-body or reset keeps what it
+delivered and resumes from its last resourceVersion, as the reflector does; only an
+expired window needs a relist. Nothing survives the process (L10): a restart lists.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable
+
+from kubernetes.client import ApiException
+from urllib3.exceptions import HTTPError as Urllib3Error
+from urllib3.exceptions import ReadTimeoutError
+
+log = logging.getLogger(__name__)
+
+
+class Informer:
+    def __init__(
+        self,
+        list_fn: Callable,
+        call: Callable,
+        namespace: str,
+        selector: str,
+        model: type,
+        *,
+        idle: float = 0.05,
+        connect_timeout: float = 30.0,
+    ) -> None:
+        self.list_fn, self.call = list_fn, call  # call: the backend's retrying _call
+        self.ns, self.selector, self.model = namespace, selector, model
+        self.idle, self.connect_timeout = idle, connect_timeout
+        self.objects: dict[str, dict] = {}  # name -> the object's JSON
+        self.resource_version: str | None = None  # None: list on the next read
+        self.relists = self.events = 0
+
+    def read(self) -> dict[str, dict]:
+        """The cache, brought up to date: a LIST the first time and after an expiry, else a watch poll."""
+        if self.resource_version is None:
+            self._list()
+        else:
+            self._poll()
+            if self.resource_version is None:
+                self._list()
+        return self.objects
+
+    def _list(self) -> None:
+        body = json.loads(self.call(self.list_fn, self.ns, label_selector=self.selector, read=True))
+        self.objects = {o["metadata"]["name"]: o for o in body.get("items") or []}
+        self.resource_version = (body.get("metadata") or {}).get("resourceVersion")
+        self.relists += 1
+
+    def _relist_next(self, why: str) -> None:
+        log.info("watch of %s: %s; listing again", self.model.__name__, why)
+        self.objects, self.resource_version = {}, None
+
+    def _poll(self) -> None:
+        try:
+            resp = self.list_fn(
+                self.ns,
+                label_selector=self.selector,
+                watch=True,
+                resource_version=self.resource_version,
+                allow_watch_bookmarks=True,
+                timeout_seconds=max(1, int(self.idle) + 1),
+                _preload_content=False,
+                _request_timeout=(self.connect_timeout, self.idle),
+            )
+        except ApiException as exc:
+            self._relist_next(f"HTTP {exc.status}")
+            return
+        except (Urllib3Error, TimeoutError, ConnectionError) as exc:
+            # Not opened within `idle` (a slow or far API server) or reset: the cache is not known
+            # current, so this read lists, as every pass did before the informer. A server that
+            # never answers a watch that fast costs a LIST a pass, never a stale view.
+            self._relist_next(f"not opened ({exc})")
+            return
+        try:
+            for line in resp:
+                if line.strip() and not self._apply(json.loads(line)):
+                    return
+        except ReadTimeoutError:
+            pass  # silence for `idle`: everything queued has been read
+        except (Urllib3Error, ConnectionError, ValueError) as exc:
+            # Cut off or reset mid-stream (a partial last line fails to decode): keep what arrived.
+            log.info("watch of %s cut off (%s); resumed next pass", self.model.__name__, exc)
+        finally:
+            resp.close()
+            resp.release_conn()
+
+    def _apply(self, event: dict) -> bool:
+        """Apply one watch event; False when the watch must end (an ERROR: relist)."""
+        kind, obj = event.get("type"), event.get("object") or {}
+        if kind == "ERROR":
+            self._relist_next(f"ERROR {obj.get('code')} {obj.get('reason')}: {obj.get('message')}")
+            return False
+        meta = obj.get("metadata") or {}
+        self.events += 1
+        if kind in ("ADDED", "MODIFIED"):
+            self.objects[meta["name"]] = obj
+        elif kind == "DELETED":
+            self.objects.pop(meta["name"], None)
+        self.resource_version = meta.get("resourceVersion") or self.resource_version
+        return True

@@ -1,0 +1,118 @@
+"""The backend's informer against the simulated API server (issue 26 item 2, L5, L10).
+
+Jobs and pods are listed once and then watched; what goes wrong on a watch (410 as
+HTTP and as an ERROR event, a body cut off, a reset, 429 and 5xx) relists or resumes
+and the mission ends with the clean run's outcomes. A new backend (a restart) starts
+with an empty cache and lists again (L10). Assertions are on the attempt records and
+the requests the server received.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from catchup_assets.core.dispatch.ports import Peaks
+from catchup_assets.mission.plan import prepare
+from catchup_assets.mission.run import run_mission
+from catchup_assets.store.records import RecordStore
+from catchup_assets.store.root import Store
+from test_k8s_backend import C, SimClock, backend, mission, sim_cluster
+
+OUTCOMES = sorted(["oom", "ok", "disrupted", "ok", "failed", "ok"])  # the clean run's (test_k8s_backend)
+
+
+@pytest.fixture
+def cluster():
+    with sim_cluster() as c:
+        yield c
+
+
+class CompactingClock(SimClock):
+    """The server's watch window compacted away at a few passes (etcd compaction): the next poll
+    meets an ERROR event carrying a 410 Expired Status."""
+
+    def __init__(self, kubelet, api, at: set[int]):
+        super().__init__(kubelet)
+        self.api, self.at, self.sleeps = api, at, 0
+
+    def sleep(self, seconds: float) -> None:
+        super().sleep(seconds)
+        self.sleeps += 1
+        if self.sleeps in self.at:
+            self.api.store.watch.compact(int(self.api.store.resource_version))
+
+
+def outcomes(cfg) -> list[str]:
+    records, _ = RecordStore(Store(cfg.storage_root), "m1").load()
+    return sorted(r.outcome for r in records.values())
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_issue26_watch_faults_relist_and_the_mission_ends_as_a_clean_run(cluster, tmp_path, seed):
+    api, kubelet = cluster
+    for resource in ("jobs", "pods"):
+        api.faults.add(status=410, verb="watch", resource=resource, count=1)  # HTTP 410 on the request
+        api.faults.add(truncate=True, verb="watch", resource=resource, count=2)  # cut off mid-body
+        api.faults.add(reset=True, apply=False, verb="watch", resource=resource, count=1)
+        api.faults.add(status=429, verb="watch", resource=resource, count=1, retry_after=0)
+        api.faults.add(status=500 + 3 * (seed - 1), verb="watch", resource=resource, count=1)
+    cfg = mission(tmp_path)
+    clock = CompactingClock(kubelet, api, at={3 + seed, 9 + seed})
+    result = run_mission(prepare(cfg), backend(api, kubelet, tmp_path), clock=clock)
+    assert api.faults.pending() == 0  # every fault was met
+    assert result.condemned.keys() == {C}
+    assert outcomes(cfg) == OUTCOMES
+    # Relists: the first, then at most one per 410 (HTTP, or an ERROR event after a compaction
+    # that passed the informer's resourceVersion), per 429/5xx that urllib3's own retry did
+    # not absorb and per watch reset before it answered; a watch cut off mid-body resumes
+    # from its last resourceVersion instead.
+    for resource in ("jobs", "pods"):
+        assert 2 <= api.requests.count("list", resource) <= 1 + 6, resource
+
+
+def test_issue26_a_watch_that_never_opens_in_time_costs_a_list_a_pass_never_a_stale_view(cluster, tmp_path):
+    """An API server slower to answer a watch than the informer waits (here: no server is that
+    fast) leaves the backend listing each pass, as before the informer: same outcomes."""
+    api, kubelet = cluster
+    cfg = mission(tmp_path)
+    b = backend(api, kubelet, tmp_path)
+    for informer in (b._jobs, b._pod_cache):
+        informer.idle = 1e-9
+    result = run_mission(prepare(cfg), b, clock=SimClock(kubelet))
+    assert result.condemned.keys() == {C} and outcomes(cfg) == OUTCOMES
+    assert api.requests.count("list", "jobs") > 3 and api.requests.count("list", "pods") > 3
+
+
+class RestartingClock(SimClock):
+    """At a few passes, a second backend (a restarted process) is made and observes beside the first."""
+
+    def __init__(self, kubelet, make, first, at: set[int]):
+        super().__init__(kubelet)
+        self.make, self.first, self.at, self.sleeps, self.compared = make, first, at, 0, []
+
+    def sleep(self, seconds: float) -> None:
+        super().sleep(seconds)
+        self.sleeps += 1
+        if self.sleeps in self.at:
+            # Peaks are this process's own measurements (L20), flushed to records: not compared.
+            def seen(b):
+                return sorted((replace(s, peaks=Peaks()) for s in b.observe()), key=lambda s: s.attempt_id)
+
+            self.compared.append((seen(self.make()), seen(self.first)))
+
+
+def test_L10_a_restarted_backend_rebuilds_its_cache_from_a_list(cluster, tmp_path):
+    api, kubelet = cluster
+    cfg = mission(tmp_path)
+    first = backend(api, kubelet, tmp_path)
+    made = iter(range(100))
+    clock = RestartingClock(kubelet, lambda: backend(api, kubelet, tmp_path / f"r{next(made)}"), first, {3, 8, 20})
+    result = run_mission(prepare(cfg), first, clock=clock)
+    assert result.condemned.keys() == {C} and outcomes(cfg) == OUTCOMES
+    assert len(clock.compared) == 3 and any(fresh for fresh, _ in clock.compared)
+    for fresh, cached in clock.compared:
+        assert fresh == cached  # a fresh list says what the first backend's watched cache says
+    # The first backend listed once; each restarted one listed once of its own.
+    assert api.requests.count("list", "jobs") == api.requests.count("list", "pods") == 1 + 3
