@@ -22,23 +22,23 @@ log = logging.getLogger("catchup_assets.backends.local.supervisor")
 PEAK_KEYS = ("anon_bytes", "working_set_bytes", "ephemeral_bytes")
 
 
-def write_json_atomic(path: Path, data: Any) -> None:
+def _synced_tmp(path: Path, data: Any) -> Path:
     # The pid in the tmp name keeps two writers (backend, supervisor) apart (L33).
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
     with open(tmp, "w") as f:
         json.dump(data, f)
         f.flush()
         os.fsync(f.fileno())
-    os.replace(tmp, path)
+    return tmp
+
+
+def write_json_atomic(path: Path, data: Any) -> None:
+    os.replace(_synced_tmp(path, data), path)
 
 
 def write_json_if_absent(path: Path, data: Any) -> bool:
     """Write `path` only if no one has: a link cannot replace, so a concurrent writer's file stands."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-    with open(tmp, "w") as f:
-        json.dump(data, f)
-        f.flush()
-        os.fsync(f.fileno())
+    tmp = _synced_tmp(path, data)
     try:
         os.link(tmp, path)
         return True
