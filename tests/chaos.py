@@ -218,6 +218,11 @@ class Killer:
             return out
 
         be._call = call
+        # The informers hold the backend's call from before this hook, and open their watch polls
+        # themselves: both are observe's API calls, where a dispatcher dies most often.
+        for informer in (be._jobs, be._pod_cache):
+            informer.call = call
+            informer.list_fn = self._watch_points(informer.list_fn)
         real_read = be._read_log
 
         def read_log(*args, **kwargs):
@@ -248,6 +253,17 @@ class Killer:
             return out
 
         store.write_bytes, store.create_exclusive = write_bytes, create_exclusive
+
+    def _watch_points(self, list_fn):
+        def listed(*args, **kwargs):
+            if not kwargs.get("watch"):
+                return list_fn(*args, **kwargs)  # a LIST: its points are the call's
+            self._point(after=False)
+            out = list_fn(*args, **kwargs)
+            self._point(after=True)
+            return out
+
+        return listed
 
     def _scope(self, obj, name: str, ctx: str) -> None:
         real = getattr(obj, name)
