@@ -36,8 +36,8 @@ BASE = {"image": {"repository": "ghcr.io/stellar/catchup-assets", "tag": "1.2.3"
 # What the mission's ServiceAccount may do in its namespace, exactly (docs/deploy.md, "RBAC"; issue 5).
 # What the backend calls (test_k8s_backend.py measures it against the simulated API server).
 ROLE_GRANTS = {
-    ("batch", "jobs"): {"create", "list", "delete"},
-    ("", "pods"): {"list"},
+    ("batch", "jobs"): {"create", "list", "watch", "delete"},
+    ("", "pods"): {"list", "watch"},
     ("", "pods/log"): {"get"},
     ("", "persistentvolumeclaims"): {"create", "list", "delete"},
 }
