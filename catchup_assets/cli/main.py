@@ -13,7 +13,7 @@ from catchup_assets.cli import cleanup, control, diff, fit_tiers, logs, plan, pr
 from catchup_assets.cli.demo import command as demo
 from catchup_assets.core.aggregate.diff import DEFAULT_BAND_LEDGERS, DEFAULT_THRESHOLD
 from catchup_assets.core.plan.config import DEFAULT_PARALLELISM
-from catchup_assets.core.plan.ranges import CHECKPOINT_LEDGERS, MAX_LEDGER, MAX_RANGES
+from catchup_assets.core.plan.ranges import CHECKPOINT_LEDGERS, LENGTHS, MAX_LEDGER, MAX_RANGES
 from catchup_assets.core.size.fit import NAMES as TIER_NAMES
 
 
@@ -114,6 +114,13 @@ def build_parser() -> argparse.ArgumentParser:
         help=f"attempts in flight at once (default {DEFAULT_PARALLELISM})",
     )
     pl.add_argument("--order", default="longest-first", choices=["tip-first", "oldest-first", "longest-first"])
+    pl.add_argument(
+        "--lengths",
+        default="uniform",
+        choices=LENGTHS,
+        help="uniform: the --ledgers-per-range grid; profile: the grid cut and merged to the profile for "
+        "--parallelism slots, its what-if beside the uniform grid's (default uniform)",
+    )
     pl.add_argument("--first-ledger", type=number(int, at_least=1, at_most=MAX_LEDGER), default=1)
     pl.add_argument(
         "--last-ledger",

@@ -27,8 +27,8 @@ def command(args: argparse.Namespace) -> int:
 
     from catchup_assets.core.plan.config import MissionConfig
     from catchup_assets.core.plan.ranges import MissionSpan
-    from catchup_assets.core.size.forecast import forecast_rows
-    from catchup_assets.mission.plan import fallback_forecast, forecast_mission, predict_cost, prepare
+    from catchup_assets.core.size.forecast import forecast_rows, lengths_rows
+    from catchup_assets.mission.plan import fallback_forecast, forecast_mission, predict_cost, prepare, uniform_forecast
 
     previous = load_profile(args.profile)
     last = args.last_ledger or max(int(r["last_ledger"]) for r in previous.rows)
@@ -50,6 +50,7 @@ def command(args: argparse.Namespace) -> int:
         parallelism=args.parallelism,
         order=args.order,
         previous_profile=args.profile,
+        lengths=args.lengths,
     )
     prepared = prepare(cfg)
     forecasts = forecast_mission(prepared, args.what_if)
@@ -62,7 +63,11 @@ def command(args: argparse.Namespace) -> int:
         f"{forecasts[0].estimated} without their own measurement"
     )
     print("tiers     " + ", ".join(f"{t} {n}" for t, n in sorted(tiers.items(), key=lambda kv: -kv[1])))
+    print(lengths_line(prepared))
     print("\n" + records_table(forecast_rows(forecasts, cfg.parallelism)))
+    if uniform := uniform_forecast(prepared, args.what_if):
+        print("\nThe profile cut beside the uniform grid, at the same slots:")
+        print(records_table(lengths_rows(forecasts, uniform, cfg.parallelism)))
     print(
         "\nPredicted from the profile's seconds with the dispatcher's own order; reclaims, OOM retries "
         "and node start-up come on top."
@@ -71,6 +76,19 @@ def command(args: argparse.Namespace) -> int:
         print(fallback.line())
     print_cost(predict_cost(prepared), cfg.placement)
     return 0
+
+
+def lengths_line(prepared) -> str:
+    """How the span was cut, and its longest predicted range."""
+    seconds = [s for s in prepared.plan.column("predicted_seconds").to_pylist() if s is not None]
+    longest = f"; longest predicted range {max(seconds) / 3600:.2f} h" if seconds else ""
+    cut = prepared.cut
+    how = (
+        f"profile: {len(prepared.ordered)} ranges, {cut.cut} grid ranges cut and {cut.merged} merged"
+        if cut is not None
+        else f"uniform: {len(prepared.ordered)} ranges of {prepared.config.span.ledgers_per_range} ledgers"
+    )
+    return f"lengths   {how}{longest}"
 
 
 def print_cost(cost, placement) -> None:

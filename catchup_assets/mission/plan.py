@@ -6,10 +6,11 @@ mission to profile or map was planned. The CLI and the mission_plan asset call i
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from catchup_assets.core.errors import ConfigError
 from catchup_assets.core.plan.config import MissionConfig, validate_mission
+from catchup_assets.core.plan.cut import CutPlan, profile_cut
 from catchup_assets.core.plan.ranges import LedgerRange, dispatch_order, parse_key, plan_ranges
 from catchup_assets.core.size.cost import MissionCost, mission_cost
 from catchup_assets.core.size.forecast import (
@@ -35,38 +36,65 @@ class PreparedMission:
     plan: Table
     trusted: TrustedHashes | None = None  # the checkpoint hashes every range is checked against
     trusted_by_key: dict[str, tuple[int, str]] | None = None  # each range's: its checkpoint end, hash
+    cut: CutPlan | None = None  # lengths profile: the cut, with the uniform grid's forecast beside it
+    lengths_note: str = ""  # how the lengths were chosen, when not as asked
 
     @property
     def keys(self) -> list[str]:
         return [r.key for r in self.ordered]
 
 
-def prepare(config: MissionConfig, keys: list[str] | None = None) -> PreparedMission:
-    """Validate everything, load the previous profile, order the ranges (L34, L35).
+def prepare(
+    config: MissionConfig, keys: list[str] | None = None, planned: list[LedgerRange] | None = None
+) -> PreparedMission:
+    """Validate everything, load the previous profile, cut and order the ranges (L34, L35).
 
-    `keys` narrows the mission to those ranges (a backfill of some partitions).
+    `keys` narrows the mission to those ranges (a backfill of some partitions). `planned`: the
+    mission's ranges as saved (`saved.mission_ranges`); else cut now, as `config.lengths` says.
+    A profile cut asked of an unprofiled mission is the uniform grid, and `config` says so.
     """
     previous = load_previous_profile(
         config.previous_profile, config.profile_timeout_seconds, config.previous_profile_sha256
     )
     trusted = load_trusted_hashes(config.trusted_hashes, config.profile_timeout_seconds)
-    planned = plan_ranges(config.span)
+    cut, note = None, ""
+    if planned is None and config.lengths == "profile":
+        measures = previous.index.measures() if previous.index is not None else []
+        cut = profile_cut(measures, config.span, config.parallelism)
+        if cut is None:
+            note = "lengths profile: no previous profile times a range, so the uniform grid"
+            config = replace(config, lengths="uniform")
+    if planned is None:
+        planned = list(cut.ranges) if cut is not None else plan_ranges(config.span)
     if keys is not None:
         wanted = {parse_key(k) for k in keys}
         outside = sorted(r.key for r in wanted - set(planned))
         if outside:
-            raise ConfigError(f"range keys not in the mission's span: {outside[:5]}")
+            raise ConfigError(f"range keys not in the mission's plan: {outside[:5]}")
         planned = [r for r in planned if r in wanted]
-    seconds = {}
-    if config.order == "longest-first" and previous.index is not None:
-        for r in planned:
-            m = previous.index.lookup(r.last)
-            if m is not None and m.seconds is not None:
-                seconds[r.key] = m.seconds
-    ordered = dispatch_order(planned, config.order, seconds)
+    ordered = _ordered(planned, config.order, previous)
     plan = plan_table(ordered, config.span.overlap, previous.index, config.placement)
     by_key = None if trusted is None else hashes_for(trusted, {r.key: r.last for r in ordered})
-    return PreparedMission(config, ordered, previous, plan, trusted, by_key)
+    return PreparedMission(config, ordered, previous, plan, trusted, by_key, cut, note)
+
+
+def uniform_forecast(prepared: PreparedMission, factors=WHAT_IF_FACTORS) -> list[Forecast]:
+    """The uniform grid's what-if at the same slots, beside a profile cut's; [] for a uniform mission."""
+    cfg = prepared.config
+    if prepared.cut is None:
+        return []
+    grid = _ordered(plan_ranges(cfg.span), cfg.order, prepared.previous)
+    est = estimates(grid, prepared.previous.index, cfg.placement)
+    return [] if est is None else what_if(est, cfg.parallelism, factors)
+
+
+def _ordered(ranges: list[LedgerRange], order: str, previous: PreviousProfile) -> list[LedgerRange]:
+    """`ranges` in dispatch order; longest-first by the seconds of what each overlaps (a cut or merged range)."""
+    index = previous.index
+    if order != "longest-first" or index is None:
+        return dispatch_order(ranges, order)
+    found = {r.key: index.lookup_span(r.first, r.last) for r in ranges}
+    return dispatch_order(ranges, order, {k: m.seconds for k, m in found.items() if m and m.seconds is not None})
 
 
 def forecast_mission(prepared: PreparedMission, factors=WHAT_IF_FACTORS) -> list[Forecast]:

@@ -8,11 +8,12 @@ from collections.abc import Iterable
 
 from catchup_assets.core.errors import ConfigError, StateError
 from catchup_assets.core.plan.config import MissionConfig, validate_mission
-from catchup_assets.core.plan.ranges import MissionSpan
+from catchup_assets.core.plan.ranges import LedgerRange, MissionSpan, parse_key, plan_ranges
 from catchup_assets.store import layout
 from catchup_assets.store.control import ControlStore
 from catchup_assets.store.profiles import PreviousProfile
 from catchup_assets.store.root import Store
+from catchup_assets.store.tables import read_table
 from catchup_assets.store.trusted import TrustedHashes, trust_label
 
 log = logging.getLogger(__name__)
@@ -26,6 +27,7 @@ _SPEC_FIELDS = (
     "previous_profile_sha256",
     "deadline_seconds",
     "trusted_hashes",
+    "lengths",
 )
 
 
@@ -86,6 +88,21 @@ def load_mission(store: Store, mission: str, **policies) -> MissionConfig:
         ) from None
     except (KeyError, TypeError, json.JSONDecodeError) as exc:
         raise StateError(f"{store.url(rel)} is not a mission file: {exc}") from exc
+
+
+def mission_ranges(store: Store, cfg: MissionConfig) -> list[LedgerRange]:
+    """The mission's ranges, ascending: the grid of its span, or for a profile-cut mission its saved plan's
+    (a cut is not re-derived: the saved plan is the plan run, whatever the profile or slots say since)."""
+    if cfg.lengths != "profile":
+        return plan_ranges(cfg.span)
+    rel = layout.plan(cfg.mission)
+    try:
+        keys = read_table(store, rel).column("range_key").to_pylist()
+        return sorted(parse_key(k) for k in keys)
+    except FileNotFoundError:
+        raise StateError(f"mission {cfg.mission!r} was cut to its profile; no plan at {store.url(rel)}") from None
+    except (KeyError, ValueError) as exc:
+        raise StateError(f"{store.url(rel)} does not hold the mission's ranges: {exc}") from exc
 
 
 def mission_doc(store: Store, mission: str) -> dict | None:

@@ -11,6 +11,7 @@ from catchup_assets.core.dispatch.breaker import failure_signature
 from catchup_assets.core.dispatch.ports import AttemptState, Phase
 from catchup_assets.core.dispatch.record import AttemptRecord
 from catchup_assets.core.dispatch.results import DispatcherStuck, RangeStatus, Status
+from catchup_assets.core.size.measures import measure_for
 
 log = logging.getLogger(__name__)
 
@@ -102,7 +103,8 @@ class Health:
         """How far past its due time an attempt runs (running / due), or None while it is on time.
 
         Due: stall_factor x its profiled seconds, and never before stall_seconds."""
-        m = self.cfg.profile.lookup(self.by_key[st.range_key].last) if self.cfg.profile else None
+        r = self.by_key[st.range_key]
+        m = measure_for(self.cfg.profile, r.first, r.last)  # a cut or merged range: what it overlaps
         predicted = m.seconds if m and m.seconds else 0.0
         due = max(self.mission.stall_seconds, self.mission.stall_factor * predicted)
         running = now - (st.started_at or now)
@@ -110,7 +112,8 @@ class Health:
 
     def _straggler(self, st: AttemptState, now: float) -> str:
         running = now - (st.started_at or now)
-        m = self.cfg.profile.lookup(self.by_key[st.range_key].last) if self.cfg.profile else None
+        r = self.by_key[st.range_key]
+        m = measure_for(self.cfg.profile, r.first, r.last)  # a cut or merged range: what it overlaps
         expected = f" (profiled {m.seconds:.0f}s)" if m and m.seconds else ""
         return f"{st.range_key} a{st.attempt} running {running:.0f}s{expected}"
 

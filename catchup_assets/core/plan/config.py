@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from catchup_assets.core.classify.outcomes import RetryPolicy
 from catchup_assets.core.errors import ConfigError
-from catchup_assets.core.plan.ranges import ORDERS, MissionSpan
+from catchup_assets.core.plan.ranges import LENGTHS, ORDERS, MissionSpan
 from catchup_assets.core.size.sizing import Placement
 
 # Attempts in flight at once, across every run of the mission (the seed ran 1000-2096).
@@ -90,11 +90,16 @@ class MissionConfig:
     # against it (each attempt its range's one hash: entrypoint.sh). None: untrusted, as
     # stellar-core warns.
     trusted_hashes: str | None = None
+    # How the span is cut (LENGTHS): uniform, or cut to the previous profile for `parallelism`
+    # slots; a backfill runs the saved plan's ranges, never a new cut.
+    lengths: str = "uniform"
 
     def __post_init__(self) -> None:
         validate_mission(self.mission)
         if self.order not in ORDERS:
             raise ConfigError(f"order: unknown order {self.order!r}: choose one of {', '.join(ORDERS)}")
+        if self.lengths not in LENGTHS:
+            raise ConfigError(f"lengths: unknown {self.lengths!r}: choose one of {', '.join(LENGTHS)}")
         if self.parallelism < 1:
             raise ConfigError(f"parallelism must be >= 1, got {self.parallelism}")
         check_dispatch_settings(

@@ -31,7 +31,8 @@ from dataclasses import dataclass
 from catchup_assets.core.errors import ConfigError, check_number
 from catchup_assets.core.plan.ranges import CHECKPOINT_LEDGERS, LedgerRange, MissionSpan, plan_ranges
 from catchup_assets.core.size.forecast import list_schedule
-from catchup_assets.core.size.ledger_cost import LedgerCost
+from catchup_assets.core.size.ledger_cost import LedgerCost, segments_from_measures
+from catchup_assets.core.size.measures import RangeMeasure
 
 DEFAULT_NODE_HOURS_CAP = 1.10  # at most 10% more node-hours than the uniform grid
 # Merge limits tried, as shares of the target: on the workload model no one share wins at every setup.
@@ -160,3 +161,9 @@ def plan_cut(
     make, _, ranges, cut, merged, secs = best
     bound = max(sum(secs) / slots, uncuttable_seconds(cost, grid))
     return CutPlan(tuple(ranges), tuple(secs), slots, make, bound, uniform_make, uniform_work, cut, merged)
+
+
+def profile_cut(measures: Sequence[RangeMeasure], span: MissionSpan, slots: int) -> CutPlan | None:
+    """`plan_cut` over the cost model of a profile's rows; None when no row has seconds and a first ledger."""
+    segments = segments_from_measures(measures)
+    return plan_cut(LedgerCost(segments), span, slots) if segments else None

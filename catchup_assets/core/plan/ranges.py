@@ -19,6 +19,8 @@ DEFAULT_OVERLAP = 320
 MAX_RANGES = 20_000  # per mission; the seed's full history was ~4800 at its finest grid
 MAX_LEDGER = 2**32 - 1  # ledger sequence numbers are uint32 in stellar-core
 ORDERS = ("tip-first", "oldest-first", "longest-first")
+# uniform: the fixed grid; profile: the grid cut and merged to the previous profile (core/plan/cut.py).
+LENGTHS = ("uniform", "profile")
 
 _KEY_RE = re.compile(r"^(\d{10})-(\d{10})$")
 

@@ -139,6 +139,25 @@ def forecast_rows(forecasts: Sequence[Forecast], configured: int) -> list[dict]:
     ]
 
 
+def lengths_rows(cut: Sequence[Forecast], uniform: Sequence[Forecast], configured: int) -> list[dict]:
+    """The what-if of a profile cut beside the uniform grid's, slot count by slot count (issue 25 item 4)."""
+    grid = {f.slots: f for f in uniform}
+    return [
+        {
+            "slots": f.slots,
+            "note": "configured" if f.slots == configured else "",
+            "profile_makespan_h": significant(f.makespan_seconds / 3600),
+            "uniform_makespan_h": significant(grid[f.slots].makespan_seconds / 3600),
+            "profile_node_hours": significant(f.node_hours),
+            "uniform_node_hours": significant(grid[f.slots].node_hours),
+            "profile_ranges": f.ranges,
+            "uniform_ranges": grid[f.slots].ranges,
+        }
+        for f in cut
+        if f.slots in grid
+    ]
+
+
 # Share of spot attempts a reclaim ends, as the seed's missions saw it (docs/cost.md: ~7%).
 RECLAIM_SHARE = 0.07
 

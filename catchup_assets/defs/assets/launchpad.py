@@ -36,6 +36,11 @@ from catchup_assets.store.root import Store
 GRID_FIELDS = ("first_ledger", "ledgers_per_range", "overlap")
 LATEST, NONE = "latest", "none"
 ORDER = Literal["tip-first", "oldest-first", "longest-first"]
+LENGTHS = Literal["uniform", "profile"]
+LENGTHS_HELP = (
+    "uniform: the fixed grid of ledgers_per_range; profile: that grid cut where the previous profile's ranges "
+    "are slow and merged where they are fast, for `parallelism` slots (unprofiled: uniform)"
+)
 
 
 @dataclass(frozen=True)
@@ -103,6 +108,7 @@ class MissionPlanConfig(dg.Config):
     parallelism: int = Field(
         default=DEFAULT_PARALLELISM, ge=1, description="attempts in flight at once, across all runs of the mission"
     )
+    lengths: LENGTHS = Field(default="uniform", description=LENGTHS_HELP)
     previous_profile: str = Field(
         default=LATEST,
         description="latest: the newest range_profile.parquet on this storage root; none: unprofiled; "
@@ -136,6 +142,7 @@ class MissionPlanConfig(dg.Config):
             storage_root=root,
             parallelism=self.parallelism,
             order=self.order,
+            lengths=self.lengths,
             previous_profile=previous.path,
             deadline_seconds=self.deadline_seconds,
             trusted_hashes=self.trusted_hashes or None,
@@ -161,7 +168,7 @@ def mission_plan_config(defaults: MissionDefaultsConfig) -> type[MissionPlanConf
     """MissionPlanConfig with this deployment's defaults (what the launchpad pre-fills) and its parallelism cap."""
     fields = MissionPlanConfig.model_fields
     spec = {}
-    for name in GRID_FIELDS + ("order", "parallelism", "last_ledger", "deadline_seconds"):
+    for name in GRID_FIELDS + ("order", "lengths", "parallelism", "last_ledger", "deadline_seconds"):
         value = getattr(defaults, name)
         if name == "last_ledger" and not value:
             continue  # no default tip: the launchpad asks for it

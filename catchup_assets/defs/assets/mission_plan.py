@@ -7,7 +7,7 @@ Made per deployment (`build_mission_plan`): its config's defaults are the deploy
 import dagster as dg
 
 from catchup_assets.core.errors import ConfigError
-from catchup_assets.core.plan.ranges import parse_key
+from catchup_assets.core.plan.ranges import parse_key, plan_ranges
 from catchup_assets.defs.assets.launchpad import (
     MissionPlanConfig,
     applied_order,
@@ -21,7 +21,7 @@ from catchup_assets.defs.missions import add_missions, unadopted
 from catchup_assets.defs.ownership import RANGE_KEY, SUPERSEDED, has_history, latest_marks
 from catchup_assets.defs.resources import CatchupResource
 from catchup_assets.defs.run_context import MISSION_TAG, ledger_ranges_partitions_def, refused
-from catchup_assets.mission.plan import forecast_mission, prepare
+from catchup_assets.mission.plan import forecast_mission, prepare, uniform_forecast
 from catchup_assets.mission.saved import save_mission
 from catchup_assets.store import layout
 from catchup_assets.store.profiles import ProfileRefused, ProfileUnavailable
@@ -73,12 +73,16 @@ def plan_mission(
     try:
         choice = choose_profile(config.previous_profile, catchup.root())
         context.log.info(choice.why)
-        cfg = config.to_mission(catchup, choice)
-        prepared = prepare(cfg)
+        prepared = prepare(config.to_mission(catchup, choice))
+        cfg = prepared.config  # its lengths as applied: uniform when there was no profile to cut to
         existing = instance.get_dynamic_partitions(ledger_ranges_partitions_def.name)
         marked = {k for k, (kind, _) in latest_marks(instance, existing).items() if kind == SUPERSEDED}
-        gone = superseded([k for k in existing if k not in marked], prepared.keys)
-        check_limits(config, catchup.mission_defaults, len(existing) - len(marked), len(gone))
+        live = [k for k in existing if k not in marked]
+        gone = superseded(live, prepared.keys)
+        # A cut supersedes the grid ranges it cuts or merges by design; the cap guards the grid itself
+        # (a typo'd first_ledger or ledgers_per_range), so it counts what the uniform grid would retire.
+        grid_gone = gone if prepared.cut is None else superseded(live, [r.key for r in plan_ranges(cfg.span)])
+        check_limits(config, catchup.mission_defaults, len(live), len(grid_gone))
         check_not_live(instance, existing, prepared.keys, cfg.mission)
     except ProfileUnavailable as exc:
         hint = ValueError(
@@ -90,6 +94,8 @@ def plan_mission(
         raise refused("mission_plan config refused", ValueError(f"previous_profile: {exc}")) from None
     except ValueError as exc:
         raise refused("mission_plan config refused", exc) from None
+    if prepared.lengths_note:
+        context.log.info(prepared.lengths_note)
     order = applied_order(cfg.order, prepared.previous.index is not None)
     if order != cfg.order:
         context.log.info(f"order {cfg.order}: {order}")
@@ -111,7 +117,15 @@ def plan_mission(
     return dg.MaterializeResult(
         metadata={
             **plan_metadata(
-                cfg, prepared, plan_url, new_keys, gone, deleted, forecast_mission(prepared), catchup.scale()
+                cfg,
+                prepared,
+                plan_url,
+                new_keys,
+                gone,
+                deleted,
+                forecast_mission(prepared),
+                catchup.scale(),
+                uniform_forecast(prepared),
             ),
             "previous_profile_choice": choice.why,
             "catchup_trust": trust_label(prepared.trusted),  # "verified against <file>, sha256 ..." or "untrusted"

@@ -13,7 +13,7 @@ import dagster as dg
 from catchup_assets.core.dispatch.health import HEALTH_DISPATCH, HEALTH_STALL
 from catchup_assets.core.dispatch.obey import PAUSED
 from catchup_assets.core.dispatch.results import RangeResult, RangeStatus
-from catchup_assets.core.plan.ranges import RangeKeyError, parse_key, plan_ranges
+from catchup_assets.core.plan.ranges import RangeKeyError, parse_key
 from catchup_assets.defs.assets.launchpad import policies
 from catchup_assets.defs.assets.mission_plan import build_mission_plan, mission_plan  # noqa: F401 - the graph's root, re-exported
 from catchup_assets.defs.metadata.ranges import attempt_metadata, failure_metadata, range_metadata
@@ -33,7 +33,7 @@ from catchup_assets.defs.run_context import (  # noqa: F401 - re-exported: senso
 from catchup_assets.mission.metrics import serve_metrics
 from catchup_assets.mission.plan import prepare
 from catchup_assets.mission.run import run_mission
-from catchup_assets.mission.saved import load_mission
+from catchup_assets.mission.saved import load_mission, mission_ranges
 from catchup_assets.store.profiles import ProfileRefused
 from catchup_assets.store.root import Store
 
@@ -85,15 +85,17 @@ def range_catchup(context: dg.AssetExecutionContext, catchup: CatchupResource) -
         raise refused("range_catchup refused", exc) from exc
     mission = current_mission(context, keys)
     try:
-        cfg = load_mission(Store(catchup.root()), mission, **policies(catchup))
+        store = Store(catchup.root())
+        cfg = load_mission(store, mission, **policies(catchup))
         # A new run over condemned ranges is an operator's retry; a step retry
         # or an automatic run retry of a dead dispatcher is not (it would loop).
         fresh = context.retry_number == 0 and "dagster/retry_number" not in context.run.tags
-        keys = skip_superseded(context, keys, {r.key for r in plan_ranges(cfg.span)})
+        planned = mission_ranges(store, cfg)  # a profile-cut mission's from its saved plan
+        keys = skip_superseded(context, keys, {r.key for r in planned})
         if not keys:
             yield from (dg.AssetCheckResult(check_name=c, passed=True) for c in (HEALTH_STALL, HEALTH_DISPATCH))
             return
-        prepared = prepare(cfg, keys)
+        prepared = prepare(cfg, keys, planned)
     except (ValueError, RangeKeyError, ProfileRefused) as exc:
         raise refused(f"range_catchup of mission {mission} refused", exc) from exc
     context.log.info(f"mission {mission}: {len(keys)} ranges, parallelism {cfg.parallelism}")

@@ -16,18 +16,7 @@ def forecast_metadata(cfg, forecasts, scale: Scale = FULL) -> dict[str, Any]:
     """The planner's prediction at the configured parallelism, and the what-if table (production hours)."""
     from catchup_assets.core.size.forecast import forecast_rows
 
-    # Every time figure of a forecast grows with the seconds it was made from: scaled alike.
-    forecasts = [
-        replace(
-            f,
-            makespan_seconds=f.makespan_seconds * scale.time,
-            lower_bound_seconds=f.lower_bound_seconds * scale.time,
-            longest_seconds=f.longest_seconds * scale.time,
-            node_hours=f.node_hours * scale.time,
-            work_hours=f.work_hours * scale.time,
-        )
-        for f in forecasts
-    ]
+    forecasts = _scaled(forecasts, scale)
     mine = next((f for f in forecasts if f.slots == cfg.parallelism), None)
     if mine is None:
         return {"forecast": "no previous profile: no prediction of makespan or node-hours"}
@@ -50,6 +39,7 @@ def plan_metadata(
     deleted: list[str],
     forecasts=(),
     scale: Scale = FULL,
+    uniform=(),
 ) -> dict[str, Any]:
     """The plan at a glance; hours, GiB and dollars at production scale (`scale`), as the demo's summary."""
     from catchup_assets.core.size.cost import mission_cost
@@ -91,6 +81,39 @@ def plan_metadata(
     if forecasts and (fallback := fallback_forecast(prepared)) is not None:
         meta["on_demand_fallback"] = fallback.line()  # beside the what-if: what reclaims moved to on-demand cost
     meta |= cost_metadata(None if uses is None else mission_cost(uses, cfg.placement), cfg.placement, "predicted_")
+    meta |= lengths_metadata(cfg, prepared, forecasts, uniform, scale)
     if scale.label():
         meta["scale"] = scale.label()
     return meta
+
+
+def lengths_metadata(cfg, prepared, forecasts, uniform, scale: Scale = FULL) -> dict[str, Any]:
+    """How the span was cut; for a profile cut, its what-if beside the uniform grid's (production hours)."""
+    from catchup_assets.core.size.forecast import lengths_rows
+
+    meta: dict[str, Any] = {"lengths": cfg.lengths + (f" ({prepared.lengths_note})" if prepared.lengths_note else "")}
+    cut = prepared.cut
+    if cut is None:
+        return meta
+    meta["ranges_cut"] = cut.cut  # grid ranges cut into pieces
+    meta["ranges_merged"] = cut.merged  # grid ranges merged into a neighbour
+    meta["longest_predicted_hours"] = reading(max(cut.seconds) * scale.time / 3600)
+    rows = lengths_rows(_scaled(forecasts, scale), _scaled(uniform, scale), cfg.parallelism)
+    if rows:
+        meta["what_if_lengths"] = markdown_table(rows, list(rows[0]))
+    return meta
+
+
+def _scaled(forecasts, scale: Scale):
+    # Every time figure of a forecast grows with the seconds it was made from: scaled alike.
+    return [
+        replace(
+            f,
+            makespan_seconds=f.makespan_seconds * scale.time,
+            lower_bound_seconds=f.lower_bound_seconds * scale.time,
+            longest_seconds=f.longest_seconds * scale.time,
+            node_hours=f.node_hours * scale.time,
+            work_hours=f.work_hours * scale.time,
+        )
+        for f in forecasts
+    ]

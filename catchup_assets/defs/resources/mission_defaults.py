@@ -18,6 +18,8 @@ class MissionDefaultsConfig(Strict):
     ledgers_per_range: int = Field(default=DEFAULT_LEDGERS_PER_RANGE, gt=0)
     overlap: int = Field(default=DEFAULT_OVERLAP, ge=0)
     order: Literal["tip-first", "oldest-first", "longest-first"] = "longest-first"
+    # uniform: the grid; profile: cut to the previous profile for `parallelism` slots (docs/operate.md).
+    lengths: Literal["uniform", "profile"] = "uniform"
     parallelism: int = Field(default=DEFAULT_PARALLELISM, ge=1, description="attempts in flight per mission")
     max_parallelism: int = Field(
         default=2 * DEFAULT_PARALLELISM, ge=1, description="a plan asking for more attempts in flight is refused"
