@@ -10,6 +10,7 @@ from catchup_assets.defs.control import mission_control_job
 from catchup_assets.defs.definitions import defs as location
 from catchup_assets.defs.run_context import MISSION_TAG, ledger_ranges_partitions_def
 from catchup_assets.mission.plan import prepare
+from catchup_assets.mission.run import run_mission
 from catchup_assets.mission.saved import save_mission
 from catchup_assets.store import layout
 from catchup_assets.store.control import ControlStore
@@ -17,6 +18,7 @@ from catchup_assets.store.records import RecordStore
 from catchup_assets.store.root import Store
 from catchup_assets.store.tables import write_table
 from dagster_defs import catchup, defs, plan_config
+from fakes import FakeBackend, FakeClock, Script
 
 RANGE = dg.AssetKey("range_catchup")
 SPAN = MissionSpan(1, 64000, ledgers_per_range=6400)
@@ -93,6 +95,20 @@ def test_L34_bad_input_is_refused_naming_the_field_and_writes_nothing(planned, m
     failure = " ".join(str(e.event_specific_data.error) for e in result.all_events if e.is_failure)
     assert named in failure
     assert not store.exists(layout.control("m1")) and not store.exists("m2")
+
+
+def test_L34_resume_of_a_finished_mission_is_refused_naming_the_action_and_writes_nothing(instance):
+    """Issue 21: the job refuses a resume of a finished mission as the CLI does (test_cli_control)."""
+    store = Store(catchup.root())
+    cfg = MissionConfig("m1", SPAN, store.root, parallelism=4, poll_seconds=5)
+    save_mission(store, cfg)
+    clock = FakeClock()  # every range run to completion on the fake cluster
+    assert run_mission(prepare(cfg), FakeBackend(clock, lambda s: Script(seconds=5)), clock=clock).condemned == {}
+    result = control(instance, "m1", "resume")
+    assert not result.success
+    failure = " ".join(str(e.event_specific_data.error) for e in result.all_events if e.is_failure)
+    assert "action: resume refused: the mission is finished" in failure
+    assert not store.exists(layout.control("m1"))
 
 
 def test_a_paused_and_drained_run_shows_paused_fails_no_partition_and_a_later_run_completes(planned_in_dagster):

@@ -132,8 +132,9 @@ def test_L10_L11_pause_parallelism_lowered_and_resume_take_effect_within_two_pas
     assert 2 in [op.step() for _ in range(2)]  # within two passes
     op.set("parallelism", 4)
     changed()
-    reached = [op.step() for _ in range(2)]
-    assert 4 in reached  # within two passes
+    reached = [(op.step(), op.live()) for _ in range(2)]
+    # within two passes, as the dispatchers count them and as the local backend's registry holds them
+    assert any(counted == 4 and live == 4 for counted, live in reached), reached
     assert op.live() <= 4
 
     op.set("parallelism", 1)
