@@ -25,6 +25,8 @@ from catchup_assets.defs.resources.slack import CatchupSlack
 from catchup_assets.defs.sensors.notify import notify_sensor
 from catchup_assets.store.records import RecordStore
 from catchup_assets.store.root import Store
+from dagster_defs import catchup
+from test_assets import plan, run_ranges, with_resource
 
 CHANNEL = "#catchup-alerts"
 TOKEN = "xoxb-loopback"
@@ -137,3 +139,35 @@ def test_notifications_are_off_without_a_channel_or_a_token(failed_demo, slack_a
         no_token = tick(instance, catchup, CatchupSlack(base_url=url))
         assert "no Slack token ($SLACK_BOT_TOKEN)" in no_token.skip_message
     assert received == []
+
+
+def test_Z4_a_stall_and_a_tripped_breaker_are_posted_once_each(instance, slack_api):
+    """The two health events the demo above has none of, each from a real range_catchup run (made as
+    test_assets' Z4 test makes them): a stall (`not_stalled` failing) and the circuit breaker
+    (`dispatching` failing). One message each, beside the runs' ends; none again on the next tick."""
+    url, received = slack_api
+    assert plan(instance, "m1", 2).success
+    keys = instance.get_dynamic_partitions("ledger_ranges")
+    slow = run_ranges(instance, keys, "m1", with_resource(stall_seconds=0.5, sim_speed=60_000))
+    assert slow.success
+    assert plan(instance, "m2", 3, first_range=2).success
+    keys = instance.get_dynamic_partitions("ledger_ranges")[2:]
+    blocked = run_ranges(
+        instance, keys, "m2", with_resource(breaker_attempts=2, sim_fail_targets=[int(k[-10:]) for k in keys])
+    )
+    assert not blocked.success
+    notifying = CatchupResource(**{**catchup.model_dump(), "slack_channel": CHANNEL})
+    slack = CatchupSlack(token=TOKEN, base_url=url)
+    data = tick(instance, notifying, slack)
+    assert {r["channel"] for r in received} == {CHANNEL}
+    stalled, stopped, *ended = [r["text"] for r in received]
+    assert stalled.startswith("mission m1: stalled: no range completed for ")
+    assert stalled.endswith(f" s and all 2 in flight are overdue (Z4) (run {slow.run_id})")
+    assert stopped.startswith("mission m2: dispatch stopped: circuit breaker: 2 attempts in a row failed the same way")
+    assert stopped.endswith(f"new dispatches stopped (run {blocked.run_id})")
+    assert [t.split(". ")[0] for t in ended] == [
+        f"mission m1 ended: its range_catchup run {slow.run_id} succeeded",
+        f"mission m2 ended: its range_catchup run {blocked.run_id} failed",
+    ]
+    again = tick(instance, notifying, slack, data.cursor)
+    assert len(received) == 4 and again.cursor == data.cursor

@@ -20,7 +20,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from catchup_assets.backends.local.backend import LocalBackend
 from catchup_assets.core.dispatch.reconciler import SystemClock
 from catchup_assets.core.plan.config import MissionConfig
-from catchup_assets.core.plan.ranges import MissionSpan
+from catchup_assets.core.plan.ranges import MissionSpan, plan_ranges
 from catchup_assets.core.size.catalog import CAPACITY_TYPES
 from catchup_assets.core.size.cost import attempt_uses, mission_cost
 from catchup_assets.mission.metrics import MissionMetrics
@@ -48,6 +48,17 @@ SERIES = {
     "catchup_stalled": "gauge",
     "catchup_attempts_by_capacity": "counter",
     "catchup_cost_dollars": "gauge",
+}
+# L5: the budget each outcome spends (`ok` and `stopped` spend none).
+BUDGET_OF = {
+    "disrupted": "environmental",
+    "evicted": "environmental",
+    "rejected": "environmental",
+    "unknown": "environmental",
+    "oom": "oom",
+    "interrupted": "ordinary",
+    "deadline": "ordinary",
+    "failed": "failed",
 }
 
 
@@ -92,7 +103,16 @@ def check_against_records(m: dict, cfg: MissionConfig, n_ranges: int) -> dict:
     assert m["catchup_cost_dollars"][()] == pytest.approx(dollars, rel=1e-9)
     live = by(m["catchup_live_attempts"], "phase")
     assert live["pending"] + live["running"] == ranges["pending"] + ranges["running"] <= cfg.parallelism
-    assert set(by(m["catchup_retries_left"], "budget")) == {"environmental", "oom", "ordinary", "failed"}
+    # Retries left: per budget, what each range not yet done or condemned may still spend, from its records.
+    retry = cfg.retry
+    allowed = {"environmental": retry.environmental, "oom": retry.oom_rungs - 1, "ordinary": retry.ordinary}
+    allowed["failed"] = retry.failed
+    left = dict.fromkeys(allowed, 0)
+    for key in {r.key for r in plan_ranges(SPAN)} - completed - condemned:
+        spent = Counter(BUDGET_OF[r.outcome] for r in finished if r.range_key == key and r.outcome in BUDGET_OF)
+        for budget, n in allowed.items():
+            left[budget] += max(0, n - spent[budget])
+    assert by(m["catchup_retries_left"], "budget") == left
     for flag in ("breaker_tripped", "paused", "draining", "stalled"):
         assert m[f"catchup_{flag}"][()] == 0
     assert m["catchup_profile_median_seconds"][()] == 0  # unprofiled

@@ -91,7 +91,8 @@ class Notifier:
                 if new and check in (HEALTH_STALL, HEALTH_DISPATCH) and not why.startswith(PAUSED):
                     mission = meta_of(evaluation, "mission") or "?"
                     what = "stalled" if check == HEALTH_STALL else "dispatch stopped"
-                    self.post(f"mission {mission}: {what}: {why} (run {run_id})")
+                    reason = why.removeprefix(f"{what}: ")  # the stall's verdict starts "stalled: " itself
+                    self.post(f"mission {mission}: {what}: {reason} (run {run_id})")
                 state["last"][check] = None if evaluation.passed else why
                 state["seen"] = record.storage_id
                 self.cursor.runs[run_id] = state
