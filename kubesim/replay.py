@@ -76,11 +76,14 @@ def replay(
     tiers: Tiers | None = None,
     placement: Placement | None = None,
     reclaims_per_spot_hour: float = 0.0,
+    lengths: str = "uniform",
 ) -> ReplayReport:
     """Run one mission over `workload` and report on it; `profiled` uses the model's own profile.
 
     `placement` (or just its `tiers`) sizes and prices the ranges; default: the project's.
-    `reclaims_per_spot_hour`: spot reclaims besides the workload's draw, per hour on spot (virtual.py)."""
+    `reclaims_per_spot_hour`: spot reclaims besides the workload's draw, per hour on spot (virtual.py).
+    `lengths`: profile cuts the span to the model's profile for `slots` (issue 25); the bound and the
+    work are then this mission's ranges', each piece's setup included (`Workload.cost_of`)."""
     root = storage_root or f"memory://replay-{uuid.uuid4().hex}"
     store = Store(root)
     previous = None
@@ -100,6 +103,7 @@ def replay(
         placement=placement,
         poll_seconds=poll_seconds,
         status_every=10**9,
+        lengths=lengths,
     )
     clock = VirtualClock()
     t0 = clock.time()
@@ -112,12 +116,14 @@ def replay(
         reclaims_per_spot_hour=reclaims_per_spot_hour,
     )
     wall = time.perf_counter()
-    result = run_mission(prepare(cfg), backend, clock=clock, write_plan=False)
+    prepared = prepare(cfg)
+    result = run_mission(prepared, backend, clock=clock, write_plan=False)
     wall = time.perf_counter() - wall
     if storage_root is None:
         _forget(store)
 
-    clean = [c.seconds * workload.draw(c.key, mission_seed).seconds_factor for c in workload]
+    keys = [r.key for r in prepared.ordered]
+    clean = [workload.cost_of(k).seconds * workload.draw(k, mission_seed).seconds_factor for k in keys]
     longest = max(clean)
     intervals = backend.finished
     end = max((i.end for i in intervals), default=t0)

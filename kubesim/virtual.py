@@ -85,7 +85,7 @@ class VirtualBackend:
         aid = spec.attempt_id
         if aid in self.attempts:
             raise AlreadyExists(aid)
-        cost = self.workload.by_key[spec.range_key]
+        cost = self.workload.cost_of(spec.range_key)  # a cut or merged range too
         draw = self.workload.draw(spec.range_key, self.mission_seed)
         done = self.progress.get(spec.range_key, 0.0)
         fresh = done == 0.0
@@ -186,7 +186,7 @@ class VirtualBackend:
 
     def collect(self, state: AttemptState, log_url: Callable[[int], str]) -> Collected:
         a = self.attempts[state.attempt_id]
-        cost = self.workload.by_key[state.range_key]
+        cost = self.workload.cost_of(state.range_key)
         share = a.progress_after - (0.0 if a.fresh else self.progress.get(state.range_key, 0.0))
         tx = int(cost.tx_apply_count * max(share, 0.0)) if a.observation is not OOM else None
         return Collected(

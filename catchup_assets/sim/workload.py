@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from functools import cached_property
 
 from catchup_assets.core.errors import ConfigError
-from catchup_assets.core.plan.ranges import MAX_RANGES, LedgerRange, MissionSpan, plan_ranges
+from catchup_assets.core.plan.ranges import MAX_RANGES, LedgerRange, MissionSpan, parse_key, plan_ranges
 from catchup_assets.core.units import GiB
 from catchup_assets.sim.model import SETUP_SECONDS
 from catchup_assets.store.tables import PROFILE_SCHEMA, Table, table
@@ -152,6 +152,34 @@ class Workload:
     @cached_property
     def by_key(self) -> dict[str, WorkloadRange]:
         return {c.key: c for c in self.costs}
+
+    def cost_of(self, key: str) -> WorkloadRange:
+        """The clean cost of any range of the span: a grid range's own, else built from the grid ranges
+        it overlaps (issue 25: a cut piece or a merged run), as a real catchup of those ledgers pays it.
+
+        It pays the setup of the grid range holding its first ledger (the bucket list there), then each
+        overlapped range's replay pro rata to the ledgers it shares; memory and disk peak as the largest
+        of theirs (every ledger of them is replayed, the heaviest last)."""
+        if (own := self.by_key.get(key)) is not None:
+            return own
+        r = parse_key(key)
+        size = self.ledgers_per_range
+        grid = self.costs[(r.first - 1) // size : (r.last - 1) // size + 1]
+        if not grid or grid[0].range.first > r.first or grid[-1].range.last < r.last:
+            raise ConfigError(f"range {key} is outside the workload's span 1..{self.span.last_ledger}")
+        shared = [(c, min(c.range.last, r.last) - max(c.range.first, r.first) + 1) for c in grid]
+        replay = sum((c.seconds - c.setup_seconds) * n / c.range.length for c, n in shared)
+        peak = max(c.peak_anon_bytes for c in grid)
+        return WorkloadRange(
+            range=r,
+            seconds=grid[0].setup_seconds + replay,
+            peak_anon_bytes=peak,
+            replay_anon_bytes=int(peak * self.shape.replay_share),
+            peak_working_set_bytes=max(c.peak_working_set_bytes for c in grid),
+            peak_ephemeral_bytes=max(c.peak_ephemeral_bytes for c in grid),
+            tx_apply_count=sum(c.tx_apply_count * n // c.range.length for c, n in shared),
+            setup_seconds=grid[0].setup_seconds,
+        )
 
     def __iter__(self) -> Iterator[WorkloadRange]:
         return iter(self.costs)

@@ -58,3 +58,12 @@ def test_kpis_smoke(tmp_path):
     assert [r[0].split(" (")[0] for r in rows] == ["no profile", "profiled"]
     slack = [float(r[1].rstrip("%")) for r in rows]
     assert 0 < slack[1] < slack[0] < 100
+
+
+def test_range_lengths_smoke(tmp_path):
+    """Issue 25 item 5: the replayed cut against the uniform grid, at smoke size."""
+    from benchmarks import range_lengths
+
+    assert range_lengths.main(["--smoke", "--out", str(tmp_path)]) == 0
+    text = (tmp_path / "range_lengths.md").read_text()
+    assert "| 30 | 20 | profile |" in text and "| 30 | 20 | uniform |" in text

@@ -109,3 +109,25 @@ def test_issue25_a_profile_older_than_the_setup_columns_sizes_as_before(tmp_path
     for c in list(model)[::400]:
         a, b = old_prev.index.lookup(c.range.last), new_prev.index.lookup(c.range.last)
         assert (a.peak_anon_bytes, a.seconds) == (b.peak_anon_bytes, b.seconds)
+
+
+def test_issue25_a_cut_piece_or_a_merged_run_costs_its_setup_then_its_ledgers(model):
+    """What the replay runs a cut or merged range at: the setup of its first grid range, then its ledgers' replay."""
+    from catchup_assets.core.plan.cut import split
+    from catchup_assets.core.plan.ranges import LedgerRange, format_key
+
+    tip = model.costs[-1]
+    assert model.cost_of(tip.key) is tip  # a grid range: its own
+    halves = [model.cost_of(p.key) for p in split(tip.range, 2)]
+    # Each half pays the setup again; between them they replay the range's ledgers once.
+    assert [h.setup_seconds for h in halves] == [tip.setup_seconds] * 2
+    assert sum(h.seconds for h in halves) == pytest.approx(tip.seconds + tip.setup_seconds)
+    assert sum(h.tx_apply_count for h in halves) == pytest.approx(tip.tx_apply_count, abs=2)
+    assert all(h.peak_anon_bytes == tip.peak_anon_bytes for h in halves)
+    old = model.costs[:3]
+    run = model.cost_of(format_key(old[0].range.first, old[-1].range.last))
+    # A merged run pays one setup, the first's, and peaks at the heaviest of its ranges.
+    assert run.seconds == pytest.approx(sum(c.seconds for c in old) - old[1].setup_seconds - old[2].setup_seconds)
+    assert run.peak_anon_bytes == max(c.peak_anon_bytes for c in old)
+    with pytest.raises(ValueError, match="outside the workload's span"):
+        model.cost_of(LedgerRange(tip.range.first, tip.range.last + 64).key)
