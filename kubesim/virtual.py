@@ -92,7 +92,7 @@ class VirtualBackend:
         full = cost.seconds * draw.seconds_factor
         remaining = full * (1.0 - done) + (0.0 if fresh else self.resume_overhead_seconds)
         start = self.clock.time() + self.start_delay_seconds
-        peak = cost.peak_anon_bytes if fresh else cost.replay_anon_bytes
+        peak = int((cost.peak_anon_bytes if fresh else cost.replay_anon_bytes) * draw.peak_factor)
         resumed_from = None if fresh else cost.range.first + int(done * cost.range.length)
         if spec.memory_limit_bytes < peak:
             at = self.oom_at if fresh else 0.5

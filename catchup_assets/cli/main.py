@@ -15,6 +15,7 @@ from catchup_assets.core.aggregate.diff import DEFAULT_BAND_LEDGERS, DEFAULT_THR
 from catchup_assets.core.plan.config import DEFAULT_PARALLELISM
 from catchup_assets.core.plan.ranges import CHECKPOINT_LEDGERS, LENGTHS, MAX_LEDGER, MAX_RANGES
 from catchup_assets.core.size.fit import NAMES as TIER_NAMES
+from catchup_assets.core.size.spread import DEFAULT_MEMORY_SIGMA, DEFAULT_SIGMA
 
 
 def number(
@@ -139,6 +140,19 @@ def build_parser() -> argparse.ArgumentParser:
         default=[0.5, 1.0, 2.0],
         metavar="FACTOR",
         help="parallelism factors to compare (default 0.5 1 2)",
+    )
+    pl.add_argument(
+        "--sigma",
+        type=number(float, at_least=0),
+        default=None,
+        help="how far a range's seconds wander between missions (lognormal sigma) for the expected makespan "
+        f"and its p10-p90 band (default {DEFAULT_SIGMA})",
+    )
+    pl.add_argument(
+        "--memory-sigma",
+        type=number(float, at_least=0),
+        default=DEFAULT_MEMORY_SIGMA,
+        help=f"the same for peaks: a drawn peak above its request OOMs once (default {DEFAULT_MEMORY_SIGMA})",
     )
     pl.set_defaults(func=plan.command)
     ft = sub.add_parser(

@@ -28,7 +28,14 @@ def command(args: argparse.Namespace) -> int:
     from catchup_assets.core.plan.config import MissionConfig
     from catchup_assets.core.plan.ranges import MissionSpan
     from catchup_assets.core.size.forecast import forecast_rows, lengths_rows
-    from catchup_assets.mission.plan import fallback_forecast, forecast_mission, predict_cost, prepare, uniform_forecast
+    from catchup_assets.mission.plan import (
+        fallback_forecast,
+        forecast_band,
+        forecast_mission,
+        predict_cost,
+        prepare,
+        uniform_forecast,
+    )
 
     previous = load_profile(args.profile)
     last = args.last_ledger or max(int(r["last_ledger"]) for r in previous.rows)
@@ -72,6 +79,8 @@ def command(args: argparse.Namespace) -> int:
         "\nPredicted from the profile's seconds with the dispatcher's own order; reclaims, OOM retries "
         "and node start-up come on top."
     )
+    if (band := forecast_band(prepared, args.sigma, args.memory_sigma)) is not None:
+        print("Under noise: " + band.line() + ".")
     if (fallback := fallback_forecast(prepared)) is not None:
         print(fallback.line())
     print_cost(predict_cost(prepared), cfg.placement)

@@ -21,10 +21,11 @@ from catchup_assets.core.size.forecast import (
     fallback_what_if,
     what_if,
 )
+from catchup_assets.core.size.spread import DEFAULT_SIGMA, DRAWS, Band, makespan_band, spread_from_history
 from catchup_assets.store import layout
 from catchup_assets.store.profiles import PreviousProfile, load_previous_profile
 from catchup_assets.store.root import Store
-from catchup_assets.store.tables import Table, plan_table
+from catchup_assets.store.tables import Table, plan_table, read_table
 from catchup_assets.store.trusted import TrustedHashes, hashes_for, load_trusted_hashes
 
 
@@ -78,6 +79,22 @@ def prepare(
     return PreparedMission(config, ordered, previous, plan, trusted, by_key, cut, note)
 
 
+def history_spread(store: Store, previous: PreviousProfile) -> float | None:
+    """How far the profile's mission ran from what its own plan predicted (`spread_from_history`), when that
+    plan is on this storage root; None otherwise (one mission's history: no spread to read)."""
+    missions = {r.get("mission") for r in previous.rows}
+    if len(missions) != 1 or not isinstance(name := missions.pop(), str):
+        return None
+    try:
+        validate_mission(name)
+        plan = read_table(store, layout.plan(name)).to_pylist()
+    except (FileNotFoundError, ValueError):
+        return None  # another root's mission, or a plan that is not one: no history here
+    predicted = {r["range_key"]: r.get("predicted_seconds") for r in plan}
+    rows = [r for r in previous.rows if r.get("range_key") in predicted]
+    return spread_from_history([predicted[r["range_key"]] for r in rows], [r.get("seconds") for r in rows])
+
+
 def uniform_forecast(prepared: PreparedMission, factors=WHAT_IF_FACTORS) -> list[Forecast]:
     """The uniform grid's what-if at the same slots, beside a profile cut's; [] for a uniform mission."""
     cfg = prepared.config
@@ -127,3 +144,32 @@ def require_plan(store: Store, mission: str) -> None:
             f"mission {mission!r} has no plan at {store.url(layout.plan(mission))}: "
             "plan it first (mission_plan), or check the mission name and storage root"
         )
+
+
+def forecast_band(
+    prepared: PreparedMission, sigma: float | None = None, memory_sigma: float = 0.0, draws: int = DRAWS
+) -> Band | None:
+    """The makespan's mean and p10-p90 at the configured parallelism under runtime (and peak) spread; None unprofiled.
+
+    `sigma` None: the spread the previous mission showed against its own plan (`history_spread`), else
+    DEFAULT_SIGMA. A drawn peak above the plan's request OOMs once."""
+    rows = prepared.plan.to_pylist()
+    index = prepared.previous.index
+    if index is None or any(r["predicted_seconds"] is None for r in rows) or not rows:
+        return None
+    if sigma is None:
+        seen = history_spread(Store(prepared.config.storage_root), prepared.previous)
+        sigma = seen if seen is not None else DEFAULT_SIGMA
+    peaks = []
+    for r in rows:
+        m = index.lookup_span(r["first_ledger"], r["last_ledger"])
+        peaks.append(float(m.peak_anon_bytes) if m is not None else 0.0)
+    return makespan_band(
+        [r["predicted_seconds"] for r in rows],
+        prepared.config.parallelism,
+        sigma,
+        peaks=peaks,
+        requests=[float(r["memory_request_bytes"]) for r in rows],
+        memory_sigma=memory_sigma,
+        draws=draws,
+    )

@@ -51,6 +51,7 @@ class WorkloadShape:
     noise: float = 0.15  # per range, on runtime; a third of it on memory
     disruption_share: float = 0.07
     mission_jitter: float = 0.05  # how far one mission's runtimes wander from the last's
+    memory_jitter: float = 0.0  # the same for its peaks (lognormal sigma); 0: peaks repeat exactly
     # A fresh start's setup (archive state, ledger chain, bucket apply) at genesis .. at the tip,
     # part of `seconds`; it grows with the bucket list. An assumption, not a measurement
     # (sim/model.py SETUP_SECONDS says why); issue 25's benchmark sets the tip to 600/1800/3600.
@@ -81,6 +82,7 @@ class RangeDraw:
 
     seconds_factor: float
     disrupt_at: float | None  # fraction of the clean run after which a spot reclaim hits
+    peak_factor: float = 1.0  # this mission's peaks against the profile's
 
 
 def _rng(*parts: object) -> random.Random:
@@ -190,7 +192,9 @@ class Workload:
         rng = _rng(self.seed, "mission", mission_seed, key)
         factor = math.exp(rng.gauss(0.0, s.mission_jitter)) if s.mission_jitter else 1.0
         disrupt = rng.uniform(0.05, 0.95) if rng.random() < s.disruption_share else None
-        return RangeDraw(factor, disrupt)
+        # Drawn last, and only when set: the draws before stay what every earlier benchmark saw.
+        peak = math.exp(rng.gauss(0.0, s.memory_jitter)) if s.memory_jitter else 1.0
+        return RangeDraw(factor, disrupt, peak)
 
     def profile_table(self, mission: str = "workload-model") -> Table:
         """The profile a clean mission over this workload would measure (range_profile.parquet)."""

@@ -67,3 +67,11 @@ def test_range_lengths_smoke(tmp_path):
     assert range_lengths.main(["--smoke", "--out", str(tmp_path)]) == 0
     text = (tmp_path / "range_lengths.md").read_text()
     assert "| 30 | 20 | profile |" in text and "| 30 | 20 | uniform |" in text
+
+
+def test_forecast_spread_smoke(tmp_path):
+    """Issue 26 item 5: the forecast's band against a replayed mission, at smoke size."""
+    from benchmarks import forecast_spread
+
+    assert forecast_spread.main(["--smoke", "--out", str(tmp_path)]) == 0
+    assert "| 0.1 | 0.1 |" in (tmp_path / "forecast_spread.md").read_text()

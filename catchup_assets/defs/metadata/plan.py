@@ -82,9 +82,28 @@ def plan_metadata(
         meta["on_demand_fallback"] = fallback.line()  # beside the what-if: what reclaims moved to on-demand cost
     meta |= cost_metadata(None if uses is None else mission_cost(uses, cfg.placement), cfg.placement, "predicted_")
     meta |= lengths_metadata(cfg, prepared, forecasts, uniform, scale)
+    if forecasts:
+        meta |= band_metadata(prepared, scale)
     if scale.label():
         meta["scale"] = scale.label()
     return meta
+
+
+def band_metadata(prepared, scale: Scale = FULL) -> dict[str, Any]:
+    """The expected makespan under runtime and peak spread, with its p10-p90 band (production hours)."""
+    from catchup_assets.core.size.spread import DEFAULT_MEMORY_SIGMA
+    from catchup_assets.mission.plan import forecast_band
+
+    band = forecast_band(prepared, memory_sigma=DEFAULT_MEMORY_SIGMA)
+    if band is None:
+        return {}
+    hours = scale.time / 3600
+    return {
+        "expected_makespan_hours": reading(band.expected_seconds * hours),
+        "makespan_p10_p90_hours": f"{band.p10_seconds * hours:.3g} - {band.p90_seconds * hours:.3g}",
+        "makespan_spread": f"runtime sigma {band.sigma:.3g} per range, peaks {band.memory_sigma:.3g}; "
+        f"{band.draws} seeded draws; ~{band.expected_oom_retries:.1f} OOM retries",
+    }
 
 
 def lengths_metadata(cfg, prepared, forecasts, uniform, scale: Scale = FULL) -> dict[str, Any]:
