@@ -93,7 +93,8 @@ def lengths_line(prepared) -> str:
     longest = f"; longest predicted range {max(seconds) / 3600:.2f} h" if seconds else ""
     cut = prepared.cut
     how = (
-        f"profile: {len(prepared.ordered)} ranges, {cut.cut} grid ranges cut and {cut.merged} merged"
+        f"profile: {len(prepared.ordered)} ranges, {cut.cut} grid ranges cut and {cut.merged} merged "
+        f"(compared under runtime spread sigma {cut.sigma:g})"
         if cut is not None
         else f"uniform: {len(prepared.ordered)} ranges of {prepared.config.span.ledgers_per_range} ledgers"
     )

@@ -61,7 +61,9 @@ def prepare(
     cut, note = None, ""
     if planned is None and config.lengths == "profile":
         measures = previous.index.measures() if previous.index is not None else []
-        cut = profile_cut(measures, config.span, config.parallelism)
+        seen = history_spread(Store(config.storage_root), previous)
+        sigma = DEFAULT_SIGMA if seen is None else seen  # cut against the spread runtimes are seen to have
+        cut = profile_cut(measures, config.span, config.parallelism, sigma)
         if cut is None:
             note = "lengths profile: no previous profile times a range, so the uniform grid"
             config = replace(config, lengths="uniform")

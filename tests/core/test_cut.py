@@ -127,3 +127,21 @@ def test_issue25_at_2096_slots_with_30_minutes_of_setup_the_cut_comes_within_1_1
     assert plan.makespan_seconds <= 1.1 * plan.bound_seconds
     assert plan.makespan_seconds <= 0.6 * plan.uniform_makespan_seconds
     assert plan.work_seconds <= 1.10 * plan.uniform_work_seconds
+
+
+def test_issue25_a_cut_compared_under_noise_finishes_sooner_under_that_noise():
+    """~500 pieces near the target end with the slowest draw: compared by the expected makespan at sigma 0.1
+    (other draws than the planner's), the noise-aware cut beats the one chosen on exact seconds."""
+    from catchup_assets.core.size.spread import makespan_band
+    from catchup_assets.sim.workload import Workload
+
+    w = Workload(ranges=1000)
+    cost = LedgerCost.from_measures(measures_from_rows(w.profile_table().to_pylist()))
+    exact, noisy = plan_cut(cost, w.span, 524), plan_cut(cost, w.span, 524, sigma=0.1)
+    assert noisy.sigma == 0.1 and exact.sigma == 0.0
+
+    def expected(plan):
+        return makespan_band(sorted(plan.seconds, reverse=True), 524, 0.1, draws=64, seed=7).expected_seconds
+
+    assert expected(noisy) < 0.95 * expected(exact)
+    assert noisy.work_seconds <= 1.10 * noisy.uniform_work_seconds

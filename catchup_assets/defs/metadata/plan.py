@@ -116,6 +116,7 @@ def lengths_metadata(cfg, prepared, forecasts, uniform, scale: Scale = FULL) -> 
         return meta
     meta["ranges_cut"] = cut.cut  # grid ranges cut into pieces
     meta["ranges_merged"] = cut.merged  # grid ranges merged into a neighbour
+    meta["cut_under_sigma"] = cut.sigma  # the runtime spread the candidate cuts were compared under
     meta["longest_predicted_hours"] = reading(max(cut.seconds) * scale.time / 3600)
     rows = lengths_rows(_scaled(forecasts, scale), _scaled(uniform, scale), cfg.parallelism)
     if rows:
