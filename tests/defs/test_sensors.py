@@ -245,6 +245,7 @@ def test_the_last_profile_of_a_mission_plans_the_next_mission_once(env):
                     "ledgers_per_range": R,
                     "overlap": 0,
                     "order": "longest-first",
+                    "lengths": "uniform",  # the previous mission's (issue 25 item 4)
                     "parallelism": 4,
                     "previous_profile": profile_path,
                     "deadline_seconds": None,
