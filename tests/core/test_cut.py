@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from catchup_assets.core.plan.cut import cut_for, plan_cut, split
+from catchup_assets.core.plan.cut import _pieces_for, cut_for, plan_cut, split
 from catchup_assets.core.plan.ranges import LedgerRange, MissionSpan, plan_ranges
 from catchup_assets.core.size.ledger_cost import LedgerCost
 from catchup_assets.core.size.measures import RangeMeasure, measures_from_rows
@@ -145,3 +145,13 @@ def test_issue25_a_cut_compared_under_noise_finishes_sooner_under_that_noise():
 
     assert expected(noisy) < 0.95 * expected(exact)
     assert noisy.work_seconds <= 1.10 * noisy.uniform_work_seconds
+
+
+def test_a_target_just_above_the_setup_cuts_to_checkpoints_at_once_at_test_scale():
+    """A profile timed in seconds (the simulated core's): 19532 checkpoints, 0.5 s of setup, a target 0.1 ms above.
+    The count of pieces is estimated in float seconds and capped at one a checkpoint; truncated to whole
+    seconds it started at 4 and grew by one piece a step, for minutes (a CI run hung there)."""
+    r = LedgerRange(1, 1_250_048)
+    cost = uniform_cost([r], 5.0, [0.5])
+    pieces = _pieces_for(cost, r, 0.5001)
+    assert len(pieces) == 19_532 and pieces[0].first == 1 and pieces[-1].last == r.last

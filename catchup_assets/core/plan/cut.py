@@ -28,6 +28,7 @@ key exactly, and the same profile, span and slots give the same keys.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -87,12 +88,14 @@ def _pieces_for(cost: LedgerCost, r: LedgerRange, target: float) -> list[LedgerR
     setup = cost.setup(r.first)
     if target <= setup:
         return [r]  # no cut reaches the target: cutting would only add setups
-    k = max(1, -(-int(cost.replay(r.first, r.last)) // max(int(target - setup), 1)))
+    # In float seconds (a profile at test scale times ranges in seconds) and never past one piece a checkpoint.
+    checkpoints = -(-r.length // CHECKPOINT_LEDGERS)
+    k = min(max(1, math.ceil(cost.replay(r.first, r.last) / (target - setup))), checkpoints)
     while True:
         pieces = split(r, k)
         if len(pieces) < k or max(cost.seconds(p.first, p.last) for p in pieces) <= target:
             return pieces
-        k += 1
+        k += max(1, k // 16)  # rows of different rates inside r: a few steps, not one per piece
 
 
 def cut_for(cost: LedgerCost, grid: Sequence[LedgerRange], target: float, merge_limit: float, slots: int | None = None):
@@ -153,8 +156,8 @@ def _fewer_long_pieces(
     offers = []
     for i, r in parents.items():
         setup = cost.setup(r.first)
-        if not (now := long(groups[i])) or half <= setup:
-            continue  # no long piece, or none of at most half can be cut
+        if not (now := long(groups[i])) or half < 2 * setup:
+            continue  # no long piece, or pieces of at most half would be mostly setup
         # Its pieces at one setup and one rate (exact when it is one profile row): only to rank it; the cut is exact.
         pieces = -(-cost.replay(r.first, r.last) // (half - setup))
         offers.append(((pieces - len(groups[i])) * setup / now, r, i, now))
