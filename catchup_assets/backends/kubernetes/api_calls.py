@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 
 from kubernetes.client import ApiException
@@ -43,14 +44,13 @@ class ApiCalls:
             delay *= 2
         raise AssertionError("unreachable")
 
-    def _create(self, fn: Callable, body) -> bool:
-        """Create; False if it already exists (409)."""
+    def _create(self, fn: Callable, body) -> dict | None:
+        """Create; the object as the server stored it (raw JSON, no model built), None if it already exists (409)."""
         try:
-            self._call(fn, self.ns, body)
-            return True
+            return json.loads(self._call(fn, self.ns, body, read=True))
         except ApiException as exc:
             if exc.status == 409:
-                return False
+                return None
             raise
 
     def _delete(self, fn: Callable, name: str, **kwargs) -> None:

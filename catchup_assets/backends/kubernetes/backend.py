@@ -134,8 +134,10 @@ class KubernetesBackend(ApiCalls, Leftovers, PodLiveLog, NamespaceCheck):  # api
             )
         tier = self.tiers.by_name(spec.tier)
         body = m.job_manifest(spec, tier, spec.profiled, self.settings)
-        if not self._create(self.batch.create_namespaced_job, body):
+        created = self._create(self.batch.create_namespaced_job, body)
+        if created is None:
             raise AlreadyExists(spec.attempt_id)  # adopted; it still holds its slot (L11)
+        self._jobs.wrote(created)
 
     def observe(self) -> list[AttemptState]:
         self.check_namespace_once()  # its Pod Security label, on the first pass (namespace_check.py)
@@ -238,6 +240,7 @@ class KubernetesBackend(ApiCalls, Leftovers, PodLiveLog, NamespaceCheck):  # api
     def release(self, state: AttemptState) -> None:
         name = n.job_name(self.mission, state.range_key, state.attempt)
         self._delete(self.batch.delete_namespaced_job, name, body=V1DeleteOptions(propagation_policy="Background"))
+        self._jobs.deleted(name)
         self.spool.forget(state.attempt_id)
         self._peaks.pop(state.attempt_id, None)
 

@@ -51,6 +51,10 @@ class Informer:
         self.objects: dict[str, dict] = {}  # name -> the object's JSON
         self.resource_version: str | None = None  # None: list on the next read
         self.relists = self.events = 0
+        # Names this process deleted whose DELETED event has not come yet: hidden, so a
+        # released object never shows again from a lagging watch (the delete half of
+        # kube-controller-manager's ControllerExpectations).
+        self._gone: set[str] = set()
 
     def read(self) -> dict[str, dict]:
         """The cache, brought up to date: a LIST the first time and after an expiry, else a watch poll."""
@@ -62,9 +66,25 @@ class Informer:
                 self._list()
         return self.objects
 
+    def wrote(self, obj: dict) -> None:
+        """Our own create, as the server answered it: cached before its watch event comes.
+
+        As client-go's MutationCache: a watch poll that stopped at a pause (a busy server)
+        would otherwise leave a just-created object unseen for a pass, and the dispatcher
+        would submit it again, to a 409. The watch's ADDED for it is the same object.
+        """
+        self.objects.setdefault(obj["metadata"]["name"], obj)
+
+    def deleted(self, name: str) -> None:
+        """Our own delete, answered: gone from the cache now, and its late events ignored."""
+        self.objects.pop(name, None)
+        self._gone.add(name)
+
     def _list(self) -> None:
         body = json.loads(self.call(self.list_fn, self.ns, label_selector=self.selector, read=True))
-        self.objects = {o["metadata"]["name"]: o for o in body.get("items") or []}
+        listed = {o["metadata"]["name"]: o for o in body.get("items") or []}
+        self._gone &= listed.keys()  # what the list no longer holds is gone for good
+        self.objects = {name: o for name, o in listed.items() if name not in self._gone}
         self.resource_version = (body.get("metadata") or {}).get("resourceVersion")
         self.relists += 1
 
@@ -114,7 +134,10 @@ class Informer:
             return False
         meta = obj.get("metadata") or {}
         self.events += 1
-        if kind in ("ADDED", "MODIFIED"):
+        if meta.get("name") in self._gone:
+            if kind == "DELETED":
+                self._gone.discard(meta["name"])
+        elif kind in ("ADDED", "MODIFIED"):
             self.objects[meta["name"]] = obj
         elif kind == "DELETED":
             self.objects.pop(meta["name"], None)
