@@ -14,9 +14,11 @@ import argparse
 import math
 import multiprocessing
 import os
+import subprocess
+import sys
 import time
 import traceback
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from benchmarks.as_installed import as_installed, bytecode
@@ -193,10 +195,16 @@ def _child(conn, case: Case) -> None:
 
 
 def warm_bytecode(paths: list[str]) -> None:
-    """Compile, as the image's build does, what each path's case imports: one small case each, not measured."""
-    for case in cases(smoke=True):
-        if case.path in paths and case.supervisor != "real":
-            measure_in_fresh_process(replace(case, profile=False, trace=False))
+    """Compile, as the image's build does, what each path's case imports: its small cases, not measured.
+
+    In a subprocess: multiprocessing passes `-B` to its children when this interpreter has it
+    (PYTHONDONTWRITEBYTECODE), so a spawned child would read bytecode but write none."""
+    code = (
+        "from benchmarks.dispatcher_cost import cases, measure\n"
+        f"for case in cases(smoke=True):\n    if case.path in {paths!r} and case.supervisor != 'real':\n"
+        "        measure(case)\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, cwd=Path(__file__).parents[1])
 
 
 def measure_in_fresh_process(case: Case) -> Measured:
