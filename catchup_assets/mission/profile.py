@@ -28,8 +28,10 @@ def build_profile(storage_root: str, mission: str) -> ProfileOutput:
     store = Store(storage_root)
     record_store = RecordStore(store, mission)
     records, done = record_store.load()
-    if record_store.files_read:
-        record_store.write_snapshot(records, done)  # the next read of these records is one file
+    if record_store.unsnapshotted:
+        # Left outside the snapshot log by a killed run: appended as one segment, so the next
+        # read of them is one file (a segment, not a rewrite of the whole base: store/snapshot_log.py).
+        record_store.append_segment(records[i] for i in record_store.unsnapshotted)
     finished = [r for ident, r in records.items() if ident in done]
     rows, unmeasured = profile_rows(finished)
     profile = table(rows, PROFILE_SCHEMA)

@@ -18,6 +18,8 @@ make it absolute):
     <mission>/logs/<range_key>/a<NNN>.log.gz        the attempt's log
     <mission>/attempt_records.parquet               every done attempt in one table: a
                                                     snapshot, never the source of truth
+    <mission>/attempt_segments/s<ns>-<id>.parquet   done attempts appended since the snapshot's
+                                                    last compaction (store/snapshot_log.py)
     <mission>/range_profile.parquet                 the profile (core/aggregate/profile.py)
     <mission>/tier_map.parquet                      the tier map (core/size/tier_map.py)
     <mission>/tier_ladder.yaml                      the fitted ladder as chart values (core/size/fit.py)
@@ -35,6 +37,7 @@ TRUSTED_HASHES_FILE = "trusted_hashes.json"
 ATTEMPTS_DIR = "attempts"
 LOGS_DIR = "logs"
 SNAPSHOT_FILE = "attempt_records.parquet"
+SEGMENTS_DIR = "attempt_segments"
 PROFILE_FILE = "range_profile.parquet"
 TIER_MAP_FILE = "tier_map.parquet"
 TIER_LADDER_FILE = "tier_ladder.yaml"
@@ -86,6 +89,14 @@ def log(mission: str, range_key: str, attempt: int) -> str:
 
 def snapshot(mission: str) -> str:
     return f"{mission}/{SNAPSHOT_FILE}"
+
+
+def segments(mission: str) -> str:
+    return f"{mission}/{SEGMENTS_DIR}"
+
+
+def segment(mission: str, name: str) -> str:
+    return f"{segments(mission)}/{name}.parquet"
 
 
 def profile(mission: str) -> str:

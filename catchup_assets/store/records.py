@@ -2,13 +2,13 @@
 
 The paths are store/layout.py's: the record `attempts/<range_key>/a<NNN>.parquet`, its
 done mark `_a<NNN>.done` written after it (L32), claims and resets beside them, and
-`attempt_records.parquet`, every done attempt in one table: a snapshot, never the source
-of truth (docs/storage.md).
+the snapshot log of done attempts (`attempt_records.parquet` and its segments,
+store/snapshot_log.py): never the source of truth (docs/storage.md).
 
 A done-marked record never changes again (L32), so `load()` takes it from the
-snapshot instead of opening its file: one read instead of thousands. The
-listing still decides what exists; a record missing from the snapshot, or a
-snapshot that is stale or unreadable, falls back to the record's own file.
+snapshot log instead of opening its file: a few reads instead of thousands. The
+listing still decides what exists; a record missing from the log, or a log file
+that is stale or unreadable, falls back to the record's own file.
 
 A torn, foreign or old-schema file costs the one attempt it describes, with a
 warning (L12, L33); peaks merge by max (L20) and a late field fills a hole (L28).
@@ -17,29 +17,19 @@ The record itself, its merge and its bounds are pure (core/dispatch/record.py).
 
 from __future__ import annotations
 
-import hashlib
-import io
 import json
 import logging
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import fields
 
-import pyarrow as pa
-import pyarrow.parquet as pq
-
-from catchup_assets.core.dispatch.record import (
-    COLUMNS,
-    SCHEMA_VERSION,
-    AttemptRecord,
-    UnrecordableRecord,
-    merge,
-    unrecordable_fields,
-)
+from catchup_assets.core.dispatch.record import AttemptRecord, merge
 from catchup_assets.core.errors import StateError
 from catchup_assets.core.plan.config import validate_mission
 from catchup_assets.store import layout
+from catchup_assets.store.parallel_decode import decode_files
+from catchup_assets.store.record_codec import decode, encode
 from catchup_assets.store.root import Store
+from catchup_assets.store.snapshot_log import SnapshotLog
 
 log = logging.getLogger(__name__)
 
@@ -47,65 +37,17 @@ _RESET_FILE = re.compile("^" + layout.ATTEMPTS_DIR + r"/(\d{10}-\d{10})/_reset-a
 _CLAIM_FILE = re.compile("^" + layout.ATTEMPTS_DIR + r"/(\d{10}-\d{10})/_claim-a(\d{3,})$")
 _ATTEMPT_FILE = re.compile("^" + layout.ATTEMPTS_DIR + r"/(\d{10}-\d{10})/(?:a(\d{3,})\.(parquet)|_a(\d{3,})\.(done))$")
 
-# The record is a pure value (core/dispatch/record.py); its column kinds as Arrow types.
-_ARROW = {"string": pa.string(), "int32": pa.int32(), "int64": pa.int64(), "float64": pa.float64(), "bool": pa.bool_()}
-SCHEMA = pa.schema([(name, _ARROW[kind]) for name, kind in COLUMNS.items()])
-assert [f.name for f in fields(AttemptRecord)] == SCHEMA.names
-# Older versions lacked these; their files decode with them empty.
-ADDED_IN_2 = ("last_seen_at", "seconds_estimated")
-ADDED_IN_3 = ("capacity_type",)
-ADDED_IN_4 = ("setup_seconds",)
-SCHEMA_V3_NAMES = [n for n in SCHEMA.names if n not in ADDED_IN_4]
-SCHEMA_V2_NAMES = [n for n in SCHEMA_V3_NAMES if n not in ADDED_IN_3]
-SCHEMA_V1_NAMES = [n for n in SCHEMA_V2_NAMES if n not in ADDED_IN_2]
-OLD_NAMES = {1: SCHEMA_V1_NAMES, 2: SCHEMA_V2_NAMES, 3: SCHEMA_V3_NAMES}
-
-
-def encode(rec: AttemptRecord) -> bytes:
-    if bad := unrecordable_fields(rec):
-        raise UnrecordableRecord(
-            f"{rec.range_key} a{rec.attempt}: " + ", ".join(f"{k}={v!r:.40}" for k, v in bad.items())
-        )
-    table = pa.Table.from_pylist([vars(rec)], schema=SCHEMA)  # flat fields: no deep-copying asdict
-    buf = io.BytesIO()
-    pq.write_table(table, buf, compression="zstd")
-    return buf.getvalue()
-
-
-def decode(data: bytes) -> AttemptRecord:
-    # ParquetFile, not read_table: the dataset machinery behind read_table costs 2.5x per small file.
-    table = pq.ParquetFile(pa.BufferReader(data)).read(use_threads=False)
-    if table.num_rows != 1:
-        raise StateError(f"unexpected rows ({table.num_rows} rows)")
-    return _record(table.to_pylist()[0], table.schema.names)
-
-
-def _record(row: dict, names: list[str]) -> AttemptRecord:
-    """A record from a row of any schema version (older ones with their late fields empty); else refused."""
-    version = row.get("schema_version")
-    if names == SCHEMA.names and version == SCHEMA_VERSION:
-        return AttemptRecord(**row)
-    if version in OLD_NAMES and names == OLD_NAMES[version]:
-        return AttemptRecord(**{**row, "schema_version": SCHEMA_VERSION})
-    raise StateError(f"unexpected columns or schema_version {version!r} ({len(names)} columns)")
-
-
-_DIGEST_KEY = "catchup_assets.rows_sha256"
-
-
-def _digest(rows: list[dict]) -> str:
-    """A digest of the snapshot's rows, kept in its footer: a snapshot whose rows were changed
-    by anything but write_snapshot is not trusted over the files it summarizes."""
-    return hashlib.sha256(json.dumps(rows, sort_keys=True, default=repr).encode()).hexdigest()
-
 
 class RecordStore:
     """A mission's attempt records on the storage root."""
 
-    def __init__(self, store: Store, mission: str):
+    def __init__(self, store: Store, mission: str, parallel: bool = True):
         self.store = store
+        self.parallel = parallel  # thousands of record files to open are decoded on a process pool
         self.mission = validate_mission(mission)
-        self.files_read = 0  # record files the last load() had to open (not in the snapshot)
+        self.snapshots = SnapshotLog(store, self.mission)
+        self.files_read = 0  # record files the last load() had to open (not in the snapshot log)
+        self.unsnapshotted: list[tuple[str, int]] = []  # done records the last load() read from their files
 
     def _rel(self, range_key: str, attempt: int, ext: str) -> str:
         return layout.attempt_file(self.mission, range_key, attempt, ext)
@@ -161,17 +103,26 @@ class RecordStore:
             else:
                 files.append((key, attempt, rel))
         snapshot = self.read_snapshot() if files else {}
-        self.files_read = 0
+        self.unsnapshotted = []
+        to_read = []
         for key, attempt, rel in files:
             ident = (key, attempt)
             if ident in done and ident in snapshot:
                 records[ident] = snapshot[ident]
-                continue
-            self.files_read += 1
+            else:
+                to_read.append((key, attempt, rel))
+        self.files_read = len(to_read)
+        decoded = self._decode_many([rel for _, _, rel in to_read])
+        for (key, attempt, rel), (rec, error) in zip(to_read, decoded, strict=True):
             try:
-                records[ident] = self._checked(decode(self.store.read_bytes(rel)), key, attempt, rel)
+                if rec is None:
+                    raise StateError(error)
+                records[(key, attempt)] = self._checked(rec, key, attempt, rel)
             except Exception as exc:  # noqa: BLE001 - a bad file costs one attempt (L12)
                 log.warning("skipping unreadable attempt record %s: %s", rel, exc)
+                continue
+            if (key, attempt) in done:
+                self.unsnapshotted.append((key, attempt))
         # A done mark without its record means the record was lost: not done, and said so.
         for key, attempt in sorted(done - set(records)):
             log.warning(
@@ -183,45 +134,35 @@ class RecordStore:
         done &= set(records)
         return records, done
 
+    def _decode_many(self, rels: list[str]) -> list[tuple[AttemptRecord | None, str | None]]:
+        """Each file's record or why not: on a process pool when there are thousands on a local
+        root and `parallel` is on (the cold read: store/parallel_decode.py), else one by one."""
+        if self.parallel and self.store.local and (pooled := decode_files([self.store.path(r) for r in rels])):
+            return pooled
+        out: list[tuple[AttemptRecord | None, str | None]] = []
+        for rel in rels:
+            try:
+                out.append((decode(self.store.read_bytes(rel)), None))
+            except Exception as exc:  # noqa: BLE001 - a bad file costs one attempt (L12)
+                out.append((None, f"{type(exc).__name__}: {exc}"))
+        return out
+
     def sweep_tmp(self, now: float) -> int:
         """Remove half-written files a dead writer left under this mission (see Store.sweep_tmp)."""
         return self.store.sweep_tmp(self.mission, now)
 
-    def _snapshot_rel(self) -> str:
-        return layout.snapshot(self.mission)
-
     def read_snapshot(self) -> dict[tuple[str, int], AttemptRecord]:
-        """The snapshot's records by (range, attempt); empty if there is none or it is unreadable."""
-        rel = self._snapshot_rel()
-        try:
-            table = pq.ParquetFile(pa.BufferReader(self.store.read_bytes(rel))).read()
-            rows = table.to_pylist()
-            stamp = (table.schema.metadata or {}).get(_DIGEST_KEY.encode(), b"").decode()
-            if stamp != _digest(rows):
-                # Edited, or written by something else: the per-attempt files are the truth.
-                raise StateError("its rows do not match the digest it was written with")
-            recs = [_record(row, table.schema.names) for row in rows]
-        except FileNotFoundError:
-            return {}
-        except Exception as exc:  # noqa: BLE001 - a bad snapshot costs only speed
-            log.warning("ignoring snapshot %s (reading each record instead): %s", rel, exc)
-            return {}
-        return {
-            (r.range_key, r.attempt): r
-            for r in recs
-            if r.mission == self.mission and r.schema_version == SCHEMA_VERSION and r.outcome is not None
-        }
+        """The snapshot log's records by (range, attempt): the base's and every readable segment's."""
+        return self.snapshots.read()[0]
+
+    def append_segment(self, records: Iterable[AttemptRecord]) -> None:
+        """Append newly finished records to the snapshot log as one small segment (compacted in time)."""
+        self.snapshots.append(records)
 
     def write_snapshot(self, records: Mapping[tuple[str, int], AttemptRecord], done: Iterable[tuple[str, int]]) -> str:
-        """Add the done records to the snapshot (a concurrent writer may win: that costs only speed)."""
-        rows = self.read_snapshot()
-        rows.update({i: records[i] for i in done if i in records and records[i].outcome is not None})
-        table = pa.Table.from_pylist([vars(rows[i]) for i in sorted(rows)], schema=SCHEMA)
-        table = table.replace_schema_metadata({_DIGEST_KEY: _digest(table.to_pylist())})
-        buf = io.BytesIO()
-        pq.write_table(table, buf, compression="zstd")
-        self.store.write_bytes(self._snapshot_rel(), buf.getvalue())
-        return self.store.url(self._snapshot_rel())
+        """Compact the snapshot log, with the done ones of `records` added, into the base snapshot
+        (a concurrent writer may win: that costs only speed)."""
+        return self.snapshots.compact(records[i] for i in done if i in records)
 
     def claim(self, range_key: str, attempt: int, holder: str, now: float) -> bool:
         """Take attempt `attempt` of the range for `holder`, or False if someone has it already.

@@ -21,7 +21,7 @@ def test_makespan_smoke(tmp_path):
 def test_profile_build_smoke(tmp_path):
     assert profile_build.main(["--smoke", "--out", str(tmp_path)]) == 0
     rows = table_rows((tmp_path / "profile_build.md").read_text())
-    assert len(rows) == 7 and all(float(r[1]) >= 0 for r in rows)
+    assert len(rows) == 9 and all(float(r[1]) >= 0 for r in rows)
     assert rows[-1][0].startswith("profile + tier map with the snapshot")
 
 

@@ -402,21 +402,25 @@ def test_a_stale_foreign_claim_is_checked_against_the_records_before_its_number_
     assert result.results[key].status == "done"
 
 
-def test_the_snapshot_is_rewritten_during_the_mission_so_a_killed_run_leaves_it_nearly_whole(tmp_path):
-    """P5: a run that dies between snapshots leaves fewer than `snapshot_every` finished
-    records outside the snapshot, so the next profile build opens only those."""
-    d, _, records = make(tmp_path, snapshot_every=2, parallelism=1)
-    snap = tmp_path / "root/m1/attempt_records.parquet"
+def test_issue26_item6_a_killed_run_leaves_its_finished_records_in_segments_but_the_last_few(tmp_path):
+    """P5, issue 26 item 6: every `segment_every` finished attempts go to the snapshot log as
+    one segment, so a run killed between two leaves fewer than that many finished records
+    for the next reader to open from their own files."""
+    d, _, records = make(tmp_path, segment_every=2, parallelism=1)
     done: set = set()
-    while len(done) < 3:  # the dispatcher "dies" once three attempts are finished
+    while len(done) < 5:  # the dispatcher "dies" once five attempts are finished
         d.pass_once()
         d.clock.sleep(5)
         done = records.load()[1]
-    in_snapshot = records.read_snapshot()
-    assert snap.exists() and len(in_snapshot) >= 2 and set(in_snapshot) <= done
-    # Opened from their own files: what finished after the last snapshot, and the one in flight.
+    segments = records.snapshots.segments()
+    in_log = records.read_snapshot()
+    assert len(segments) == 2 and len(in_log) == 4 and set(in_log) <= done
+    assert not (tmp_path / "root/m1/attempt_records.parquet").exists()  # compacted only at the end
+    # Opened from their own files: the one finished after the last segment, and the one in flight.
     records.load()
-    assert records.files_read <= 2
+    assert records.files_read <= 2 and len(records.unsnapshotted) == 1
+    d.run()  # the run's end compacts the log into the base snapshot
+    assert records.snapshots.segments() == [] and set(records.read_snapshot()) == records.load()[1]
 
 
 def test_Z4_a_long_range_on_time_is_no_stall_and_one_past_its_profile_is_overdue(tmp_path, caplog):

@@ -39,7 +39,7 @@ def test_L12_a_version_1_record_still_reads_with_the_new_fields_empty(store):
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from catchup_assets.store.records import SCHEMA, SCHEMA_V1_NAMES
+    from catchup_assets.store.record_codec import SCHEMA, SCHEMA_V1_NAMES
 
     rs = RecordStore(store, "m1")
     row = {n: None for n in SCHEMA_V1_NAMES} | {
@@ -169,14 +169,14 @@ def test_write_snapshot_keeps_what_another_run_snapshotted(store):
 def _v2_table(rows):
     import pyarrow as pa
 
-    from catchup_assets.store.records import SCHEMA, SCHEMA_V2_NAMES
+    from catchup_assets.store.record_codec import SCHEMA, SCHEMA_V2_NAMES
 
     v2 = pa.schema([SCHEMA.field(n) for n in SCHEMA_V2_NAMES])
     return pa.Table.from_pylist(rows, schema=v2)
 
 
 def _v2_row(attempt, **values):
-    from catchup_assets.store.records import SCHEMA_V2_NAMES
+    from catchup_assets.store.record_codec import SCHEMA_V2_NAMES
 
     return (
         {n: None for n in SCHEMA_V2_NAMES}
@@ -199,7 +199,8 @@ def test_L12_a_version_2_record_and_snapshot_still_read_with_no_capacity_type(st
     import pyarrow.parquet as pq
 
     from catchup_assets.store import layout
-    from catchup_assets.store.records import _DIGEST_KEY, _digest
+    from catchup_assets.store.snapshot_log import DIGEST_KEY as _DIGEST_KEY
+    from catchup_assets.store.snapshot_log import digest as _digest
 
     rs = RecordStore(store, "m1")
     buf = io.BytesIO()
@@ -232,7 +233,7 @@ def test_issue25_a_version_3_record_reads_with_setup_seconds_empty(store):
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from catchup_assets.store.records import SCHEMA, SCHEMA_V3_NAMES
+    from catchup_assets.store.record_codec import SCHEMA, SCHEMA_V3_NAMES
 
     row = {n: None for n in SCHEMA_V3_NAMES} | {
         "mission": "m1",

@@ -1,7 +1,7 @@
 """Finishing an attempt: collect, record, done mark, then release (L2, L31, L32).
 
 Also the records written while it runs (its peaks, start and last sighting, L20, L22),
-the release of a completed range's data (L3), and the snapshot of finished records.
+the release of a completed range's data (L3), and the snapshot log of finished records.
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ def _outcome(obs, collected: Collected) -> Outcome:
 class Finishing:
     """The Dispatcher's records of attempts and their release, a part of `reconciler.Dispatcher`
     (its constructor sets up the state: _recs, _done, _mine, _collect_failures, _flushed_at,
-    _last_seen, _release_owed, _finished_since_snapshot)."""
+    _last_seen, _release_owed, _unsegmented)."""
 
     def _flush_live(self, st: AttemptState) -> None:
         """Make a live attempt's peaks, start and last sighting durable, at most every peak_flush_seconds."""
@@ -150,9 +150,9 @@ class Finishing:
         self._recs[st.range_key][st.attempt] = self._write(rec, prior)
         self.records.mark_done(*ident)  # last, after the metrics (L32)
         self._done[st.range_key].add(st.attempt)
-        self._finished_since_snapshot += 1
-        if self._finished_since_snapshot >= self.cfg.snapshot_every:
-            self._snapshot()
+        self._unsegmented.append(ident)
+        if len(self._unsegmented) >= self.cfg.segment_every:
+            self._append_segment()
         self._release(st)  # only now: releasing deletes the last copy of logs and peaks
         if outcome is not Outcome.OK:
             log.warning("range %s attempt %d: %s (%s)", st.range_key, st.attempt, outcome.value, rec.reason)
@@ -190,9 +190,19 @@ class Finishing:
             self._release_owed.add(key)
             self._transient(f"release_range {key}", exc)
 
+    def _append_segment(self) -> None:
+        """Append the records finished since the last segment to the snapshot log, so a run
+        killed now leaves them for the next reader in one file, not one file each."""
+        finished = [r for k, a in self._unsegmented if (r := self._recs[k].get(a)) is not None]
+        self._unsegmented = []
+        try:
+            self.records.append_segment(finished)
+        except Exception as exc:  # noqa: BLE001 - the snapshot log is an optimisation, never a failure
+            log.warning("mission %s: snapshot segment not written: %s", self.name, exc)
+
     def _snapshot(self) -> None:
         """Leave this run's finished records in one file for the profile and the next start."""
-        self._finished_since_snapshot = 0
+        self._unsegmented = []
         recs = {(k, a): r for k, by_a in self._recs.items() for a, r in by_a.items()}
         done = {(k, a) for k, attempts in self._done.items() for a in attempts}
         try:

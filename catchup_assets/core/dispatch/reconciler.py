@@ -83,9 +83,9 @@ class DispatchConfig:
     # A pass that raises is retried after a poll; the same failure this many passes in a
     # row stops the dispatcher with it as the cause, rather than looping on it for hours.
     failing_passes_limit: int = 5
-    # The attempt snapshot is rewritten every this many finished attempts, not only at the
-    # end: a run that dies leaves at most this many records for the next reader to open.
-    snapshot_every: int = 250
+    # Every this many finished attempts go to the snapshot log as one segment (store/snapshot_log.py):
+    # a run that dies leaves fewer than this many records for the next reader to open one by one.
+    segment_every: int = 50
     # Who claims attempts: a restart with the same holder (a retried step of one Dagster
     # run) takes its own claims back; None: this dispatcher alone.
     holder: str | None = None
@@ -164,7 +164,7 @@ class Dispatcher(Recovery, Claims, Finishing, Health, Obey, Stopping, Gauging):
         self._claims_checked: dict[str, float] = {}  # when a foreign-claimed range was last read
         # Attempts this dispatcher claimed and submitted: it alone writes them from memory.
         self._mine: set[tuple[str, int]] = set()
-        self._finished_since_snapshot = 0
+        self._unsegmented: list[tuple[str, int]] = []  # finished by this run, in no segment yet
         self.breaker = Breaker(config.mission.breaker_attempts)
         self._last_status: Status | None = None
         self._last_completion = self.clock.time()
