@@ -14,12 +14,14 @@ import argparse
 import math
 import multiprocessing
 import os
+import subprocess
 import sys
 import time
 import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from benchmarks.as_installed import as_installed, bytecode
 from benchmarks.meter import PassRow, Trace
 from benchmarks.report import write_result
 from benchmarks.sim_cluster import VariedAttempts
@@ -162,27 +164,47 @@ def _warm_up(path: str) -> None:
 
         spec = AttemptSpec("m1", "0000000001-0000016000", 1, 16000, 16320, 1 << 30, 1 << 30, "nebula")
         job_manifest(spec, Tiers().by_name("nebula"), False, SETTINGS)
+        _import_models_read()
 
 
-class _AsInstalled:
-    """The dispatcher as a production install has it: pandas is a dev dependency (tests,
-    notebooks), so there it is not importable and pyarrow never loads it (~32 MiB). The
-    benchmark runs in the dev environment, so its child refuses the import the same way."""
+def _import_models_read() -> None:
+    """The client's models a Job or pod holds, which the backend's views import as they first read them
+    (backends/kubernetes/lean_import.py): 142 of them, ~3.8 MiB, of which a run reads ~54 (~1.4 MiB).
+    All of them here, so the baseline holds them (a little over what production loads) and no attempt pays."""
+    import re
 
-    def find_spec(self, name, path=None, target=None):
-        if name == "pandas" or name.startswith("pandas."):
-            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
-        return None
+    from kubernetes.client import models
+
+    todo, seen = ["V1Job", "V1Pod"], set()
+    while todo:
+        name = todo.pop()
+        if name in seen or not hasattr(models, name):
+            continue
+        seen.add(name)
+        todo += [t for typ in getattr(models, name).openapi_types.values() for t in re.findall(r"\b[A-Z]\w*", typ)]
 
 
 def _child(conn, case: Case) -> None:
-    sys.meta_path.insert(0, _AsInstalled())
+    as_installed()  # as a production install: no pandas (benchmarks/as_installed.py)
     try:
         conn.send(("ok", measure(case)))
     except BaseException:  # noqa: BLE001 - the parent reports it
         conn.send(("error", traceback.format_exc()))
     finally:
         conn.close()
+
+
+def warm_bytecode(paths: list[str]) -> None:
+    """Compile, as the image's build does, what each path's case imports: its small cases, not measured.
+
+    In a subprocess: multiprocessing passes `-B` to its children when this interpreter has it
+    (PYTHONDONTWRITEBYTECODE), so a spawned child would read bytecode but write none."""
+    code = (
+        "from benchmarks.dispatcher_cost import cases, measure\n"
+        f"for case in cases(smoke=True):\n    if case.path in {paths!r} and case.supervisor != 'real':\n"
+        "        measure(case)\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, cwd=Path(__file__).parents[1])
 
 
 def measure_in_fresh_process(case: Case) -> Measured:
@@ -412,8 +434,11 @@ live attempt), a log read of a pod about to go (pool threads; none when nothing 
 kubelet summary (one node's /stats/summary).
 
 Memory is the RSS of the dispatcher's process: baseline before the first pass (interpreter, imports:
-the Kubernetes client alone is ~86 MiB, pyarrow ~38 MiB; pandas, which pyarrow would import on its
-first table, is not installed in production and refused in the measured process), the most after a
+the parts of the Kubernetes client the backend uses ~23 MiB with urllib3, ~86 MiB whole before
+backends/kubernetes/lean_import.py; pyarrow with numpy ~38 MiB; pandas, which pyarrow would import on
+its first table, is not installed in production and refused in the measured process; modules read
+from bytecode compiled beforehand, as the image's are, unless --sources; `benchmarks.start_memory`
+breaks it down), the most after a
 steady pass ("at the cap"), and the high-water mark (ru_maxrss, the passes' transient peaks included).
 Per in-flight attempt: (RSS at the cap - baseline) / in flight.
 tracemalloc watched one steady pass only (it triples the cost of what it watches): its peak is what
@@ -453,19 +478,27 @@ def main(argv: list[str] | None = None) -> list[Measured]:
         "--smoke", action="store_true", help="tiny sizes, in this process, to check the benchmark still runs"
     )
     parser.add_argument("--out", type=Path, default=None, help="results directory (default benchmarks/results)")
+    parser.add_argument(
+        "--sources",
+        action="store_true",
+        help="children compile every module's source, as this dev environment does (default: bytecode, as the image)",
+    )
     args = parser.parse_args(argv)
     t0 = time.perf_counter()
     results = []
-    for case in cases(args.smoke):
-        if case.path not in args.paths:
-            continue
-        # Smoke runs stay in this process: seconds of imports per fresh interpreter would dominate them.
-        results.append(measure(case) if args.smoke else measure_in_fresh_process(case))
-        m = results[-1]
-        print(
-            f"{m.case.label} at {m.case.in_flight}: {m.attempts} attempts, {len(m.passes)} passes, {m.wall:.0f} s",
-            flush=True,
-        )
+    with bytecode(compiled=not args.sources):
+        if not args.smoke and not args.sources:
+            warm_bytecode(args.paths)
+        for case in cases(args.smoke):
+            if case.path not in args.paths:
+                continue
+            # Smoke runs stay in this process: seconds of imports per fresh interpreter would dominate them.
+            results.append(measure(case) if args.smoke else measure_in_fresh_process(case))
+            m = results[-1]
+            print(
+                f"{m.case.label} at {m.case.in_flight}: {m.attempts} attempts, {len(m.passes)} passes, {m.wall:.0f} s",
+                flush=True,
+            )
     wall = time.perf_counter() - t0
     tables = [
         (

@@ -15,8 +15,6 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kubernetes.client import BatchV1Api, CoreV1Api
-
 from benchmarks.meter import DispatcherMeter, MachineLoad
 from benchmarks.sim_cluster import ClusterProcess, ClusterSpec, VariedAttempts, mission_config, mission_ranges
 from catchup_assets.backends.kubernetes.backend import KubernetesBackend
@@ -85,6 +83,9 @@ def _count_log_reads(backend: KubernetesBackend, reads: Counter) -> None:
 
 
 def run_k8s_mission(m: K8sMission, work_dir: str | Path | None = None) -> K8sMissionRun:
+    # After our backend's import, as in production: the client is then imported lean (lean_import).
+    from kubernetes.client import BatchV1Api, CoreV1Api
+
     spec = ClusterSpec.for_parallelism(m.parallelism, m.pods_per_node, attempts=m.attempts)
     with tempfile.TemporaryDirectory(prefix="k8s-mission-", dir=work_dir) as tmp, ClusterProcess(spec) as cluster:
         api = cluster.api_client()

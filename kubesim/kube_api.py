@@ -163,7 +163,7 @@ class KubeApiServer:
         raw = h.rfile.read(length) if length else b""
         verb = resource = "?"
         headers: dict[str, str] = {}
-        truncate = False
+        truncate, slow_body = False, 0.0
         try:
             if url.path == "/version":
                 verb, resource = "get", "version"
@@ -175,7 +175,7 @@ class KubeApiServer:
                 self.requests.record(verb, resource)
                 fault = self.faults.take(method, url.path, verb, resource)
                 if fault is not None:
-                    truncate = fault.truncate
+                    truncate, slow_body = fault.truncate, fault.slow_body
                     if fault.hang and self._stopping.wait(fault.hang):
                         return
                     if fault.status is not None:
@@ -191,7 +191,7 @@ class KubeApiServer:
                 if self.latency:
                     time.sleep(self.latency)
                 if verb == "watch":
-                    self._watch(h, route, query, cut_after=1 if truncate else None)
+                    self._watch(h, route, query, cut_after=1 if truncate else None, slow_body=slow_body)
                     return
                 with self.store.lock:
                     code, body = self._dispatch(route, query, raw, h.headers)
@@ -231,7 +231,7 @@ class KubeApiServer:
         except (BrokenPipeError, ConnectionResetError):
             h.close_connection = True  # the reader went away: its follow ends
 
-    def _watch(self, h: _Handler, r: Route, query: dict, cut_after: int | None) -> None:
+    def _watch(self, h: _Handler, r: Route, query: dict, cut_after: int | None, slow_body: float = 0.0) -> None:
         """A watch streams outside the store's lock; a cut-off one ends without its last chunk."""
         self.requests.answered("GET", h.path, "watch", r.resource, 200)
         lines = watch_lines(self.store, RESOURCES[r.plural], r.ns, query, self._stopping, cut_after)
@@ -240,6 +240,9 @@ class KubeApiServer:
             h.send_header("Content-Type", "application/json")
             h.send_header("Transfer-Encoding", "chunked")
             h.end_headers()
+            if slow_body:
+                h.wfile.flush()
+                self._stopping.wait(slow_body)
             if cut_after is None:
                 stream_chunked(h.wfile, lines)
                 return

@@ -47,6 +47,9 @@ class Fault:
     # Close the connection without an answer (a reset): after performing the request if
     # `apply`, as when the server committed and the connection died on the way back.
     reset: bool = False
+    # A watch: send the headers, then nothing for this many seconds before its first event,
+    # as a busy apiserver's cacher does while it gathers a long backlog.
+    slow_body: float = 0.0
     count: int = 1
     method: str | None = None  # HTTP method, e.g. "POST"
     path: str | None = None  # regex searched in the URL path
@@ -82,8 +85,8 @@ class FaultInjector:
 
     def add(self, status: int | None = None, *, count: int = 1, **criteria) -> Fault:
         fault = Fault(status=status, count=count, **criteria)
-        if fault.status is None and not fault.hang and not fault.truncate and not fault.reset:
-            raise ValueError("a fault needs a status, a hang, a truncation or a reset")
+        if fault.status is None and not (fault.hang or fault.truncate or fault.reset or fault.slow_body):
+            raise ValueError("a fault needs a status, a hang, a truncation, a reset or a slow body")
         with self._lock:
             self._rules.append(fault)
         return fault

@@ -18,10 +18,10 @@ does, and `compact()` empties it, so every older resourceVersion is then Expired
 
 from __future__ import annotations
 
+import bisect
 import json
 import threading
 import time
-from collections import deque
 from dataclasses import dataclass
 
 from kubesim.kube_meta import TRUE, field_matcher, label_matcher
@@ -30,6 +30,7 @@ from kubesim.kube_meta import TRUE, field_matcher, label_matcher
 # the simulated server is configurable, as tests run in seconds.
 BOOKMARK_SECONDS = 1.0
 DEFAULT_TIMEOUT = 1800.0  # the server's default minRequestTimeout, 1800 s
+CHUNK_EVENTS = 256
 
 
 @dataclass(frozen=True)
@@ -43,19 +44,24 @@ class Change:
 
 
 class WatchLog:
-    """Every write's event, in resourceVersion order, within a bounded window."""
+    """Every write's event, in resourceVersion order, within a bounded window.
+
+    Found by binary search, as the watch cache's ring buffer is (watch_cache.go,
+    `getAllEventsSinceLocked`: `sort.Search` over the buffer), so a watch from far
+    back answers as fast as one from near the head.
+    """
 
     def __init__(self, lock: threading.RLock, history: int = 200_000) -> None:
         self.changed = threading.Condition(lock)
-        self._events: deque[Change] = deque(maxlen=history)
+        self.history = history
+        self._events: list[Change] = []
+        self._rvs: list[int] = []
         self._compacted_to = 0  # every rv at or below this is gone from the window
 
     def record(self, plural: str, obj: dict, type_: str) -> None:
         meta = obj["metadata"]
         encoded = json.dumps(obj, separators=(",", ":")).encode()
         with self.changed:
-            if len(self._events) == self._events.maxlen:
-                self._compacted_to = self._events[0].rv
             change = Change(
                 int(meta["resourceVersion"]),
                 plural,
@@ -65,26 +71,28 @@ class WatchLog:
                 encoded,
             )
             self._events.append(change)
+            self._rvs.append(change.rv)
+            if len(self._events) > self.history + self.history // 4:  # trimmed in steps, not each write
+                self._drop(len(self._events) - self.history)
             self.changed.notify_all()
+
+    def _drop(self, n: int) -> None:
+        self._compacted_to = max(self._compacted_to, self._rvs[n - 1])
+        del self._events[:n], self._rvs[:n]
 
     def compact(self, upto: int) -> None:
         """Forget every event at or below `upto`, as etcd compaction does."""
         with self.changed:
-            while self._events and self._events[0].rv <= upto:
-                self._events.popleft()
+            n = bisect.bisect_right(self._rvs, upto)
+            if n:
+                self._drop(n)
             self._compacted_to = max(self._compacted_to, upto)
 
     def since(self, rv: int) -> list[Change] | None:
         """Events after `rv`, or None when `rv` is older than the window (410 Expired)."""
         if rv < self._compacted_to:
             return None
-        newer = []
-        for c in reversed(self._events):  # from the newest: a poll costs its own events, not the window
-            if c.rv <= rv:
-                break
-            newer.append(c)
-        newer.reverse()
-        return newer
+        return self._events[bisect.bisect_right(self._rvs, rv) :]
 
 
 def expired(asked: int, oldest: int) -> dict:
@@ -158,6 +166,9 @@ def watch_lines(store, res, ns: str | None, query: dict, stopping: threading.Eve
                 if cut_after is not None and sent >= cut_after:
                     yield b"".join(out)
                     return
+                if len(out) >= CHUNK_EVENTS:  # a long backlog streams as it is read, as the cacher's does
+                    yield b"".join(out)
+                    out = []
         now = time.monotonic()
         if bookmarks and (now >= next_bookmark or now >= deadline):
             mark = {"kind": res.kind, "apiVersion": res.api_version, "metadata": {"resourceVersion": current}}

@@ -2,6 +2,9 @@
 
 import dagster as dg
 
+# Before anything in the process imports the kubernetes client (dagster-k8s, should a run worker load
+# its launcher): then every importer gets only the parts it uses (backends/kubernetes/lean_import.py).
+import catchup_assets.backends.kubernetes  # noqa: F401
 from catchup_assets.defs.assets.profile_diff import profile_diff
 from catchup_assets.defs.assets.range_assets import mission_plan, range_catchup
 from catchup_assets.defs.assets.range_profile import range_profile, tier_map

@@ -145,3 +145,18 @@ def test_issue26_a_job_this_backend_created_or_deleted_is_seen_so_though_the_wat
     assert {s.range_key for s in b.observe()} == set(keys[1:])
     assert {s.range_key for s in b.observe()} == set(keys[1:])  # caught up: the DELETED came
     assert api.store.count("jobs", SETTINGS.namespace) == 3
+
+
+def test_issue26_a_pod_watch_that_always_starts_late_is_caught_by_the_jobs_counts(cluster, tmp_path):
+    """Every pod watch answers its headers, then says nothing for longer than the informer waits
+    (a busy apiserver gathering a backlog): each poll reads as silence, and the pod cache would
+    never move. The Job controller's active counts say pods exist that the cache lacks, so the
+    backend lists the pods: OOMs are still told from the pod (L4) and peaks still read (L19)."""
+    api, kubelet = cluster
+    api.faults.add(slow_body=0.2, verb="watch", resource="pods", count=10**6)
+    cfg = mission(tmp_path)
+    result = run_mission(prepare(cfg), backend(api, kubelet, tmp_path), clock=SimClock(kubelet))
+    assert result.condemned.keys() == {C} and outcomes(cfg) == OUTCOMES
+    records, _ = RecordStore(Store(cfg.storage_root), "m1").load()
+    assert all(r.peak_anon_bytes for r in records.values() if r.outcome == "ok")
+    assert 2 <= api.requests.count("list", "pods") < result.passes  # a LIST when a gap opens, not every pass

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from benchmarks import dispatcher_cost, k8s_api
+from benchmarks import dispatcher_cost, k8s_api, start_memory
 from benchmarks.report import table_rows
 
 
@@ -56,3 +56,15 @@ def test_a_case_runs_in_a_fresh_interpreter():
         dispatcher_cost.Case("local", 2, 1.0, "standin", shortest=1, longest=1, poll_seconds=0.2)
     )
     assert m.all_done and m.attempts == 2 and m.leftovers == 0 and m.setup_rss > 0
+
+
+def test_start_memory_smoke(tmp_path):
+    """Issue 26 item 4's breakdown runs: import steps and the start, lean and from bytecode."""
+    result = start_memory.main(["--smoke", "--out", str(tmp_path)])
+    [steps] = result["steps"].values()
+    assert steps["apis"] == 2 and 0 < steps["models"] < 60  # the lean client: BatchV1Api, CoreV1Api
+    assert all(rss > 0 for _, rss, _ in steps["steps"])
+    [(at_start, at_cap, models)] = result["starts"].values()
+    assert 0 < at_start <= at_cap and 0 < models < 767
+    text = (tmp_path / "start_memory.md").read_text()
+    assert len(table_rows(text, "RSS after each import step (one fresh interpreter per column)")) == len(steps["steps"])

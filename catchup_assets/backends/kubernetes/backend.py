@@ -57,6 +57,17 @@ log = logging.getLogger(__name__)
 DEFAULT_CORE_CONFIG = 'NETWORK_PASSPHRASE="Public Global Stellar Network ; September 2015"\n'
 
 
+def _newest_pods(pods: dict[str, dict]) -> dict[str, dict]:
+    """Job name -> its newest pod (a Job's replacement pod supersedes the one it replaced)."""
+    newest: dict[str, dict] = {}
+    for pod in pods.values():
+        owner = (pod["metadata"].get("labels") or {}).get("job-name")
+        known = newest.get(owner)
+        if known is None or _created(pod) > _created(known):
+            newest[owner] = pod
+    return newest
+
+
 def _rv(obj: dict | None) -> str | None:
     return obj["metadata"].get("resourceVersion") if obj is not None else None
 
@@ -115,6 +126,7 @@ class KubernetesBackend(ApiCalls, Leftovers, PodLiveLog, NamespaceCheck):  # api
         self._jobs = Informer(self.batch.list_namespaced_job, self._call, self.ns, self.selector, V1Job)
         self._pod_cache = Informer(self.core.list_namespaced_pod, self._call, self.ns, self.selector, V1Pod)
         self._states: dict[str, tuple] = {}  # Job name -> ((name, Job rv, pod rv), what they gave)
+        self._unseen_listed: set[str] = set()  # active Jobs with no pod in view when pods were last listed
         self.blocked: str | None = None
 
     # -- protocol -----------------------------------------------------------
@@ -145,13 +157,17 @@ class KubernetesBackend(ApiCalls, Leftovers, PodLiveLog, NamespaceCheck):  # api
         # only on the first pass and after the server's window expired. Raw JSON read through
         # model views: building the client's models costs seconds a pass at 2000.
         jobs, pods = self._jobs.read(), self._pod_cache.read()
-        newest: dict[str, dict] = {}
-        for pod in pods.values():
-            meta = pod["metadata"]
-            owner = (meta.get("labels") or {}).get("job-name")
-            known = newest.get(owner)
-            if known is None or _created(pod) > _created(known):
-                newest[owner] = pod
+        newest = _newest_pods(pods)
+        # A second witness: the Job controller counts each Job's active pods. Jobs it counts
+        # a pod for that the pod cache lacks mean the pod watch fell behind (a poll that met a
+        # pause before its first event reads as silence): list the pods. Once per new gap, so
+        # a pod truly gone while its Job's count lags costs one LIST, not one a pass.
+        unseen = {name for name, j in jobs.items() if (j.get("status") or {}).get("active") and name not in newest}
+        if unseen - self._unseen_listed:
+            log.info("mission %s: %d active Jobs have no pod in view; listing pods", self.mission, len(unseen))
+            pods = self._pod_cache.relist()
+            newest = _newest_pods(pods)
+        self._unseen_listed = unseen
         now = self.clock()
         if now - self._last_stats >= self.stats_interval:
             self._sample_peaks([ModelView(p, V1Pod) for p in pods.values()], now)

@@ -73,16 +73,22 @@ class Informer:
         would otherwise leave a just-created object unseen for a pass, and the dispatcher
         would submit it again, to a 409. The watch's ADDED for it is the same object.
         """
-        self.objects.setdefault(obj["metadata"]["name"], obj)
+        self.objects.setdefault(obj["metadata"]["name"], _kept(obj))
 
     def deleted(self, name: str) -> None:
         """Our own delete, answered: gone from the cache now, and its late events ignored."""
         self.objects.pop(name, None)
         self._gone.add(name)
 
+    def relist(self) -> dict[str, dict]:
+        """The cache listed afresh now (the caller found it behind the server)."""
+        self._relist_next("the cache is behind")
+        self._list()
+        return self.objects
+
     def _list(self) -> None:
         body = json.loads(self.call(self.list_fn, self.ns, label_selector=self.selector, read=True))
-        listed = {o["metadata"]["name"]: o for o in body.get("items") or []}
+        listed = {o["metadata"]["name"]: _kept(o) for o in body.get("items") or []}
         self._gone &= listed.keys()  # what the list no longer holds is gone for good
         self.objects = {name: o for name, o in listed.items() if name not in self._gone}
         self.resource_version = (body.get("metadata") or {}).get("resourceVersion")
@@ -138,8 +144,15 @@ class Informer:
             if kind == "DELETED":
                 self._gone.discard(meta["name"])
         elif kind in ("ADDED", "MODIFIED"):
-            self.objects[meta["name"]] = obj
+            self.objects[meta["name"]] = _kept(obj)
         elif kind == "DELETED":
             self.objects.pop(meta["name"], None)
         self.resource_version = meta.get("resourceVersion") or self.resource_version
         return True
+
+
+def _kept(obj: dict) -> dict:
+    """The object as cached: without `managedFields`, which a real API server sends on every object
+    and nothing here reads (client-go's informers drop them too: `TransformStripManagedFields`)."""
+    obj.get("metadata", {}).pop("managedFields", None)
+    return obj
