@@ -16,7 +16,8 @@ TRANSIENT = frozenset({410, 429, 500, 502, 503, 504})
 
 
 class ApiCalls:
-    """Mixed into KubernetesBackend: needs `ns`, `sleeper`, `api_retries`, `api_backoff`, `timeout`, `core`, `throttle`."""
+    """Mixed into KubernetesBackend: needs `ns`, `sleeper`, `api_retries`, `api_backoff`, `timeout`, `core`,
+    `throttle`."""
 
     def _call(self, fn: Callable, *args, read: bool = False, **kwargs):
         """Retry what the API server could not answer now (L5: never a range's failure).
