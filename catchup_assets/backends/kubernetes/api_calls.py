@@ -16,7 +16,8 @@ TRANSIENT = frozenset({410, 429, 500, 502, 503, 504})
 
 
 class ApiCalls:
-    """Mixed into KubernetesBackend: needs `ns`, `sleeper`, `api_retries`, `api_backoff`, `timeout`, `core`."""
+    """Mixed into KubernetesBackend: needs `ns`, `sleeper`, `api_retries`, `api_backoff`, `timeout`, `core`,
+    `throttle`."""
 
     def _call(self, fn: Callable, *args, read: bool = False, **kwargs):
         """Retry what the API server could not answer now (L5: never a range's failure).
@@ -26,6 +27,7 @@ class ApiCalls:
         """
         delay = self.api_backoff
         for attempt in range(self.api_retries + 1):
+            self._throttle()
             try:
                 if read:
                     return fn(*args, _request_timeout=self.timeout, _preload_content=False, **kwargs).data
@@ -60,7 +62,12 @@ class ApiCalls:
             if exc.status not in (404, 410):  # already gone: what a delete wanted
                 raise
 
+    def _throttle(self) -> None:
+        if self.throttle is not None:
+            self.throttle.wait()  # throttle.py: the client's QPS and burst
+
     def _read_log(self, pod_name: str, since: str | None):
+        self._throttle()
         query = [("container", CONTAINER), ("timestamps", "true")]
         if since:
             query.append(("sinceTime", since))  # the generated client has no since_time

@@ -38,6 +38,7 @@ from catchup_assets.backends.kubernetes.observe import (
 )
 from catchup_assets.backends.kubernetes.settings import K8sSettings
 from catchup_assets.backends.kubernetes.stats import KubeletAccess, KubeletReader, KubeletRefused
+from catchup_assets.backends.kubernetes.throttle import RequestRate
 from catchup_assets.backends.shipping import lines, ship
 from catchup_assets.core.dispatch.ports import (
     AlreadyExists,
@@ -97,6 +98,8 @@ class KubernetesBackend(ApiCalls, Leftovers, PodLiveLog, NamespaceCheck):  # api
         api_retries: int = 4,
         api_backoff: float = 0.5,
         request_timeout: float = 30.0,
+        submit_concurrency: int = 1,
+        throttle: RequestRate | None = None,
     ):
         self.mission = mission
         self.settings = settings
@@ -109,6 +112,10 @@ class KubernetesBackend(ApiCalls, Leftovers, PodLiveLog, NamespaceCheck):  # api
         self.stats_interval = stats_interval
         self.unschedulable_seconds, self.config_error_seconds = unschedulable_seconds, config_error_seconds
         self.api_retries, self.api_backoff, self.timeout = api_retries, api_backoff, request_timeout
+        # Submits the dispatcher may run at once (core/dispatch/fill.py): each is two creates
+        # that wait on the API server, and nothing of a submit's is shared with another's.
+        self.submit_concurrency = submit_concurrency
+        self.throttle = throttle  # every request waits its turn (throttle.py); None: unlimited
         self.spool = LogSpool(spool_dir, self._read_log, log_concurrency)
         self.kubelet = KubeletReader(kubelet, read_node=lambda name: self._call(self.core.read_node, name))
         # Why peaks cannot be read, while they cannot (L19): reported once per cause, never
@@ -123,8 +130,9 @@ class KubernetesBackend(ApiCalls, Leftovers, PodLiveLog, NamespaceCheck):  # api
         self._last_stats = float("-inf")
         self._configmap_ready = False
         # The informers' caches (informer.py): built by this process, never carried over (L10).
-        self._jobs = Informer(self.batch.list_namespaced_job, self._call, self.ns, self.selector, V1Job)
-        self._pod_cache = Informer(self.core.list_namespaced_pod, self._call, self.ns, self.selector, V1Pod)
+        sel, wait = self.selector, self._throttle
+        self._jobs = Informer(self.batch.list_namespaced_job, self._call, self.ns, sel, V1Job, throttle=wait)
+        self._pod_cache = Informer(self.core.list_namespaced_pod, self._call, self.ns, sel, V1Pod, throttle=wait)
         self._states: dict[str, tuple] = {}  # Job name -> ((name, Job rv, pod rv), what they gave)
         self._unseen_listed: set[str] = set()  # active Jobs with no pod in view when pods were last listed
         self.blocked: str | None = None

@@ -44,8 +44,10 @@ class Informer:
         *,
         idle: float = 0.05,
         connect_timeout: float = 30.0,
+        throttle: Callable[[], None] = lambda: None,
     ) -> None:
         self.list_fn, self.call = list_fn, call  # call: the backend's retrying _call
+        self.throttle = throttle  # a watch poll is a request too: the client's QPS counts it
         self.ns, self.selector, self.model = namespace, selector, model
         self.idle, self.connect_timeout = idle, connect_timeout
         self.objects: dict[str, dict] = {}  # name -> the object's JSON
@@ -99,6 +101,7 @@ class Informer:
         self.objects, self.resource_version = {}, None
 
     def _poll(self) -> None:
+        self.throttle()
         try:
             resp = self.list_fn(
                 self.ns,

@@ -45,16 +45,19 @@ class Claims:
             open_claims = {a: at for a, at in self._claims[key].items() if a not in self._done[key]}
         return max(open_claims, default=0)  # claimed, never started: that number is spent
 
-    def _submit(self, key: str, attempt: int, n_oom: int, n_evicted: int = 0) -> bool:
-        """Claim the attempt, make its sizing durable, start it; False if another holder has it."""
+    def _submit(self, key: str, attempt: int, n_oom: int, n_evicted: int = 0) -> tuple[bool, AttemptSpec | None]:
+        """Claim the attempt, make its sizing durable, start it: (started, its spec to tell, or None).
+
+        Not started (False) if another holder has it. May run on a submit pool's thread
+        (fill.py): it touches only this range's state, and tells nothing itself."""
         if not self.records.claim(key, attempt, self.holder, self.clock.time()):
             # Whoever dispatches, a range has one live attempt: read what was done with it.
             self._refresh(key)
             if attempt in self._done[key] or key in self._results:
-                return False  # finished (by another dispatcher, or by this run before a restart)
+                return False, None  # finished (by another dispatcher, or by this run before a restart)
             if self.records.claim_holder(key, attempt) != self.holder:
                 log.warning("range %s attempt %d is claimed by another dispatcher: not started here", key, attempt)
-                return False
+                return False, None
             log.info("attempt %s a%d was claimed by this run before a restart: submitted again", key, attempt)
         self._mine.add((key, attempt))
         spec = self._spec(key, attempt, n_oom, n_evicted)
@@ -75,9 +78,8 @@ class Claims:
         except AlreadyExists:
             # Created before a restart, its start told then: adopted, not told twice.
             log.info("attempt %s exists already: adopted (still holds its slot)", spec.attempt_id)
-            return True
-        self.attempt_events.submitted(spec)
-        return True
+            return True, None
+        return True, spec
 
     def _env(self, key: str) -> dict[str, str]:
         env = dict(self.mission.env)

@@ -7,8 +7,9 @@ on start, so a restarted or second dispatcher sees the same picture.
 
 This module holds the pass and the loop; the Dispatcher's other parts are one concept a module: recovery.py (what it
 knows, rebuilt from the records, and the decisions taken from them), claims.py (claims between dispatchers, and
-submits), finish.py (recording and releasing attempts), health.py (stragglers, stalls and the circuit breaker),
-gauges.py (the snapshot its metrics read), live.py (each attempt's start, told); results.py holds what it reports.
+submits), fill.py (the pass's submits, in waves), finish.py (recording and releasing attempts), health.py
+(stragglers, stalls and the circuit breaker), gauges.py (the snapshot its metrics read), live.py (each attempt's
+start, told); results.py holds what it reports.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from catchup_assets.core.classify.outcomes import Outcome
 from catchup_assets.core.dispatch.breaker import Breaker
 from catchup_assets.core.dispatch.claims import Claims
 from catchup_assets.core.dispatch.control import MissionControl
+from catchup_assets.core.dispatch.fill import Filling
 from catchup_assets.core.dispatch.finish import Finishing
 from catchup_assets.core.dispatch.gauges import Gauging, Snapshot
 from catchup_assets.core.dispatch.health import Health
@@ -33,7 +35,6 @@ from catchup_assets.core.dispatch.live import AttemptEvent, AttemptEvents
 from catchup_assets.core.dispatch.obey import DRAINED, Obey
 from catchup_assets.core.dispatch.ports import (
     Backend,
-    DispatchBlocked,
     Phase,
     Records,
     TransientBackendError,
@@ -109,7 +110,7 @@ class DispatchConfig:
             raise ConfigError("ranges: duplicate range keys in the plan")
 
 
-class Dispatcher(Recovery, Claims, Finishing, Health, Obey, Stopping, Gauging):
+class Dispatcher(Recovery, Claims, Filling, Finishing, Health, Obey, Stopping, Gauging):
     def __init__(
         self,
         config: DispatchConfig,
@@ -231,19 +232,7 @@ class Dispatcher(Recovery, Claims, Finishing, Health, Obey, Stopping, Gauging):
         free = self._live_cap() - live_total
         submitted = 0
         if self._blocked is None and not self.control.holding:
-            for key, attempt, n_oom, n_evicted in queue[: max(free, 0)]:
-                if self._stop:
-                    break  # an operator's stop: not one dispatch more
-                try:
-                    if not self._submit(key, attempt, n_oom, n_evicted):
-                        continue
-                except TransientBackendError as exc:
-                    log.warning("submit of %s a%d deferred: %s", key, attempt, exc)
-                    break
-                except DispatchBlocked as exc:
-                    self._block(f"new dispatches stopped: {exc}")
-                    break
-                submitted += 1
+            submitted = self._fill(queue[: max(free, 0)])  # fill.py: in order, in waves
         status = self._status(len(live_keys) + submitted, len(queue) - submitted, live_total, mine, submitted)
         self._last_status = status
         if self.on_pass is not None:
@@ -283,6 +272,7 @@ class Dispatcher(Recovery, Claims, Finishing, Health, Obey, Stopping, Gauging):
                 break
             if not self._stop:
                 self.clock.sleep(self.mission.poll_seconds)
+        self._close_submit_pool()
         if self._stop:
             self._stop_attempts()
         self._snapshot()

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import time
 
 from catchup_assets.core.dispatch.ports import Backend
 
@@ -36,6 +37,7 @@ def _kubernetes_backend(resource, mission: str) -> Backend:
     # load on a laptop with no cluster configured.
     from catchup_assets.backends.kubernetes.backend import DEFAULT_CORE_CONFIG, KubernetesBackend
     from catchup_assets.backends.kubernetes.connect import api_clients
+    from catchup_assets.backends.kubernetes.throttle import RequestRate
 
     cfg = resource.kubernetes
     batch_api, core_api = api_clients(cfg.kubeconfig, cfg.context)
@@ -51,4 +53,6 @@ def _kubernetes_backend(resource, mission: str) -> Backend:
         core_config_text=core_config,
         stats_interval=cfg.stats_interval_seconds,
         unschedulable_seconds=cfg.unschedulable_seconds,
+        submit_concurrency=cfg.submit_concurrency,
+        throttle=RequestRate(cfg.api_qps, cfg.api_burst, clock=time.monotonic, sleeper=time.sleep),
     )
