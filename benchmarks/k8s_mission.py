@@ -41,6 +41,7 @@ class K8sMission:
     peak_flush_seconds: float = 60.0  # DispatchConfig's default
     profile_steady_pass: bool = False
     trace_steady_pass: bool = False
+    submit_concurrency: int = 1  # the backend's (issue 26 item 3); KubernetesConfig's default is 8
 
     @property
     def ranges(self) -> int:
@@ -101,6 +102,7 @@ def run_k8s_mission(m: K8sMission, work_dir: str | Path | None = None) -> K8sMis
             clock=cluster.clock.time,
             sleeper=lambda s: None,
             stats_interval=m.stats_interval,
+            submit_concurrency=m.submit_concurrency,
         )
         mission = mission_config(
             m.ranges, Path(tmp) / "storage", parallelism=m.parallelism, poll_seconds=m.poll_seconds, status_every=10**9

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from benchmarks import dispatcher_cost, k8s_api, start_memory
+from benchmarks import dispatcher_cost, first_pass, k8s_api, start_memory
 from benchmarks.report import table_rows
 
 
@@ -68,3 +68,11 @@ def test_start_memory_smoke(tmp_path):
     assert 0 < at_start <= at_cap and 0 < models < 767
     text = (tmp_path / "start_memory.md").read_text()
     assert len(table_rows(text, "RSS after each import step (one fresh interpreter per column)")) == len(steps["steps"])
+
+
+def test_first_pass_smoke(tmp_path):
+    rows = first_pass.main(["--smoke", "--out", str(tmp_path)])
+    # Issue 26 item 3: serial and pooled, each first pass submitted every slot's attempt.
+    assert [(c, submitted) for c, _, submitted in rows] == [(1, 6), (8, 6)]
+    [serial, pooled] = table_rows((tmp_path / "first_pass.md").read_text(), "First pass")
+    assert serial[0] == "1" and pooled[0] == "8"
