@@ -9,11 +9,15 @@ the requests the server received.
 
 from __future__ import annotations
 
+import copy
 from dataclasses import replace
 
 import pytest
+from kubernetes.client import V1Job, V1Pod
 
-from catchup_assets.core.dispatch.ports import AttemptSpec, Peaks
+from catchup_assets.backends.kubernetes.json_views import ModelView
+from catchup_assets.backends.kubernetes.observe import attempt_state, doomed, kept_job, kept_pod
+from catchup_assets.core.dispatch.ports import AttemptSpec, Peaks, Phase
 from catchup_assets.core.size.sizing import Tiers
 from catchup_assets.mission.plan import prepare
 from catchup_assets.mission.run import run_mission
@@ -160,3 +164,44 @@ def test_issue26_a_pod_watch_that_always_starts_late_is_caught_by_the_jobs_count
     records, _ = RecordStore(Store(cfg.storage_root), "m1").load()
     assert all(r.peak_anon_bytes for r in records.values() if r.outcome == "ok")
     assert 2 <= api.requests.count("list", "pods") < result.passes  # a LIST when a gap opens, not every pass
+
+
+class TrimComparingClock(SimClock):
+    """At every pass, each Job and pod the server holds is read into an attempt state twice: whole,
+    and as the informers cache it (kept_job, kept_pod)."""
+
+    def __init__(self, kubelet, api):
+        super().__init__(kubelet)
+        self.api, self.compared = api, []
+
+    def sleep(self, seconds: float) -> None:
+        super().sleep(seconds)
+        with self.api.store.lock:
+            jobs = copy.deepcopy(self.api.store.select("jobs", SETTINGS.namespace))
+            pods = copy.deepcopy(self.api.store.select("pods", SETTINGS.namespace))
+        by_job = {(p["metadata"].get("labels") or {}).get("job-name"): p for p in pods}
+        for job in jobs:
+            pod = by_job.get(job["metadata"]["name"])
+
+            def state(j, p):
+                view = ModelView(p, V1Pod) if p is not None else None
+                return attempt_state(ModelView(j, V1Job), view), view is not None and doomed(view)
+
+            trimmed = (kept_job(copy.deepcopy(job)), kept_pod(copy.deepcopy(pod)) if pod is not None else None)
+            self.compared.append((state(job, pod), state(*trimmed)))
+
+
+def test_issue26_item4_the_cache_keeps_every_field_the_backend_reads(cluster, tmp_path):
+    """The informers cache each Job and pod trimmed to what is read (item 4: memory per attempt).
+    Over a whole mission with every kind of outcome, a trimmed object gives the same attempt state
+    (phase, evidence, limits, tier, node) and the same about-to-go verdict as the whole one."""
+    api, kubelet = cluster
+    cfg = mission(tmp_path)
+    clock = TrimComparingClock(kubelet, api)
+    result = run_mission(prepare(cfg), backend(api, kubelet, tmp_path), clock=clock)
+    assert result.condemned.keys() == {C} and outcomes(cfg) == OUTCOMES
+    assert len(clock.compared) > 10
+    assert {s.phase for (s, _), _ in clock.compared} >= {Phase.RUNNING, Phase.FINISHED}
+    assert any(s.memory_limit_bytes and s.tier for (s, _), _ in clock.compared)
+    for whole, trimmed in clock.compared:
+        assert trimmed == whole

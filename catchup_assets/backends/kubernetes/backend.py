@@ -32,6 +32,8 @@ from catchup_assets.backends.kubernetes.namespace_check import NamespaceCheck
 from catchup_assets.backends.kubernetes.observe import (
     attempt_state,
     doomed,
+    kept_job,
+    kept_pod,
     never_starting,
     running_by_node,
     summary_peaks,
@@ -131,8 +133,12 @@ class KubernetesBackend(ApiCalls, Leftovers, PodLiveLog, NamespaceCheck):  # api
         self._configmap_ready = False
         # The informers' caches (informer.py): built by this process, never carried over (L10).
         sel, wait = self.selector, self._throttle
-        self._jobs = Informer(self.batch.list_namespaced_job, self._call, self.ns, sel, V1Job, throttle=wait)
-        self._pod_cache = Informer(self.core.list_namespaced_pod, self._call, self.ns, sel, V1Pod, throttle=wait)
+        self._jobs = Informer(
+            self.batch.list_namespaced_job, self._call, self.ns, sel, V1Job, throttle=wait, keep=kept_job
+        )
+        self._pod_cache = Informer(
+            self.core.list_namespaced_pod, self._call, self.ns, sel, V1Pod, throttle=wait, keep=kept_pod
+        )
         self._states: dict[str, tuple] = {}  # Job name -> ((name, Job rv, pod rv), what they gave)
         self._unseen_listed: set[str] = set()  # active Jobs with no pod in view when pods were last listed
         self.blocked: str | None = None

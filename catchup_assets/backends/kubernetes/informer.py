@@ -45,9 +45,11 @@ class Informer:
         idle: float = 0.05,
         connect_timeout: float = 30.0,
         throttle: Callable[[], None] = lambda: None,
+        keep: Callable[[dict], dict] = lambda obj: obj,
     ) -> None:
         self.list_fn, self.call = list_fn, call  # call: the backend's retrying _call
         self.throttle = throttle  # a watch poll is a request too: the client's QPS counts it
+        self.keep = keep  # what of each object is cached (client-go's TransformFunc)
         self.ns, self.selector, self.model = namespace, selector, model
         self.idle, self.connect_timeout = idle, connect_timeout
         self.objects: dict[str, dict] = {}  # name -> the object's JSON
@@ -75,7 +77,7 @@ class Informer:
         would otherwise leave a just-created object unseen for a pass, and the dispatcher
         would submit it again, to a 409. The watch's ADDED for it is the same object.
         """
-        self.objects.setdefault(obj["metadata"]["name"], _kept(obj))
+        self.objects.setdefault(obj["metadata"]["name"], self._kept(obj))
 
     def deleted(self, name: str) -> None:
         """Our own delete, answered: gone from the cache now, and its late events ignored."""
@@ -90,7 +92,7 @@ class Informer:
 
     def _list(self) -> None:
         body = json.loads(self.call(self.list_fn, self.ns, label_selector=self.selector, read=True))
-        listed = {o["metadata"]["name"]: _kept(o) for o in body.get("items") or []}
+        listed = {o["metadata"]["name"]: self._kept(o) for o in body.get("items") or []}
         self._gone &= listed.keys()  # what the list no longer holds is gone for good
         self.objects = {name: o for name, o in listed.items() if name not in self._gone}
         self.resource_version = (body.get("metadata") or {}).get("resourceVersion")
@@ -147,15 +149,14 @@ class Informer:
             if kind == "DELETED":
                 self._gone.discard(meta["name"])
         elif kind in ("ADDED", "MODIFIED"):
-            self.objects[meta["name"]] = _kept(obj)
+            self.objects[meta["name"]] = self._kept(obj)
         elif kind == "DELETED":
             self.objects.pop(meta["name"], None)
         self.resource_version = meta.get("resourceVersion") or self.resource_version
         return True
 
-
-def _kept(obj: dict) -> dict:
-    """The object as cached: without `managedFields`, which a real API server sends on every object
-    and nothing here reads (client-go's informers drop them too: `TransformStripManagedFields`)."""
-    obj.get("metadata", {}).pop("managedFields", None)
-    return obj
+    def _kept(self, obj: dict) -> dict:
+        """The object as cached: what `keep` leaves, and never `managedFields`, which a real API
+        server sends on every object and nothing here reads (client-go: `TransformStripManagedFields`)."""
+        obj.get("metadata", {}).pop("managedFields", None)
+        return self.keep(obj)

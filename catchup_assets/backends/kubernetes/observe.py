@@ -216,3 +216,18 @@ def summary_peaks(summary: dict, names: dict[str, str]) -> Iterator[tuple[str, P
             aid,
             Peaks(mem.get("rssBytes"), mem.get("workingSetBytes"), (p.get("ephemeral-storage") or {}).get("usedBytes")),
         )
+
+
+# What of each object the informers cache (issue 26 item 4): every field this module and the
+# backend read, and none of the rest (a Job's pod template, a pod's containers, volumes, env).
+# Metadata and status stay whole. 2000 Jobs and pods are held between passes.
+def kept_job(job: dict) -> dict:
+    spec = ((job.get("spec") or {}).get("template") or {}).get("spec") or {}
+    containers = [{"name": c.get("name"), "resources": c.get("resources")} for c in spec.get("containers") or ()]
+    job["spec"] = {"template": {"spec": {"containers": containers, "nodeSelector": spec.get("nodeSelector")}}}
+    return job
+
+
+def kept_pod(pod: dict) -> dict:
+    pod["spec"] = {"nodeName": (pod.get("spec") or {}).get("nodeName")}
+    return pod
