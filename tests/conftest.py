@@ -13,6 +13,10 @@ import pytest
 # through a code server that, on a loaded 2-core CI machine without compiled
 # bytecode, once took longer than the default 60 s to start one.
 os.environ.setdefault("DAGSTER_GRPC_TIMEOUT_SECONDS", "180")
+# As the chart's daemon and webserver and the demo run: a run's partitions planned as one subset, each
+# range's own planned row written by range_catchup (catchup_assets/defs/planned_events.py). Code servers
+# and run workers the tests start inherit it; tests/defs/test_planned_events.py also runs without it.
+os.environ.setdefault("DAGSTER_EMIT_PARTITION_SUBSET_IN_PLANNED_EVENTS", "true")
 
 
 @pytest.fixture(autouse=True)

@@ -27,6 +27,7 @@ import dagster as dg
 import yaml
 
 from catchup_assets.core.errors import ConfigError
+from catchup_assets.defs.range_events import SUBSET_ENV
 from catchup_assets.defs.resources import CatchupResource, deployment_resource
 
 INSTANCE_FILE = "dagster.yaml"
@@ -180,6 +181,8 @@ def project_root() -> Path | None:
 def ui_command(home: Path, workspace: Path) -> str:
     """The shell command that opens `home` in the Dagster UI with `workspace`'s code location."""
     root = project_root()
+    # Runs the UI creates are planned as one subset, as the chart's webserver and daemon plan them.
+    env = f"{SUBSET_ENV}=true DAGSTER_HOME={q(str(home))}"
     if root is None:  # an installed package: dagster is on the same PATH as catchup-assets
-        return f"DAGSTER_HOME={q(str(home))} dagster dev -w {q(str(workspace))}"
-    return f"cd {q(str(root))} && DAGSTER_HOME={q(str(home))} uv run dagster dev -w {q(str(workspace))}"
+        return f"{env} dagster dev -w {q(str(workspace))}"
+    return f"cd {q(str(root))} && {env} uv run dagster dev -w {q(str(workspace))}"

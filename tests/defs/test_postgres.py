@@ -23,9 +23,13 @@ from dagster_graphql.client.query import LAUNCH_PARTITION_BACKFILL_MUTATION
 from dagster_graphql.test.utils import define_out_of_process_context, execute_dagster_graphql
 from dagster_postgres import PostgresEventLogStorage, PostgresRunStorage, PostgresScheduleStorage
 
+from catchup_assets.defs.range_events import planned_as_subset
 from dagster_defs import FAIL_TARGETS_ENV
 from pg_server import PASSWORD, chart_instance_config, fresh_database, missing_reason, postgres_server
 from test_assets import RANGE, plan, statuses
+from test_range_events import run as run_thing
+from test_range_events import seen
+from test_range_events import status as thing_status
 
 DEFS_FILE = str(__import__("pathlib").Path(__file__).parents[1].joinpath("dagster_defs.py"))
 
@@ -109,6 +113,14 @@ def test_L9_mission_on_the_chart_s_postgres_instance_condemned_range_fails_alone
         if e.dagster_event is not None and e.dagster_event.is_step_failure
     )
     assert bad in errors and "failed budget spent" in errors
+    # Planned as one subset (conftest.py sets the chart's switch); each started range's row written by the run.
+    assert planned_as_subset(instance, run.run_id, RANGE)
+    planned = instance.get_records_for_run(run.run_id, of_type=dg.DagsterEventType.ASSET_MATERIALIZATION_PLANNED)
+    by_partition = [r.event_log_entry.dagster_event.event_specific_data.partition for r in planned.records]
+    assert sorted(p for p in by_partition if p) == keys and by_partition.count(None) == 1
+    # Each attempt's start went in through the same batched INSERTs: every range shows its chain.
+    observed = instance.get_records_for_run(run.run_id, of_type=dg.DagsterEventType.ASSET_OBSERVATION, limit=500)
+    assert {r.event_log_entry.dagster_event.partition for r in observed.records} == set(keys)
     # L9: condemning it did not stop the others; it alone shows FAILED.
     st = statuses(instance, keys)
     assert st[bad] == dg.AssetPartitionStatus.FAILED
@@ -124,3 +136,16 @@ def test_L9_mission_on_the_chart_s_postgres_instance_condemned_range_fails_alone
     assert set(statuses(instance, keys).values()) == {dg.AssetPartitionStatus.MATERIALIZED}
     mats = instance.fetch_materializations(RANGE, limit=50).records
     assert sorted(m.partition_key for m in mats) == sorted(keys)  # one each: nothing ran twice
+
+
+def test_issue26_on_postgres_a_started_range_is_in_progress_and_the_unfinished_fail_over_an_earlier_success(
+    pg_instance,
+):
+    """tests/defs/test_range_events.py's run on the chart's storage: the planned rows go in one INSERT a batch."""
+    instance, server = pg_instance
+    assert run_thing(instance, mode="ours", succeed="1").success
+    result = run_thing(instance, mode="ours")
+    assert not result.success and seen["subset"] and seen["b_in_progress"]
+    assert seen["while_running"] == {"a": "MATERIALIZED", "b": "IN_PROGRESS", "c": "MATERIALIZED", "d": "MATERIALIZED"}
+    assert thing_status(instance) == {"a": "MATERIALIZED", "b": "FAILED", "c": "FAILED", "d": "FAILED"}
+    assert rows_in_postgres(server, result.run_id) == len(instance.all_logs(result.run_id))

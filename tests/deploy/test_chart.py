@@ -619,6 +619,21 @@ def test_dagster_values_point_at_this_code_location(chart):
         decode(t, "V1Toleration")
 
 
+def test_issue26_the_processes_that_create_runs_plan_them_as_one_subset():
+    """The webserver (the UI's launches) and the daemon (backfills, retries, sensors' runs) set Dagster's
+    switch; the demo's and the tests' runs are created the same way (cli/demo/run.py, tests/conftest.py)."""
+    from catchup_assets.defs.location import ui_command
+    from catchup_assets.defs.range_events import SUBSET_ENV
+
+    values = yaml.safe_load(DAGSTER_VALUES.read_text())
+    for part in ("dagsterWebserver", "dagsterDaemon"):
+        env = {e["name"]: e["value"] for e in values[part]["env"]}
+        assert env[SUBSET_ENV] == "true", part
+        for e in values[part]["env"]:
+            decode(e, "V1EnvVar")
+    assert f"{SUBSET_ENV}=true " in ui_command(Path("/h"), Path("/w.yaml"))
+
+
 def test_dagster_values_match_the_local_instance_policy():
     from catchup_assets.defs.location import INSTANCE_YAML
 

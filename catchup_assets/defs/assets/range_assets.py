@@ -18,6 +18,7 @@ from catchup_assets.defs.assets.launchpad import policies
 from catchup_assets.defs.assets.mission_plan import build_mission_plan, mission_plan  # noqa: F401 - the graph's root, re-exported
 from catchup_assets.defs.metadata.ranges import attempt_metadata, failure_metadata, range_metadata
 from catchup_assets.defs.ownership import SUPERSEDED, latest_marks
+from catchup_assets.defs.range_events import RangeEvents
 from catchup_assets.defs.resources import CatchupResource
 from catchup_assets.defs.run_context import (  # noqa: F401 - re-exported: sensors, demo and tests name them here
     MISSION_TAG,
@@ -77,6 +78,20 @@ def skip_superseded(context: dg.AssetExecutionContext, keys: list[str], on_grid:
 )
 def range_catchup(context: dg.AssetExecutionContext, catchup: CatchupResource) -> Iterator[dg.AssetCheckResult]:
     """Each ledger range caught up by stellar-core; one run drives every range it was given."""
+    # Each attempt's start and, when the instance planned the run as one subset, each range's
+    # in-progress and FAILED marking: written in batches, off the dispatcher's thread.
+    marks = RangeEvents(context)
+    failed = True
+    try:
+        yield from drive(context, catchup, marks)
+        failed = False
+    finally:
+        marks.close(failed)
+
+
+def drive(
+    context: dg.AssetExecutionContext, catchup: CatchupResource, marks: RangeEvents
+) -> Iterator[dg.AssetCheckResult]:
     keys = list(context.partition_keys)
     try:
         for k in keys:
@@ -91,7 +106,7 @@ def range_catchup(context: dg.AssetExecutionContext, catchup: CatchupResource) -
         # or an automatic run retry of a dead dispatcher is not (it would loop).
         fresh = context.retry_number == 0 and "dagster/retry_number" not in context.run.tags
         planned = mission_ranges(store, cfg)  # a profile-cut mission's from its saved plan
-        keys = skip_superseded(context, keys, {r.key for r in planned})
+        keys = marks.keys = skip_superseded(context, keys, {r.key for r in planned})
         if not keys:
             yield from (dg.AssetCheckResult(check_name=c, passed=True) for c in (HEALTH_STALL, HEALTH_DISPATCH))
             return
@@ -111,6 +126,7 @@ def range_catchup(context: dg.AssetExecutionContext, catchup: CatchupResource) -
                 )
             )
         if result.status is RangeStatus.DONE:
+            marks.finished(result.range_key)
             context.log_event(
                 dg.AssetMaterialization(
                     asset_key=context.asset_key,
@@ -122,7 +138,9 @@ def range_catchup(context: dg.AssetExecutionContext, catchup: CatchupResource) -
     def on_attempt(event) -> None:
         # Submitted, then running on its node: the partition's page shows the chain while it runs.
         meta = attempt_metadata(mission, event)
-        context.log_event(dg.AssetObservation(asset_key=context.asset_key, partition=event.range_key, metadata=meta))
+        marks.started(
+            event.range_key, dg.AssetObservation(asset_key=context.asset_key, partition=event.range_key, metadata=meta)
+        )
 
     def on_health(check: str, passed: bool, why: str) -> None:
         # As it happens, not at the end: the check shows a stalled or blocked mission while it runs.
@@ -201,7 +219,7 @@ def range_catchup(context: dg.AssetExecutionContext, catchup: CatchupResource) -
     if result.drained and left:
         # Drained by an operator: the unstarted ranges stay unmaterialized, not failed, for a later run.
         context.log.warning(f"mission {mission}: drained: {len(left)} ranges left unstarted for a later run")
-    skip = set(left) if result.drained else set()
+    skip = marks.spared = set(left) if result.drained else set()
     unfinished = {k: r.reason for k, r in result.results.items() if r.status is not RangeStatus.DONE and k not in skip}
     if unfinished:
         # After draining every range it could (L9): name each one and why.
