@@ -33,6 +33,7 @@ import dagster as dg
 import psutil
 from pydantic import Field, model_validator
 
+from catchup_assets.core.classify.outcomes import Observation
 from catchup_assets.core.dispatch.ports import AttemptSpec, AttemptState
 from catchup_assets.defs.location import definitions_for
 from catchup_assets.defs.resources import CatchupResource
@@ -47,8 +48,20 @@ ENV = {
     "poll_seconds": "CATCHUP_BENCH_POLL",
     "report": "CATCHUP_BENCH_REPORT",
     "profile": "CATCHUP_BENCH_PROFILE",
+    "condemn": "CATCHUP_BENCH_CONDEMN",
 }
-DEFAULTS = {"ranges": 4000, "live": 2000, "speed": 2000.0, "poll_seconds": 0.5, "report": "", "profile": ""}
+DEFAULTS = {
+    "ranges": 4000,
+    "live": 2000,
+    "speed": 2000.0,
+    "poll_seconds": 0.5,
+    "report": "",
+    "profile": "",
+    "condemn": 0,
+}
+# An attempt whose stellar-core exits 1 (a broken archive, L9): classified `failed`, its range condemned
+# once the failed budget is spent.
+FAILED = Observation(exit_code=1, termination_reason="Error")
 
 
 def note(report: str, event: str, **fields) -> None:
@@ -90,9 +103,14 @@ class ReportingBackend(VirtualBackend):
     report: str = ""
     reached: bool = False
     released: int = 0
+    failing: frozenset[str] = frozenset()  # ranges whose every attempt fails when it would have ended
 
     def submit(self, spec: AttemptSpec) -> None:
         super().submit(spec)
+        if spec.range_key in self.failing:
+            # At its end, between the others' successes: a lone failure, not a burst that trips the breaker.
+            a = self.attempts[spec.attempt_id]
+            a.observation, a.progress_after = FAILED, 0.0
         if self.submits == 1:
             note(self.report, "first_submit")
         if not self.reached and len(self.attempts) >= self.live:
@@ -126,6 +144,7 @@ class VirtualCatchupResource(CatchupResource):
     speed: float = Field(default=DEFAULTS["speed"], gt=0)
     report: str = ""
     profile: str = ""
+    condemn: int = Field(default=DEFAULTS["condemn"], ge=0)
 
     @model_validator(mode="after")
     def _check_bench(self):
@@ -148,14 +167,22 @@ class VirtualCatchupResource(CatchupResource):
     def backend_for(self, mission: str, disruption_seed: int | None = None) -> ReportingBackend:
         note(self.report, "backend_for", mission=mission)
         seed = disruption_seed if disruption_seed is not None else mission_seed(self.sim_seed, mission)
+        workload = Workload(ranges=self.ranges)
         return ReportingBackend(
-            Workload(ranges=self.ranges),
+            workload,
             PhasedClock(self.speed),
             placement=self.placement(),
             mission_seed=seed,
             live=self.live,
             report=self.report,
+            failing=failing_ranges(workload, self.condemn),
         )
+
+
+def failing_ranges(workload: Workload, n: int) -> frozenset[str]:
+    """`n` ranges spread evenly over the mission (some among the first dispatched, longest first)."""
+    keys = sorted(r.key for r in workload)
+    return frozenset(keys[i * len(keys) // n] for i in range(n)) if n else frozenset()
 
 
 def settings_from_env(environ=os.environ) -> dict:
