@@ -74,4 +74,9 @@ def test_forecast_spread_smoke(tmp_path):
     from benchmarks import forecast_spread
 
     assert forecast_spread.main(["--smoke", "--out", str(tmp_path)]) == 0
-    assert "| 0.1 | 0.1 |" in (tmp_path / "forecast_spread.md").read_text()
+    text = (tmp_path / "forecast_spread.md").read_text()
+    assert "| 0.1 | 0.1 |" in text
+    (row,) = table_rows(text, "Forecast and replays")
+    # The replay is its draw list-scheduled, give or take what the dispatcher adds (reclaims, OOMs, polls).
+    assert abs(float(row[11].rstrip("%"))) < 10.0
+    assert row[12].endswith(")") and row[14].endswith("%")
