@@ -5,14 +5,15 @@ Pinned to dagster 1.13.27 and dagster-postgres 0.29.27: every name from `dagster
 this relies on (what the status cache reads, and how these rows show).
 
 Planned rows (issue 26). With Dagster's `DAGSTER_EMIT_PARTITION_SUBSET_IN_PLANNED_EVENTS`, creating a
-4000-range run writes one ASSET_MATERIALIZATION_PLANNED event instead of 4000 (~100 s of a launch on
+4000-range run writes one ASSET_MATERIALIZATION_PLANNED event instead of 4000 (60-110 s of a launch on
 Postgres). But the status cache (`_core/storage/partition_status_cache.py`,
 `build_failed_and_in_progress_partition_subset`) reads per-partition planned rows only: a partition
 whose newest row is a planned one is in progress while its run is unfinished and FAILED once the run
 fails. So the run writes that row itself for each range it starts, and, as the step raises, for
 each range it leaves unfinished. Nothing public writes one in 1.13.27: `log_event` and
 `report_runless_asset_event` take materializations, observations and check results only
-(dagster-io/dagster#17836, #15666; #29288 added the switch, accepting unmarked partitions).
+(dagster-io/dagster#28113 made per-partition rows the default for this marking; #29288 added the
+switch, accepting unmarked partitions; #32242, open, is a 2000-partition run timing out on them).
 
 Attempt starts (issue 23) are the observations `context.log_event` would write, built as
 `DagsterEvent.from_step` builds them, without its synchronous write: on Postgres each write is two
