@@ -11,6 +11,8 @@ range's materialization would show it in progress, then FAILED). A row is never 
 writes the range's pending rows, or waits for the batch holding them, so they land before the
 range's materialization. A failed write is logged and retried once with the next batch; these
 rows shade and annotate the UI and decide nothing, so a writer that cannot write never stops a mission.
+Nor does it grow without end behind a database that is down or slow: past `max_rows` unwritten
+rows, a new row is dropped and counted (marks are not: one a range, at most a mission's ranges).
 """
 
 from __future__ import annotations
@@ -28,8 +30,15 @@ Item = tuple[str, str, object]  # (MARK or ROW, range key, payload: None for a m
 
 
 class RangeWriter:
-    def __init__(self, write: Callable[[Sequence[Item]], None], *, batch: int = 500, linger: float = 1.0) -> None:
-        self._write, self._batch, self._linger = write, batch, linger
+    def __init__(
+        self,
+        write: Callable[[Sequence[Item]], None],
+        *,
+        batch: int = 500,
+        linger: float = 1.0,
+        max_rows: int = 20_000,  # ~40 MB of observations: hours of a stalled database at 2000 in flight
+    ) -> None:
+        self._write, self._batch, self._linger, self._max_rows = write, batch, linger, max_rows
         self._lock = threading.Lock()  # guards the state below, held for O(1) steps (a batch's copy aside)
         self._writing = threading.Lock()  # held while a batch is written
         self._pending: list[Item] = []
@@ -39,7 +48,8 @@ class RangeWriter:
         self._rows: Counter[str] = Counter()  # rows not yet written, by range (pending, retry, in flight)
         self._in_flight: set[str] = set()  # ranges with a row or mark in the batch being written
         self._wake, self._closing = threading.Event(), threading.Event()
-        self.written = self.failed = 0
+        self._unwritten = 0  # rows added, not yet written or dropped
+        self.written = self.failed = self.dropped = 0
         self._thread = threading.Thread(target=self._run, name="range-writer", daemon=True)
         self._thread.start()
 
@@ -57,6 +67,12 @@ class RangeWriter:
     def add(self, key: str, row: object) -> None:
         """Write `row` soon; before `key`'s `done` returns."""
         with self._lock:
+            if self._unwritten >= self._max_rows:
+                self.dropped += 1
+                if self.dropped == 1:
+                    log.warning(f"{self._max_rows} range rows unwritten: dropping new ones until the writes catch up")
+                return
+            self._unwritten += 1
             self._rows[key] += 1
             self._pending.append((ROW, key, row))
             full = len(self._pending) >= self._batch
@@ -124,6 +140,7 @@ class RangeWriter:
                     for kind, key, _ in gone:
                         if kind == ROW:
                             self._rows[key] -= 1
+                            self._unwritten -= 1
                     self._in_flight = set()
             if once or (not ok and not self._closing.is_set()):
                 return  # the next round retries

@@ -126,3 +126,25 @@ def test_issue26_done_drops_a_mark_waiting_for_its_retry_and_writes_the_range_s_
     w.done("a")
     assert sink.items == [(ROW, "a", "row-a"), (MARK, "b", None)]
     w.close()
+
+
+def test_issue26_behind_a_stalled_database_unwritten_rows_stay_bounded_and_marks_still_go():
+    """Past max_rows unwritten, new rows are dropped and counted; marks (one a range) are kept; writing resumes."""
+    sink = Sink(hold=True)
+    w = RangeWriter(sink, batch=2, linger=0.01, max_rows=4)
+    w.add("a", "r1")
+    assert sink.entered.wait(5)  # the writer holds [r1] in a write that does not return
+    for i in range(2, 8):
+        w.add("a", f"r{i}")
+    w.mark("b")
+    assert w.dropped == 3  # r1 in flight and r2-r4 pending fill the bound; r5-r7 dropped
+    sink.release.set()
+    w.close()
+    assert [row for kind, _, row in sink.items if kind == ROW] == ["r1", "r2", "r3", "r4"]
+    assert sink.marks() == ["b"]
+    w2 = RangeWriter(Sink(), batch=2, linger=0.01, max_rows=4)
+    for i in range(10):  # a writer that keeps up never drops
+        w2.add("a", i)
+        w2.done("a")
+    w2.close()
+    assert w2.dropped == 0 and w2.written == 10
