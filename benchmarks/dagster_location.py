@@ -33,13 +33,12 @@ import dagster as dg
 import psutil
 from pydantic import Field, model_validator
 
-from catchup_assets.core.classify.outcomes import Observation
 from catchup_assets.core.dispatch.ports import AttemptSpec, AttemptState
 from catchup_assets.defs.location import definitions_for
 from catchup_assets.defs.resources import CatchupResource
 from catchup_assets.defs.resources.backend import mission_seed
 from catchup_assets.sim.workload import Workload
-from kubesim.virtual import VirtualBackend
+from kubesim.virtual import FAILED, VirtualBackend
 
 ENV = {
     "ranges": "CATCHUP_BENCH_RANGES",
@@ -59,9 +58,6 @@ DEFAULTS = {
     "profile": "",
     "condemn": 0,
 }
-# An attempt whose stellar-core exits 1 (a broken archive, L9): classified `failed`, its range condemned
-# once the failed budget is spent.
-FAILED = Observation(exit_code=1, termination_reason="Error")
 
 
 def note(report: str, event: str, **fields) -> None:
@@ -110,6 +106,7 @@ class ReportingBackend(VirtualBackend):
         if spec.range_key in self.failing:
             # At its end, between the others' successes: a lone failure, not a burst that trips the breaker.
             a = self.attempts[spec.attempt_id]
+            # Classified `failed`, its range condemned once the failed budget is spent.
             a.observation, a.progress_after = FAILED, 0.0
         if self.submits == 1:
             note(self.report, "first_submit")

@@ -25,9 +25,13 @@ from catchup_assets.core.size.cost import node_share
 from catchup_assets.core.size.sizing import Placement
 from catchup_assets.sim.workload import Workload
 
+# The termination reasons as containerd's CRI plugin reports them and the kubelet copies into
+# ContainerStateTerminated.reason (internal/cri/server/helpers.go: completeExitReason,
+# errorExitReason for any non-zero exit, oomExitReason).
 OK = Observation(exit_code=0, termination_reason="Completed")
 OOM = Observation(exit_code=137, termination_reason="OOMKilled")
 DISRUPTED = Observation(exit_code=143, termination_reason="Error", conditions=frozenset({"DisruptionTarget"}))
+FAILED = Observation(exit_code=1, termination_reason="Error")  # stellar-core on an exception (sim/core.py, L9)
 
 
 @dataclass
