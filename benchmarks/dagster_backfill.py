@@ -48,6 +48,7 @@ from benchmarks.report import write_result
 from catchup_assets.core.plan.config import MissionConfig
 from catchup_assets.core.plan.ranges import MissionSpan
 from catchup_assets.defs.assets.range_assets import policies
+from catchup_assets.defs.range_events import SUBSET_ENV
 from catchup_assets.defs.run_context import ledger_ranges_partitions_def
 from catchup_assets.mission.plan import prepare
 from catchup_assets.mission.run import run_mission
@@ -56,7 +57,6 @@ from catchup_assets.sim.workload import Workload
 LOCATION_FILE = str(Path(__file__).resolve().with_name("dagster_location.py"))
 PYCACHE = Path(tempfile.gettempdir()) / "catchup-bench-pycache"
 MISSION = "bench"
-PLANNED_SUBSET_ENV = "DAGSTER_EMIT_PARTITION_SUBSET_IN_PLANNED_EVENTS"
 LEDGERS, OVERLAP = 16_000, 320
 TARGET_LIVE_S = 30.0  # issue 26: Dagster should not be the slow part of a launch
 
@@ -146,7 +146,7 @@ def bench_env(args, storage: Path, report: Path, profile: Path | None) -> dict[s
         **bytecode_env(args),
         # Dagster's own switch (read where runs are created, i.e. in this process): one planned event per
         # asset with the partition subset, instead of one per partition (defs/range_events.py).
-        PLANNED_SUBSET_ENV: "true" if args.planned_events == "subset" else None,
+        SUBSET_ENV: "true" if args.planned_events == "subset" else None,
         "CATCHUP_STORAGE_ROOT": str(storage),
         ENV["ranges"]: str(args.ranges),
         ENV["live"]: str(args.live),
@@ -503,7 +503,7 @@ def bench(argv: list[str] | None = None) -> dict:
         "--planned-events",
         choices=["per-partition", "subset"],
         default="subset",
-        help=f"subset: as the chart and the demo run, {PLANNED_SUBSET_ENV}=true: one "
+        help=f"subset: as the chart and the demo run, {SUBSET_ENV}=true: one "
         "ASSET_MATERIALIZATION_PLANNED event per run, and range_catchup writes each started range's "
         "(defs/range_events.py); per-partition: Dagster's default, one per partition as the run is created",
     )

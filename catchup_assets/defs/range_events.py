@@ -81,7 +81,6 @@ class RangeEvents:
         self.subset = planned_as_subset(self.instance, self.run_id, self.asset_key)
         self.writer = RangeWriter(self._write)
         self.keys: list[str] = list(context.partition_keys)  # the ranges this run was given to run
-        self.done: set[str] = set()
         self.spared: set[str] = set()  # left unstarted by a drain: not failed, as per partition
 
     def started(self, key: str, observation: dg.AssetObservation) -> None:
@@ -92,11 +91,11 @@ class RangeEvents:
 
     def finished(self, key: str) -> None:
         """Before the range's materialization is logged: its rows land first, its mark is older or never."""
-        self.done.add(key)
         self.writer.done(key)
 
     def close(self, failed: bool) -> None:
-        left = [k for k in self.keys if k not in self.done and k not in self.spared] if failed and self.subset else []
+        # The writer marks none of these it has seen done.
+        left = [k for k in self.keys if k not in self.spared] if failed and self.subset else []
         self.writer.close(also=left)
 
     def _entry(self, kind: DagsterEventType, data) -> EventLogEntry:
@@ -161,13 +160,11 @@ def _insert_batch(storage: SqlEventLogStorage, entries: list[EventLogEntry]) -> 
         _yield_gil()
     with storage.run_connection(entries[0].run_id) as conn:
         ids = _insert(conn, values)
-    if storage.is_run_sharded:
-        with storage.index_transaction() as conn:
-            ids = _insert(conn, values)
-            _index(storage, conn, entries, ids)
-    else:
-        with storage.index_transaction() as conn:
-            _index(storage, conn, entries, ids)
+    with storage.index_transaction() as conn:
+        if storage.is_run_sharded:
+            ids = _insert(conn, values)  # the index shard's copy: the ids its index rows name
+        storage._store_asset_event_tags(conn, entries, ids)  # none for these rows today
+        storage._store_asset_event(conn, entries[-1], ids[-1])
 
 
 def _insert(conn, values: list[dict]) -> list[int]:
@@ -176,8 +173,3 @@ def _insert(conn, values: list[dict]) -> list[int]:
         ids += [int(row[0]) for row in conn.execute(_INSERT, values[i : i + SLICE])]
         _yield_gil()
     return ids
-
-
-def _index(storage: SqlEventLogStorage, conn, entries: list[EventLogEntry], ids: list[int]) -> None:
-    storage._store_asset_event_tags(conn, entries, ids)  # none for these rows today
-    storage._store_asset_event(conn, entries[-1], ids[-1])

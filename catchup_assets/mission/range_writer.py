@@ -6,13 +6,13 @@ each costs a database round trip on the dispatcher's thread: 2000 starts held a 
 Postgres. Here one thread writes what has gathered, at most `batch` rows a write, every `linger`
 seconds or sooner when a batch is full.
 
-A mark is written once per range and is dropped if the range is done first (a mark newer than the
-range's materialization would show it in progress, then FAILED). A row is never dropped: `done(key)`
-writes the range's pending rows, or waits for the batch holding them, so they land before the
-range's materialization. A failed write is logged and retried once with the next batch; these
-rows shade and annotate the UI and decide nothing, so a writer that cannot write never stops a mission.
-Nor does it grow without end behind a database that is down or slow: past `max_rows` unwritten
-rows, a new row is dropped and counted (marks are not: one a range, at most a mission's ranges).
+A mark is written once per range, and never once the range is done (a mark newer than the range's
+materialization would show it in progress, then FAILED). A range's rows land before its
+materialization: `done(key)` writes its pending rows, or waits for the batch holding them. A failed
+write is logged and retried once with the next batch; these rows shade and annotate the UI and
+decide nothing, so a writer that cannot write never stops a mission. Nor does it grow without end
+behind a database that is down or slow: past `max_rows` unwritten rows, a new row is dropped and
+counted (marks are not: one a range, at most a mission's ranges).
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ class RangeWriter:
         self._pending: list[Item] = []
         self._retry: list[Item] = []
         self._marked: set[str] = set()  # every range ever marked here
-        self._dropped: set[str] = set()  # marked, then done before the mark was written
+        self._done: set[str] = set()  # ranges done: a mark of theirs still pending is not written
         self._rows: Counter[str] = Counter()  # rows not yet written, by range (pending, retry, in flight)
         self._in_flight: set[str] = set()  # ranges with a row or mark in the batch being written
         self._wake, self._closing = threading.Event(), threading.Event()
@@ -56,7 +56,7 @@ class RangeWriter:
     def mark(self, key: str) -> None:
         """Mark `key` soon, once."""
         with self._lock:
-            if key in self._marked:
+            if key in self._marked or key in self._done:
                 return
             self._marked.add(key)
             self._pending.append((MARK, key, None))
@@ -82,7 +82,7 @@ class RangeWriter:
     def done(self, key: str) -> None:
         """`key` finished: its mark, unless written, is dropped; its rows are written before this returns."""
         with self._lock:
-            self._dropped.add(key)
+            self._done.add(key)
         while True:
             with self._lock:
                 if not self._rows[key] and key not in self._in_flight:
@@ -90,7 +90,7 @@ class RangeWriter:
             self._flush(once=True)  # on this thread: the rows ahead of it and its own
 
     def close(self, also: Iterable[str] = ()) -> None:
-        """Mark `also` (ranges not marked yet) and write everything pending; stop the thread. Blocks until written."""
+        """Mark `also` (but ranges marked or done), write everything pending, stop the thread; blocks until written."""
         for key in also:
             self.mark(key)
         self._closing.set()
@@ -114,7 +114,7 @@ class RangeWriter:
             return retry + fresh, len(retry)
 
     def _live(self, items: list[Item]) -> list[Item]:
-        return [it for it in items if not (it[0] == MARK and it[1] in self._dropped)]
+        return [it for it in items if not (it[0] == MARK and it[1] in self._done)]
 
     def _flush(self, once: bool = False) -> None:
         while True:
