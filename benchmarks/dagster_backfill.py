@@ -528,6 +528,8 @@ def bench(argv: list[str] | None = None) -> dict:
     args.live = args.live or args.parallelism
     if not 1 <= args.live <= min(args.parallelism, args.ranges):
         p.error("--live must be between 1 and min(parallelism, ranges)")
+    if not 0 <= args.condemn < args.ranges:
+        p.error("--condemn must be between 0 and ranges - 1 (some range must materialize)")
 
     started = time.perf_counter()
     other_cpu = OtherCpu()

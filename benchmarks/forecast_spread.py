@@ -74,6 +74,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--smoke", action="store_true", help="tiny sizes, for the tests")
     p.add_argument("--out", type=Path, default=None, help="directory for the result file")
     args = p.parse_args(argv)
+    if args.drawn < 2:
+        p.error("--drawn must be 2 or more (their mean and sd are reported)")
     if args.smoke:
         args.ranges, args.slots, args.sigmas, args.mission_seeds, args.drawn = 80, 8, [0.1], [1], 20
     logging.getLogger("catchup_assets").setLevel(logging.CRITICAL)  # Z4 stall alerts are expected here
