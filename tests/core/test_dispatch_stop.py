@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from catchup_assets.core.classify.outcomes import decide
 from catchup_assets.core.dispatch.recovery import past_attempts
 from fakes import OOM, FakeBackend, FakeClock, Script
-from test_dispatch import KEYS, make
+from kit.dispatch import KEYS, make
 
 
 @dataclass
@@ -174,3 +174,35 @@ def test_L37_an_attempt_that_ended_on_its_own_before_the_stop_is_recorded_with_i
     assert result.condemned == {} and result.done == [KEYS[0]]
     _, by_key = chains(records)
     assert by_key == {KEYS[0]: ["ok"], KEYS[1]: ["stopped"], KEYS[2]: ["stopped"]}
+
+
+@dataclass
+class FinishingBackend(StoppingBackend):
+    """Its shutdown deletes the live attempts but the first, which ends on its own meanwhile (ok)."""
+
+    def shutdown(self, grace: float) -> list[str]:
+        self.shutdowns += 1
+        live = sorted((s for s in self.observe() if s.live), key=lambda s: s.attempt_id)
+        self.attempts[live[0].attempt_id].script = Script(0)
+        for s in live[1:]:
+            del self.attempts[s.attempt_id]
+        return []
+
+
+def test_L10_after_a_stop_the_live_gauges_equal_the_records(tmp_path):
+    """The metrics read their last snapshot after the run returns (mission/metrics.py flushes at the end):
+    an attempt the stop recorded, or one that ended on its own during the stop, is no longer live there."""
+    clock = FakeClock()
+    backend = FinishingBackend(clock, lambda spec: Script(100))
+    d, _, records = make(tmp_path, parallelism=3, backend=backend, clock=clock)
+    takes = []
+    d.on_pass = takes.append
+    backend.on_submit = lambda n: n == 3 and d.stop("stopped by the operator (SIGTERM)")
+    result = d.run()
+    assert result.stopped and backend.shutdowns == 1
+    _, by_key = chains(records)
+    assert sorted(by_key.values()) == [["ok"], ["stopped"], ["stopped"]]
+    end = takes[-1]()  # as the metrics take it, once the run is over
+    assert end.live == {"pending": 0, "running": 0}
+    assert end.ranges["done"] == 1 and end.ranges["pending"] == end.ranges["running"] == 0
+    assert end.attempts == {"ok": 1, "stopped": 2}

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from catchup_assets.core.aggregate.kpis import SizingKpis, sizing_kpis
 from catchup_assets.core.classify.outcomes import BudgetGroup, PastAttempt, RetryPolicy, decide
-from catchup_assets.core.dispatch.ports import AttemptState, Phase
+from catchup_assets.core.dispatch.ports import AttemptState, Phase, TransientBackendError
 from catchup_assets.core.dispatch.record import AttemptRecord
 from catchup_assets.core.size.catalog import CAPACITY_TYPES
 from catchup_assets.core.size.measures import ProfileIndex
@@ -135,9 +135,26 @@ class Gauging:
         since = getattr(self, "_pending_since", {})
         pending = {(s.range_key, s.attempt) for s in mine if s.phase is Phase.PENDING}
         self._pending_since = {ident: since.get(ident, now) for ident in pending}
+        self._last_mine = mine
         return lambda: self._gauges(mine, now)
 
+    def _gauge_end(self) -> None:
+        """The run's last snapshot, from what the backend says now: a stop ends and records attempts
+        after the last pass, and a snapshot of that pass's attempts beside the records read later
+        would count an attempt live that its record says ended. Unanswered, the last pass's attempts
+        stand, less those recorded since (`_gauges` drops every recorded attempt)."""
+        if self.on_pass is None:
+            return
+        try:
+            states = self.backend.observe()
+        except TransientBackendError as exc:
+            self._transient("observe at the end", exc)
+            states = getattr(self, "_last_mine", [])
+        self.on_pass(self._gauge_pass([s for s in states if s.range_key in self.by_key]))
+
     def _gauges(self, mine: list[AttemptState], now: float) -> Snapshot:
+        # Taken when the metrics ask, maybe after records were written: a recorded attempt is not live.
+        mine = [s for s in mine if s.attempt not in self._done[s.range_key]]
         results = {k: r.status.value for k, r in self._results.items()}
         recs = finished(self._recs, self._done)
         buckets, peak_sum = peak_histogram(r.peak_anon_bytes for r in recs if r.peak_anon_bytes is not None)

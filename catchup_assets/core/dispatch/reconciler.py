@@ -275,6 +275,7 @@ class Dispatcher(Recovery, Claims, Filling, Finishing, Health, Obey, Stopping, G
         self._close_submit_pool()
         if self._stop:
             self._stop_attempts()
+        self._gauge_end()
         self._snapshot()
         results = dict(self._results)
         why = f"not dispatched: {self._blocked}" if self._blocked else "not dispatched: dispatcher stopped"
