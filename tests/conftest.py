@@ -14,9 +14,20 @@ import pytest
 # bytecode, once took longer than the default 60 s to start one.
 os.environ.setdefault("DAGSTER_GRPC_TIMEOUT_SECONDS", "180")
 # As the chart's daemon and webserver and the demo run: a run's partitions planned as one subset, each
-# range's own planned row written by range_catchup (catchup_assets/defs/planned_events.py). Code servers
-# and run workers the tests start inherit it; tests/defs/test_planned_events.py also runs without it.
+# range's own planned row written by range_catchup (catchup_assets/defs/range_events.py). Code servers
+# and run workers the tests start inherit it; tests/defs/test_range_events.py also runs without it.
 os.environ.setdefault("DAGSTER_EMIT_PARTITION_SUBSET_IN_PLANNED_EVENTS", "true")
+
+
+@pytest.fixture(autouse=True)
+def no_dagster_instance_context_left_over():
+    """Each test starts with no current defs-state storage. A DagsterInstance sets it as it is entered and
+    restores the value from before on exit, so two instances exited out of order (a fixture's generator
+    finalized late) leave the first one's storage current, its instance gone: the next Definitions a test
+    builds then fails with "Attempted to resolve undefined DagsterInstance weakref" (seen under load)."""
+    from dagster._core.storage.defs_state.base import _current_storage
+
+    _current_storage.set(None)
 
 
 @pytest.fixture(autouse=True)

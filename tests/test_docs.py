@@ -6,6 +6,7 @@ harness, the tests, the benchmarks, the README and the other docs cite.
 
 from __future__ import annotations
 
+import ast
 import re
 from collections import defaultdict
 from pathlib import Path
@@ -110,6 +111,68 @@ def test_every_requirement_is_pinned_by_a_test():
     assert not newly, (
         f"no test under tests/ cites {sorted(newly, key=id_order)}: "
         "name the id in the test that pins it, or add it to UNCITED_BY_TESTS with the reason"
+    )
+
+
+# Marks that keep a test out of the README's plain `uv run pytest` (pyproject's addopts), or skip it
+# there unless a real cluster is named.
+OUT_OF_DEFAULT_RUN = frozenset({"slow", "soak", "image", "browser", "k8s", "cluster"})
+
+
+def mark_names(node: ast.expr) -> set[str]:
+    """`pytest.mark.X`, `pytest.mark.X(...)` or a list of them: the Xs."""
+    if isinstance(node, ast.List | ast.Tuple):
+        return set().union(*(mark_names(e) for e in node.elts)) if node.elts else set()
+    if isinstance(node, ast.Call):
+        node = node.func
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Attribute) and node.value.attr == "mark":
+        return {node.attr}
+    return set()
+
+
+def plain_run_functions(body: list[ast.stmt], inherited: set[str]) -> list[ast.FunctionDef]:
+    """The test functions of `body` (and its Test classes) with no mark of OUT_OF_DEFAULT_RUN."""
+    out = []
+    for node in body:
+        marks = inherited | set().union(set(), *map(mark_names, getattr(node, "decorator_list", [])))
+        if isinstance(node, ast.ClassDef) and node.name.startswith("Test"):
+            out += plain_run_functions(node.body, marks)
+        elif isinstance(node, ast.FunctionDef) and node.name.startswith("test") and not marks & OUT_OF_DEFAULT_RUN:
+            out.append(node)
+    return out
+
+
+def default_run_tests() -> dict[str, str]:
+    """`path::test` -> its source (decorators, name, docstring, body) for every test function under
+    tests/ that the plain run selects: no mark of OUT_OF_DEFAULT_RUN on it, its class or its module.
+    A module with such a test adds its docstring as `path::` (what the module's tests pin, said once)."""
+    out = {}
+    for path in sorted((ROOT / "tests").rglob("test_*.py")):
+        text = path.read_text(encoding="utf-8")
+        tree = ast.parse(text)
+        module = set()
+        for node in tree.body:
+            if isinstance(node, ast.Assign) and any(getattr(t, "id", "") == "pytestmark" for t in node.targets):
+                module |= mark_names(node.value)
+        lines = text.splitlines()
+        name = path.relative_to(ROOT)
+        for fn in plain_run_functions(tree.body, module):
+            first = min([fn.lineno, *(d.lineno for d in fn.decorator_list)])
+            out[f"{name}::{fn.name}"] = "\n".join(lines[first - 1 : fn.end_lineno])
+        if any(k.startswith(f"{name}::") for k in out):
+            out[f"{name}::"] = ast.get_docstring(tree) or ""
+    return out
+
+
+def test_every_requirement_is_pinned_by_a_test_of_the_default_run():
+    """A slow test is never the only pin of its id (issue 33): the plain run keeps a fast one for each."""
+    tests = default_run_tests()
+    assert len(tests) > 500, "the scan found too few tests of the plain run"
+    cited = {m.group(0) for source in tests.values() for m in CITED.finditer(source) if int(m.group(2)) >= 1}
+    only_elsewhere = defined_ids() - cited - UNCITED_BY_TESTS
+    assert not only_elsewhere, (
+        f"no test of the plain run cites {sorted(only_elsewhere, key=id_order)}: the tests that pin them are "
+        "marked out of it (slow, soak, image, browser, k8s, cluster), or cite them only outside a test"
     )
 
 

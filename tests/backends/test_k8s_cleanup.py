@@ -21,8 +21,8 @@ from catchup_assets.mission.run import run_mission
 from catchup_assets.mission.saved import save_mission
 from catchup_assets.store.records import RecordStore
 from catchup_assets.store.root import Store
+from kit.k8s_backend import NS, A, B, C, D, SimClock, backend, flat, mission, sim_cluster
 from kubesim.kube_script import Script
-from test_k8s_backend import NS, A, B, C, D, SimClock, backend, flat, mission, sim_cluster
 
 GiB = 1024**3
 SELECTOR = mission_selector("m1")

@@ -23,9 +23,7 @@ from catchup_assets.mission.plan import prepare
 from catchup_assets.mission.run import run_mission
 from catchup_assets.store.records import RecordStore
 from catchup_assets.store.root import Store
-from test_k8s_backend import SETTINGS, C, SimClock, backend, mission, sim_cluster
-
-OUTCOMES = sorted(["oom", "ok", "disrupted", "ok", "failed", "ok"])  # the clean run's (test_k8s_backend)
+from kit.k8s_backend import OUTCOMES, SETTINGS, C, SimClock, backend, mission, outcomes, sim_cluster
 
 
 @pytest.fixture
@@ -47,11 +45,6 @@ class CompactingClock(SimClock):
         self.sleeps += 1
         if self.sleeps in self.at:
             self.api.store.watch.compact(int(self.api.store.resource_version))
-
-
-def outcomes(cfg) -> list[str]:
-    records, _ = RecordStore(Store(cfg.storage_root), "m1").load()
-    return sorted(r.outcome for r in records.values())
 
 
 @pytest.mark.parametrize("seed", [1, 2])

@@ -15,16 +15,14 @@ import logging
 
 import pytest
 
-import test_k8s_backend as k8s
 from catchup_assets.mission.plan import prepare
 from catchup_assets.mission.run import run_mission
 from catchup_assets.store.records import RecordStore
 from catchup_assets.store.root import Store
+from kit.k8s_backend import SA_USER, C, SimClock, backend, kubelet_access, mission
 from kubesim import kube_tls
-from test_k8s_backend import SA_USER, C, SimClock, backend, kubelet_access, mission
 
 BACKEND_LOG = "catchup_assets.backends.kubernetes.backend"
-cluster = k8s.cluster  # the same fixture: API server, kubelets (each on its own loopback port), nodes
 
 
 def run(api, kubelet, tmp_path, access=None, clock=None):

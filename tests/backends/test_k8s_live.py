@@ -16,8 +16,8 @@ from catchup_assets.core.size.sizing import Tiers
 from catchup_assets.core.units import GiB
 from catchup_assets.store.records import RecordStore
 from catchup_assets.store.root import Store
+from kit.k8s_backend import NS, SETTINGS, A, SimClock, backend, flat, mission, sim_cluster
 from kubesim.kube_script import Script
-from test_k8s_backend import NS, SETTINGS, A, SimClock, backend, flat, mission, sim_cluster
 
 
 @pytest.fixture

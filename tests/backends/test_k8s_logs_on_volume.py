@@ -20,8 +20,8 @@ from catchup_assets.mission.plan import prepare
 from catchup_assets.mission.run import run_mission
 from catchup_assets.store.records import RecordStore
 from catchup_assets.store.root import Store
+from kit.k8s_backend import NS, SPAN, A, SimClock, backend, flat, medida, mission, sim_cluster
 from kubesim.kube_script import Script
-from test_k8s_backend import NS, SPAN, A, SimClock, backend, flat, medida, mission, sim_cluster
 
 GiB = 1024**3
 ONE_RANGE = MissionSpan(59_904_001, 59_968_000, ledgers_per_range=64_000, overlap=320)

@@ -14,7 +14,7 @@ from catchup_assets.core.classify.outcomes import RetryPolicy
 from catchup_assets.mission.metrics import MissionMetrics
 from catchup_assets.mission.plan import prepare
 from catchup_assets.mission.run import run_mission
-from test_k8s_backend import SimClock, backend, mission, sim_cluster
+from kit.k8s_backend import SimClock, backend, mission, sim_cluster
 
 UNSCHEDULABLE_SECONDS = 120
 

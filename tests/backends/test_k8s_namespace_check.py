@@ -16,8 +16,8 @@ from kubernetes.client import CoreV1Api, V1Namespace, V1ObjectMeta
 from catchup_assets.core.plan.ranges import MissionSpan
 from catchup_assets.mission.plan import prepare
 from catchup_assets.mission.run import run_mission
+from kit.k8s_backend import NS, SPAN, SimClock, backend, medida, mission, sim_cluster
 from kubesim.kube_script import Script
-from test_k8s_backend import NS, SPAN, SimClock, backend, medida, mission, sim_cluster
 
 LABEL = "pod-security.kubernetes.io/enforce"
 ONE_RANGE = MissionSpan(SPAN.first_ledger, SPAN.first_ledger + 63_999, ledgers_per_range=64_000, overlap=320)

@@ -20,8 +20,8 @@ from catchup_assets.mission.plan import prepare
 from catchup_assets.mission.run import run_mission
 from catchup_assets.store.records import RecordStore
 from catchup_assets.store.root import Store
+from kit.k8s_backend import NS, B, D, SimClock, backend, chain, flat, mission, sim_cluster
 from kubesim.kube_script import Script
-from test_k8s_backend import NS, B, D, SimClock, backend, chain, flat, mission, sim_cluster
 
 
 @pytest.fixture

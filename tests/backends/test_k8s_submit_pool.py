@@ -20,8 +20,7 @@ from catchup_assets.mission.plan import prepare
 from catchup_assets.mission.run import run_mission
 from catchup_assets.store.records import RecordStore
 from catchup_assets.store.root import Store
-from test_k8s_backend import C, SimClock, backend, mission, sim_cluster
-from test_k8s_informer import OUTCOMES, outcomes
+from kit.k8s_backend import OUTCOMES, C, SimClock, backend, mission, outcomes, sim_cluster
 
 
 @pytest.fixture

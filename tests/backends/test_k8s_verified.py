@@ -8,13 +8,13 @@ from __future__ import annotations
 import json
 import subprocess
 
-import test_worker_entrypoint as worker_sh
 from catchup_assets.mission.plan import prepare
 from catchup_assets.mission.run import run_mission
 from catchup_assets.store.records import RecordStore
 from catchup_assets.store.root import Store
+from kit import worker as worker_sh
+from kit.k8s_backend import A, B, C, D, SimClock, backend, chain, mission
 from kubesim.kube_script import Script
-from test_k8s_backend import A, B, C, D, SimClock, backend, chain, cluster, mission  # noqa: F401 - fixture
 
 ENDS = {A: 59_968_063, B: 59_904_063, C: 59_840_063, D: 59_776_063}
 
@@ -58,7 +58,7 @@ def real_worker(tmp_path, seen: dict):
     return script
 
 
-def test_each_job_carries_its_checkpoint_s_hash_and_every_range_completes_verified(cluster, tmp_path):  # noqa: F811
+def test_each_job_carries_its_checkpoint_s_hash_and_every_range_completes_verified(cluster, tmp_path):
     hashes = verify_checkpoints(tmp_path)
     file_says = dict(json.loads(hashes.read_text()))
     api, kubelet = cluster
@@ -74,7 +74,7 @@ def test_each_job_carries_its_checkpoint_s_hash_and_every_range_completes_verifi
     assert seen == {k: (str(end), file_says[end]) for k, end in ENDS.items()}
 
 
-def test_a_corrupted_hash_condemns_its_range_naming_verification_on_kubernetes(cluster, tmp_path):  # noqa: F811
+def test_a_corrupted_hash_condemns_its_range_naming_verification_on_kubernetes(cluster, tmp_path):
     hashes = verify_checkpoints(tmp_path, corrupt=ENDS[C])
     api, kubelet = cluster
     kubelet.script = real_worker(tmp_path, {})

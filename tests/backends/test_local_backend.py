@@ -23,75 +23,23 @@ from catchup_assets.backends.local.backend import LocalBackend
 from catchup_assets.backends.local.state import flush_peaks, read_json
 from catchup_assets.backends.local.supervisor import pid_alive
 from catchup_assets.core.classify.outcomes import Outcome, classify
-from catchup_assets.core.dispatch.ports import AlreadyExists, AttemptSpec, AttemptState, TransientBackendError
+from catchup_assets.core.dispatch.ports import AlreadyExists, TransientBackendError
 from catchup_assets.sim.disruption import disruption_delay
+from kit.local_backend import RANGE, backend, shut_down_made, spec, state_of, wait_phase
 
 MiB = 1 << 20
-RANGE = "0000000001-0000000064"
-
-
-def worker(code: str) -> list[str]:
-    return [sys.executable, "-c", code]
-
-
-_made: list[LocalBackend] = []
 
 
 @pytest.fixture(autouse=True)
 def _no_stray_attempts():
     # A failing test must not leave detached workers behind for the next ones.
     yield
-    while _made:
-        _made.pop().shutdown(grace=5)
-
-
-def backend(tmp_path: Path, code: str = "pass", **kw) -> LocalBackend:
-    kw.setdefault("sample_interval", 0.05)
-    kw.setdefault("terminate_grace", 2.0)
-    b = LocalBackend(tmp_path / "work", "m1", command=worker(code), **kw)
-    _made.append(b)
-    return b
-
-
-def spec(
-    attempt: int = 1,
-    *,
-    range_key: str = RANGE,
-    limit: int = 1 << 30,
-    deadline: int | None = None,
-    env: dict | None = None,
-) -> AttemptSpec:
-    return AttemptSpec(
-        mission="m1",
-        range_key=range_key,
-        attempt=attempt,
-        target_ledger=64,
-        ledger_count=64,
-        memory_request_bytes=limit,
-        memory_limit_bytes=limit,
-        tier="small",
-        deadline_seconds=deadline,
-        env=env or {},
-    )
+    shut_down_made()
 
 
 def to(dest: object):
     """collect's log_url when only the attempt's own log is wanted: every attempt to dest."""
     return lambda attempt: str(dest)
-
-
-def state_of(b: LocalBackend, aid: str) -> AttemptState | None:
-    return next((s for s in b.observe() if s.attempt_id == aid), None)
-
-
-def wait_phase(b: LocalBackend, aid: str, phase: str = "finished", timeout: float = 15) -> AttemptState:
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        st = state_of(b, aid)
-        if st is not None and st.phase == phase:
-            return st
-        time.sleep(0.05)
-    raise AssertionError(f"{aid} not {phase} after {timeout}s: {state_of(b, aid)}")
 
 
 def wait_supervisor_gone(b: LocalBackend, aid: str, timeout: float = 5) -> None:

@@ -13,7 +13,7 @@ import sys
 import time
 
 from catchup_assets.backends.local.state import GATE, fence, read_json, take_gate
-from test_local_backend import backend, spec, state_of, wait_phase
+from kit.local_backend import backend, spec, state_of, wait_phase
 
 
 def test_L37_a_supervisor_that_starts_after_a_fence_never_runs_its_worker(tmp_path):

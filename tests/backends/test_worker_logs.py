@@ -18,7 +18,7 @@ import pytest
 
 from catchup_assets.core.measure import shipped
 from catchup_assets.core.measure.logparse import parse_worker_log
-from test_worker_entrypoint import ENTRYPOINT, KEY, SHELLS, prepare, worker_env
+from kit.worker import ENTRYPOINT, KEY, SHELLS, prepare, worker_env
 
 
 @pytest.fixture(params=SHELLS, ids=[Path(s).name for s in SHELLS])

@@ -13,7 +13,7 @@ from __future__ import annotations
 import pytest
 
 import readonly_root
-from test_worker_entrypoint import ENTRYPOINT, KEY, SHELLS, lcl_of, prepare, worker_env
+from kit.worker import ENTRYPOINT, KEY, SHELLS, lcl_of, prepare, worker_env
 
 pytestmark = pytest.mark.skipif(not readonly_root.available(), reason="needs root and unshare -m (a mount namespace)")
 

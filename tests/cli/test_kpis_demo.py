@@ -14,7 +14,7 @@ from catchup_assets.defs.location import load_location
 from catchup_assets.defs.resources import deployment_catchup
 from catchup_assets.store.records import RecordStore
 from catchup_assets.store.root import Store
-from test_one_scale import latest_metadata, printed
+from kit.demo import latest_metadata, printed
 
 GiB = 1024**3
 

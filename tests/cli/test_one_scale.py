@@ -5,30 +5,15 @@ read back from the Dagster instance the UI opens (the materializations' metadata
 summary the command printed, column by column for each mission.
 """
 
-import re
-
 import dagster as dg
 import pytest
 
 from catchup_assets.defs.assets.range_assets import MISSION_TAG
-
-
-def printed(stdout: str, row: str) -> list[str]:
-    """The summary's cells of `row`, one per mission, as printed."""
-    match = re.search(rf"^{re.escape(row)}\s+(\S+)\s+(\S+)$", stdout, re.MULTILINE)
-    assert match, f"no row {row!r} in:\n{stdout}"
-    return [match.group(1), match.group(2)]
+from kit.demo import latest_metadata, printed
 
 
 def number(cell: str) -> float:
     return float(cell.replace(",", ""))
-
-
-def latest_metadata(instance: dg.DagsterInstance, asset: str, mission: str) -> dict:
-    records = instance.fetch_materializations(dg.AssetKey(asset), limit=100).records
-    mine = [r for r in records if r.asset_materialization.metadata["mission"].value == mission]
-    assert mine, f"no materialization of {asset} for {mission}"
-    return {k: v.value for k, v in mine[0].asset_materialization.metadata.items()}
 
 
 def test_the_ui_dollars_node_hours_and_hours_equal_the_demo_summary(demo):

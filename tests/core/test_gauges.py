@@ -123,7 +123,7 @@ class SlowToSchedule(FakeBackend):
 
 
 def test_L10_the_snapshot_is_the_records_and_a_restart_continues_it(tmp_path):
-    from test_dispatch import KEYS, make
+    from kit.dispatch import KEYS, make
 
     clock = FakeClock()
 

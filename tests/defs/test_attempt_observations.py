@@ -10,7 +10,8 @@ import dagster as dg
 from catchup_assets.defs.ownership import CONDEMNED, condemned_by, latest_marks
 from catchup_assets.store.records import RecordStore
 from catchup_assets.store.root import Store
-from test_assets import RANGE, catchup, plan, run_ranges, with_resource
+from dagster_defs import catchup
+from kit.assets import RANGE, plan, run_ranges, with_resource
 
 
 def observations(instance, key: str) -> list:

@@ -25,7 +25,7 @@ from catchup_assets.sim.disruption import disruption_delay
 from catchup_assets.store.records import RecordStore
 from catchup_assets.store.root import Store
 from dagster_defs import defs, plan_config
-from test_assets import run_ranges, statuses, with_resource
+from kit.assets import run_ranges, statuses, with_resource
 
 DEFS_FILE = str(__import__("pathlib").Path(__file__).parents[1].joinpath("dagster_defs.py"))
 RATE, WINDOW = 0.33, (0.3, 2.0)

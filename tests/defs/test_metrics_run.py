@@ -16,7 +16,7 @@ from catchup_assets.defs.resources import CatchupResource
 from catchup_assets.mission.metrics import serve_metrics
 from catchup_assets.store.records import RecordStore
 from catchup_assets.store.root import Store
-from test_assets import plan, run_ranges, with_resource
+from kit.assets import plan, run_ranges, with_resource
 
 
 def free_port() -> int:

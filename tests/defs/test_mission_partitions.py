@@ -12,7 +12,7 @@ import pytest
 from catchup_assets.defs.missions import MISSIONS
 from catchup_assets.defs.sensors.mission_finished import mission_finished_sensor
 from dagster_defs import defs
-from test_assets import failure_text, plan, run_ranges
+from kit.assets import failure_text, plan, run_ranges
 
 VIEWS = ("range_profile", "tier_map", "profile_diff", "tier_ladder")
 

@@ -26,7 +26,7 @@ from catchup_assets.defs.sensors.notify import notify_sensor
 from catchup_assets.store.records import RecordStore
 from catchup_assets.store.root import Store
 from dagster_defs import catchup
-from test_assets import plan, run_ranges, with_resource
+from kit.assets import plan, run_ranges, with_resource
 
 CHANNEL = "#catchup-alerts"
 TOKEN = "xoxb-loopback"

@@ -13,7 +13,7 @@ from catchup_assets.core.plan.ranges import parse_key
 from catchup_assets.defs.ownership import SUPERSEDED, latest_marks
 from catchup_assets.defs.sensors.next_mission import next_mission_sensor
 from dagster_defs import catchup, defs, plan_config
-from test_assets import failure_text, run_ranges, statuses
+from kit.assets import failure_text, run_ranges, statuses
 
 PARTITIONS = "ledger_ranges"
 # Two missions, two profiles and a backfill each: ~40 s alone, past the default 300 s on a machine under load.

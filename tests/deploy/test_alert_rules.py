@@ -1,6 +1,6 @@
 """The chart's PrometheusRule and PodMonitor (issue 23), as Prometheus and the K8sRunLauncher see them.
 
-The rules are rendered with Helm (test_chart.render), taken out of the PrometheusRule into a plain
+The rules are rendered with Helm (kit/chart.py's render), taken out of the PrometheusRule into a plain
 rule file, and handed to `promtool check rules` and `promtool test rules` (Debian's `prometheus`
 package; .ci/run installs it) with series for each alert firing and not firing. The series are
 the dispatcher's metric contract (issue 23 item 1), labelled as a PodMonitor scrape labels them.
@@ -15,13 +15,14 @@ import shutil
 import subprocess
 from pathlib import Path
 
+import helm_python as helm
 import jsonschema
 import pytest
 import yaml
 
 from catchup_assets.defs.resources.k8s import KubernetesConfig
-from test_chart import CHART, NS, _merge, catchup_json, helm, one, render
-from test_run_pods import launch_run
+from kit.chart import CHART, NS, catchup_json, merge, one, render
+from kit.run_pods import launch_run
 
 PROMTOOL = shutil.which("promtool")
 needs_promtool = pytest.mark.skipif(
@@ -205,7 +206,7 @@ def test_pods_unschedulable_past_the_threshold_fire(chart, tmp_path, values, thr
             ],
         }
     ]
-    result = run_tests(render(chart, _merge(ENABLED, values)), tmp_path, tests)
+    result = run_tests(render(chart, merge(ENABLED, values)), tmp_path, tests)
     assert result.returncode == 0, result.stdout + result.stderr
 
 
@@ -311,7 +312,7 @@ def _strict(schema):
 
 @pytest.mark.parametrize("kind, crd", [("PodMonitor", "podmonitors"), ("PrometheusRule", "prometheusrules")])
 def test_the_objects_validate_against_the_operator_s_crds(chart, kind, crd):
-    doc = one(render(chart, _merge(ENABLED, {"monitoring": {"podMonitor": {"labels": {"release": "kps"},
+    doc = one(render(chart, merge(ENABLED, {"monitoring": {"podMonitor": {"labels": {"release": "kps"},
               "scrapeTimeout": "10s"}, "prometheusRule": {"labels": {"release": "kps"}}}})), kind)  # fmt: skip
     definition = yaml.safe_load((CRDS / f"monitoring.coreos.com_{crd}.yaml").read_text())
     (version,) = [v for v in definition["spec"]["versions"] if v["name"] == doc["apiVersion"].split("/")[1]]

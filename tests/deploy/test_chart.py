@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from types import SimpleNamespace
 
 import dagster as dg
 import helm_python as helm
@@ -23,72 +22,29 @@ import pytest
 import yaml
 
 from catchup_assets.defs.resources import deployment_catchup
+from kit.chart import (
+    BASE,
+    CHART,
+    DAGSTER_VALUES,
+    K8S_VERSION,
+    LOCATION_CM,
+    MISSION_NS,
+    NS,
+    ROOT,
+    WORKER_CM,
+    catchup_json,
+    decode,
+    merge,
+    one,
+    render,
+)
 
-ROOT = Path(__file__).resolve().parents[2]
-CHART = ROOT / "charts" / "catchup-assets"
-DAGSTER_VALUES = ROOT / "charts" / "dagster-values.yaml"
-K8S_VERSION = "1.30"
-NS = "catchup"  # the release's, where the dagster chart keeps its Postgres Secret
-MISSION_NS = "catchup-missions"  # the default mission namespace: "<release namespace>-missions"
-WORKER_CM, LOCATION_CM = "cu-catchup-assets-worker", "cu-catchup-assets-location"
-BASE = {"image": {"repository": "ghcr.io/stellar/catchup-assets", "tag": "1.2.3"}}
-
-# What the mission's ServiceAccount may do in its namespace, exactly (docs/deploy.md, "RBAC"; issue 5).
-# What the backend calls (test_k8s_backend.py measures it against the simulated API server).
-ROLE_GRANTS = {
-    ("batch", "jobs"): {"create", "list", "watch", "delete"},
-    ("", "pods"): {"list", "watch"},
-    ("", "pods/log"): {"get"},
-    ("", "persistentvolumeclaims"): {"create", "list", "delete"},
-}
 # Not in the Kubernetes schema: NodePools are checked in test_nodepools_*, the Prometheus Operator's
 # objects against its CRDs in test_alert_rules.py.
 CRD_KINDS = {("karpenter.sh/v1", "NodePool"), ("monitoring.coreos.com/v1", "PodMonitor"),
              ("monitoring.coreos.com/v1", "PrometheusRule")}  # fmt: skip
 
-
-def _merge(a: dict, b: dict) -> dict:
-    out = dict(a)
-    for k, v in b.items():
-        out[k] = _merge(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
-    return out
-
-
-@pytest.fixture(scope="module")
-def chart():
-    with helm.Chart.load(CHART) as c:
-        yield c
-
-
-def render(chart, values: dict | None = None) -> list[dict]:
-    out = chart.render(values=_merge(BASE, values or {}), name="cu", namespace=NS, is_install=True)
-    docs = []
-    for path, text in sorted(out.items()):
-        if not path.endswith((".yaml", ".yml")):
-            continue
-        docs.extend(d for d in yaml.safe_load_all(text) if d)
-    return docs
-
-
 _api = kubernetes.client.ApiClient()
-
-
-def decode(doc: dict, model: str):
-    """A rendered document as a `kubernetes.client` model (what the API server would accept)."""
-    return _api.deserialize(SimpleNamespace(data=json.dumps(doc)), model)
-
-
-def one(docs: list[dict], kind: str, name: str | None = None) -> dict:
-    found = [d for d in docs if d["kind"] == kind and name in (None, d["metadata"]["name"])]
-    assert len(found) == 1, f"{kind} {name or ''}: {len(found)} documents"
-    return found[0]
-
-
-def catchup_json(docs: list[dict]) -> dict:
-    """The `catchup` resource settings the code location loads (its ConfigMap's catchup.json)."""
-    (cm,) = [d for d in docs if d["kind"] == "ConfigMap" and "catchup.json" in d.get("data", {})]
-    return json.loads(cm["data"]["catchup.json"])
-
 
 MODELS = {
     "ServiceAccount": "V1ServiceAccount",
@@ -583,10 +539,10 @@ def test_schema_is_draft07_and_accepts_the_defaults():
     schema = json.loads((CHART / "values.schema.json").read_text())
     assert schema["$schema"] == "http://json-schema.org/draft-07/schema#"
     jsonschema.Draft7Validator.check_schema(schema)
-    defaults = _merge(yaml.safe_load((CHART / "values.yaml").read_text()), BASE)
+    defaults = merge(yaml.safe_load((CHART / "values.yaml").read_text()), BASE)
     jsonschema.Draft7Validator(schema).validate(defaults)
     with pytest.raises(jsonschema.ValidationError):
-        jsonschema.Draft7Validator(schema).validate(_merge(defaults, {"storageMode": "tape"}))
+        jsonschema.Draft7Validator(schema).validate(merge(defaults, {"storageMode": "tape"}))
 
 
 def test_chart_metadata_and_lint():

@@ -13,9 +13,8 @@ import helm_python as helm
 import kubernetes_validate
 import pytest
 
-from test_chart import K8S_VERSION, MISSION_NS, NS, catchup_json, chart, decode, one, render
+from kit.chart import K8S_VERSION, MISSION_NS, NS, catchup_json, decode, one, render
 
-__all__ = ["chart"]  # the rendered chart, once per module: test_chart's fixture
 PSA = "pod-security.kubernetes.io"
 KUBE_DNS = ({"kubernetes.io/metadata.name": "kube-system"}, {"k8s-app": "kube-dns"})
 

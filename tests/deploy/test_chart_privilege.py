@@ -12,7 +12,7 @@ import json
 
 import yaml
 
-from test_chart import (
+from kit.chart import (
     DAGSTER_VALUES,
     LOCATION_CM,
     MISSION_NS,
@@ -20,13 +20,10 @@ from test_chart import (
     ROLE_GRANTS,
     WORKER_CM,
     catchup_json,
-    chart,
     decode,
     one,
     render,
 )
-
-__all__ = ["chart"]  # the rendered chart, once per module: test_chart's fixture
 
 
 def test_role_grants_exactly_the_listed_verbs(chart):

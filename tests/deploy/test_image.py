@@ -143,7 +143,7 @@ def test_the_charts_code_location_validates(container, tmp_path):
     """The chart's location file and rendered catchup.json, mounted where the Deployment mounts them."""
     import helm_python as helm
 
-    from test_chart import CHART, one, render
+    from kit.chart import CHART, one, render
 
     with helm.Chart.load(CHART) as chart:
         cm = one(render(chart), "ConfigMap", "cu-catchup-assets-location")

@@ -13,13 +13,14 @@ from __future__ import annotations
 import json
 from dataclasses import fields
 
+import helm_python as helm
 import pytest
 import yaml
 
 from catchup_assets.backends.kubernetes.settings import K8sSettings
 from catchup_assets.backends.kubernetes.stats import KubeletAccess
 from catchup_assets.defs.resources import CatchupResource, KubernetesConfig
-from test_chart import BASE, CHART, NS, _merge, helm
+from kit.chart import BASE, CHART, NS, merge
 
 TOLERATION = {"key": "karpenter.sh/capacity-type", "operator": "Equal", "value": "spot", "effect": "NoSchedule"}
 
@@ -85,7 +86,7 @@ def chart():
 @pytest.mark.parametrize("field", sorted(CASES))
 def test_settable_from_the_chart(chart, field):
     _, values, expected = CASES[field]
-    out = chart.render(values=_merge(BASE, values), name="cu", namespace=NS, is_install=True)
+    out = chart.render(values=merge(BASE, values), name="cu", namespace=NS, is_install=True)
     docs = [d for path, text in out.items() if path.endswith(".yaml") for d in yaml.safe_load_all(text) if d]
     (cm,) = [d for d in docs if d["kind"] == "ConfigMap" and "catchup.json" in d.get("data", {})]
     settings = CatchupResource(**json.loads(cm["data"]["catchup.json"])).kubernetes.settings()
@@ -123,7 +124,7 @@ def test_kubelet_setting_from_the_resource_and_the_chart(chart, field):
     assert getattr(access, field) == expected != getattr(KubeletAccess(), field)
     if values is None:
         return
-    out = chart.render(values=_merge(BASE, values), name="cu", namespace=NS, is_install=True)
+    out = chart.render(values=merge(BASE, values), name="cu", namespace=NS, is_install=True)
     docs = [d for path, text in out.items() if path.endswith(".yaml") for d in yaml.safe_load_all(text) if d]
     (cm,) = [d for d in docs if d["kind"] == "ConfigMap" and "catchup.json" in d.get("data", {})]
     resource = CatchupResource(**json.loads(cm["data"]["catchup.json"]))

@@ -4,7 +4,7 @@ The rules are tests/pss.py's table of https://kubernetes.io/docs/concepts/securi
 (issue 24): first each rule is made to fail, alone, on a pod that breaks it; then every pod
 template the chart renders, under values that turn on each of its optional parts, and the run
 pod the real K8sRunLauncher creates from charts/dagster-values.yaml and the code location's
-container context (tests/deploy/test_run_pods.py's launch) are held to all of them. The range
+container context (tests/kit/run_pods.py's launch_run) are held to all of them. The range
 pods the backend builds are held to them in tests/backends/test_k8s_manifests.py.
 """
 
@@ -15,11 +15,9 @@ import copy
 import pytest
 import yaml
 
+from kit.chart import DAGSTER_VALUES, render
+from kit.run_pods import launch_run
 from pss import BASELINE, RESTRICTED, URL, pods_of, violations
-from test_chart import DAGSTER_VALUES, chart, render
-from test_run_pods import launch_run
-
-__all__ = ["chart"]  # the rendered chart, once per module: test_chart's fixture
 
 
 def good_pod() -> dict:

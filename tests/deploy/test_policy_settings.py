@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from dataclasses import fields
 
+import helm_python as helm
 import pytest
 import yaml
 
@@ -18,7 +19,7 @@ from catchup_assets.core.size.disk import DiskPolicy
 from catchup_assets.core.size.sizing import MemoryLadder, SizingPolicy
 from catchup_assets.core.units import GiB
 from catchup_assets.defs.resources import CatchupResource
-from test_chart import BASE, CHART, NS, _merge, helm
+from kit.chart import BASE, CHART, NS, merge
 
 POLICIES = {"retry": RetryPolicy, "sizing": SizingPolicy, "ladder": MemoryLadder, "disk": DiskPolicy}
 KNOBS = [(block, f) for block, policy in POLICIES.items() for f in fields(policy)]
@@ -56,7 +57,7 @@ def chart():
 @pytest.mark.parametrize("block, f", KNOBS, ids=[f"{b}.{f.name}" for b, f in KNOBS])
 def test_settable_from_the_chart(chart, block, f):
     key, value, expected = knob(block, f)
-    out = chart.render(values=_merge(BASE, {block: {key: value}}), name="cu", namespace=NS, is_install=True)
+    out = chart.render(values=merge(BASE, {block: {key: value}}), name="cu", namespace=NS, is_install=True)
     docs = [d for path, text in out.items() if path.endswith(".yaml") for d in yaml.safe_load_all(text) if d]
     (cm,) = [d for d in docs if d["kind"] == "ConfigMap" and "catchup.json" in d.get("data", {})]
     resource = CatchupResource(**json.loads(cm["data"]["catchup.json"]))

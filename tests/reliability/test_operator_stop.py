@@ -35,7 +35,7 @@ from catchup_assets.store.records import RecordStore
 from catchup_assets.store.root import Store
 from catchup_assets.store.tables import read_table
 from dagster_defs import catchup_job
-from test_dispatcher_killed import plan_and_start, run_worker_said, wait_for
+from kit.run_worker import plan_and_start, run_worker_said, wait_for
 
 TESTS = Path(__file__).parents[1]
 GRACE = 15.0  # the run's shutdown grace (range_catchup, DispatchConfig.stop_grace_seconds)

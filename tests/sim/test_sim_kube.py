@@ -14,33 +14,10 @@ import pytest
 import urllib3
 from kubernetes.client import ApiException, BatchV1Api, CoreV1Api
 
+from kit.sim_kube import job_manifest
 from kubesim.kube_api import KubeApiServer
 from kubesim.kube_script import Script
 from kubesim.kubelet import Kubelet
-
-
-def job_manifest(name: str, labels: dict | None = None, **pod_spec) -> dict:
-    labels = labels or {"mission": "m1", "range": name}
-    container = {
-        "name": "catchup",
-        "image": "stellar/core:21",
-        "resources": {"requests": {"memory": "2Gi", "cpu": "1"}, "limits": {"memory": "4Gi"}},
-    }
-    container.update(pod_spec.pop("container", {}))
-    job_spec = pod_spec.pop("job_spec", {})
-    return {
-        "apiVersion": "batch/v1",
-        "kind": "Job",
-        "metadata": {"name": name, "labels": labels},
-        "spec": {
-            "backoffLimit": 0,
-            **job_spec,
-            "template": {
-                "metadata": {"labels": dict(labels)},
-                "spec": {"restartPolicy": "Never", "containers": [container], **pod_spec},
-            },
-        },
-    }
 
 
 @pytest.fixture

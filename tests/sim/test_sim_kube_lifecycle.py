@@ -15,11 +15,11 @@ import pytest
 from kubernetes.client import ApiException, BatchV1Api, CoreV1Api
 
 from catchup_assets.core.units import GiB
+from kit.sim_kube import job_manifest
 from kubesim.kube_api import KubeApiServer
 from kubesim.kube_logs import MAX_ENTRY
 from kubesim.kube_script import Script, Usage
 from kubesim.kubelet import Kubelet
-from test_sim_kube import job_manifest
 
 NANO_STAMP = re.compile(rb"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{9}Z $")
 

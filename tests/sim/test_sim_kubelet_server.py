@@ -16,12 +16,12 @@ import urllib3
 from kubernetes.client import BatchV1Api, CoreV1Api
 
 from catchup_assets.core.units import GiB
+from kit.sim_kube import job_manifest
 from kubesim import kube_tls
 from kubesim.kube_api import KubeApiServer
 from kubesim.kube_script import Script, Usage
 from kubesim.kubelet import Kubelet
 from kubesim.kubelet_server import KubeletServer, request_attributes
-from test_sim_kube import job_manifest
 
 USER = "system:serviceaccount:ns:reader"
 

@@ -1,0 +1,1 @@
+"""The test kit: constants, builders and runners several test modules share, one module per topic."""
