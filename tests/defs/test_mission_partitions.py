@@ -92,11 +92,10 @@ def test_an_upgraded_instance_adopts_the_missions_already_on_its_storage_root(in
     (tmp_path / "storage" / "not-a-mission").mkdir()  # no plan: not a mission's directory
     (tmp_path / "storage" / "Bad_Name").mkdir()
     instance.delete_dynamic_partition(MISSIONS, "m1")  # as an instance from before the change holds
-    data = mission_finished_sensor.evaluate_tick(
-        dg.build_sensor_context(
-            instance=instance, instance_ref=instance.get_ref(), definitions=defs, resources=defs.resources
-        )
-    )
+    with dg.build_sensor_context(
+        instance=instance, instance_ref=instance.get_ref(), definitions=defs, resources=defs.resources
+    ) as context:
+        data = mission_finished_sensor.evaluate_tick(context)
     [added] = data.dynamic_partitions_requests
     assert (added.partitions_def_name, list(added.partition_keys)) == (MISSIONS, ["m1", "old-mission"])
     [request] = data.run_requests

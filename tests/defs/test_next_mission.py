@@ -30,12 +30,12 @@ HEALTHY = deployment()
 
 
 def tick(instance, sensor=next_mission_sensor, cursor=None, d=HEALTHY):
-    return sensor.evaluate_tick(
-        # With its ref, as the daemon's: a request's partition is checked against the instance's partitions.
-        dg.build_sensor_context(
-            instance=instance, instance_ref=instance.get_ref(), cursor=cursor, definitions=d[0], resources=d[1]
-        )
-    )
+    # With its ref, as the daemon's: a request's partition is checked against the instance's partitions.
+    # Entered, as the daemon enters it: the deployment's resource is a context manager.
+    with dg.build_sensor_context(
+        instance=instance, instance_ref=instance.get_ref(), cursor=cursor, definitions=d[0], resources=d[1]
+    ) as context:
+        return sensor.evaluate_tick(context)
 
 
 def plan(instance, mission, n, first_range=0, d=HEALTHY):

@@ -90,8 +90,9 @@ def latest_metadata(instance: dg.DagsterInstance, asset: str, mission: str) -> d
 
 
 def tick(instance, catchup, slack, cursor=None):
-    context = dg.build_sensor_context(instance=instance, cursor=cursor, resources={"catchup": catchup, "slack": slack})
-    return notify_sensor.evaluate_tick(context)
+    resources = {"catchup": catchup, "slack": slack}
+    with dg.build_sensor_context(instance=instance, cursor=cursor, resources=resources) as context:
+        return notify_sensor.evaluate_tick(context)
 
 
 def test_L9_one_message_per_condemned_heavy_mission_and_per_ended_run_and_none_twice(failed_demo, slack_api):

@@ -93,11 +93,10 @@ def test_issue25_a_mission_cut_to_the_profile_runs_its_cut_ranges_and_marks_the_
         assert rows.loc[key, "setup_seconds"] < rows.loc[key, "seconds"]
 
     # next_mission_sensor carries the choice; the keys are mission_plan's to add once it cuts.
-    data = next_mission_sensor.evaluate_tick(
-        dg.build_sensor_context(
-            instance=instance, instance_ref=instance.get_ref(), definitions=defs, resources={"catchup": catchup}
-        )
-    )
+    with dg.build_sensor_context(
+        instance=instance, instance_ref=instance.get_ref(), definitions=defs, resources={"catchup": catchup}
+    ) as context:
+        data = next_mission_sensor.evaluate_tick(context)
     [request] = data.run_requests
     assert request.run_config["ops"]["mission_plan"]["config"]["lengths"] == "profile"
     assert not data.dynamic_partitions_requests

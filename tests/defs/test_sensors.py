@@ -80,12 +80,12 @@ def latest(instance, asset_key) -> dg.EventLogRecord:
 
 def tick(env, sensor, cursor=None):
     instance, defs, resources = env
-    return sensor.evaluate_tick(
-        # With its ref, as the daemon's: a request's partition is checked against the instance's partitions.
-        dg.build_sensor_context(
-            instance=instance, instance_ref=instance.get_ref(), cursor=cursor, definitions=defs, resources=resources
-        )
-    )
+    # With its ref, as the daemon's: a request's partition is checked against the instance's partitions.
+    # Entered, as the daemon enters it: the deployment's resource is a context manager.
+    with dg.build_sensor_context(
+        instance=instance, instance_ref=instance.get_ref(), cursor=cursor, definitions=defs, resources=resources
+    ) as context:
+        return sensor.evaluate_tick(context)
 
 
 def spans(data) -> list[tuple[str, str]]:
@@ -276,9 +276,10 @@ def tick_to_tip(env, tip_source: str, cursor=None, timeout: float = 2.0):
     instance, defs, _ = env
     root = deployment_catchup(defs).storage_root
     catchup = CatchupResource(storage_root=root, tip_source=tip_source, tip_timeout_seconds=timeout, **SETTINGS)
-    return next_mission_sensor.evaluate_tick(
-        dg.build_sensor_context(instance=instance, cursor=cursor, definitions=defs, resources={"catchup": catchup})
-    )
+    with dg.build_sensor_context(
+        instance=instance, cursor=cursor, definitions=defs, resources={"catchup": catchup}
+    ) as context:
+        return next_mission_sensor.evaluate_tick(context)
 
 
 def planned_span(request: dg.RunRequest) -> tuple[int, int]:

@@ -10,6 +10,8 @@ Resources page shows them in the description.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import dagster as dg
 
 from catchup_assets.core.errors import ConfigError
@@ -21,9 +23,13 @@ KEY = "catchup"
 def deployment_resource(catchup: CatchupResource) -> dg.ResourceDefinition:
     """`catchup` as a resource whose launch config is empty: what Definitions bind under KEY."""
 
-    def fixed_catchup_resource(_context) -> CatchupResource:
-        # EnvVar fields resolve in the process that runs, as a ConfigurableResource's would.
-        return catchup.process_config_and_initialize()
+    def fixed_catchup_resource(_context) -> Iterator[CatchupResource]:
+        # EnvVar fields resolve in the process that runs, as a ConfigurableResource's would. The context
+        # manager form: the plain one enters an ephemeral DagsterInstance it exits only when garbage
+        # collected, out of order with the run's, leaving a dead one current for the next Definitions
+        # loaded ("Attempted to resolve undefined DagsterInstance weakref", dagster 1.13).
+        with catchup.process_config_and_initialize_cm() as value:
+            yield value
 
     return dg.ResourceDefinition(
         resource_fn=fixed_catchup_resource, config_schema=dg.Shape({}), description=describe(catchup)
