@@ -32,6 +32,7 @@ from catchup_assets.mission.plan import prepare
 from catchup_assets.sim.core_log import tx_apply_report
 from catchup_assets.store.records import RecordStore
 from catchup_assets.store.root import Store
+from kit.k8s_backend import WATCH_IDLE
 from kubesim.kube_api import KubeApiServer
 from kubesim.kube_script import Script, Usage
 from kubesim.kubelet import Kubelet
@@ -145,6 +146,7 @@ def backend(api, kubelet, spool, **kw) -> KubernetesBackend:
         clock=kubelet.clock,
         sleeper=lambda s: None,
         stats_interval=10,
+        watch_idle=WATCH_IDLE,
         **kw,
     )
 

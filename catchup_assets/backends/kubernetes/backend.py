@@ -102,6 +102,7 @@ class KubernetesBackend(ApiCalls, Leftovers, PodLiveLog, NamespaceCheck):  # api
         request_timeout: float = 30.0,
         submit_concurrency: int = 1,
         throttle: RequestRate | None = None,
+        watch_idle: float = 0.05,
     ):
         self.mission = mission
         self.settings = settings
@@ -132,12 +133,14 @@ class KubernetesBackend(ApiCalls, Leftovers, PodLiveLog, NamespaceCheck):  # api
         self._last_stats = float("-inf")
         self._configmap_ready = False
         # The informers' caches (informer.py): built by this process, never carried over (L10).
-        sel, wait = self.selector, self._throttle
+        # watch_idle: the silence that ends a pass's watch poll (informer.py), twice a pass; a test against
+        # a server on loopback that only changes between passes waits less.
+        sel, wait, idle = self.selector, self._throttle, watch_idle
         self._jobs = Informer(
-            self.batch.list_namespaced_job, self._call, self.ns, sel, V1Job, throttle=wait, keep=kept_job
+            self.batch.list_namespaced_job, self._call, self.ns, sel, V1Job, throttle=wait, keep=kept_job, idle=idle
         )
         self._pod_cache = Informer(
-            self.core.list_namespaced_pod, self._call, self.ns, sel, V1Pod, throttle=wait, keep=kept_pod
+            self.core.list_namespaced_pod, self._call, self.ns, sel, V1Pod, throttle=wait, keep=kept_pod, idle=idle
         )
         self._states: dict[str, tuple] = {}  # Job name -> ((name, Job rv, pod rv), what they gave)
         self._unseen_listed: set[str] = set()  # active Jobs with no pod in view when pods were last listed
