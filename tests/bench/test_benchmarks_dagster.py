@@ -10,7 +10,7 @@ from benchmarks.report import table_rows
 from pg_server import missing_reason
 
 
-@pytest.mark.slow
+@pytest.mark.slow  # over 15 s (issue 33's measure): `uv run pytest -m slow`
 @pytest.mark.parametrize("storage", ["sqlite", "postgres"])
 def test_dagster_backfill_smoke(tmp_path, storage):
     if storage == "postgres" and missing_reason():

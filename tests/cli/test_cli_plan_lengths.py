@@ -48,6 +48,7 @@ def test_issue25_a_profile_cut_plan_is_at_most_0_6_of_the_uniform_makespan(workl
     assert "cost " in cut and "cost " in uniform
 
 
+@pytest.mark.slow  # over 15 s (issue 33's measure): `uv run pytest -m slow`
 def test_issue25_the_same_profile_and_slots_print_the_same_cut(workload, capsys):
     first = plan(capsys, workload, "profile")
     assert plan(capsys, workload, "profile") == first

@@ -38,7 +38,7 @@ def statuses(instance: dg.DagsterInstance) -> dict[str, dg.AssetPartitionStatus]
     return instance.get_status_by_partition(RANGE, keys, ledger_ranges_partitions_def)
 
 
-@pytest.mark.slow
+@pytest.mark.slow  # over 15 s (issue 33's measure): `uv run pytest -m slow`
 def test_L9_fail_ranges_condemns_them_and_after_the_repair_their_backfill_goes_green(tmp_path):
     d = tmp_path / "demo"
     proc = cli("demo", "--dir", str(d), *SMALL, "--fail-ranges", "2", cwd=tmp_path)

@@ -13,6 +13,8 @@ import termios
 import time
 from pathlib import Path
 
+import pytest
+
 STAMP = r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} WARNING "
 
 
@@ -43,6 +45,7 @@ def run_on_a_terminal(argv: list[str], cwd: Path, timeout: float = 240) -> tuple
     return code, out_path.read_text(), seen.decode(errors="replace")
 
 
+@pytest.mark.slow  # over 15 s (issue 33's measure): `uv run pytest -m slow`
 def test_Z1_log_lines_print_above_the_bar_never_into_it(tmp_path):
     script = Path(sys.executable).parent / "catchup-assets"
     argv = [str(script), "demo", "--ranges", "4", "--parallelism", "4", "--speed", "3000000"]

@@ -11,7 +11,6 @@ import sys
 from pathlib import Path
 
 import nbformat
-import pytest
 from nbclient import NotebookClient
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -43,7 +42,6 @@ def images(nb) -> int:
     return sum("image/png" in o.get("data", {}) for c in nb.cells for o in c.get("outputs", []))
 
 
-@pytest.mark.slow
 def test_the_notebook_runs_against_the_demo_s_two_missions(demo, monkeypatch):
     d, (a, b), _ = demo
     ranges = 4  # the fixture's demo
@@ -77,7 +75,6 @@ def test_the_notebook_runs_against_the_demo_s_two_missions(demo, monkeypatch):
     assert images(nb) >= 3
 
 
-@pytest.mark.slow
 def test_jupyter_execute_with_output_saves_the_executed_notebook_and_leaves_the_stored_one_clean(demo, tmp_path):
     """The headless command docs/operate.md gives: `jupyter execute --output=profile-executed`."""
     d, (a, b), _ = demo

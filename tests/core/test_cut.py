@@ -116,7 +116,6 @@ def test_long_pieces_beyond_the_slots_are_cut_to_half_the_target_cheapest_setup_
         assert all(cost.seconds(p.first, p.last) <= 500.0 for p in pieces[i])
 
 
-@pytest.mark.slow
 def test_issue25_at_2096_slots_with_30_minutes_of_setup_the_cut_comes_within_1_1_of_its_bound():
     """The full workload model, as the issue's Done-when: 1.15 of the bound before long pieces past
     the slots were cut finer; the replayed figures are benchmarks/range_lengths.py's."""

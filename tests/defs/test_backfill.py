@@ -46,7 +46,7 @@ def reclaim_seed(keys, hit, mission):
     raise AssertionError("no seed found")
 
 
-@pytest.mark.slow
+@pytest.mark.slow  # over 15 s (issue 33's measure): `uv run pytest -m slow`
 def test_backfill_of_failed_ranges_runs_exactly_those_sharing_the_mission_cap(tmp_path, monkeypatch):
     monkeypatch.setenv("CATCHUP_STORAGE_ROOT", str(tmp_path / "storage"))
     (tmp_path / "home").mkdir()
@@ -118,7 +118,7 @@ def instance_runs(instance, backfill_id) -> list[dg.DagsterRun]:
     return instance.get_runs(filters=dg.RunsFilter(tags={"dagster/backfill": backfill_id}))
 
 
-@pytest.mark.slow
+@pytest.mark.slow  # over 15 s (issue 33's measure): `uv run pytest -m slow`
 def test_a_backfill_run_carries_its_mission_tag_from_the_queue_not_only_once_it_starts(tmp_path, monkeypatch):
     """Issue 22: the instance's run coordinator (the repository's dagster.yaml) tags a backfill run
     of range_catchup with the mission that owns its ranges (defs/ownership.py) as it queues."""

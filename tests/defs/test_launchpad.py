@@ -95,6 +95,7 @@ def test_parallelism_above_the_deployments_cap_is_refused_naming_it(demo):
     assert instance.get_dynamic_partitions(PARTITIONS) == []
 
 
+@pytest.mark.slow  # over 15 s (issue 33's measure): `uv run pytest -m slow`
 def test_a_grown_tip_supersedes_one_partition_and_keeps_its_history(demo, tmp_path):
     settings, _, instance = demo
     # 1 of 8 partitions is more than the default 5%: this deployment allows a quarter.

@@ -7,7 +7,6 @@ what the instance holds, per partition.
 import shutil
 
 import dagster as dg
-import pytest
 
 from catchup_assets.defs.missions import MISSIONS
 from catchup_assets.defs.sensors.mission_finished import mission_finished_sensor
@@ -31,7 +30,6 @@ def profile(instance, mission):
     return result
 
 
-@pytest.mark.slow
 def test_two_missions_are_two_partitions_and_b_s_diff_reads_a_against_b(instance, tmp_path):
     assert plan(instance, "m1", 3).success
     assert instance.get_dynamic_partitions(MISSIONS) == ["m1"]  # mission_plan adds its mission
@@ -82,7 +80,6 @@ def test_a_run_tagged_with_another_mission_is_refused_before_anything_is_written
     assert not list((tmp_path / "storage").glob("*/range_profile.parquet"))
 
 
-@pytest.mark.slow
 def test_an_upgraded_instance_adopts_the_missions_already_on_its_storage_root(instance, tmp_path):
     """Missions planned before the views were partitioned have no partition: the sensor adds them,
     the one it profiles among them, and its run profiles that partition."""

@@ -86,7 +86,6 @@ def rows_in_postgres(server: dict, run_id: str) -> int:
         return c.execute("SELECT count(*) FROM event_logs WHERE run_id = %s", (run_id,)).fetchone()[0]
 
 
-@pytest.mark.slow
 def test_L9_mission_on_the_chart_s_postgres_instance_condemned_range_fails_alone_and_its_backfill_completes(
     pg_instance, monkeypatch
 ):

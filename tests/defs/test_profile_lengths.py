@@ -17,7 +17,7 @@ from kit.assets import failure_text, run_ranges, statuses
 
 PARTITIONS = "ledger_ranges"
 # Two missions, two profiles and a backfill each: ~40 s alone, past the default 300 s on a machine under load.
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
+pytestmark = pytest.mark.timeout(900)
 N, FIRST = 10, 38  # the heaviest ranges of the 48: the more replay each holds, the more a cut saves
 
 

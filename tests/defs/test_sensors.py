@@ -167,7 +167,6 @@ def test_a_superseded_tip_leaves_no_stale_key_and_the_later_plan_runs_live_keys(
     assert both.cursor == str(first)
 
 
-@pytest.mark.slow
 def test_each_finished_catchup_run_is_profiled_once(env):
     instance = env[0]
     plan(env, "m1", 1, 3 * R)
@@ -203,7 +202,6 @@ def test_each_finished_catchup_run_is_profiled_once(env):
     assert tick(env, mission_finished_sensor, data.cursor).skip_message
 
 
-@pytest.mark.slow
 def test_the_last_profile_of_a_mission_plans_the_next_mission_once(env):
     instance, defs, _ = env
     plan(env, "m1", 1, 3 * R)
@@ -291,7 +289,6 @@ def added_keys(data) -> list[str]:
     return [k for r in data.dynamic_partitions_requests for k in r.partition_keys]
 
 
-@pytest.mark.slow
 def test_L38_the_next_mission_reaches_the_tip_an_archive_publishes(env, monkeypatch):
     """L38 (issue 14 item 9): the next mission ends at the archive's currentLedger, not where m1 ended;
     an archive that cannot be read holds the cursor before the profile; complete ranges keep their keys."""

@@ -93,7 +93,7 @@ def _answers(url: str) -> bool:
         return False
 
 
-@pytest.mark.parametrize("process", ["webserver", "daemon"])
+@pytest.mark.parametrize("process", ["webserver", pytest.param("daemon", marks=pytest.mark.slow)])  # daemon: 16 s
 def test_the_webserver_and_the_daemon_run_under_a_read_only_root(process):
     with readonly_root.writable_dir() as home, readonly_root.writable_dir() as code:
         (code / "defs.py").write_text(JOB)

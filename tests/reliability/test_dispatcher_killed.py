@@ -13,7 +13,6 @@ import time
 from pathlib import Path
 
 import dagster as dg
-import pytest
 
 from catchup_assets.backends.local.backend import LocalBackend
 from catchup_assets.defs.assets.range_assets import MISSION_TAG, ledger_ranges_partitions_def
@@ -25,7 +24,6 @@ from kit.run_worker import plan_and_start, wait_for
 TESTS = Path(__file__).parents[1]
 
 
-@pytest.mark.slow
 def test_L10_killed_dispatcher_retried_by_dagster_finishes_without_double_runs(tmp_path, home):
     instance, storage = home, tmp_path / "storage"
     # Six heavy ranges near the tip (a few seconds each), four at a time.
@@ -77,7 +75,6 @@ def test_L10_killed_dispatcher_retried_by_dagster_finishes_without_double_runs(t
         assert all(r.peak_anon_bytes and r.seconds for r in chain) and chain[-1].tx_apply_count
 
 
-@pytest.mark.slow
 def test_L37_a_terminated_run_stops_its_attempts_first(tmp_path, home):
     instance = home
     keys, tags, proc = plan_and_start(instance, "mt", 4, first_range=44)

@@ -56,7 +56,7 @@ def assert_nothing_charged(records: RecordStore, keys, stopped_ids: set[str]) ->
         assert {g: n for g, n in charged.items() if n and g != "oom"} == {}, (key, mine)
 
 
-@pytest.mark.slow
+@pytest.mark.slow  # over 15 s (issue 33's measure): `uv run pytest -m slow`
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
 def test_L37_a_signalled_run_worker_condemns_nothing_and_the_next_run_completes_every_range(tmp_path, home, signum):
     instance = home
@@ -118,7 +118,6 @@ def demo_attempts(d: Path) -> list[Path]:
     return sorted(d.glob("work/*/attempts/*/supervisor.json"))
 
 
-@pytest.mark.slow
 def test_L37_sigterm_to_the_demo_exits_interrupted_within_the_grace_condemns_nothing_and_the_next_run_completes(
     tmp_path,
 ):
