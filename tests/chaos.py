@@ -32,7 +32,7 @@ from catchup_assets.mission.plan import prepare
 from catchup_assets.sim.core_log import tx_apply_report
 from catchup_assets.store.records import RecordStore
 from catchup_assets.store.root import Store
-from kit.k8s_backend import WATCH_IDLE
+from kit.k8s_backend import WATCH_IDLE, tier_nodes
 from kubesim.kube_api import KubeApiServer
 from kubesim.kube_script import Script, Usage
 from kubesim.kubelet import Kubelet
@@ -114,14 +114,7 @@ def cluster():
         kubelet = Kubelet(api.store, script=runs, stats_period=10.0)
         kubelets = KubeletServer(kubelet)  # each node's kubelet on its own loopback port, over HTTPS
         kubelets.project_token(SA_USER)
-        for tier in Tiers().all():
-            for n in range(3):
-                kubelet.add_node(
-                    f"{tier.name}-{n}",
-                    labels={SETTINGS.tier_node_label: tier.name},
-                    taints=[{"key": SETTINGS.tier_taint_key, "value": tier.name, "effect": "NoSchedule"}],
-                    allocatable={"memory": str(tier.node_memory_bytes), "cpu": "64"},
-                )
+        tier_nodes(kubelet)
         try:
             yield api, kubelet, runs
         finally:

@@ -91,17 +91,21 @@ def sim_cluster():
         kubelet = Kubelet(api.store, script=script, stats_period=10.0)
         kubelets = KubeletServer(kubelet)  # each node's kubelet on a loopback port of its own, over HTTPS
         kubelets.project_token(SA_USER)
-        tiers = Tiers()
-        for tier in tiers.all():
-            for n in range(3):
-                kubelet.add_node(
-                    f"{tier.name}-{n}",
-                    labels={SETTINGS.tier_node_label: tier.name},
-                    taints=[{"key": SETTINGS.tier_taint_key, "value": tier.name, "effect": "NoSchedule"}],
-                    allocatable={"memory": str(tier.node_memory_bytes), "cpu": "64"},
-                )
+        tier_nodes(kubelet)
         yield api, kubelet
         kubelets.stop()
+
+
+def tier_nodes(kubelet: Kubelet, per_tier: int = 3) -> None:
+    """`per_tier` nodes for each tier of the default ladder, labelled and tainted as its node pool."""
+    for tier in Tiers().all():
+        for n in range(per_tier):
+            kubelet.add_node(
+                f"{tier.name}-{n}",
+                labels={SETTINGS.tier_node_label: tier.name},
+                taints=[{"key": SETTINGS.tier_taint_key, "value": tier.name, "effect": "NoSchedule"}],
+                allocatable={"memory": str(tier.node_memory_bytes), "cpu": "64"},
+            )
 
 
 def kubelet_access(kubelet: Kubelet, **kw) -> KubeletAccess:
