@@ -93,6 +93,10 @@ class RangeEvents:
         """Before the range's materialization is logged: its rows land first, its mark is older or never."""
         self.writer.done(key)
 
+    def condemned(self, key: str) -> None:
+        """Before the range's failure observation is logged: its attempts' rows land first, so it is the latest."""
+        self.writer.settle(key)  # its mark stays: the step's failure shows the range FAILED
+
     def close(self, failed: bool) -> None:
         # The writer marks none of these it has seen done.
         left = [k for k in self.keys if k not in self.spared] if failed and self.subset else []

@@ -8,7 +8,9 @@ seconds or sooner when a batch is full.
 
 A mark is written once per range, and never once the range is done (a mark newer than the range's
 materialization would show it in progress, then FAILED). A range's rows land before its
-materialization: `done(key)` writes its pending rows, or waits for the batch holding them. A failed
+materialization: `done(key)` writes its pending rows, or waits for the batch holding them. A range
+given up keeps its mark (the step's failure shows it FAILED), but its rows too land before the
+observation saying why (`settle(key)`), so that observation stays the range's latest. A failed
 write is logged and retried once with the next batch; these rows shade and annotate the UI and
 decide nothing, so a writer that cannot write never stops a mission. Nor does it grow without end
 behind a database that is down or slow: past `max_rows` unwritten rows, a new row is dropped and
@@ -83,6 +85,10 @@ class RangeWriter:
         """`key` finished: its mark, unless written, is dropped; its rows are written before this returns."""
         with self._lock:
             self._done.add(key)
+        self.settle(key)
+
+    def settle(self, key: str) -> None:
+        """`key`'s rows are written before this returns; its mark is left as it is."""
         while True:
             with self._lock:
                 if not self._rows[key] and key not in self._in_flight:

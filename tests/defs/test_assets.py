@@ -234,6 +234,10 @@ def test_a_condemned_partition_carries_this_mission_s_cause_and_log_tail(instanc
     assert len(meta["log_tail"]) < 1000 and "metric '" not in meta["log_tail"]
     assert meta["log_tail"].endswith(escape(meta["last_error"]))
     assert meta["log_path"].endswith("a001.log.gz")
+    # ... and it is the partition's latest event, the one its Events pane opens on: the attempt's start,
+    # handed to the background writer first, lands before it (issue 36 item 5).
+    newest = instance.fetch_observations(dg.AssetRecordsFilter(asset_key=RANGE, asset_partitions=[bad]), limit=1)
+    assert newest.records[0].asset_observation.metadata["kind"].value == "condemned"
 
 
 def test_the_log_tail_is_the_last_lines_and_an_unreadable_log_is_said_not_raised(tmp_path):

@@ -68,6 +68,18 @@ def test_issue26_a_mark_pending_when_its_range_is_done_is_dropped_and_its_rows_a
     assert sink.marks() == ["b"]
 
 
+def test_L9_a_range_given_up_gets_its_rows_written_before_settle_returns_and_keeps_its_mark():
+    """Its failure observation, logged after, stays its latest; its mark shows it FAILED when the step fails."""
+    sink = Sink()
+    w = RangeWriter(sink, batch=100, linger=60)
+    w.mark("a")
+    w.add("a", "submitted-a")
+    w.settle("a")  # on the caller's thread, no linger waited
+    assert (ROW, "a", "submitted-a") in sink.items
+    w.close(also=["a"])
+    assert sink.marks() == ["a"]
+
+
 def test_issue26_done_while_its_batch_is_being_written_waits_for_that_write():
     sink = Sink(hold=True)
     w = RangeWriter(sink, batch=1, linger=60)

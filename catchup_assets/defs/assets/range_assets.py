@@ -118,6 +118,7 @@ def drive(
     def on_result(result: RangeResult, already: bool) -> None:
         if result.status is RangeStatus.CONDEMNED and not already:
             # The partition shows why this mission gave it up, not the last success of another.
+            marks.condemned(result.range_key)
             context.log_event(
                 dg.AssetObservation(
                     asset_key=context.asset_key,
