@@ -135,12 +135,13 @@ class KubernetesBackend(ApiCalls, Leftovers, PodLiveLog, NamespaceCheck):  # api
         # The informers' caches (informer.py): built by this process, never carried over (L10).
         # watch_idle: the silence that ends a pass's watch poll (informer.py), twice a pass; a test against
         # a server on loopback that only changes between passes waits less.
-        sel, wait, idle = self.selector, self._throttle, watch_idle
+        # A watch's headers wait as long as any request's answer.
+        opts = {"throttle": self._throttle, "idle": watch_idle, "connect_timeout": request_timeout}
         self._jobs = Informer(
-            self.batch.list_namespaced_job, self._call, self.ns, sel, V1Job, throttle=wait, keep=kept_job, idle=idle
+            self.batch.list_namespaced_job, self._call, self.ns, self.selector, V1Job, keep=kept_job, **opts
         )
         self._pod_cache = Informer(
-            self.core.list_namespaced_pod, self._call, self.ns, sel, V1Pod, throttle=wait, keep=kept_pod, idle=idle
+            self.core.list_namespaced_pod, self._call, self.ns, self.selector, V1Pod, keep=kept_pod, **opts
         )
         self._states: dict[str, tuple] = {}  # Job name -> ((name, Job rv, pod rv), what they gave)
         self._unseen_listed: set[str] = set()  # active Jobs with no pod in view when pods were last listed

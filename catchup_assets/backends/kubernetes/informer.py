@@ -10,12 +10,18 @@ backend stays a plain object whose every call happens inside the pass, with its
 APIs, clock and sleeper injected, so a test steps the cluster, runs a pass and sees
 exactly what the server held, with no thread to race. Each poll is one watch request
 that reads what the server has already queued and stops after `idle` seconds of
-silence (a client read timeout), then resumes from where it stopped on the next pass.
+silence, then resumes from where it stopped on the next pass.
+
+The idle is set on the socket once the response has begun, never as the request's read
+timeout: that timeout also bounds the wait for the response's headers, and urllib3 (the
+kubernetes client leaves its `retries` at urllib3's default) sends a GET whose headers
+timed out again, so on a loaded machine one poll became two watches. The headers get the
+connect timeout; an API server flushes them as soon as the watch is registered.
 
 What relists (the cache dropped and rebuilt from a fresh LIST): an ERROR event (a
 `Status`, 410 Expired when the resourceVersion left the server's window), an HTTP
-410, any 429/5xx on the watch, and a watch not opened within `idle` or reset before
-it answered. A watch cut off mid-body or reset keeps what it
+410, any 429/5xx on the watch, and a watch not answered within the connect timeout or
+reset before it answered. A watch cut off mid-body or reset keeps what it
 delivered and resumes from its last resourceVersion, as the reflector does; only an
 expired window needs a relist. Nothing survives the process (L10): a restart lists.
 """
@@ -113,15 +119,15 @@ class Informer:
                 allow_watch_bookmarks=True,
                 timeout_seconds=max(1, int(self.idle) + 1),
                 _preload_content=False,
-                _request_timeout=(self.connect_timeout, self.idle),
+                _request_timeout=(self.connect_timeout, self.connect_timeout),
             )
+            resp.connection.sock.settimeout(self.idle)  # the stream's silence; the next request sets its own
         except ApiException as exc:
             self._relist_next(f"HTTP {exc.status}")
             return
         except (Urllib3Error, TimeoutError, ConnectionError) as exc:
-            # Not opened within `idle` (a slow or far API server) or reset: the cache is not known
-            # current, so this read lists, as every pass did before the informer. A server that
-            # never answers a watch that fast costs a LIST a pass, never a stale view.
+            # Not answered (a hung API server) or reset: the cache is not known current, so this
+            # read lists, as every pass did before the informer: never a stale view.
             self._relist_next(f"not opened ({exc})")
             return
         try:
