@@ -144,6 +144,22 @@ def test_issue26_a_job_this_backend_created_or_deleted_is_seen_so_though_the_wat
     assert api.store.count("jobs", SETTINGS.namespace) == 3
 
 
+def test_issue33_a_watch_answered_later_than_the_idle_is_read_once_not_sent_again(cluster, tmp_path):
+    """A loaded server answers a watch's headers after the poll's idle (10 ms here): the poll waits
+    for them as for any request and reads the stream, one watch a poll. With the idle as the read
+    timeout, urllib3 took the late headers for a dead read and sent the GET again."""
+    api, kubelet = cluster
+    b = backend(api, kubelet, tmp_path)
+    tier = Tiers().all()[0].name
+    b.observe()  # the first read lists
+    b.submit(AttemptSpec("m1", "0000000001-0000016000", 1, 16000, 16320, 2**30, 2**30, tier))
+    api.faults.add(hang=0.2, verb="watch", resource="jobs", count=1)  # then answered
+    watches = api.requests.count("watch", "jobs")
+    assert [s.range_key for s in b.observe()] == ["0000000001-0000016000"]
+    assert api.requests.count("watch", "jobs") == watches + 1
+    assert api.requests.count("list", "jobs") == 1  # nor taken for a hung server: no relist
+
+
 def test_issue26_a_pod_watch_that_always_starts_late_is_caught_by_the_jobs_counts(cluster, tmp_path):
     """Every pod watch answers its headers, then says nothing for longer than the informer waits
     (a busy apiserver gathering a backlog): each poll reads as silence, and the pod cache would
