@@ -10,18 +10,16 @@ retry daemon re-executes it from failure with a retry number tag.
 import os
 import signal
 import time
-from pathlib import Path
 
 import dagster as dg
 
 from catchup_assets.backends.local.backend import LocalBackend
 from catchup_assets.defs.assets.range_assets import MISSION_TAG, ledger_ranges_partitions_def
+from catchup_assets.store import layout
 from catchup_assets.store.records import RecordStore
 from catchup_assets.store.root import Store
 from dagster_defs import catchup_job
 from kit.run_worker import plan_and_start, wait_for
-
-TESTS = Path(__file__).parents[1]
 
 
 def test_L10_killed_dispatcher_retried_by_dagster_finishes_without_double_runs(tmp_path, home):
@@ -73,7 +71,11 @@ def test_L10_killed_dispatcher_retried_by_dagster_finishes_without_double_runs(t
         chain = [records[(key, a)] for a in sorted(a for k, a in records if k == key)]
         # A retry only after a failed attempt (the heavy ranges OOM once on the
         # catch-all tier), and never while the previous attempt still ran.
-        assert [r.attempt for r in chain] == list(range(1, len(chain) + 1))
+        numbers = [r.attempt for r in chain]
+        # Each number started once, in order. One may be missing: claimed, then the kill came before
+        # its Job; the retry reads the claim and spends the number rather than reuse it (claims.py).
+        spent = set(range(1, numbers[-1] + 1)) - set(numbers)
+        assert len(spent) <= 1 and all((storage / layout.claim("mk", key, a)).exists() for a in spent), chain
         assert [r.outcome for r in chain] == ["oom"] * (len(chain) - 1) + ["ok"], chain
         for before, after in zip(chain, chain[1:], strict=False):
             assert before.finished_at <= after.started_at
