@@ -51,6 +51,28 @@ _PATH = re.compile(
 VERSION = {"major": "1", "minor": "31", "gitVersion": "v1.31.0-catchup-sim", "platform": "linux/amd64"}
 
 
+# Content negotiation, as kube-apiserver v1.37.2 answers it (measured on the real one, tests/k8s): the
+# serializers' media types; go-restful refuses an Accept no route produces, and for pods/log, whose route
+# also produces text/plain, the handler's own negotiation (apiserver handlers/negotiation/negotiate.go
+# NegotiateOutputMediaType, errors.go) refuses one its serializers cannot write, `text/plain` included.
+_SERIALIZED = ("application/json", "application/yaml", "application/vnd.kubernetes.protobuf")
+_ACCEPTABLE = frozenset({"*/*", *_SERIALIZED})
+_STREAMS = ("application/json;stream=watch", "application/vnd.kubernetes.protobuf;stream=watch")
+_PRODUCES = ", ".join([*_SERIALIZED, *_STREAMS])
+_LOG_PRODUCES = ", ".join(["text/plain", *_SERIALIZED])
+
+
+def negotiate(accept: str | None, resource: str) -> None:
+    """Raise the real server's 406 for an Accept it cannot answer (none given: any)."""
+    ranges = [part.split(";")[0].strip().lower() for part in (accept or "").split(",") if part.strip()]
+    if not ranges or any(r in _ACCEPTABLE for r in ranges):
+        return
+    if resource == "pods/log" and "text/plain" in ranges:
+        raise ApiError(406, "NotAcceptable", f"only the following media types are accepted: {', '.join(_SERIALIZED)}")
+    produces = _LOG_PRODUCES if resource == "pods/log" else _PRODUCES
+    raise ApiError(406, "NotAcceptable", f"406: Not Acceptable\n\nAvailable representations: {produces}", {})
+
+
 class Route:
     """What a request is, in the API server's own terms (verb, resource...)."""
 
@@ -188,6 +210,7 @@ class KubeApiServer:
                             self._dispatch(route, query, raw, h.headers)
                         h.close_connection = True  # committed; the answer never leaves
                         return
+                negotiate(h.headers.get("Accept"), resource)
                 if self.latency:
                     time.sleep(self.latency)
                 if verb == "watch":

@@ -76,7 +76,9 @@ class ApiCalls:
             "GET",
             path_params={"namespace": self.ns, "name": pod_name},
             query_params=query,
-            header_params={"Accept": "text/plain"},
+            # As client-go asks for a stream: kube-apiserver negotiates pods/log among its serializers and
+            # answers `Accept: text/plain` alone 406 (the body comes as text/plain either way).
+            header_params={"Accept": "application/json, */*"},
             auth_settings=["BearerToken"],
             _preload_content=False,
             _return_http_data_only=True,
