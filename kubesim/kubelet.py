@@ -38,6 +38,7 @@ from kubesim.kube_store import Store
 from kubesim.kube_volumes import LogTarget, Volumes
 
 DEADLINE_MESSAGE = "Pod was active on the node longer than the specified deadline"
+PODGC_QUARANTINE = 40.0  # podgc's quarantineTime: how long a node must stay gone before its pods are collected
 TERMINAL = ("Succeeded", "Failed")
 
 
@@ -76,6 +77,7 @@ class Kubelet:
         self.runs: dict[str, Run] = {}
         self.volumes = Volumes()
         self.jobs = JobController(self)
+        self._gone_at: dict[str, float] = {}  # node -> when it went (pod GC's quarantine counts from then)
         self._ips = 0
         self._thread: threading.Thread | None = None
         self._stop = threading.Event()
@@ -95,14 +97,12 @@ class Kubelet:
         return self.store.create("nodes", None, manifest)
 
     def remove_node(self, name: str) -> None:
-        """The node vanishes (spot reclaim); the next step's pod GC deletes its pods.
-
-        The real pod GC waits for the node controller's grace periods first; here
-        the pods go at once, which is the case an observer must survive anyway."""
+        """The node vanishes (spot reclaim); its pods stay Running in the API until pod GC (`_pod_gc`)."""
         with self.store.lock:
             self._drop_node(name)
 
     def _drop_node(self, name: str) -> None:
+        self._gone_at[name] = self.clock()
         self.store.delete("nodes", None, name)
         if self.endpoints is not None:
             self.endpoints.close(name)  # its kubelet went with it
@@ -161,8 +161,9 @@ class Kubelet:
     # --- one pod's life -------------------------------------------------------------
 
     def _advance(self, pod: dict, now: float) -> None:
-        if not pod["spec"].get("nodeName"):
-            return
+        node = pod["spec"].get("nodeName")
+        if not node or self.store.live("nodes", None, node) is None:
+            return  # not bound yet, or its node (and kubelet) gone: pod GC's now
         uid = pod["metadata"]["uid"]
         run = self.runs.get(uid)
         if run is None:  # a bare pod, not made by the job controller
@@ -438,10 +439,23 @@ class Kubelet:
             run.next_line += 1
 
     def _pod_gc(self, now: float) -> None:
+        """PodGC's orphans (pkg/controller/podgc gc_controller.go, gcOrphaned): a pod bound to a node gone
+        for its 40 s quarantine is failed with DisruptionTarget `DeletionByPodGC`, then deleted with grace 0
+        (markFailedAndDeletePodWithCondition). Until then it stays as its kubelet last wrote it, Running.
+        The controller's 20 s check period is not modelled: the pods go as the quarantine ends."""
         for pod in self.store.select("pods"):
             node = pod["spec"].get("nodeName")
-            if node and self.store.live("nodes", None, node) is None:
-                self.store.delete("pods", pod["metadata"]["namespace"], pod["metadata"]["name"])
+            if not node or self.store.live("nodes", None, node) is not None:
+                continue
+            if now - self._gone_at.setdefault(node, now) < PODGC_QUARANTINE:
+                continue
+            if pod["status"].get("phase") not in TERMINAL:
+                pod["status"]["phase"] = "Failed"
+                _condition(
+                    pod, "DisruptionTarget", "True", now, "DeletionByPodGC", DISRUPTION_MESSAGES["DeletionByPodGC"]
+                )
+                self.store.bump(pod)
+            self.store.delete("pods", pod["metadata"]["namespace"], pod["metadata"]["name"])
 
     # --- stats ------------------------------------------------------------------------
 

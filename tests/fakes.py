@@ -48,6 +48,7 @@ class Script:
     fresh_start: bool = True
     resumed_from: int | None = None
     tx: tuple[int, float] = (1000, 2.0)
+    lost_after: float | None = None  # its node goes then: running on a lost node until `seconds`, no finish time
 
 
 @dataclass
@@ -87,7 +88,7 @@ class FakeBackend:
         self.max_live = max(self.max_live, sum(1 for s in self.observe() if s.live))
 
     def _state(self, a: FakeAttempt) -> AttemptState:
-        end = a.started + a.script.seconds
+        end, lost = a.started + a.script.seconds, a.script.lost_after
         done = self.clock.time() >= end
         return AttemptState(
             a.spec.range_key,
@@ -95,7 +96,8 @@ class FakeBackend:
             "finished" if done else "running",
             observation=a.script.observation if done else None,
             started_at=a.started,
-            finished_at=end if done else None,
+            finished_at=end if done and lost is None else None,
+            node_lost=lost is not None and self.clock.time() >= a.started + lost,
             node="node-1",
             peaks=a.script.peaks if done else Peaks(a.script.peaks.anon_bytes),
             memory_limit_bytes=a.spec.memory_limit_bytes,

@@ -587,3 +587,19 @@ def test_L11_a_finish_the_other_dispatcher_records_during_this_one_s_final_read_
     recs, done = records.load()
     assert done == {(KEYS[0], 1)} and recs[(KEYS[0], 1)].tx_apply_count == 1000
     assert recs[(KEYS[0], 1)].fresh_start is not None and [s.attempt for s in backend.submitted] == [1]
+
+
+def test_L22_an_attempt_whose_node_is_lost_is_not_seen_running_while_podgc_takes_its_time(tmp_path):
+    """A reclaimed node's pod still says Running until PodGC fails it (40-60 s on a real control plane):
+    its leg ends when its node was found gone, not when PodGC got to it."""
+
+    def script(spec):
+        if spec.range_key == KEYS[0] and spec.attempt == 1:
+            return Script(seconds=400, observation=DISRUPTED, lost_after=200)
+        return Script(seconds=30)
+
+    d, _, records = make(tmp_path, script=script)
+    d.run()
+    first = records.load()[0][(KEYS[0], 1)]
+    assert first.outcome == "disrupted" and first.finished_at is None and first.seconds_estimated
+    assert 195 <= first.seconds <= 200  # the last pass it was seen running, poll_seconds 5

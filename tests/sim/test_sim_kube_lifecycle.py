@@ -139,16 +139,27 @@ def test_preempted_pod_is_deleted_and_the_job_counts_a_failure(sim):
     assert job.status.failed == 1 and conditions(job)["Failed"].reason == "BackoffLimitExceeded"
 
 
-def test_node_gone_takes_the_pod_and_its_logs(sim):
+def test_node_gone_leaves_its_pod_running_until_pod_gc_fails_and_deletes_it(sim):
+    """As the real PodGC (gc_controller.go gcOrphaned): quarantine 40 s, then Failed with
+    DisruptionTarget DeletionByPodGC, then deleted; the Job counts the failure then, not before."""
     api, kubelet, batch, core, scripts = sim
     scripts["r1"] = Script(duration=20, disrupt="TerminationByKubelet", disrupt_mode="node_gone")
     batch.create_namespaced_job("ns", job_manifest("r1"))
     kubelet.advance(25)
-    assert api.store.count("nodes") == 0 and api.store.count("pods") == 0
+    assert api.store.count("nodes") == 0
     with pytest.raises(ApiException) as err:
         core.read_node("n1")
     assert err.value.status == 404
+    pod = only_pod(core, "r1")  # nobody left to say otherwise: Running as its kubelet last wrote it
+    assert pod.status.phase == "Running" and batch.read_namespaced_job("r1", "ns").status.failed is None
+    since = int(api.store.resource_version)
+    kubelet.advance(40)
+    assert api.store.count("pods") == 0
     assert batch.read_namespaced_job("r1", "ns").status.failed == 1
+    last = [json.loads(c.encoded) for c in api.store.watch.since(since) if c.plural == "pods"][-1]
+    assert last["status"]["phase"] == "Failed"
+    conditions = {c["type"]: (c.get("reason"), c.get("message")) for c in last["status"]["conditions"]}
+    assert conditions["DisruptionTarget"] == ("DeletionByPodGC", "PodGC: node no longer exists")
 
 
 def test_ephemeral_eviction_shape(sim):

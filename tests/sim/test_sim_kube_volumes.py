@@ -57,8 +57,8 @@ def test_L31_a_reclaimed_attempt_s_log_stays_on_its_pvc_and_the_next_attempt_shi
     lines = [(0, FIRST[0]), (10, FIRST[1]), (60, "never printed")]
     scripts[1] = Script(duration=50, disrupt="TerminationByKubelet", disrupt_mode="node_gone", lines=lines)
     batch.create_namespaced_job(NS, m.job_manifest(spec(1), None, False, SETTINGS))
-    kubelet.advance(70)
-    assert api.store.count("pods") == 0 and api.store.count("nodes") == 0  # the pod went with its node
+    kubelet.advance(70 + 40)  # and PodGC's quarantine
+    assert api.store.count("pods") == 0 and api.store.count("nodes") == 0  # the pod went after its node
     [claim] = api.store.select("persistentvolumeclaims", NS)
     volume = f"pvc:{claim['metadata']['uid']}"
     left = kubelet.volumes.files(volume)["logs/a001.log"]

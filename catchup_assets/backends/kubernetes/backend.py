@@ -39,7 +39,7 @@ from catchup_assets.backends.kubernetes.observe import (
     summary_peaks,
 )
 from catchup_assets.backends.kubernetes.settings import K8sSettings
-from catchup_assets.backends.kubernetes.stats import KubeletAccess, KubeletReader, KubeletRefused
+from catchup_assets.backends.kubernetes.stats import KubeletAccess, KubeletReader, KubeletRefused, NodeGone
 from catchup_assets.backends.kubernetes.throttle import RequestRate
 from catchup_assets.backends.shipping import lines, ship
 from catchup_assets.core.dispatch.ports import (
@@ -131,6 +131,7 @@ class KubernetesBackend(ApiCalls, Leftovers, PodLiveLog, NamespaceCheck):  # api
         self._pods: dict[str, tuple[str, str]] = {}  # attempt id -> (pod name, phase)
         self._peaks: dict[str, Peaks] = {}
         self._last_stats = float("-inf")
+        self._nodes_gone: set[str] = set()  # Nodes read as deleted (a reclaim): their pods are lost (L22)
         self._configmap_ready = False
         # The informers' caches (informer.py): built by this process, never carried over (L10).
         # watch_idle: the silence that ends a pass's watch poll (informer.py), twice a pass; a test against
@@ -213,6 +214,8 @@ class KubernetesBackend(ApiCalls, Leftovers, PodLiveLog, NamespaceCheck):  # api
                     to_poll.append((aid, pod_name))
             if state.live and pod_obj is not None:
                 state = self._never_starting(state, ModelView(pod_obj, V1Pod), now) or state
+            if state.phase is Phase.RUNNING and state.node in self._nodes_gone:
+                state = replace(state, node_lost=True)  # Running in the API until PodGC: not seen running
             states.append(self._with_peaks(state))
         self._pods, self._states = seen, memo
         self.spool.poll_many(to_poll)
@@ -235,11 +238,16 @@ class KubernetesBackend(ApiCalls, Leftovers, PodLiveLog, NamespaceCheck):  # api
     def _sample_peaks(self, pods: list, now: float) -> None:
         """One kubelet summary per node with a running pod of ours, at most every stats_interval (L19)."""
         self._last_stats = now
-        ours = running_by_node(pods)
+        # A node read as gone has no kubelet to ask: its pods wait for PodGC, unsampled.
+        ours = {node: names for node, names in running_by_node(pods).items() if node not in self._nodes_gone}
         for node, summary in self.kubelet.summaries(list(ours)):
             names = ours[node]
             if isinstance(summary, KubeletRefused):
                 self._kubelet_refused(summary)
+                continue
+            if isinstance(summary, NodeGone):
+                self._nodes_gone.add(node)
+                log.info("mission %s: node %s is gone; its attempts are lost till PodGC", self.mission, node)
                 continue
             if isinstance(summary, Exception):
                 log.info("stats summary of node %s unavailable: %s", node, summary)

@@ -24,7 +24,9 @@ does not answer now, 429, 5xx, a body cut off) and `KubeletRefused` (401, 403,
 a certificate that does not verify, a Node without a usable address: the same
 answer next time until someone fixes the config). Neither is retried within a
 pass: a sample missed is taken again at the next interval, and a node that
-stopped answering must not hold up the pass.
+stopped answering must not hold up the pass. A kubelet that does not answer has
+its Node read again at once: a Node gone (404) is `NodeGone`, the reclaim the
+backend must know of, since the pods on it stay Running in the API until PodGC.
 """
 
 from __future__ import annotations
@@ -94,6 +96,10 @@ class KubeletAccess:
     def ca(self) -> str | None:
         """The CA bundle serving certificates are checked against; None when not checked."""
         return None if self.insecure_skip_tls_verify else self.ca_file or f"{SA_DIR}/ca.crt"
+
+
+class NodeGone(TransientBackendError):
+    """The Node object is gone: its kubelet with it, and the pods bound to it are lost."""
 
 
 class KubeletRefused(BackendError):
@@ -168,7 +174,8 @@ class KubeletReader:
                 ) from exc
             raise TransientBackendError(f"{where}: {exc}") from exc
         except (urllib3.exceptions.HTTPError, OSError) as exc:
-            self._forget(node)  # read the Node again next time: it may have gone or moved
+            self._forget(node)
+            self._endpoint(node)  # read the Node again now: gone (NodeGone) or moved, the next read goes there
             raise TransientBackendError(f"{where}: {type(exc).__name__}: {exc}") from exc
         if resp.status == 200:
             try:
@@ -200,7 +207,7 @@ class KubeletReader:
             obj = self._read_node(node)
         except ApiException as exc:
             if exc.status == 404:
-                raise TransientBackendError(f"node {node} is gone") from exc
+                raise NodeGone(f"node {node} is gone") from exc
             raise KubeletRefused(
                 f"node {exc.status}", f"cannot read Node {node}: HTTP {exc.status} {exc.reason}; grant get on nodes"
             ) from exc

@@ -107,6 +107,9 @@ class AttemptState:
     peaks: Peaks = Peaks()
     memory_limit_bytes: int | None = None
     tier: str | None = None
+    # Running as the API says, on a node that is gone: no kubelet runs it any more, and it is
+    # not "seen running" (L22) while PodGC takes its time to fail it (40 s at least).
+    node_lost: bool = False
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "phase", Phase(self.phase))  # a plain string is checked and kept as the enum

@@ -206,7 +206,7 @@ class Dispatcher(Recovery, Claims, Filling, Finishing, Health, Obey, Stopping, G
             max_attempt[st.range_key] = max(max_attempt.get(st.range_key, 0), st.attempt)
             if st.live:
                 live_keys.add(st.range_key)
-                if st.phase is Phase.RUNNING:
+                if st.phase is Phase.RUNNING and not st.node_lost:
                     self._last_seen[(st.range_key, st.attempt)] = self.clock.time()
                     self.attempt_events.seen(st)
                 self._flush_live(st)
