@@ -124,6 +124,23 @@ class Store:
                 out.append(obj)
         return out
 
+    def put(self, plural: str, obj: dict) -> None:
+        """Keep an object another server made, as it is (a remote kubelet's mirror, kubelet_remote.py)."""
+        res = RESOURCES[plural]
+        obj.setdefault("kind", res.kind)  # a list's items come without them
+        obj.setdefault("apiVersion", res.api_version)
+        with self.lock:
+            self._objs[plural][(obj["metadata"].get("namespace") or "", obj["metadata"]["name"])] = obj
+
+    def drop(self, plural: str, obj: dict) -> None:
+        """Forget a kept object, if it is still the one kept."""
+        with self.lock:
+            key = (obj["metadata"].get("namespace") or "", obj["metadata"]["name"])
+            if self._objs[plural].get(key) is obj:
+                del self._objs[plural][key]
+                if plural == "pods":
+                    self.logs.drop(key[0], key[1])
+
     # --- verbs ----------------------------------------------------------------
 
     def create(self, plural: str, ns: str | None, body: dict) -> dict:

@@ -19,6 +19,12 @@ log counts its own, so a test can hold both against the chart's RBAC.
 
 Tokens are issued as the kubelet projects a pod's ServiceAccount token: written
 to a file the client reads (`project_token`), replaced on rotation (`rotate`).
+In front of a real API server (kubelet_remote.py) `authenticate` asks it instead
+(TokenReview), and a client certificate signed by `client_ca` authenticates as
+its common name, as the API server does when it proxies `pods/log` here with its
+`--kubelet-client-certificate`. `GET /containerLogs/{namespace}/{pod}/{container}`
+answers that proxy as the kubelet's log handler does (server.go getContainerLogs),
+from what the pod printed (kube_logs.py).
 A Node deleted (a reclaim) closes its listener: connecting is refused.
 """
 
@@ -36,10 +42,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from urllib.parse import urlsplit
+from urllib.parse import parse_qsl, urlsplit
 
 from kubesim import kube_tls
 from kubesim.kube_faults import FaultInjector, RequestLog
+from kubesim.kube_logs import serve_log
+from kubesim.kube_meta import ApiError
 
 # The kubelet's path -> subresource table (docs "Kubelet authentication/authorization").
 _SUBRESOURCES = (("/stats", "stats"), ("/metrics", "metrics"), ("/logs", "log"), ("/spec", "spec"))
@@ -66,10 +74,14 @@ class KubeletServer:
         self,
         kubelet,
         authorize: Callable[[str, str, str, str], bool] | None = None,
+        authenticate: Callable[[str], str | None] | None = None,
+        client_ca: str | None = None,
     ) -> None:
         self.kubelet = kubelet
         self.authorize = authorize or (lambda user, verb, resource, subresource: True)
+        self.authenticate = authenticate or self.tokens_issued
         self.tokens: dict[str, str] = {}  # token -> user (TokenReview's answer)
+        self.cert_groups: dict[str, list[str]] = {}  # a client certificate's common name -> its organizations
         self.token_files: dict[str, Path] = {}  # user -> the file its token is projected to
         self.faults, self.requests = FaultInjector(), RequestLog()
         self.received: deque[Received] = deque(maxlen=10_000)
@@ -80,6 +92,9 @@ class KubeletServer:
         self.ca_file = files.ca_file
         self.context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         self.context.load_cert_chain(files.cert_file, files.key_file)
+        if client_ca is not None:  # the kubelet's --client-ca-file: a certificate is asked for, not required
+            self.context.verify_mode = ssl.CERT_OPTIONAL
+            self.context.load_verify_locations(client_ca)
         self._listeners: dict[str, _NodeListener] = {}
         self._lock = threading.Lock()
         self._selector = selectors.DefaultSelector()
@@ -101,6 +116,10 @@ class KubeletServer:
         """Replace the token in `path` with a new one for the same user; the old one is revoked."""
         old = path.read_text()
         self._write_token(path, self.tokens.pop(old))
+
+    def tokens_issued(self, token: str) -> str | None:
+        """Whom a token this server projected names."""
+        return self.tokens.get(token)
 
     def _write_token(self, path: Path, user: str) -> None:
         token = secrets.token_urlsafe(32)
@@ -143,15 +162,22 @@ class KubeletServer:
     # --- requests --------------------------------------------------------------------------
 
     def serve(self, h: _Handler) -> None:
-        method, path, node = h.command, urlsplit(h.path).path, h.server.node
+        method, node = h.command, h.server.node
+        url = urlsplit(h.path)
+        path, query = url.path, dict(parse_qsl(url.query))
         auth = h.headers.get("Authorization")
+        cert = h.connection.getpeercert() if isinstance(h.connection, ssl.SSLSocket) else None
+        subject = dict(pair for rdn in (cert or {}).get("subject", ()) for pair in rdn)
+        if "commonName" in subject:  # an x509 user's groups are its certificate's organizations
+            orgs = [subject["organizationName"]] if "organizationName" in subject else []
+            self.cert_groups[subject["commonName"]] = orgs
         verb, sub = request_attributes(method, path)
         self.requests.record(verb, f"nodes/{sub}")
         with self._lock:
             self.in_flight += 1
             self.most_in_flight = max(self.most_in_flight, self.in_flight)
         try:
-            answer = self._answer(node, method, path, auth, verb, sub)
+            answer = self._answer(node, method, path, auth, verb, sub, subject.get("commonName"), query)
         finally:
             with self._lock:
                 self.in_flight -= 1
@@ -161,7 +187,8 @@ class KubeletServer:
             return
         code, body, truncate = answer
         h.send_response(code)
-        h.send_header("Content-Type", "application/json" if code == 200 else "text/plain; charset=utf-8")
+        json_body = code == 200 and path == "/stats/summary"
+        h.send_header("Content-Type", "application/json" if json_body else "text/plain; charset=utf-8")
         h.send_header("Content-Length", str(len(body)))
         h.end_headers()
         if truncate:  # the whole body promised, half of it sent, the connection gone
@@ -170,7 +197,9 @@ class KubeletServer:
             return
         h.wfile.write(body)
 
-    def _answer(self, node: str, method: str, path: str, auth: str | None, verb: str, sub: str):
+    def _answer(
+        self, node: str, method: str, path: str, auth: str | None, verb: str, sub: str, cn: str | None, query: dict
+    ):
         """(code, body, cut the body off) or None for no answer at all."""
         if self.kubelet.store.live("nodes", None, node) is None:
             return None  # gone with its node
@@ -183,15 +212,25 @@ class KubeletServer:
             if not fault.apply or fault.reset:
                 return None  # a GET: reset before or after reading, the client sees the same
         token = auth[len("Bearer ") :].strip() if auth and auth.lower().startswith("bearer ") else None
-        user = self.tokens.get(token) if token else None
+        # The kubelet's authenticator union: a verified client certificate first, then the token.
+        user = cn or (self.authenticate(token) if token else None)
         if user is None:
             return 401, b"Unauthorized", False
         if not self.authorize(user, verb, "nodes", sub):
             return 403, f"Forbidden (user={user}, verb={verb}, resource=nodes, subresource={sub})".encode(), False
-        if path != "/stats/summary":
+        parts = path.split("/")
+        if path != "/stats/summary" and not (len(parts) == 5 and parts[1] == "containerLogs"):
             return 404, b"404 page not found", False
         if method != "GET":
             return 405, b"405: Method Not Allowed", False
+        if parts[1] == "containerLogs":
+            _, _, ns, pod, container = parts
+            try:
+                with self.kubelet.store.lock:
+                    body = serve_log(self.kubelet.store, ns, pod, {**query, "container": container, "follow": ""})
+            except ApiError as exc:
+                return exc.code, exc.message.encode(), False
+            return 200, body, False
         body = json.dumps(self.kubelet.stats_summary(node), separators=(",", ":")).encode()
         return 200, body, fault is not None and fault.truncate
 

@@ -39,6 +39,8 @@ CONTROLLERS = (
     "serviceaccount-controller,serviceaccount-token-controller,root-ca-certificate-publisher-controller,"
     "namespace-controller,pod-garbage-collector-controller"
 )
+KUBELET_CLIENT = "kube-apiserver-kubelet-client"
+KWOK_NODE = "kwok.x-k8s.io/node"  # the annotation of a node kwok runs
 DEADLINE = 60.0  # per component; kube-apiserver is ready in 2-4 s on an idle 2-core machine, the rest in < 1 s
 GRACE = 10.0
 PEM = serialization.Encoding.PEM
@@ -94,6 +96,8 @@ def write_pki(d: Path) -> None:
     for name, subject, usage, alt in (
         ("apiserver", _name("kube-apiserver"), ExtendedKeyUsageOID.SERVER_AUTH, sans),
         ("admin", _name("admin", "system:masters"), ExtendedKeyUsageOID.CLIENT_AUTH, []),
+        # What the API server presents to a kubelet it proxies to (pods/log): kubeadm's name for it.
+        ("kubelet-client", _name(KUBELET_CLIENT, "system:masters"), ExtendedKeyUsageOID.CLIENT_AUTH, []),
     ):
         key = ec.generate_private_key(ec.SECP256R1())
         cert = _builder(subject, ca, key).add_extension(x509.ExtendedKeyUsage([usage]), critical=False)
@@ -191,6 +195,10 @@ class ControlPlane:
             "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
             "--service-cluster-ip-range=10.0.0.0/24", "--authorization-mode=Node,RBAC",
             "--enable-admission-plugins=NodeRestriction,PodSecurity",
+            # pods/log and nodes/proxy reach a node's kubelet at its InternalIP (virtual nodes have no DNS name).
+            f"--kubelet-client-certificate={p / 'kubelet-client.crt'}",
+            f"--kubelet-client-key={p / 'kubelet-client.key'}",
+            "--kubelet-preferred-address-types=InternalIP",
             # Lets a privileged pod reach admission, where PodSecurity refuses it, instead of validation's 422.
             "--allow-privileged=true",
             # The default reconciler writes the `kubernetes` Endpoints for the advertise address, and refuses loopback.
@@ -207,7 +215,8 @@ class ControlPlane:
 
     def _kwok_args(self) -> list[str]:
         return [
-            f"--kubeconfig={self.kubeconfig}", "--manage-all-nodes=true",
+            # Only the nodes made for it: the virtual kubelet (kubesim/kubelet_remote.py) runs the others.
+            f"--kubeconfig={self.kubeconfig}", f"--manage-nodes-with-annotation-selector={KWOK_NODE}=fake",
             f"--config={self.bin_dir / 'kwok-stages.yaml'}", "--node-lease-duration-seconds=40",
             f"--server-address=127.0.0.1:{self.ports['kwok']}", "--cidr=10.244.0.0/16",
         ]  # fmt: skip

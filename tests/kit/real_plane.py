@@ -1,0 +1,95 @@
+"""The twin mission on the real control plane: virtual nodes (kubesim's kubelet as its client), a scaled clock,
+and a run pod's kubelet credentials from the real TokenRequest API."""
+
+from __future__ import annotations
+
+import time
+from contextlib import contextmanager
+from pathlib import Path
+
+import kubernetes.client as k8s
+
+from catchup_assets.backends.kubernetes.stats import KubeletAccess
+from kit.control_plane import ControlPlane
+from kit.k8s_backend import NS, script, tier_nodes
+from kubesim.kubelet_remote import RemoteKubelet
+from kubesim.volume_provisioner import VolumeProvisioner
+
+SCALE = 20.0  # mission seconds a wall second: the twin mission's 400 s attempt takes 20 s
+RUNNER = "cu-mission"  # the run pod's ServiceAccount
+
+
+class ScaledClock:
+    """Mission time running `scale` times the wall's, for the dispatcher and the virtual kubelet alike."""
+
+    def __init__(self, scale: float = SCALE):
+        self.scale, self._wall0, self._t0 = scale, time.time(), time.time()
+
+    def __call__(self) -> float:
+        return self._t0 + (time.time() - self._wall0) * self.scale
+
+    def time(self) -> float:
+        return self()
+
+    def sleep(self, seconds: float) -> None:
+        time.sleep(seconds / self.scale)
+
+
+@contextmanager
+def virtual_nodes(plane: ControlPlane, clock: ScaledClock):
+    """Three nodes per tier, run by a RemoteKubelet that authenticates and authorizes through the real API."""
+    admin = plane.api_client()
+    authn, authz = k8s.AuthenticationV1Api(admin), k8s.AuthorizationV1Api(admin)
+    groups: dict[str, list[str]] = {}
+
+    def authenticate(token: str) -> str | None:
+        # As a kubelet with --authentication-token-webhook: the API server's TokenReview says who it is.
+        review = authn.create_token_review({"spec": {"token": token}})
+        if not review.status.authenticated:
+            return None
+        groups[review.status.user.username] = review.status.user.groups or []
+        return review.status.user.username
+
+    def authorize(user: str, verb: str, resource: str, subresource: str) -> bool:
+        # As a kubelet with --authorization-mode=Webhook: a SubjectAccessReview of the path's attributes.
+        member = groups.get(user) or remote.endpoints.cert_groups.get(user, [])
+        attrs = {"verb": verb, "resource": resource, "subresource": subresource}
+        spec = {"user": user, "groups": member, "resourceAttributes": attrs}
+        review = authz.create_subject_access_review({"spec": spec})
+        return bool(review.status.allowed)
+
+    provisioner = VolumeProvisioner(admin)
+    provisioner.install()
+    provisioner.start()
+    remote = RemoteKubelet(
+        admin, script, clock=clock, authenticate=authenticate, authorize=authorize, client_ca=str(plane.ca_file)
+    )
+    tier_nodes(remote)
+    remote.start(interval=0.05)
+    try:
+        yield remote
+    finally:
+        provisioner.stop()
+        remote.stop()
+        for name in list(remote.nodes):
+            remote.remove_node(name)
+        admin.close()
+
+
+def runner_access(plane: ControlPlane, remote: RemoteKubelet, tmp_path: Path) -> KubeletAccess:
+    """The run pod's view of the kubelets: the CA they serve with and a token the real TokenRequest API issued
+    for a ServiceAccount allowed `get` on nodes/stats, as the chart's ClusterRole allows it."""
+    with plane.api_client() as admin:
+        core, rbac = k8s.CoreV1Api(admin), k8s.RbacAuthorizationV1Api(admin)
+        core.create_namespaced_service_account(NS, {"metadata": {"name": RUNNER}})
+        rule = {"apiGroups": [""], "resources": ["nodes/stats"], "verbs": ["get"]}
+        rbac.create_cluster_role({"metadata": {"name": "catchup-kubelet-stats"}, "rules": [rule]})
+        subject = {"kind": "ServiceAccount", "name": RUNNER, "namespace": NS}
+        ref = {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "catchup-kubelet-stats"}
+        rbac.create_cluster_role_binding(
+            {"metadata": {"name": "catchup-kubelet-stats"}, "subjects": [subject], "roleRef": ref}
+        )
+        token = core.create_namespaced_service_account_token(RUNNER, NS, {"spec": {"expirationSeconds": 3600}})
+    path = tmp_path / "token"
+    path.write_text(token.status.token)
+    return KubeletAccess(ca_file=remote.endpoints.ca_file, token_file=str(path))
