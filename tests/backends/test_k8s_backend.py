@@ -163,6 +163,42 @@ def test_an_unschedulable_attempt_ends_with_its_cause_and_is_retried(cluster, tm
     assert api.store.list("jobs", NS) == []  # each stuck attempt was deleted, not left pending
 
 
+POD_SECURITY = (
+    'violates PodSecurity "restricted:latest": allowPrivilegeEscalation != false (container "catchup" must set '
+    "securityContext.allowPrivilegeEscalation=false)"
+)
+
+
+def refuse_first_of(kubelet, key: str) -> None:
+    """Admission refuses the pod of `key`'s first attempt; every other attempt runs the twin's script."""
+    twin = kubelet.script
+
+    def script(job):
+        labels = job["metadata"]["labels"]
+        if labels["catchup.stellar.org/range-key"] == key and labels["catchup.stellar.org/attempt"] == "1":
+            return Script(reject=POD_SECURITY)
+        return twin(job)
+
+    kubelet.script = script
+
+
+def test_L4_a_job_whose_pod_admission_refuses_ends_rejected_naming_the_refusal_and_is_retried(cluster, tmp_path):
+    """The Job controller only says so in a FailedCreate event on the Job: no pod, no condition, no deadline.
+    Seen before the backend read those events: 1 Job, 0 pods, the range never ended."""
+    api, kubelet = cluster
+    refuse_first_of(kubelet, D)
+    cfg = mission(tmp_path)
+    result = run_mission(prepare(cfg), backend(api, kubelet, tmp_path), clock=SimClock(kubelet))
+    records, _ = RecordStore(Store(cfg.storage_root), "m1").load()
+    first, second = chain(records, D)
+    assert first.outcome == "rejected" and "FailedCreate" in first.reason
+    assert 'is forbidden: violates PodSecurity "restricted:latest"' in first.reason  # the admission's own words
+    assert second.outcome == "ok" and D in result.done  # charged to the environmental budget, retried
+    # Found within the limit (120 s) and a pass of it; its events read once, not every pass.
+    assert first.finished_at is None or first.finished_at - first.started_at <= 130
+    assert api.requests.count("list", "events") == 1
+
+
 def test_L31_a_pod_about_to_go_is_read_at_once_while_it_is_still_there(cluster, tmp_path):
     """No running pod is read, save one about to go: a pod marked for deletion is read on every
     pass until it goes, so what it printed reaches its own record (its volume keeps the log too,
@@ -253,9 +289,10 @@ def test_the_chart_s_rbac_grants_exactly_what_the_backend_calls(cluster, tmp_pat
         NS, V1ConfigMap(metadata=V1ObjectMeta(name="cu-worker"), data={"entrypoint.sh": "", "stellar-core.cfg": ""})
     )
     api.requests.reset()
+    refuse_first_of(kubelet, D)  # a refusal read from its Job's events
     b = backend(api, kubelet, tmp_path, settings=replace(SETTINGS, configmap="cu-worker"))
     result = run_mission(prepare(mission(tmp_path)), b, clock=SimClock(kubelet))
-    assert result.condemned.keys() == {C}  # the twin mission: oom, reclaim, failure, success
+    assert result.condemned.keys() == {C}  # the twin mission: oom, reclaim, failure, success; and a refusal
     # Then its cleanup (issue 21): the condemned range's PVC, found by the mission's label, deleted.
     from catchup_assets.mission.cleanup import cleanup, plan_cleanup
     from catchup_assets.mission.saved import save_mission

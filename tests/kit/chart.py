@@ -24,6 +24,7 @@ ROLE_GRANTS = {
     ("batch", "jobs"): {"create", "list", "watch", "delete"},
     ("", "pods"): {"list", "watch"},
     ("", "pods/log"): {"get"},
+    ("", "events"): {"list"},  # a Job's FailedCreate events: its pod refused at admission
     ("", "persistentvolumeclaims"): {"create", "list", "delete"},
 }
 

@@ -66,6 +66,10 @@ class ApiCalls:
         if self.throttle is not None:
             self.throttle.wait()  # throttle.py: the client's QPS and burst
 
+    def _events(self, field_selector: str) -> bytes:
+        """The mission namespace's events that `field_selector` picks, as the raw EventList."""
+        return self._call(self.core.list_namespaced_event, self.ns, field_selector=field_selector, read=True)
+
     def _read_log(self, pod_name: str, since: str | None):
         self._throttle()
         query = [("container", CONTAINER), ("timestamps", "true")]

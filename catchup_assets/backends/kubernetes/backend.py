@@ -35,9 +35,12 @@ from catchup_assets.backends.kubernetes.observe import (
     kept_job,
     kept_pod,
     never_starting,
+    newest_pods,
+    resource_version,
     running_by_node,
     summary_peaks,
 )
+from catchup_assets.backends.kubernetes.refusals import Refusals
 from catchup_assets.backends.kubernetes.settings import K8sSettings
 from catchup_assets.backends.kubernetes.stats import KubeletAccess, KubeletReader, KubeletRefused, NodeGone
 from catchup_assets.backends.kubernetes.throttle import RequestRate
@@ -58,25 +61,6 @@ from catchup_assets.store.logs import archive
 log = logging.getLogger(__name__)
 
 DEFAULT_CORE_CONFIG = 'NETWORK_PASSPHRASE="Public Global Stellar Network ; September 2015"\n'
-
-
-def _newest_pods(pods: dict[str, dict]) -> dict[str, dict]:
-    """Job name -> its newest pod (a Job's replacement pod supersedes the one it replaced)."""
-    newest: dict[str, dict] = {}
-    for pod in pods.values():
-        owner = (pod["metadata"].get("labels") or {}).get("job-name")
-        known = newest.get(owner)
-        if known is None or _created(pod) > _created(known):
-            newest[owner] = pod
-    return newest
-
-
-def _rv(obj: dict | None) -> str | None:
-    return obj["metadata"].get("resourceVersion") if obj is not None else None
-
-
-def _created(pod: dict) -> str:
-    return pod["metadata"].get("creationTimestamp") or ""  # RFC 3339 in UTC: ordered as text
 
 
 class KubernetesBackend(ApiCalls, Leftovers, PodLiveLog, NamespaceCheck):  # api_calls.py, live_log.py, ...
@@ -146,6 +130,7 @@ class KubernetesBackend(ApiCalls, Leftovers, PodLiveLog, NamespaceCheck):  # api
         )
         self._states: dict[str, tuple] = {}  # Job name -> ((name, Job rv, pod rv), what they gave)
         self._unseen_listed: set[str] = set()  # active Jobs with no pod in view when pods were last listed
+        self._admission = Refusals(self._events, config_error_seconds)  # Jobs whose pods admission refuses
         self.blocked: str | None = None
 
     # -- protocol -----------------------------------------------------------
@@ -176,7 +161,7 @@ class KubernetesBackend(ApiCalls, Leftovers, PodLiveLog, NamespaceCheck):  # api
         # only on the first pass and after the server's window expired. Raw JSON read through
         # model views: building the client's models costs seconds a pass at 2000.
         jobs, pods = self._jobs.read(), self._pod_cache.read()
-        newest = _newest_pods(pods)
+        newest = newest_pods(pods)
         # A second witness: the Job controller counts each Job's active pods. Jobs it counts
         # a pod for that the pod cache lacks mean the pod watch fell behind (a poll that met a
         # pause before its first event reads as silence): list the pods. Once per new gap, so
@@ -185,15 +170,15 @@ class KubernetesBackend(ApiCalls, Leftovers, PodLiveLog, NamespaceCheck):  # api
         if unseen - self._unseen_listed:
             log.info("mission %s: %d active Jobs have no pod in view; listing pods", self.mission, len(unseen))
             pods = self._pod_cache.relist()
-            newest = _newest_pods(pods)
+            newest = newest_pods(pods)
         self._unseen_listed = unseen
         now = self.clock()
         if now - self._last_stats >= self.stats_interval:
             self._sample_peaks([ModelView(p, V1Pod) for p in pods.values()], now)
-        states, to_poll, seen, memo = [], [], {}, {}
+        states, to_poll, seen, memo, podless = [], [], {}, {}, set()
         for name, job_obj in jobs.items():
             pod_obj = newest.get(name)
-            key = (name, _rv(job_obj), _rv(pod_obj))
+            key = (name, resource_version(job_obj), resource_version(pod_obj))
             # Acting on changes only: an unchanged Job and pod give the state they gave last pass.
             hit = self._states.get(name)
             if hit is not None and hit[0] == key:
@@ -214,10 +199,14 @@ class KubernetesBackend(ApiCalls, Leftovers, PodLiveLog, NamespaceCheck):  # api
                     to_poll.append((aid, pod_name))
             if state.live and pod_obj is not None:
                 state = self._never_starting(state, ModelView(pod_obj, V1Pod), now) or state
+            elif state.live:
+                podless.add(name)
+                state = self._admission.check(name, state, now)
             if state.phase is Phase.RUNNING and state.node in self._nodes_gone:
                 state = replace(state, node_lost=True)  # Running in the API until PodGC: not seen running
             states.append(self._with_peaks(state))
         self._pods, self._states = seen, memo
+        self._admission.keep(podless)
         self.spool.poll_many(to_poll)
         return states
 

@@ -231,3 +231,22 @@ def kept_job(job: dict) -> dict:
 def kept_pod(pod: dict) -> dict:
     pod["spec"] = {"nodeName": (pod.get("spec") or {}).get("nodeName")}
     return pod
+
+
+def newest_pods(pods: dict[str, dict]) -> dict[str, dict]:
+    """Job name -> its newest pod (a Job's replacement pod supersedes the one it replaced)."""
+    newest: dict[str, dict] = {}
+    for pod in pods.values():
+        owner = (pod["metadata"].get("labels") or {}).get("job-name")
+        known = newest.get(owner)
+        if known is None or _created(pod) > _created(known):
+            newest[owner] = pod
+    return newest
+
+
+def resource_version(obj: dict | None) -> str | None:
+    return obj["metadata"].get("resourceVersion") if obj is not None else None
+
+
+def _created(pod: dict) -> str:
+    return pod["metadata"].get("creationTimestamp") or ""  # RFC 3339 in UTC: ordered as text
