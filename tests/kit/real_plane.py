@@ -76,20 +76,19 @@ def virtual_nodes(plane: ControlPlane, clock: ScaledClock):
         admin.close()
 
 
-def runner_access(plane: ControlPlane, remote: RemoteKubelet, tmp_path: Path) -> KubeletAccess:
+def runner_access(plane: ControlPlane, remote: RemoteKubelet, tmp_path: Path, ns: str = NS) -> KubeletAccess:
     """The run pod's view of the kubelets: the CA they serve with and a token the real TokenRequest API issued
     for a ServiceAccount allowed `get` on nodes/stats, as the chart's ClusterRole allows it."""
     with plane.api_client() as admin:
         core, rbac = k8s.CoreV1Api(admin), k8s.RbacAuthorizationV1Api(admin)
-        core.create_namespaced_service_account(NS, {"metadata": {"name": RUNNER}})
+        core.create_namespaced_service_account(ns, {"metadata": {"name": RUNNER}})
+        name = f"catchup-kubelet-stats-{ns}"
         rule = {"apiGroups": [""], "resources": ["nodes/stats"], "verbs": ["get"]}
-        rbac.create_cluster_role({"metadata": {"name": "catchup-kubelet-stats"}, "rules": [rule]})
-        subject = {"kind": "ServiceAccount", "name": RUNNER, "namespace": NS}
-        ref = {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "catchup-kubelet-stats"}
-        rbac.create_cluster_role_binding(
-            {"metadata": {"name": "catchup-kubelet-stats"}, "subjects": [subject], "roleRef": ref}
-        )
-        token = core.create_namespaced_service_account_token(RUNNER, NS, {"spec": {"expirationSeconds": 3600}})
+        rbac.create_cluster_role({"metadata": {"name": name}, "rules": [rule]})
+        subject = {"kind": "ServiceAccount", "name": RUNNER, "namespace": ns}
+        ref = {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name}
+        rbac.create_cluster_role_binding({"metadata": {"name": name}, "subjects": [subject], "roleRef": ref})
+        token = core.create_namespaced_service_account_token(RUNNER, ns, {"spec": {"expirationSeconds": 3600}})
     path = tmp_path / "token"
     path.write_text(token.status.token)
     return KubeletAccess(ca_file=remote.endpoints.ca_file, token_file=str(path))
