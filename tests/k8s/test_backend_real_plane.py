@@ -29,7 +29,7 @@ pytestmark = pytest.mark.k8s
 
 
 def test_L4_L19_L22_the_twin_mission_ends_on_the_real_control_plane_as_on_kubesim(control_plane, tmp_path):
-    control_plane.create_namespace(NS)
+    control_plane.create_namespace(NS, exist_ok=True)  # the chart's release namespace too (test_chart_real_plane)
     clock = ScaledClock()
     with virtual_nodes(control_plane, clock) as remote, control_plane.api_client() as api:
         backend = KubernetesBackend(

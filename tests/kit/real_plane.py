@@ -36,7 +36,7 @@ class ScaledClock:
 
 
 @contextmanager
-def virtual_nodes(plane: ControlPlane, clock: ScaledClock):
+def virtual_nodes(plane: ControlPlane, clock: ScaledClock, storage_class: str = "virtual-ssd"):
     """Three nodes per tier, run by a RemoteKubelet that authenticates and authorizes through the real API."""
     admin = plane.api_client()
     authn, authz = k8s.AuthenticationV1Api(admin), k8s.AuthorizationV1Api(admin)
@@ -58,7 +58,7 @@ def virtual_nodes(plane: ControlPlane, clock: ScaledClock):
         review = authz.create_subject_access_review({"spec": spec})
         return bool(review.status.allowed)
 
-    provisioner = VolumeProvisioner(admin)
+    provisioner = VolumeProvisioner(admin, storage_class)
     provisioner.install()
     provisioner.start()
     remote = RemoteKubelet(

@@ -9,7 +9,7 @@ from kubernetes.client import ApiException
 from urllib3.exceptions import HTTPError as Urllib3Error
 
 from catchup_assets.backends.kubernetes.names import CONTAINER
-from catchup_assets.core.dispatch.ports import TransientBackendError
+from catchup_assets.core.dispatch.ports import DispatchBlocked, TransientBackendError
 
 # 410 Gone on a LIST: the server's window moved; listing again is the cure.
 TRANSIENT = frozenset({410, 429, 500, 502, 503, 504})
@@ -47,12 +47,18 @@ class ApiCalls:
         raise AssertionError("unreachable")
 
     def _create(self, fn: Callable, body) -> dict | None:
-        """Create; the object as the server stored it (raw JSON, no model built), None if it already exists (409)."""
+        """Create; the object as the server stored it (raw JSON, no model built), None if it already exists (409).
+
+        A 403 blocks new dispatches (every attempt would meet it), with the API server's own words: they
+        name the account, the verb, the resource and the namespace the Role lacks."""
         try:
             return json.loads(self._call(fn, self.ns, body, read=True))
         except ApiException as exc:
             if exc.status == 409:
                 return None
+            if exc.status == 403:
+                why = f"{_status_message(exc)}: grant it in the mission's Role (templates/rbac.yaml)"
+                raise DispatchBlocked(why) from exc
             raise
 
     def _delete(self, fn: Callable, name: str, **kwargs) -> None:
@@ -88,3 +94,11 @@ class ApiCalls:
             _return_http_data_only=True,
             _request_timeout=self.timeout,
         )
+
+
+def _status_message(exc: ApiException) -> str:
+    """The `message` of the Status the API server answered, else its HTTP status line."""
+    try:
+        return json.loads(exc.body)["message"]
+    except (TypeError, ValueError, KeyError):
+        return f"HTTP {exc.status} {exc.reason}"
