@@ -24,6 +24,7 @@ from catchup_assets.mission.run import run_mission
 from catchup_assets.store.records import RecordStore
 from catchup_assets.store.root import Store
 from kit.k8s_backend import OUTCOMES, SETTINGS, C, SimClock, backend, mission, outcomes, sim_cluster
+from kit.twin import check_twin
 
 
 @pytest.fixture
@@ -47,7 +48,7 @@ class CompactingClock(SimClock):
             self.api.store.watch.compact(int(self.api.store.resource_version))
 
 
-@pytest.mark.parametrize("seed", [1, 2])
+@pytest.mark.parametrize("seed", [1, 2, 3, 4])
 def test_issue26_watch_faults_relist_and_the_mission_ends_as_a_clean_run(cluster, tmp_path, seed):
     api, kubelet = cluster
     for resource in ("jobs", "pods"):
@@ -62,6 +63,7 @@ def test_issue26_watch_faults_relist_and_the_mission_ends_as_a_clean_run(cluster
     assert api.faults.pending() == 0  # every fault was met
     assert result.condemned.keys() == {C}
     assert outcomes(cfg) == OUTCOMES
+    check_twin(cfg, result)  # and the records and profile a clean run leaves, not just its outcomes
     # Relists: the first, then at most one per 410 (HTTP, or an ERROR event after a compaction
     # that passed the informer's resourceVersion), per 429/5xx that urllib3's own retry did
     # not absorb and per watch reset before it answered; a watch cut off mid-body resumes
