@@ -11,6 +11,7 @@ from kubernetes.dynamic import DynamicClient
 
 from catchup_assets.backends.kubernetes.backend import KubernetesBackend
 from catchup_assets.backends.kubernetes.stats import KubeletAccess
+from catchup_assets.core.dispatch.ports import TransientBackendError
 from catchup_assets.core.size.sizing import Tiers
 from catchup_assets.mission.plan import prepare
 from catchup_assets.mission.run import run_mission
@@ -116,3 +117,26 @@ def test_a_role_without_one_verb_blocks_the_mission_naming_the_verb_and_resource
     for r in result.results.values():  # kube-apiserver's own words: the account, the verb, the resource
         assert 'cannot create resource "jobs" in API group "batch"' in r.reason, r.reason
         assert "system:serviceaccount:catchup:cu-catchup-assets-mission" in r.reason
+
+
+def test_a_role_without_list_on_pods_leaves_each_pass_unknown_naming_what_it_lacks(control_plane, applied, tmp_path):
+    """A LIST refused: nothing is known that pass, nothing is charged, and the pass says why in kube-apiserver's
+    words (the dispatcher logs it each pass, and alerts after `transient_alert_passes`), never a traceback."""
+    docs, _ = applied
+    role = next(d for d in docs if d["kind"] == "Role")
+    rules = [r for r in role["rules"] if r["resources"] != ["pods"]]
+    with control_plane.api_client() as admin:
+        RbacAuthorizationV1Api(admin).patch_namespaced_role(role["metadata"]["name"], MISSION_NS, {"rules": rules})
+    try:
+        clock = ScaledClock()
+        with virtual_nodes(control_plane, clock, catchup_json(docs)["kubernetes"]["storage_class"]) as remote:
+            backend, api = chart_backend(control_plane, remote, tmp_path, docs, clock)
+            with api, pytest.raises(TransientBackendError) as refused:
+                backend.observe()
+    finally:
+        with control_plane.api_client() as admin:  # the chart's Role again, for the tests after this one
+            rbac = RbacAuthorizationV1Api(admin)
+            rbac.patch_namespaced_role(role["metadata"]["name"], MISSION_NS, {"rules": role["rules"]})
+    said = str(refused.value)
+    assert 'cannot list resource "pods" in API group "" in the namespace "catchup-missions"' in said, said
+    assert "system:serviceaccount:catchup:cu-catchup-assets-mission" in said and "mission's Role" in said

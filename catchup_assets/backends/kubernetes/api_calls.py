@@ -57,7 +57,7 @@ class ApiCalls:
             if exc.status == 409:
                 return None
             if exc.status == 403:
-                why = f"{_status_message(exc)}: grant it in the mission's Role (templates/rbac.yaml)"
+                why = f"{status_message(exc)}: grant it in the mission's Role (templates/rbac.yaml)"
                 raise DispatchBlocked(why) from exc
             raise
 
@@ -96,7 +96,7 @@ class ApiCalls:
         )
 
 
-def _status_message(exc: ApiException) -> str:
+def status_message(exc: ApiException) -> str:
     """The `message` of the Status the API server answered, else its HTTP status line."""
     try:
         return json.loads(exc.body)["message"]

@@ -36,6 +36,9 @@ from kubernetes.client import ApiException
 from urllib3.exceptions import HTTPError as Urllib3Error
 from urllib3.exceptions import ReadTimeoutError
 
+from catchup_assets.backends.kubernetes.api_calls import status_message
+from catchup_assets.core.dispatch.ports import TransientBackendError
+
 log = logging.getLogger(__name__)
 
 
@@ -97,7 +100,14 @@ class Informer:
         return self.objects
 
     def _list(self) -> None:
-        body = json.loads(self.call(self.list_fn, self.ns, label_selector=self.selector, read=True))
+        try:
+            body = json.loads(self.call(self.list_fn, self.ns, label_selector=self.selector, read=True))
+        except ApiException as exc:
+            if exc.status != 403:
+                raise
+            # Nothing is known until the Role is fixed: each pass says so, in the API server's words
+            # (they name the account, the verb, the resource and the namespace), and charges nothing.
+            raise TransientBackendError(f"{status_message(exc)}: grant it in the mission's Role") from exc
         listed = {o["metadata"]["name"]: self._kept(o) for o in body.get("items") or []}
         self._gone &= listed.keys()  # what the list no longer holds is gone for good
         self.objects = {name: o for name, o in listed.items() if name not in self._gone}
