@@ -27,8 +27,6 @@ from __future__ import annotations
 
 import copy
 import json
-import logging
-import threading
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -40,12 +38,14 @@ from kubesim.kube_store import Store
 from kubesim.kubelet import Kubelet
 from kubesim.kubelet_server import KubeletServer
 from kubesim.status_patch import two_way
-
-log = logging.getLogger(__name__)
+from kubesim.ticker import Ticker
 
 LEASE_NS = "kube-node-lease"
-LEASE_SECONDS = 40  # the kubelet's nodeLeaseDurationSeconds default
-RENEW_EVERY = 10.0  # a quarter of it, as the kubelet renews
+# coordination.k8s.io/v1 Lease (API reference, "Lease"), as the kubelet keeps its node's: the
+# nodeLeaseDurationSeconds default (KubeletConfiguration) and renewed at a quarter of it
+# (pkg/kubelet/kubelet.go, nodeLeaseRenewIntervalFraction 0.25); renewTime is a metav1.MicroTime.
+LEASE_SECONDS = 40
+RENEW_EVERY = 10.0
 SMP = "application/strategic-merge-patch+json"
 # What a pod may mount that the kubelet must find first (kube_pod.blocker), read per namespace of its pods.
 REFERRED = {
@@ -82,9 +82,7 @@ class RemoteKubelet:
         self.nodes: set[str] = set()
         self._sent: dict[str, dict] = {}  # pod uid -> the status the API server has from us
         self._renewed: dict[str, float] = {}  # node -> when its Lease was last renewed (wall)
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
-        self.errors = 0
+        self._ticker = Ticker(self.step, "virtual kubelet")
 
     # --- nodes -------------------------------------------------------------------
 
@@ -136,22 +134,14 @@ class RemoteKubelet:
     # --- driving -------------------------------------------------------------------
 
     def start(self, interval: float = 0.1) -> None:
-        def loop() -> None:
-            while not self._stop.wait(interval):
-                try:
-                    self.step()
-                except Exception:  # noqa: BLE001 - a kubelet keeps running through a failed sync
-                    self.errors += 1
-                    log.exception("virtual kubelet: a sync failed")
+        self._ticker.start(interval)
 
-        self._stop.clear()
-        self._thread = threading.Thread(target=loop, name="remote-kubelet", daemon=True)
-        self._thread.start()
+    @property
+    def errors(self) -> int:
+        return self._ticker.errors
 
     def stop(self) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join()
+        self._ticker.stop()
         self.endpoints.stop()
 
     def step(self) -> None:

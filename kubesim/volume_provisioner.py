@@ -12,12 +12,10 @@ Nothing is stored: the virtual kubelet keeps a claim's files (kube_volumes.py).
 from __future__ import annotations
 
 import json
-import logging
-import threading
 
 from kubernetes.client import ApiException, CoreV1Api, StorageV1Api
 
-log = logging.getLogger(__name__)
+from kubesim.ticker import Ticker
 
 PROVISIONER = "virtual.kubesim.io"
 PROVISIONED_BY = "pv.kubernetes.io/provisioned-by"
@@ -28,9 +26,8 @@ class VolumeProvisioner:
     def __init__(self, api_client, storage_class: str = "virtual-ssd", *, default: bool = True) -> None:
         self.core, self.storage = CoreV1Api(api_client), StorageV1Api(api_client)
         self.storage_class, self.default = storage_class, default
-        self.provisioned = self.deleted = self.errors = 0
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+        self.provisioned = self.deleted = 0
+        self._ticker = Ticker(self.step, "virtual provisioner")
 
     def install(self) -> None:
         """The StorageClass, the cluster's default when `default` (the DefaultStorageClass admission sets it)."""
@@ -48,22 +45,10 @@ class VolumeProvisioner:
                 raise
 
     def start(self, interval: float = 0.2) -> None:
-        def loop() -> None:
-            while not self._stop.wait(interval):
-                try:
-                    self.step()
-                except Exception:  # noqa: BLE001 - a controller keeps running through a failed sync
-                    self.errors += 1
-                    log.exception("virtual provisioner: a sync failed")
-
-        self._stop.clear()
-        self._thread = threading.Thread(target=loop, name="volume-provisioner", daemon=True)
-        self._thread.start()
+        self._ticker.start(interval)
 
     def stop(self) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join()
+        self._ticker.stop()
 
     def step(self) -> None:
         claims = json.loads(self.core.list_persistent_volume_claim_for_all_namespaces(_preload_content=False).data)

@@ -12,17 +12,15 @@ from dataclasses import replace
 import pytest
 from kubernetes.client import BatchV1Api, CoreV1Api
 
-from catchup_assets.backends.kubernetes.backend import KubernetesBackend
 from catchup_assets.backends.kubernetes.names import pvc_name
 from catchup_assets.core.classify.outcomes import RetryPolicy
 from catchup_assets.core.plan.ranges import MissionSpan
-from catchup_assets.core.size.sizing import Tiers
 from catchup_assets.mission.plan import prepare
 from catchup_assets.mission.run import run_mission
 from catchup_assets.store.records import RecordStore
 from catchup_assets.store.root import Store
 from kit.k8s_backend import NS, SETTINGS, A, C, chain, mission
-from kit.real_plane import ScaledClock, runner_access, virtual_nodes
+from kit.real_plane import ScaledClock, real_backend, runner_access, virtual_nodes
 from kit.twin import check_twin
 
 pytestmark = pytest.mark.k8s
@@ -32,18 +30,8 @@ def test_L4_L19_L22_the_twin_mission_ends_on_the_real_control_plane_as_on_kubesi
     control_plane.create_namespace(NS, exist_ok=True)  # the chart's release namespace too (test_chart_real_plane)
     clock = ScaledClock()
     with virtual_nodes(control_plane, clock) as remote, control_plane.api_client() as api:
-        backend = KubernetesBackend(
-            "m1",
-            SETTINGS,
-            Tiers(),
-            batch_api=BatchV1Api(api),
-            core_api=CoreV1Api(api),
-            kubelet=runner_access(control_plane, remote, tmp_path),
-            spool_dir=tmp_path / "spool",
-            clock=clock,
-            sleeper=clock.sleep,
-            stats_interval=10,
-        )
+        access = runner_access(control_plane, remote, tmp_path)
+        backend = real_backend(api, SETTINGS, access, tmp_path, clock, stats_interval=10)
         cfg = mission(tmp_path)
         result = run_mission(prepare(cfg), backend, clock=clock)
         assert remote.errors == 0
@@ -66,18 +54,8 @@ def test_L4_a_pod_the_real_pod_security_admission_refuses_ends_rejected_naming_t
     settings = replace(SETTINGS, namespace=ns, run_as_non_root=False, storage_mode="ephemeral")
     clock = ScaledClock()
     with virtual_nodes(control_plane, clock) as remote, control_plane.api_client() as api:
-        backend = KubernetesBackend(
-            "m1",
-            settings,
-            Tiers(),
-            batch_api=BatchV1Api(api),
-            core_api=CoreV1Api(api),
-            kubelet=runner_access(control_plane, remote, tmp_path, ns),
-            spool_dir=tmp_path / "spool",
-            clock=clock,
-            sleeper=clock.sleep,
-            config_error_seconds=60,
-        )
+        access = runner_access(control_plane, remote, tmp_path, ns)
+        backend = real_backend(api, settings, access, tmp_path, clock, config_error_seconds=60)
         span = MissionSpan(59_904_001, 59_968_000, ledgers_per_range=64_000, overlap=320)  # range A alone
         cfg = mission(tmp_path, span=span, retry=RetryPolicy(environmental=1))
         result = run_mission(prepare(cfg), backend, clock=clock)

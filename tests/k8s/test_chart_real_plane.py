@@ -2,22 +2,21 @@
 restricted namespace it makes; then the twin mission under the chart's own ServiceAccount, its token from
 the TokenRequest API, against the real RBAC authorizer and PodSecurity admission."""
 
+from contextlib import contextmanager
 from dataclasses import replace
 
 import helm_python as helm
 import pytest
-from kubernetes.client import BatchV1Api, CoreV1Api, RbacAuthorizationV1Api
+from kubernetes.client import CoreV1Api, RbacAuthorizationV1Api
 from kubernetes.dynamic import DynamicClient
 
-from catchup_assets.backends.kubernetes.backend import KubernetesBackend
 from catchup_assets.backends.kubernetes.stats import KubeletAccess
 from catchup_assets.core.dispatch.ports import TransientBackendError
-from catchup_assets.core.size.sizing import Tiers
 from catchup_assets.mission.plan import prepare
 from catchup_assets.mission.run import run_mission
 from kit.chart import BASE, CHART, MISSION_NS, NS, WORKER_CM, catchup_json, render
 from kit.k8s_backend import SETTINGS, mission
-from kit.real_plane import ScaledClock, virtual_nodes
+from kit.real_plane import ScaledClock, real_backend, virtual_nodes
 from kit.twin import check_twin
 
 pytestmark = pytest.mark.k8s
@@ -59,18 +58,22 @@ def chart_backend(control_plane, remote, tmp_path, docs, clock):
         storage_class=k8s["storage_class"],
     )
     api = control_plane.api_client(token.status.token)
-    backend = KubernetesBackend(
-        "m1",
-        settings,
-        Tiers(),
-        batch_api=BatchV1Api(api),
-        core_api=CoreV1Api(api),
-        kubelet=KubeletAccess(ca_file=remote.endpoints.ca_file, token_file=str(tmp_path / "token")),
-        spool_dir=tmp_path / "spool",
-        clock=clock,
-        sleeper=clock.sleep,
-    )
+    access = KubeletAccess(ca_file=remote.endpoints.ca_file, token_file=str(tmp_path / "token"))
+    backend = real_backend(api, settings, access, tmp_path, clock)
     return backend, api
+
+
+@contextmanager
+def role_rules(control_plane, role: dict, rules: list[dict]):
+    """The chart's mission Role with `rules` instead of its own, and its own again after (for the next tests)."""
+    name = role["metadata"]["name"]
+    with control_plane.api_client() as admin:
+        RbacAuthorizationV1Api(admin).patch_namespaced_role(name, MISSION_NS, {"rules": rules})
+    try:
+        yield
+    finally:
+        with control_plane.api_client() as admin:
+            RbacAuthorizationV1Api(admin).patch_namespaced_role(name, MISSION_NS, {"rules": role["rules"]})
 
 
 def test_the_chart_applies_server_side_into_a_namespace_enforcing_restricted(applied):
@@ -101,18 +104,12 @@ def test_a_role_without_one_verb_blocks_the_mission_naming_the_verb_and_resource
     role = next(d for d in docs if d["kind"] == "Role")
     rules = [r for r in role["rules"] if r["resources"] != ["jobs"]]
     rules.append({"apiGroups": ["batch"], "resources": ["jobs"], "verbs": ["list", "watch", "delete"]})  # no create
-    with control_plane.api_client() as admin:
-        RbacAuthorizationV1Api(admin).patch_namespaced_role(role["metadata"]["name"], MISSION_NS, {"rules": rules})
-    try:
+    with role_rules(control_plane, role, rules):
         clock = ScaledClock()
         with virtual_nodes(control_plane, clock, catchup_json(docs)["kubernetes"]["storage_class"]) as remote:
             backend, api = chart_backend(control_plane, remote, tmp_path, docs, clock)
             with api:
                 result = run_mission(prepare(mission(tmp_path)), backend, clock=clock)
-    finally:
-        with control_plane.api_client() as admin:  # the chart's Role again, for the tests after this one
-            rbac = RbacAuthorizationV1Api(admin)
-            rbac.patch_namespaced_role(role["metadata"]["name"], MISSION_NS, {"rules": role["rules"]})
     assert {r.status for r in result.results.values()} == {"not_run"}
     for r in result.results.values():  # kube-apiserver's own words: the account, the verb, the resource
         assert 'cannot create resource "jobs" in API group "batch"' in r.reason, r.reason
@@ -125,18 +122,12 @@ def test_a_role_without_list_on_pods_leaves_each_pass_unknown_naming_what_it_lac
     docs, _ = applied
     role = next(d for d in docs if d["kind"] == "Role")
     rules = [r for r in role["rules"] if r["resources"] != ["pods"]]
-    with control_plane.api_client() as admin:
-        RbacAuthorizationV1Api(admin).patch_namespaced_role(role["metadata"]["name"], MISSION_NS, {"rules": rules})
-    try:
+    with role_rules(control_plane, role, rules):
         clock = ScaledClock()
         with virtual_nodes(control_plane, clock, catchup_json(docs)["kubernetes"]["storage_class"]) as remote:
             backend, api = chart_backend(control_plane, remote, tmp_path, docs, clock)
             with api, pytest.raises(TransientBackendError) as refused:
                 backend.observe()
-    finally:
-        with control_plane.api_client() as admin:  # the chart's Role again, for the tests after this one
-            rbac = RbacAuthorizationV1Api(admin)
-            rbac.patch_namespaced_role(role["metadata"]["name"], MISSION_NS, {"rules": role["rules"]})
     said = str(refused.value)
     assert 'cannot list resource "pods" in API group "" in the namespace "catchup-missions"' in said, said
     assert "system:serviceaccount:catchup:cu-catchup-assets-mission" in said and "mission's Role" in said

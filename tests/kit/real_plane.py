@@ -9,7 +9,10 @@ from pathlib import Path
 
 import kubernetes.client as k8s
 
+from catchup_assets.backends.kubernetes.backend import KubernetesBackend
+from catchup_assets.backends.kubernetes.settings import K8sSettings
 from catchup_assets.backends.kubernetes.stats import KubeletAccess
+from catchup_assets.core.size.sizing import Tiers
 from kit.control_plane import ControlPlane
 from kit.k8s_backend import NS, script, tier_nodes
 from kubesim.kubelet_remote import RemoteKubelet
@@ -92,3 +95,19 @@ def runner_access(plane: ControlPlane, remote: RemoteKubelet, tmp_path: Path, ns
     path = tmp_path / "token"
     path.write_text(token.status.token)
     return KubeletAccess(ca_file=remote.endpoints.ca_file, token_file=str(path))
+
+
+def real_backend(api, settings: K8sSettings, kubelet: KubeletAccess, tmp_path: Path, clock: ScaledClock, **kw):
+    """The mission's backend on the real plane, calling the API with `api` on the scaled clock."""
+    return KubernetesBackend(
+        "m1",
+        settings,
+        Tiers(),
+        batch_api=k8s.BatchV1Api(api),
+        core_api=k8s.CoreV1Api(api),
+        kubelet=kubelet,
+        spool_dir=tmp_path / "spool",
+        clock=clock,
+        sleeper=clock.sleep,
+        **kw,
+    )
