@@ -215,7 +215,7 @@ class Killer:
         be._call = call
         # The informers hold the backend's call from before this hook, and open their watch polls
         # themselves: both are observe's API calls, where a dispatcher dies most often.
-        for informer in (be._jobs, be._pod_cache):
+        for informer in (be._jobs, be._pod_view.cache):
             informer.call = call
             informer.list_fn = self._watch_points(informer.list_fn)
         real_read = be._read_log

@@ -162,18 +162,22 @@ def test_issue33_a_watch_answered_later_than_the_idle_is_read_once_not_sent_agai
     assert api.requests.count("list", "jobs") == 1  # nor taken for a hung server: no relist
 
 
-def test_issue26_a_pod_watch_that_always_starts_late_is_caught_by_the_jobs_counts(cluster, tmp_path):
+def test_issue26_L4_a_pod_watch_that_always_starts_late_is_caught_by_the_jobs(cluster, tmp_path):
     """Every pod watch answers its headers, then says nothing for longer than the informer waits
     (a busy apiserver gathering a backlog): each poll reads as silence, and the pod cache would
-    never move. The Job controller's active counts say pods exist that the cache lacks, so the
-    backend lists the pods: OOMs are still told from the pod (L4) and peaks still read (L19)."""
+    never move. The Job controller's active counts say pods exist that the cache lacks, and a
+    finished Job whose pod is still running in view says the same (pod_view.py): the backend lists
+    the pods, so every attempt is recorded from its pod's terminated state, as a clean run records
+    it (issue 34 item 4: not `ok ... est True ... CompletionsReached` from the Job alone), and
+    peaks are still read (L19)."""
     api, kubelet = cluster
     api.faults.add(slow_body=0.2, verb="watch", resource="pods", count=10**6)
     cfg = mission(tmp_path)
     result = run_mission(prepare(cfg), backend(api, kubelet, tmp_path), clock=SimClock(kubelet))
-    assert result.condemned.keys() == {C} and outcomes(cfg) == OUTCOMES
+    check_twin(cfg, result)  # the clean run's records, profile and tier map
     records, _ = RecordStore(Store(cfg.storage_root), "m1").load()
     assert all(r.peak_anon_bytes for r in records.values() if r.outcome == "ok")
+    assert all("termination " in r.reason for r in records.values() if r.finished_at is not None), records
     assert 2 <= api.requests.count("list", "pods") < result.passes  # a LIST when a gap opens, not every pass
 
 

@@ -35,11 +35,11 @@ from catchup_assets.backends.kubernetes.observe import (
     kept_job,
     kept_pod,
     never_starting,
-    newest_pods,
     resource_version,
     running_by_node,
     summary_peaks,
 )
+from catchup_assets.backends.kubernetes.pod_view import PodView
 from catchup_assets.backends.kubernetes.refusals import Refusals
 from catchup_assets.backends.kubernetes.settings import K8sSettings
 from catchup_assets.backends.kubernetes.stats import KubeletAccess, KubeletReader, KubeletRefused, NodeGone
@@ -125,11 +125,11 @@ class KubernetesBackend(ApiCalls, Leftovers, PodLiveLog, NamespaceCheck):  # api
         self._jobs = Informer(
             self.batch.list_namespaced_job, self._call, self.ns, self.selector, V1Job, keep=kept_job, **opts
         )
-        self._pod_cache = Informer(
+        pod_cache = Informer(
             self.core.list_namespaced_pod, self._call, self.ns, self.selector, V1Pod, keep=kept_pod, **opts
         )
+        self._pod_view = PodView(pod_cache, mission)  # the pod cache, checked against the Jobs (pod_view.py)
         self._states: dict[str, tuple] = {}  # Job name -> ((name, Job rv, pod rv), what they gave)
-        self._unseen_listed: set[str] = set()  # active Jobs with no pod in view when pods were last listed
         self._admission = Refusals(self._events, config_error_seconds)  # Jobs whose pods admission refuses
         self.blocked: str | None = None
 
@@ -160,18 +160,8 @@ class KubernetesBackend(ApiCalls, Leftovers, PodLiveLog, NamespaceCheck):  # api
         # The informers' caches, brought up to date by a watch poll each (informer.py): a LIST
         # only on the first pass and after the server's window expired. Raw JSON read through
         # model views: building the client's models costs seconds a pass at 2000.
-        jobs, pods = self._jobs.read(), self._pod_cache.read()
-        newest = newest_pods(pods)
-        # A second witness: the Job controller counts each Job's active pods. Jobs it counts
-        # a pod for that the pod cache lacks mean the pod watch fell behind (a poll that met a
-        # pause before its first event reads as silence): list the pods. Once per new gap, so
-        # a pod truly gone while its Job's count lags costs one LIST, not one a pass.
-        unseen = {name for name, j in jobs.items() if (j.get("status") or {}).get("active") and name not in newest}
-        if unseen - self._unseen_listed:
-            log.info("mission %s: %d active Jobs have no pod in view; listing pods", self.mission, len(unseen))
-            pods = self._pod_cache.relist()
-            newest = newest_pods(pods)
-        self._unseen_listed = unseen
+        jobs = self._jobs.read()
+        pods, newest = self._pod_view.read(jobs)
         now = self.clock()
         if now - self._last_stats >= self.stats_interval:
             self._sample_peaks([ModelView(p, V1Pod) for p in pods.values()], now)
@@ -195,7 +185,7 @@ class KubernetesBackend(ApiCalls, Leftovers, PodLiveLog, NamespaceCheck):  # api
             aid = state.attempt_id
             if pod_name is not None:
                 seen[aid] = (pod_name, phase)
-                if about_to_go:
+                if about_to_go and state.node not in self._nodes_gone:  # a gone node's kubelet has no log to give
                     to_poll.append((aid, pod_name))
             if state.live and pod_obj is not None:
                 state = self._never_starting(state, ModelView(pod_obj, V1Pod), now) or state
