@@ -81,6 +81,7 @@ class FaultInjector:
         self._lock = threading.Lock()
         self._rules: list[Fault] = []
         self._random: tuple[float, random.Random, float] | None = None
+        self._without: frozenset[str] = frozenset()
         self.injected: Counter[str] = Counter()
 
     def add(self, status: int | None = None, *, count: int = 1, **criteria) -> Fault:
@@ -91,10 +92,12 @@ class FaultInjector:
             self._rules.append(fault)
         return fault
 
-    def at_random(self, rate: float, seed: int, timeout_hang: float) -> Counter[str]:
+    def at_random(self, rate: float, seed: int, timeout_hang: float, without: tuple[str, ...] = ()) -> Counter[str]:
         """From now on each request misbehaves with probability `rate`, in one of the ways a
-        real API server and network do; returns the running count of injected kinds."""
+        real API server and network do (less the kinds `without` names, e.g. "status 410" in
+        front of a real server whose etcd is compacted); returns the running count of injected kinds."""
         self._random = (rate, random.Random(seed), timeout_hang)
+        self._without = frozenset(without)
         return self.injected
 
     def _draw(self, verb: str) -> Fault | None:
@@ -111,7 +114,7 @@ class FaultInjector:
             kinds.append("cut-off body")  # a watch cut off after its first event (kube_api._watch)
         if verb in ("list", "delete", "watch"):
             kinds.append("status 410")
-        kind = rng.choice(kinds)
+        kind = rng.choice([k for k in kinds if k not in self._without])
         self.injected[kind] += 1
         if kind.startswith("status"):
             # urllib3 itself retries a 429/503 that carries Retry-After, sleeping that long in

@@ -1,10 +1,7 @@
 """The backend's informer across a real 410 (issue 34 item 4): etcd compacted past the resourceVersion the
 informer watches from, behind a kube-apiserver without its watch cache, so the watch goes to etcd itself."""
 
-import base64
-import json
 import logging
-import urllib.request
 
 import pytest
 from kubernetes.client import BatchV1Api, V1Job
@@ -15,13 +12,6 @@ from kit.control_plane import ControlPlane, bin_dir
 pytestmark = pytest.mark.k8s
 
 SELECTOR = "catchup.stellar.org/mission=m1"
-
-
-def etcd(plane: ControlPlane, path: str, body: dict) -> dict:
-    """etcd's v3 JSON gateway (the same API etcdctl speaks over gRPC)."""
-    req = urllib.request.Request(f"{plane.etcd_url}/v3/{path}", data=json.dumps(body).encode(), method="POST")
-    with urllib.request.urlopen(req, timeout=10) as resp:
-        return json.loads(resp.read())
 
 
 def job(name: str) -> dict:
@@ -47,8 +37,7 @@ def test_L10_a_watch_from_a_compacted_revision_relists_and_misses_nothing(caplog
             stale = informer.resource_version
             batch.create_namespaced_job("m", job("second"))
             batch.delete_namespaced_job("first", "m", propagation_policy="Background")
-            head = int(etcd(plane, "kv/range", {"key": base64.b64encode(b"/").decode()})["header"]["revision"])
-            etcd(plane, "kv/compaction", {"revision": str(head), "physical": True})
+            head = plane.compact_etcd()
             assert int(stale) < head
             caplog.set_level(logging.INFO, logger="catchup_assets.backends.kubernetes.informer")
             assert set(informer.read()) == {"second"}  # listed again, nothing missed

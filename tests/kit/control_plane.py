@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import ctypes
 import functools
 import ipaddress
@@ -287,6 +288,23 @@ class ControlPlane:
             print(f"control plane logs kept in {self.dir}: " + ", ".join(str(p) for p in self.logs.values()))
         else:
             shutil.rmtree(self.dir, ignore_errors=True)
+
+    def etcd(self, path: str, body: dict) -> dict:
+        """etcd's v3 JSON gateway (the API etcdctl speaks over gRPC): e.g. `kv/range`, `kv/compaction`."""
+        req = urllib.request.Request(f"{self.etcd_url}/v3/{path}", data=json.dumps(body).encode(), method="POST")
+        with urllib.request.urlopen(req, timeout=10) as resp:
+            return json.loads(resp.read())
+
+    def etcd_revision(self) -> int:
+        """etcd's head revision: every write of the cluster's raises it."""
+        return int(self.etcd("kv/range", {"key": base64.b64encode(b"/").decode()})["header"]["revision"])
+
+    def compact_etcd(self) -> int:
+        """Compact etcd to its head revision, as kube-apiserver's compactor does every --etcd-compaction-interval
+        (behind the watch cache, only a client watching from before it sees a 410); returns that revision."""
+        head = self.etcd_revision()
+        self.etcd("kv/compaction", {"revision": str(head), "physical": True})
+        return head
 
     def api_client(self, token: str | None = None):
         """An official kubernetes ApiClient: the admin kubeconfig's, or one presenting `token`."""

@@ -39,8 +39,11 @@ class ScaledClock:
 
 
 @contextmanager
-def virtual_nodes(plane: ControlPlane, clock: ScaledClock, storage_class: str = "virtual-ssd"):
-    """Three nodes per tier, run by a RemoteKubelet that authenticates and authorizes through the real API."""
+def virtual_nodes(
+    plane: ControlPlane, clock: ScaledClock, storage_class: str = "virtual-ssd", scripts=script, nodes=None
+):
+    """Nodes (`nodes(kubelet)`, else four per tier) run by a RemoteKubelet that authenticates and authorizes
+    through the real API; each pod runs as `scripts` (the twin mission's by default) says."""
     admin = plane.api_client()
     authn, authz = k8s.AuthenticationV1Api(admin), k8s.AuthorizationV1Api(admin)
     groups: dict[str, list[str]] = {}
@@ -65,11 +68,18 @@ def virtual_nodes(plane: ControlPlane, clock: ScaledClock, storage_class: str = 
     provisioner.install()
     provisioner.start()
     remote = RemoteKubelet(
-        admin, script, clock=clock, authenticate=authenticate, authorize=authorize, client_ca=str(plane.ca_file)
+        admin, scripts, clock=clock, authenticate=authenticate, authorize=authorize, client_ca=str(plane.ca_file)
     )
-    tier_nodes(remote)
+    # The twin mission's four unprofiled pods (12 GiB of a 32 GiB node each) on four nodes: the real
+    # scheduler's LeastAllocated score gives each an empty node, so B's reclaim takes B alone. On three,
+    # which pod shares B's node depends on the order its Jobs' pods reach the scheduler.
+    if nodes is None:
+        tier_nodes(remote, per_tier=4)
+    else:
+        nodes(remote)
     remote.start(interval=0.05)
     try:
+        schedulable(admin, set(remote.nodes))
         yield remote
     finally:
         provisioner.stop()
@@ -77,6 +87,26 @@ def virtual_nodes(plane: ControlPlane, clock: ScaledClock, storage_class: str = 
         for name in list(remote.nodes):
             remote.remove_node(name)
         admin.close()
+
+
+NOT_READY = "node.kubernetes.io/not-ready"  # kube-apiserver's TaintNodesByCondition admission puts it on a new Node
+
+
+def schedulable(api, names: set[str], deadline: float = 60.0) -> None:
+    """Wait till the node lifecycle controller has taken the not-ready taint off each node (it does once the
+    node reports Ready, every --node-monitor-period): before, the scheduler packs pods on the nodes it has."""
+    core, end = k8s.CoreV1Api(api), time.monotonic() + deadline
+    while True:
+        tainted = {
+            n.metadata.name
+            for n in core.list_node().items
+            if n.metadata.name in names and any(t.key == NOT_READY for t in n.spec.taints or ())
+        }
+        if not tainted:
+            return
+        if time.monotonic() > end:
+            raise TimeoutError(f"nodes still tainted {NOT_READY} after {deadline:.0f} s: {sorted(tainted)}")
+        time.sleep(0.2)
 
 
 def runner_access(plane: ControlPlane, remote: RemoteKubelet, tmp_path: Path, ns: str = NS) -> KubeletAccess:

@@ -46,7 +46,7 @@ def check_twin(cfg, result, slack: float = 0.0) -> None:
         assert parse_worker_log(f.read().decode().splitlines()).tx_apply_count == 1000
     assert profile[B]["peak_anon_bytes"] == 9 * GiB and profile[B]["tx_apply_count"] == 700
     assert profile[B]["seconds"] == b[0].seconds + 300 and profile[B]["seconds_estimated"] is True
-    assert profile[D]["seconds_estimated"] is False and profile[D]["peak_ephemeral_bytes"] == 2 * GiB
+    assert profile[D]["seconds_estimated"] is False and profile[D]["peak_ephemeral_bytes"] == 2 * GiB, chain(records, D)
     tiers = {r["range_key"]: r["tier"] for r in build_tier_map(cfg.storage_root, "m1")[0].to_pylist()}
     assert tiers[D] == "subgiant"  # anon 2 GiB alone fits dwarf (6.5 GiB); its 8 GiB working set does not
     assert profile[A]["peak_anon_bytes"] == 14 * GiB and profile[A]["oom_floor_bytes"] == 12 * GiB
