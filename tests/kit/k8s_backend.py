@@ -86,13 +86,13 @@ class SimClock:
 
 
 @contextmanager
-def sim_cluster():
-    """An API server and kubelet with three nodes per tier, running `script`."""
+def sim_cluster(scripts=script, nodes=None):
+    """An API server and kubelet running `scripts` (the twin mission's), on `nodes(kubelet)` (three per tier)."""
     with KubeApiServer() as api:
-        kubelet = Kubelet(api.store, script=script, stats_period=10.0)
+        kubelet = Kubelet(api.store, script=scripts, stats_period=10.0)
         kubelets = KubeletServer(kubelet)  # each node's kubelet on a loopback port of its own, over HTTPS
         kubelets.project_token(SA_USER)
-        tier_nodes(kubelet)
+        (nodes or tier_nodes)(kubelet)
         yield api, kubelet
         kubelets.stop()
 
