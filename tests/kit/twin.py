@@ -50,3 +50,13 @@ def check_twin(cfg, result, slack: float = 0.0) -> None:
     tiers = {r["range_key"]: r["tier"] for r in build_tier_map(cfg.storage_root, "m1")[0].to_pylist()}
     assert tiers[D] == "subgiant"  # anon 2 GiB alone fits dwarf (6.5 GiB); its 8 GiB working set does not
     assert profile[A]["peak_anon_bytes"] == 14 * GiB and profile[A]["oom_floor_bytes"] == 12 * GiB
+
+
+def profile_differences(rows: list[dict], others: list[dict]) -> dict[str, dict[str, tuple]]:
+    """Each range's profile columns whose values differ between two runs: (this run's, the other's)."""
+    theirs = {r["range_key"]: r for r in others}
+    assert [r["range_key"] for r in rows] == [r["range_key"] for r in others]
+    return {
+        r["range_key"]: {k: (v, theirs[r["range_key"]][k]) for k, v in r.items() if theirs[r["range_key"]][k] != v}
+        for r in rows
+    }
