@@ -7,6 +7,11 @@ API server's `Status` body, a reset before the request reached the server or aft
 past the client's timeout after which the request still lands, a body cut off mid-read, and a watch
 stream cut after its first event with no terminating chunk, the connection gone. Everything else is the
 real server's answer, byte for byte: its 409s, 410s (etcd compacted), 403s and watch events.
+
+Formats, from the Kubernetes API reference: an injected error is a `meta/v1 Status` (kube_faults.py, the
+reasons and messages apiserver's `staging/src/k8s.io/apimachinery/pkg/api/errors` writes, with
+`Retry-After` on a 429); a watch is relayed as apiserver streams it, one JSON `WatchEvent` a line in its
+own chunk of `Transfer-Encoding: chunked` (API concepts, "Efficient detection of changes").
 """
 
 from __future__ import annotations
