@@ -35,8 +35,9 @@ def test_L4_L19_L22_the_twin_mission_ends_on_the_real_control_plane_as_on_kubesi
         cfg = mission(tmp_path)
         result = run_mission(prepare(cfg), backend, clock=clock)
         assert remote.errors == 0
-        # A second of the wall is 20 mission seconds (SCALE): a loaded machine may see the reclaim that late,
-        # which still tells it apart from PodGC's 40-60 s quarantine (800-1200 mission seconds).
+        # A second of the wall is 20 mission seconds (SCALE): a loaded machine may see the reclaim that late, or
+        # run the last pass that saw the pod that early (CI: 189.85 s). Either still tells it apart from PodGC's
+        # 40-60 s quarantine (800-1200 mission seconds).
         check_twin(cfg, result, slack=20.0)
         # What the real API server holds afterwards: no Job left (L2), only the condemned range's PVC (L3),
         # its volume bound by the real PV binder to what the virtual provisioner made.

@@ -15,8 +15,9 @@ from kit.k8s_backend import A, B, C, D, chain
 def check_twin(cfg, result, slack: float = 0.0) -> None:
     """The records, profile and tier map of a clean run of the twin mission (kit.k8s_backend.script).
 
-    `slack`: mission seconds the reclaim may be seen late on a wall clock (the node goes at the
-    virtual kubelet's next sync after the script's 200 s, and the pass reads the clock on its own)."""
+    `slack`: mission seconds a wall clock may move the estimate either way: the node goes at the virtual
+    kubelet's next sync after the script's 200 s (later), and a loaded machine runs the pass that last saw
+    the pod more than one poll before it (earlier)."""
     assert result.condemned.keys() == {C} and sorted(result.done) == sorted([A, B, D])
     records, done = RecordStore(Store(cfg.storage_root), "m1").load()
     assert done == set(records)
@@ -29,7 +30,8 @@ def check_twin(cfg, result, slack: float = 0.0) -> None:
     # L22: its pod went with the node; the leg ran from its start to when it was last seen running,
     # one 10 s poll at most before the reclaim at 200 s, summed, marked estimated. Not until PodGC
     # failed the pod (40 s and more later): from the reclaim on, it was Running on a node gone.
-    assert b[0].finished_at is None and b[0].seconds_estimated is True and 190 <= b[0].seconds <= 200 + slack, b[0]
+    assert b[0].finished_at is None and b[0].seconds_estimated is True, b[0]
+    assert 190 - slack <= b[0].seconds <= 200 + slack, b[0]
     assert b[1].seconds_estimated is False and b[1].seconds == 300
     assert b[1].fresh_start is False and b[1].resumed_from_ledger == 59_870_000  # same PVC, resumed
     # L19: anon, working set and disk, each as the kubelet's summary reported it
