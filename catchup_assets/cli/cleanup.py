@@ -29,12 +29,15 @@ def resource_of(args: argparse.Namespace):
 
 def command(args: argparse.Namespace) -> int:
     from catchup_assets.defs.resources.backend import backend_for
-    from catchup_assets.mission.cleanup import cleanup, plan_cleanup
+    from catchup_assets.mission.cleanup import WaitProgress, cleanup, plan_cleanup
 
     resource = resource_of(args)
     backend = backend_for(resource, args.mission)
     plan = plan_cleanup(resource.root(), args.mission, backend, everything=args.all)
     print("\n".join(plan.lines()), flush=True)  # what each choice frees, before anything goes
-    result = cleanup(plan, backend, force=args.force, dry_run=args.dry_run)
+    progress = WaitProgress(lambda line: print(line, flush=True))
+    result = cleanup(
+        plan, backend, force=args.force, dry_run=args.dry_run, wait_seconds=args.wait, on_wait=progress.said
+    )
     print("\n".join(result.lines()))
     return 0

@@ -244,6 +244,13 @@ def build_parser() -> argparse.ArgumentParser:
     cl.add_argument("--all", action="store_true", help="also delete the volumes of ranges that can resume")
     cl.add_argument("--force", action="store_true", help="clean up even while a run of the mission is live")
     cl.add_argument("--dry-run", action="store_true", help="say what would be deleted and freed; delete nothing")
+    cl.add_argument(
+        "--wait",
+        type=number(float, at_least=0),
+        default=120.0,
+        metavar="SECONDS",
+        help="wait this long for what was deleted to go (a volume goes once its pods have ended); 0: do not wait",
+    )
     cl.set_defaults(func=cleanup.command)
     control.add_parser(sub, number, default_cap=2 * DEFAULT_PARALLELISM)  # as mission_defaults.max_parallelism
     logs.add_parser(sub, number)

@@ -1,6 +1,6 @@
 """`mission_cleanup_job`: delete what an abandoned mission left on its backend, from the launchpad.
 
-Its config is the mission and the CLI's three switches (`all`, `force`, `dry_run`). Besides
+Its config is the mission and the CLI's switches (`all`, `force`, `dry_run`, `wait_seconds`). Besides
 what `mission/cleanup.py` checks (the backend's live attempts, young claims), a run of
 the mission that Dagster has not finished (queued, starting, started, canceling) is a
 live run: refused unless `force`. What each choice frees is logged before anything is
@@ -15,7 +15,7 @@ from catchup_assets.core.plan.config import validate_mission
 from catchup_assets.defs.resources import CatchupResource
 from catchup_assets.defs.resources.backend import backend_for
 from catchup_assets.defs.run_context import MISSION_TAG, refused
-from catchup_assets.mission.cleanup import cleanup, gib, plan_cleanup
+from catchup_assets.mission.cleanup import WaitProgress, cleanup, gib, plan_cleanup
 
 JOB = "mission_cleanup_job"
 UNFINISHED = [
@@ -32,6 +32,9 @@ class CleanupConfig(dg.Config):
     all: bool = Field(default=False, description="also delete the volumes of ranges that can resume")
     force: bool = Field(default=False, description="clean up even while a run of the mission is live")
     dry_run: bool = Field(default=False, description="say what would be deleted and freed; delete nothing")
+    wait_seconds: float = Field(
+        default=120.0, ge=0, description="wait this long for what was deleted to go (a volume, once its pods ended)"
+    )
 
 
 def live_runs(instance: dg.DagsterInstance, mission: str) -> list[str]:
@@ -66,21 +69,28 @@ def mission_cleanup(context: dg.OpExecutionContext, config: CleanupConfig, catch
     for line in plan.lines():
         context.log.info(line)
     try:
-        result = cleanup(plan, backend, force=config.force, dry_run=config.dry_run)
+        result = cleanup(
+            plan,
+            backend,
+            force=config.force,
+            dry_run=config.dry_run,
+            wait_seconds=config.wait_seconds,
+            on_wait=WaitProgress(context.log.info).said,
+        )
     except ConfigError as exc:  # MissionLive: names `force`
         raise refused("mission_cleanup", exc) from exc
     for line in result.lines():
         context.log.info(line)
-    removed_volumes = [o for o in result.removed if o.kind == "volume"]
     summary = {
         "mission": config.mission,
         "dry_run": config.dry_run,
         "frees": gib(plan.freed_bytes),
         "kept": gib(plan.kept_bytes),
         "kept_volumes": len(plan.keep),
-        "deleted_attempts": sum(o.kind == "attempt" for o in result.removed),
-        "deleted_volumes": len(removed_volumes),
-        "freed": gib(sum(o.size_bytes for o in removed_volumes)),
+        "deleted_attempts": sum(o.kind == "attempt" for o in result.deleted),
+        "deleted_volumes": sum(o.kind == "volume" for o in result.deleted),
+        "freed": gib(result.freed_bytes),
+        "freed_once_released": gib(result.pending_bytes),
         "still_there": [o.name for o in result.still_there],
         "live": list(plan.live),
     }

@@ -18,7 +18,7 @@ A run of the mission is live, and cleanup refuses unless forced, when:
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from catchup_assets.core.dispatch.ports import Cleanup, Leftover
@@ -31,6 +31,7 @@ from catchup_assets.store import layout
 from catchup_assets.store.records import RecordStore
 from catchup_assets.store.root import Store
 
+WAIT_POLL_SECONDS = 2.0  # between reads of what a cleanup deleted and is not gone yet
 CLAIM_GRACE_SECONDS = DispatchConfig.__dataclass_fields__["claim_grace_seconds"].default
 
 
@@ -86,18 +87,51 @@ class CleanupResult:
     forced: bool = False
     notes: list[str] = field(default_factory=list)
 
+    @property
+    def deleted(self) -> tuple[Leftover, ...]:
+        """Every object whose delete the backend took: gone, or still being released."""
+        return self.removed + self.still_there
+
+    @property
+    def freed_bytes(self) -> int:
+        return sum(o.size_bytes for o in self.removed if o.kind == Leftover.VOLUME)
+
+    @property
+    def pending_bytes(self) -> int:
+        """Held by volumes deleted but not gone yet: freed once their pods have ended."""
+        return sum(o.size_bytes for o in self.still_there if o.kind == Leftover.VOLUME)
+
     def lines(self) -> list[str]:
         if self.dry_run:
             refused = " (a run is live: refused without --force)" if self.plan.live else ""
             return [f"dry run: nothing deleted{refused}"]
-        attempts = sum(o.kind == Leftover.ATTEMPT for o in self.removed)
-        volumes = [o for o in self.removed if o.kind == Leftover.VOLUME]
+        attempts = sum(o.kind == Leftover.ATTEMPT for o in self.deleted)
+        volumes = sum(o.kind == Leftover.VOLUME for o in self.deleted)
+        pending = f" so far, {gib(self.pending_bytes)} more once the rest go" if self.still_there else ""
         out = [
-            f"deleted {attempts} attempts and {len(volumes)} volumes, freeing {gib(sum(o.size_bytes for o in volumes))}"
+            f"deleted {attempts} attempts and {volumes} volumes, freeing {gib(self.freed_bytes)}{pending}"
             + (" (forced past a live run)" if self.forced else "")
         ]
-        out += [f"  still there: {o.kind} {o.name} (being released)" for o in self.still_there]
+        # A claim a pod still mounts stays until that pod is gone (the kubernetes.io/pvc-protection
+        # finalizer); the garbage collector ends a deleted Job's pods on its own, so these go by themselves.
+        out += [f"  still there: {o.kind} {o.name} (deleted; goes once its pods have ended)" for o in self.still_there]
         return out
+
+
+class WaitProgress:
+    """What a cleanup's wait for deleted objects to go says (`say`): at its start, then every `every` seconds."""
+
+    def __init__(self, say: Callable[[str], None], every: float = 10.0):
+        self.say, self.every, self.next = say, every, 0.0
+
+    def said(self, left: tuple[Leftover, ...], waited: float) -> None:
+        if waited >= self.next:
+            volumes = sum(o.kind == Leftover.VOLUME for o in left)
+            self.say(
+                f"waiting for {len(left)} deleted objects to go ({volumes} volumes, each released once its "
+                f"pods have ended): {waited:.0f} s"
+            )
+            self.next = waited + self.every
 
 
 def gib(n: int) -> str:
@@ -155,8 +189,22 @@ def _live_attempts(found: list[Leftover]) -> list[str]:
     return [f"{len(names)} live attempts: {', '.join(names[:5])}" + (" ..." if len(names) > 5 else "")]
 
 
-def cleanup(plan: CleanupPlan, backend: Cleanup, *, force: bool = False, dry_run: bool = False) -> CleanupResult:
-    """Delete what the plan chose; refused (MissionLive, naming `force`) while a run is live unless forced."""
+def cleanup(
+    plan: CleanupPlan,
+    backend: Cleanup,
+    *,
+    force: bool = False,
+    dry_run: bool = False,
+    wait_seconds: float = 0.0,
+    on_wait: Callable[[tuple[Leftover, ...], float], None] | None = None,
+    clock: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], None] = time.sleep,
+) -> CleanupResult:
+    """Delete what the plan chose; refused (MissionLive, naming `force`) while a run is live unless forced.
+
+    Then wait up to `wait_seconds` for what was deleted to be gone, as `kubectl delete` waits on
+    finalizers: a volume goes only once the pods mounting it have ended. `on_wait(still there, waited)`
+    is told each poll, for progress."""
     if dry_run:
         return CleanupResult(plan, dry_run=True)
     if plan.live and not force:
@@ -164,7 +212,14 @@ def cleanup(plan: CleanupPlan, backend: Cleanup, *, force: bool = False, dry_run
             f"force: a run of mission {plan.mission} is live ({'; '.join(plan.live)}); "
             "stop it first (terminate the run), or force the cleanup"
         )
-    left = backend.remove(plan.delete)
+    left = tuple(backend.remove(plan.delete))
+    start = clock()
+    while left and clock() - start < wait_seconds:
+        if on_wait is not None:
+            on_wait(left, clock() - start)
+        sleep(min(WAIT_POLL_SECONDS, max(0.0, wait_seconds - (clock() - start))))
+        there = {(o.kind, o.name) for o in backend.leftovers()}
+        left = tuple(o for o in left if (o.kind, o.name) in there)
     there = {(o.kind, o.name) for o in left}
     gone = tuple(o for o in plan.delete if (o.kind, o.name) not in there)
-    return CleanupResult(plan, gone, tuple(left), forced=bool(plan.live))
+    return CleanupResult(plan, gone, left, forced=bool(plan.live))

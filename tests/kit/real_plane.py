@@ -10,6 +10,7 @@ from pathlib import Path
 import kubernetes.client as k8s
 
 from catchup_assets.backends.kubernetes.backend import KubernetesBackend
+from catchup_assets.backends.kubernetes.names import mission_selector
 from catchup_assets.backends.kubernetes.settings import K8sSettings
 from catchup_assets.backends.kubernetes.stats import KubeletAccess
 from catchup_assets.core.size.sizing import Tiers
@@ -141,3 +142,25 @@ def real_backend(api, settings: K8sSettings, kubelet: KubeletAccess, tmp_path: P
         sleeper=clock.sleep,
         **kw,
     )
+
+
+def held(api, ns: str, mission: str = "m1") -> dict[str, int]:
+    """What the API server holds of the mission, by its label: Jobs, pods and PVCs."""
+    core, batch = k8s.CoreV1Api(api), k8s.BatchV1Api(api)
+    selector = mission_selector(mission)
+    lists = {
+        "jobs": batch.list_namespaced_job,
+        "pods": core.list_namespaced_pod,
+        "pvcs": core.list_namespaced_persistent_volume_claim,
+    }
+    return {kind: len(read(ns, label_selector=selector).items) for kind, read in lists.items()}
+
+
+def settles(read, want, deadline: float = 60.0):
+    """`read()` once it returns `want`, polled on the wall clock (what the real controllers do takes its time:
+    the garbage collector deletes a deleted Job's pods, the virtual kubelet ends them); its last value after
+    `deadline` seconds, for the assertion to show."""
+    end = time.monotonic() + deadline
+    while (got := read()) != want and time.monotonic() < end:
+        time.sleep(0.2)
+    return got
