@@ -88,7 +88,7 @@ K8S = {"namespace": "n", "image": "i"}
 # (a resource setting, the field its refusal names): issue 24 item 7, refused at load, not at the first mission_plan
 BAD_SETTINGS = [
     ({"poll_seconds": NAN}, "poll_seconds\n  Input should be a finite number"),  # YAML's .nan
-    ({"poll_seconds": -1}, "poll_seconds must be > 0 and finite, got -1"),
+    ({"poll_seconds": -1}, "poll_seconds must be a finite number > 0, got -1"),
     ({"poll_seconds": 0}, "poll_seconds"),
     ({"poll_seconds": INF}, "poll_seconds"),
     ({"stall_seconds": NAN}, "stall_seconds"),

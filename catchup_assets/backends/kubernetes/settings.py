@@ -14,13 +14,22 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from catchup_assets.core.errors import ConfigError
+from catchup_assets.core.errors import ConfigError, bounded, check_bounds
 
-DNS_LABEL_RE = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
-DNS_SUBDOMAIN_RE = re.compile(r"^(?=.{1,253}$)[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
-LABEL_VALUE_RE = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$")
-CONFIGMAP_KEY_RE = re.compile(r"^[-._a-zA-Z0-9]{1,253}$")
-MAX_NAME = 63
+# The API server's own formats, as k8s.io/apimachinery/pkg/util/validation/validation.go writes them, and
+# their lengths; the checks below and the chart's values schema (defs/resources/chart_only.py) both use them.
+DNS1123_LABEL_FMT = "[a-z0-9]([-a-z0-9]*[a-z0-9])?"  # dns1123LabelFmt, at most DNS1123LabelMaxLength (63)
+DNS1123_SUBDOMAIN_FMT = DNS1123_LABEL_FMT + r"(\." + DNS1123_LABEL_FMT + ")*"  # dns1123SubdomainFmt, at most 253
+QUALIFIED_NAME_FMT = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"  # qualifiedNameFmt, at most 63 (a label key's name)
+CONFIGMAP_KEY_FMT = "[-._a-zA-Z0-9]+"  # configMapKeyFmt (IsConfigMapKey, a ConfigMap's or Secret's key), at most 253
+ENV_VAR_NAME_FMT = "[-._a-zA-Z][-._a-zA-Z0-9]*"  # envVarNameFmt (IsEnvVarName)
+MAX_NAME, MAX_SUBDOMAIN = 63, 253
+DNS_LABEL_RE = re.compile(rf"^(?=.{{1,{MAX_NAME}}}$){DNS1123_LABEL_FMT}$")
+DNS_SUBDOMAIN_RE = re.compile(rf"^(?=.{{1,{MAX_SUBDOMAIN}}}$){DNS1123_SUBDOMAIN_FMT}$")
+LABEL_VALUE_RE = re.compile(rf"^(?=.{{0,{MAX_NAME}}}$)({QUALIFIED_NAME_FMT})?$")  # labelValueFmt
+CONFIGMAP_KEY_RE = re.compile(rf"^(?=.{{1,{MAX_SUBDOMAIN}}}$){CONFIGMAP_KEY_FMT}$")
+# The namespaces Kubernetes itself keeps: range Jobs never go there.
+SYSTEM_NAMESPACES = ("kube-system", "kube-public", "kube-node-lease")
 ENTRYPOINT_KEY = "entrypoint.sh"
 
 
@@ -50,7 +59,7 @@ class K8sSettings:
     ephemeral_request: str = "35Gi"  # ephemeral mode, for pods sharing a node
     ephemeral_limit: str = "40Gi"
     cpu_limit: str | None = None  # L7: a throttled retry records a profile nobody can reproduce
-    ttl_seconds_after_finished: int = 3600  # L2: only a backstop, the backend deletes first
+    ttl_seconds_after_finished: int = bounded(3600, ge=0)  # L2: only a backstop, the backend deletes first
     configmap: str | None = None  # None: configmap_name(mission)
     core_config_key: str = "stellar-core.cfg"
     tier_node_label: str = "catchup.stellar.org/tier"
@@ -60,7 +69,7 @@ class K8sSettings:
     extra_node_selector: tuple[tuple[str, str], ...] = ()
     pooled: bool = True  # tiers are dedicated node pools
     run_as_non_root: bool = True
-    run_as_user: int | None = 10001  # None: the image's own user (must not be root if run_as_non_root)
+    run_as_user: int | None = bounded(10001, ge=0)  # None: the image's own user (must not be root if run_as_non_root)
     cluster_version: str = "1.30"  # the schema the manifests are validated against
     priority_class_name: str | None = dataclasses.field(
         default=None,
@@ -74,6 +83,9 @@ class K8sSettings:
 
         if not isinstance(self.namespace, str) or not DNS_LABEL_RE.fullmatch(self.namespace):
             raise bad("namespace", "is not a DNS-1123 label")
+        if self.namespace in SYSTEM_NAMESPACES:
+            raise bad("namespace", f"is a system namespace ({', '.join(SYSTEM_NAMESPACES)})")
+        check_bounds(self, "k8s setting")  # ttl_seconds_after_finished, run_as_user
         if not isinstance(self.image, str) or not self.image or any(c.isspace() for c in self.image):
             raise bad("image", "must be a non-empty image reference without spaces")
         if self.image_pull_policy not in ("Always", "IfNotPresent", "Never"):
@@ -91,9 +103,6 @@ class K8sSettings:
             raise bad("ephemeral_request", f"exceeds ephemeral_limit {self.ephemeral_limit!r}")
         if self.cpu_limit is not None:
             _quantity("cpu_limit", self.cpu_limit)
-        ttl = self.ttl_seconds_after_finished
-        if isinstance(ttl, bool) or not isinstance(ttl, int) or ttl < 0:
-            raise bad("ttl_seconds_after_finished", "must be an integer >= 0")
         if (
             not isinstance(self.core_config_key, str)
             or not CONFIGMAP_KEY_RE.fullmatch(self.core_config_key)
@@ -119,10 +128,7 @@ class K8sSettings:
         for field in ("pooled", "run_as_non_root"):
             if not isinstance(getattr(self, field), bool):
                 raise bad(field, "must be a bool")
-        uid = self.run_as_user
-        if uid is not None and (isinstance(uid, bool) or not isinstance(uid, int) or uid < 0):
-            raise bad("run_as_user", "must be an integer uid >= 0 or None")
-        if self.run_as_non_root and uid == 0:
+        if self.run_as_non_root and self.run_as_user == 0:
             raise bad("run_as_user", "is root while run_as_non_root is set")
         m = re.fullmatch(r"1\.(\d+)", self.cluster_version) if isinstance(self.cluster_version, str) else None
         if not m or int(m.group(1)) < 25:
@@ -135,7 +141,7 @@ def _qualified_name(key: Any) -> bool:
     prefix, _, name = key.rpartition("/")
     if prefix and not DNS_SUBDOMAIN_RE.fullmatch(prefix):
         return False
-    return bool(name) and len(name) <= 63 and bool(LABEL_VALUE_RE.fullmatch(name))
+    return bool(name) and bool(LABEL_VALUE_RE.fullmatch(name))
 
 
 _TOLERATION_FIELDS = {"key", "operator", "value", "effect", "toleration_seconds"}

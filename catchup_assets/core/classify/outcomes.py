@@ -14,7 +14,7 @@ from enum import StrEnum
 
 from catchup_assets.core.classify.evictions import REASON as EVICTED_REASON
 from catchup_assets.core.classify.evictions import node_pressure, own_disk_eviction
-from catchup_assets.core.errors import ConfigError
+from catchup_assets.core.errors import bounded, check_bounds
 
 
 class Outcome(StrEnum):
@@ -160,17 +160,13 @@ class RetryPolicy:
     base * 1.5**0 .. base * 1.5**4 and the fifth OOM condemns.
     """
 
-    environmental: int = 20
-    oom_rungs: int = 5
-    ordinary: int = 5
-    failed: int = 0
+    environmental: int = bounded(20, ge=0)
+    oom_rungs: int = bounded(5, ge=1)
+    ordinary: int = bounded(5, ge=0)
+    failed: int = bounded(0, ge=0)
 
     def __post_init__(self) -> None:
-        for name in ("environmental", "ordinary", "failed"):
-            if getattr(self, name) < 0:
-                raise ConfigError(f"retry budget '{name}' must be >= 0, got {getattr(self, name)}")
-        if self.oom_rungs < 1:
-            raise ConfigError(f"'oom_rungs' must be >= 1, got {self.oom_rungs}")
+        check_bounds(self, "retry budget")
 
     def allowed(self, group: BudgetGroup) -> int:
         """Outcomes of `group` a range may have and still be retried."""

@@ -14,24 +14,22 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from catchup_assets.core.errors import ConfigError, check_number
+from catchup_assets.core.errors import bounded, check_bounds
 from catchup_assets.core.units import GiB
 
 
 @dataclass(frozen=True)
 class DiskPolicy:
-    margin: float = 1.25
-    factor: float = 1.5  # per eviction of the range's own disk
-    cap_bytes: int = 200 * GiB  # what a node's disk can give one range
+    margin: float = bounded(1.25, ge=1)
+    # Per eviction of the range's own disk; 1.0 would retry an evicted range at the very limit it was
+    # evicted at (as L6 for memory).
+    factor: float = bounded(1.5, gt=1)
+    cap_bytes: int = bounded(200 * GiB, gt=0)  # what a node's disk can give one range
     # Where an unmeasured range climbs from after an eviction: the chart's flat ephemeralLimit.
-    unprofiled_bytes: int = 40 * GiB
+    unprofiled_bytes: int = bounded(40 * GiB, gt=0)
 
     def __post_init__(self) -> None:
-        check_number("disk 'margin'", self.margin, 1.0)
-        # 1.0 would retry an evicted range at the very limit it was evicted at (as L6 for memory).
-        check_number("disk 'factor'", self.factor, 1.0, above=True)
-        if self.cap_bytes <= 0 or self.unprofiled_bytes <= 0:
-            raise ConfigError("disk 'cap_bytes' and 'unprofiled_bytes' must be > 0")
+        check_bounds(self, "disk")
 
     def ephemeral_for(self, peak_bytes: int | None, n_evicted: int) -> int | None:
         """Bytes of ephemeral storage for the next attempt; None: the deployment's flat request and limit."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, replace
 
-from catchup_assets.core.errors import ConfigError, check_number
+from catchup_assets.core.errors import ConfigError, bounded, check_bounds
 from catchup_assets.core.size.capacity import capacity_for
 from catchup_assets.core.size.catalog import CAPACITY_TYPES, DEFAULT_CATALOG, SPOT, Catalog, NodeShape
 from catchup_assets.core.size.disk import DiskPolicy
@@ -115,28 +115,18 @@ class Tiers:
 
 @dataclass(frozen=True)
 class SizingPolicy:
-    margin: float = 1.25
-    cache_headroom_bytes: int = 1 * GiB
+    margin: float = bounded(1.25, ge=1)
+    cache_headroom_bytes: int = bounded(1 * GiB, ge=0)
     # A working set above this share of the tier's cut means the page cache is
     # starved there: one tier up.
-    cache_bump_ratio: float = 1.0
-    unprofiled_memory_bytes: int = 12 * GiB
-    cpu_request: float | None = None  # None: the tier's cpu
+    cache_bump_ratio: float = bounded(1.0, gt=0)
+    unprofiled_memory_bytes: int = bounded(12 * GiB, gt=0)
+    cpu_request: float | None = bounded(None, gt=0)  # None: the tier's cpu
     # After this many `disrupted` attempts of a range its next ones run on-demand (capacity.py); 0: never.
-    reclaims_before_on_demand: int = 3
+    reclaims_before_on_demand: int = bounded(3, ge=0)
 
     def __post_init__(self) -> None:
-        r = self.reclaims_before_on_demand
-        if isinstance(r, bool) or not isinstance(r, int) or r < 0:
-            raise ConfigError(f"sizing 'reclaims_before_on_demand' must be an integer >= 0 (0: never), got {r!r}")
-        check_number("sizing 'margin'", self.margin, 1.0)
-        if self.cache_headroom_bytes < 0:
-            raise ConfigError("sizing 'cache_headroom_bytes' must be >= 0")
-        if self.unprofiled_memory_bytes <= 0:
-            raise ConfigError("sizing 'unprofiled_memory_bytes' must be > 0")
-        check_number("sizing 'cache_bump_ratio'", self.cache_bump_ratio, 0, above=True)
-        if self.cpu_request is not None:
-            check_number("sizing 'cpu_request'", self.cpu_request, 0, above=True)
+        check_bounds(self, "sizing")
 
 
 @dataclass(frozen=True)
@@ -160,14 +150,11 @@ def base_memory(measure: RangeMeasure, policy: SizingPolicy) -> int:
 class MemoryLadder:
     """How an OOMed range's memory climbs: by its OOM count, never its attempt number (L6)."""
 
-    factor: float = 1.5
-    cap_bytes: int = 48 * GiB
+    factor: float = bounded(1.5, gt=1)  # 1.0 would retry an OOM at the very limit that OOMed (L6)
+    cap_bytes: int = bounded(48 * GiB, gt=0)
 
     def __post_init__(self) -> None:
-        # 1.0 retries an OOM at the very limit that OOMed (L6).
-        check_number("memory ladder 'factor'", self.factor, 1.0, above=True)
-        if self.cap_bytes <= 0:
-            raise ConfigError(f"memory ladder 'cap_bytes' must be > 0, got {self.cap_bytes}")
+        check_bounds(self, "memory ladder")
 
     def memory_for(self, base_bytes: int, n_oom: int) -> int:
         """Memory for the next attempt after `n_oom` OOMs, at most the cap."""

@@ -10,7 +10,7 @@ from pydantic import Field
 
 from catchup_assets.backends.kubernetes.settings import K8sSettings
 from catchup_assets.backends.kubernetes.stats import KubeletAccess
-from catchup_assets.defs.resources.policies import Strict
+from catchup_assets.defs.resources.policies import Strict, bounds_schema
 
 # Every K8sSettings and KubeletAccess default, declared there once; the config below takes them from here.
 _K8S = {f.name: f.default for f in dataclass_fields(K8sSettings) if f.default is not MISSING}
@@ -55,7 +55,10 @@ class _DeclaredKubernetesConfig(Strict):
     ephemeral_request: str = _K8S["ephemeral_request"]
     ephemeral_limit: str = _K8S["ephemeral_limit"]
     cpu_limit: str = Field(default="", description="empty: no CPU limit (L7)")
-    ttl_seconds_after_finished: int = _K8S["ttl_seconds_after_finished"]
+    ttl_seconds_after_finished: int = Field(
+        default=_K8S["ttl_seconds_after_finished"],
+        json_schema_extra=bounds_schema(K8sSettings, "ttl_seconds_after_finished"),
+    )
     configmap: str = Field(
         default="",
         description="a ConfigMap holding entrypoint.sh and the core config (the chart's); "
@@ -72,7 +75,11 @@ class _DeclaredKubernetesConfig(Strict):
     )
     pooled: bool = Field(default=_K8S["pooled"], description="tiers are dedicated node pools (L15)")
     run_as_non_root: bool = _K8S["run_as_non_root"]
-    run_as_user: int | None = Field(default=_K8S["run_as_user"], description="None: the image's own user")
+    run_as_user: int | None = Field(
+        default=_K8S["run_as_user"],
+        description="None: the image's own user",
+        json_schema_extra=bounds_schema(K8sSettings, "run_as_user"),
+    )
     cluster_version: str = Field(
         default=_K8S["cluster_version"], description="the API schema manifests are checked against"
     )
@@ -134,12 +141,19 @@ class _DeclaredKubernetesConfig(Strict):
 
 
 def _with_every_setting(declared: type[Strict]) -> type[Strict]:
-    """`declared` and each K8sSettings field it does not declare, by the dataclass's type, default and
-    `metadata["description"]`: a new Job or pod setting is one dataclass field (and the manifest line
-    that uses it); the launchpad, the chart's values and its schema follow (chart_schema.py)."""
+    """`declared` and each K8sSettings field it does not declare, by the dataclass's type, default,
+    `metadata["description"]` and declared bounds: a new Job or pod setting is one dataclass field (and
+    the manifest line that uses it); the launchpad, the chart's values and its schema follow (chart_schema.py)."""
     hints = typing.get_type_hints(K8sSettings)
     spec = {
-        f.name: (hints[f.name], Field(default=f.default, description=f.metadata.get("description")))
+        f.name: (
+            hints[f.name],
+            Field(
+                default=f.default,
+                description=f.metadata.get("description"),
+                json_schema_extra=bounds_schema(K8sSettings, f.name) or None,
+            ),
+        )
         for f in dataclass_fields(K8sSettings)
         if f.name not in declared.model_fields
     }

@@ -4,8 +4,8 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
-from catchup_assets.core.errors import ConfigError
-from catchup_assets.core.plan.config import DEFAULT_PARALLELISM
+from catchup_assets.core.errors import ConfigError, declared_bounds
+from catchup_assets.core.plan.config import DEFAULT_PARALLELISM, MissionConfig
 from catchup_assets.core.plan.ranges import DEFAULT_LEDGERS_PER_RANGE, DEFAULT_OVERLAP, MissionSpan
 from catchup_assets.defs.resources.policies import Strict
 
@@ -20,9 +20,16 @@ class MissionDefaultsConfig(Strict):
     order: Literal["tip-first", "oldest-first", "longest-first"] = "longest-first"
     # uniform: the grid; profile: cut to the previous profile for `parallelism` slots (docs/operate.md).
     lengths: Literal["uniform", "profile"] = "uniform"
-    parallelism: int = Field(default=DEFAULT_PARALLELISM, ge=1, description="attempts in flight per mission")
+    # Both within MissionConfig's own bounds for parallelism (at most a cluster's pods).
+    parallelism: int = Field(
+        default=DEFAULT_PARALLELISM,
+        description="attempts in flight per mission",
+        **declared_bounds(MissionConfig, "parallelism"),
+    )
     max_parallelism: int = Field(
-        default=2 * DEFAULT_PARALLELISM, ge=1, description="a plan asking for more attempts in flight is refused"
+        default=2 * DEFAULT_PARALLELISM,
+        description="a plan asking for more attempts in flight is refused",
+        **declared_bounds(MissionConfig, "parallelism"),
     )
     max_retire_share: float = Field(
         default=0.05,
@@ -31,7 +38,9 @@ class MissionDefaultsConfig(Strict):
         description="a plan that would retire more than this share of the existing partitions is refused",
     )
     deadline_seconds: int | None = Field(
-        default=None, ge=1, description="each attempt's deadline, activeDeadlineSeconds on its pod (L8); None: none"
+        default=None,
+        description="each attempt's deadline, activeDeadlineSeconds on its pod (L8); None: none",
+        **declared_bounds(MissionConfig, "deadline_seconds"),
     )
 
     @model_validator(mode="after")

@@ -18,7 +18,7 @@ from pydantic import Field, model_validator
 from catchup_assets.core.classify.outcomes import RetryPolicy
 from catchup_assets.core.dispatch.ports import Backend
 from catchup_assets.core.errors import ConfigError
-from catchup_assets.core.plan.config import MissionConfig, check_dispatch_settings
+from catchup_assets.core.plan.config import DISPATCH_SETTINGS, MissionConfig, check_dispatch_settings
 from catchup_assets.core.size.catalog import DEFAULT_CATALOG, Catalog
 from catchup_assets.core.size.disk import DiskPolicy
 from catchup_assets.core.size.scale import Scale
@@ -27,11 +27,24 @@ from catchup_assets.defs.resources.backend import backend_for
 from catchup_assets.defs.resources.k8s import KubernetesConfig
 from catchup_assets.defs.resources.mission_defaults import MissionDefaultsConfig
 from catchup_assets.defs.resources.placement import ShapeConfig, TierConfig
-from catchup_assets.defs.resources.policies import DiskConfig, LadderConfig, RetryConfig, SizingConfig, policy_of
+from catchup_assets.defs.resources.policies import (
+    DiskConfig,
+    LadderConfig,
+    RetryConfig,
+    SizingConfig,
+    bounds_schema,
+    policy_of,
+)
 from catchup_assets.mission.core_image import file_sha256, image_reference
 from catchup_assets.mission.tip import TIP_TIMEOUT_SECONDS, TipSource, parse_tip_source
 
 _MISSION = {f.name: f.default for f in dataclass_fields(MissionConfig) if f.default is not MISSING}
+
+
+def _dispatch(name: str, description: str):
+    """A dispatcher setting as MissionConfig declares it: its default, and its bounds in the schema
+    (`check_dispatch_settings` checks them at load)."""
+    return Field(default=_MISSION[name], description=description, json_schema_extra=bounds_schema(MissionConfig, name))
 
 
 class CatchupResource(dg.ConfigurableResource):
@@ -61,18 +74,14 @@ class CatchupResource(dg.ConfigurableResource):
     # Memory figures of the model, the ladder and the sizing are multiplied by
     # this: the embedded demo runs in MiB what production runs in GiB.
     memory_scale: float = Field(default=1.0, gt=0, le=1)
-    poll_seconds: float = Field(default=_MISSION["poll_seconds"], description="seconds between dispatcher passes")
-    status_every: int = Field(default=_MISSION["status_every"], description="passes between status lines (L36)")
-    stall_seconds: float = Field(
-        default=_MISSION["stall_seconds"],
-        description="an attempt is never overdue before this; Z4's no-completion time",
+    poll_seconds: float = _dispatch("poll_seconds", "seconds between dispatcher passes")
+    status_every: int = _dispatch("status_every", "passes between status lines (L36)")
+    stall_seconds: float = _dispatch(
+        "stall_seconds", "an attempt is never overdue before this; Z4's no-completion time"
     )
-    stall_factor: float = Field(
-        default=_MISSION["stall_factor"], description="overdue past this x its profiled seconds"
-    )
-    breaker_attempts: int = Field(
-        default=_MISSION["breaker_attempts"],
-        description="identical failures in a row that pause dispatch, budgets unspent; 0: off",
+    stall_factor: float = _dispatch("stall_factor", "overdue past this x its profiled seconds")
+    breaker_attempts: int = _dispatch(
+        "breaker_attempts", "identical failures in a row that pause dispatch, budgets unspent; 0: off"
     )
     # Off by default: two local runs on one laptop would want the same port; the chart sets one for run pods.
     metrics_port: int = Field(
@@ -86,8 +95,8 @@ class CatchupResource(dg.ConfigurableResource):
     mission_defaults: MissionDefaultsConfig = Field(
         default_factory=MissionDefaultsConfig, description="the launchpad's mission_plan defaults and their caps"
     )
-    profile_timeout_seconds: float = Field(
-        default=_MISSION["profile_timeout_seconds"], description="connect and total, previous profile over http(s)"
+    profile_timeout_seconds: float = _dispatch(
+        "profile_timeout_seconds", "connect and total, previous profile over http(s)"
     )
     ladder: LadderConfig = Field(default_factory=LadderConfig, description="the OOM memory ladder (L6)")
     disk: DiskConfig = Field(
@@ -132,14 +141,7 @@ class CatchupResource(dg.ConfigurableResource):
         self.placement()  # an invalid ladder or sizing fails at load, naming the field (L34)
         self.retry_policy()  # a budget of -1 too: the policy dataclass holds the bounds
         # The dispatcher's settings, with MissionConfig's own bounds: at load, not at the first mission_plan.
-        check_dispatch_settings(
-            self.poll_seconds,
-            self.status_every,
-            self.profile_timeout_seconds,
-            self.stall_seconds,
-            self.stall_factor,
-            self.breaker_attempts,
-        )
+        check_dispatch_settings({name: getattr(self, name) for name in DISPATCH_SETTINGS})
         if not self.sim_speed < float("inf"):
             raise ConfigError(f"sim_speed: must be finite, got {self.sim_speed}")
         self.tip_source_spec()
