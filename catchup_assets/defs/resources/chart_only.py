@@ -6,17 +6,34 @@ bound: those come from the field.
 """
 
 from catchup_assets.backends.kubernetes.settings import ENTRYPOINT_KEY
+from catchup_assets.defs.resources.chart_k8s import (
+    AFFINITY,
+    ANNOTATIONS,
+    CONFIGMAP_KEY,
+    DNS_LABEL,
+    DNS_SUBDOMAIN,
+    EGRESS_RULE,
+    ENV,
+    IP_BLOCK,
+    LABEL_KEY,
+    LABEL_VALUE,
+    LABELS,
+    NAMESPACE,
+    PODS_IN,
+    PORT,
+    RESOURCES,
+    TOLERATION,
+    optional,
+)
 
 QUANTITY = {"pattern": r"^[0-9]+(\.[0-9]+)?(Ki|Mi|Gi|Ti|Pi|Ei|k|M|G|T|P|E)?$"}
-DNS_LABEL = {"minLength": 1, "maxLength": 63, "pattern": r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"}
 SHAPE_NAME = {"minLength": 1, "maxLength": 63, "pattern": r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$"}
-LABEL_KEY = {"minLength": 1, "pattern": r"^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$"}
-LABEL_VALUE = {"type": "string", "maxLength": 63, "pattern": r"^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?$"}
 ADDRESS_TYPES = ["Hostname", "InternalIP", "ExternalIP", "InternalDNS", "ExternalDNS"]
 
 DEFINITIONS = {
     "image": {
         "type": "object",
+        "additionalProperties": False,
         "required": ["repository", "tag"],
         "properties": {
             "repository": {"type": "string", "minLength": 1, "pattern": r"^[^\s]+$"},
@@ -31,51 +48,51 @@ DEFINITIONS = {
             "pullPolicy": {"enum": ["Always", "IfNotPresent", "Never"]},
         },
     },
-    "dnsLabel": {"type": "string", **DNS_LABEL},
-    "namespaceName": {"oneOf": [{"type": "string", "maxLength": 0}, {"$ref": "#/definitions/dnsLabel"}]},
+    "dnsLabel": DNS_LABEL,
+    # Empty: "<release namespace>-missions".
+    "namespaceName": optional(NAMESPACE),
     "capacityTypes": {"type": "array", "minItems": 1, "items": {"enum": ["spot", "on-demand", "reserved"]}},
 }
 
 # The chart's own values: no resource field holds them.
 CHART_REQUIRED = ("image", "workerImage", "serviceAccount", "workerServiceAccount", "stellarCoreConfig",
                   "codeLocation", "karpenter", "monitoring", "networkPolicy")  # fmt: skip
-_STRINGS = {"type": "object", "additionalProperties": {"type": "string"}}
-# Labels the chart puts on objects (the Prometheus Operator's selectors match them).
-_LABELS = {"type": "object", "propertyNames": LABEL_KEY, "additionalProperties": LABEL_VALUE}
 DURATION = {"type": "string", "pattern": "^([0-9]+(ms|s|m|h|d|w|y))+$"}  # a Prometheus duration
 # The alerts of monitoring.prometheusRule.for, each how long its condition holds before it fires.
 _ALERT_FORS = ("stalled", "breakerTripped", "condemned", "unschedulable", "noCompletion")
-_PORT = {"type": "integer", "minimum": 1, "maximum": 65535}
-_CIDR = {"type": "string", "pattern": r"^[0-9a-fA-F:.]+/[0-9]{1,3}$"}
-_IP_BLOCK = {
-    "type": "object",
-    "additionalProperties": False,
-    "required": ["cidr"],
-    "properties": {"cidr": _CIDR, "except": {"type": "array", "items": _CIDR}},
-}
 # The chart sets the mission namespace's Pod Security labels itself: commonLabels may not override them.
 _POD_SECURITY = {"not": {"pattern": "^pod-security\\.kubernetes\\.io/"}}
+# Names the chart derives when empty; a ServiceAccount's is a DNS-1123 subdomain, kept to 63 as the chart's own.
+_ACCOUNT = {
+    "type": "object",
+    "additionalProperties": False,
+    "properties": {"name": optional({**DNS_SUBDOMAIN, "maxLength": 63})},
+}
+_NAME_OVERRIDE = {**optional(DNS_LABEL), "maxLength": 40}
 CHART_ONLY = {
+    # A subchart's values may hold its parent's `global:` (Helm passes it down).
+    "global": {"type": "object"},
     "image": {"$ref": "#/definitions/image"},
     "workerImage": {"$ref": "#/definitions/image"},
-    "imagePullSecrets": {"type": "array", "items": {"type": "object", "required": ["name"]}},
-    "nameOverride": {"type": "string", "maxLength": 40},
-    "fullnameOverride": {"type": "string", "maxLength": 40},
-    "serviceAccount": {
-        "type": "object",
-        "properties": {"name": {"type": "string", "maxLength": 63}, "annotations": _STRINGS},
+    "imagePullSecrets": {
+        "type": "array",
+        "items": {
+            "type": "object",
+            "additionalProperties": False,
+            "required": ["name"],
+            "properties": {"name": DNS_SUBDOMAIN},
+        },
     },
-    "workerServiceAccount": {
-        "type": "object",
-        "additionalProperties": False,
-        "properties": {"name": {"type": "string", "maxLength": 63}},
-    },
-    "commonLabels": {**_STRINGS, "propertyNames": _POD_SECURITY},
+    "nameOverride": _NAME_OVERRIDE,
+    "fullnameOverride": _NAME_OVERRIDE,
+    "serviceAccount": {**_ACCOUNT, "properties": {**_ACCOUNT["properties"], "annotations": ANNOTATIONS}},
+    "workerServiceAccount": _ACCOUNT,
+    "commonLabels": {**LABELS, "propertyNames": {"allOf": [LABEL_KEY, _POD_SECURITY]}},
     # The Secret holding notify_sensor's Slack bot token: the code server's $SLACK_BOT_TOKEN.
     "slackTokenSecret": {
         "type": "object",
         "additionalProperties": False,
-        "properties": {"name": {"type": "string", "maxLength": 253}, "key": {"type": "string", "minLength": 1}},
+        "properties": {"name": optional(DNS_SUBDOMAIN), "key": CONFIGMAP_KEY},
     },
     # {name, create}; or the older form, a name alone: a namespace the operator made (create: false).
     "missionNamespace": {
@@ -94,63 +111,52 @@ CHART_ONLY = {
         "required": ["enabled", "dns", "archives"],
         "properties": {
             "enabled": {"type": "boolean"},
-            "dns": {
-                "type": "array",
-                "items": {
-                    "type": "object",
-                    "additionalProperties": False,
-                    "required": ["namespace", "podLabels"],
-                    "properties": {
-                        "namespace": {"$ref": "#/definitions/dnsLabel"},
-                        "podLabels": {**_LABELS, "minProperties": 1},  # never every pod of the namespace
-                    },
-                },
-            },
+            "dns": {"type": "array", "items": PODS_IN},
             "archives": {
                 "type": "object",
                 "additionalProperties": False,
                 "required": ["ipBlocks", "ports"],
                 "properties": {
-                    "ipBlocks": {"type": "array", "items": _IP_BLOCK},
+                    "ipBlocks": {"type": "array", "items": IP_BLOCK},
                     # Never empty: a rule without ports allows every port.
-                    "ports": {"type": "array", "items": _PORT, "uniqueItems": True, "minItems": 1},
+                    "ports": {"type": "array", "items": PORT, "uniqueItems": True, "minItems": 1},
                 },
             },
-            # NetworkPolicyEgressRule objects, passed as they are (the API server checks them).
-            "extraEgress": {"type": "array", "items": {"type": "object"}},
+            "extraEgress": {"type": "array", "items": EGRESS_RULE},
         },
     },
     "stellarCoreConfig": {"type": "string", "minLength": 1},
     "codeLocation": {
         "type": "object",
+        "additionalProperties": False,
         "required": ["name", "port"],
         "properties": {
             "name": {"$ref": "#/definitions/dnsLabel"},
-            "port": {"type": "integer", "minimum": 1, "maximum": 65535},
+            "port": PORT,
             "replicas": {"type": "integer", "minimum": 0},
-            "resources": {"type": "object"},
-            "nodeSelector": _STRINGS,
-            "tolerations": {"type": "array", "items": {"type": "object"}},
-            "affinity": {"type": "object"},
-            "podAnnotations": _STRINGS,
-            "env": _STRINGS,
+            "resources": RESOURCES,
+            "nodeSelector": LABELS,
+            "tolerations": {"type": "array", "items": TOLERATION},
+            "affinity": AFFINITY,
+            "podAnnotations": ANNOTATIONS,
+            "env": ENV,
+            # The code server's and the run pods' uid and gids; never root (the restricted profile).
             "securityContext": {
                 "type": "object",
-                "properties": {
-                    "runAsUser": {"type": "integer", "minimum": 1},
-                    "runAsGroup": {"type": "integer", "minimum": 1},
-                    "fsGroup": {"type": "integer", "minimum": 1},
-                },
+                "additionalProperties": False,
+                "properties": dict.fromkeys(("runAsUser", "runAsGroup", "fsGroup"), {"type": "integer", "minimum": 1}),
             },
         },
     },
     "karpenter": {
         "type": "object",
+        "additionalProperties": False,
         "required": ["enabled"],
         "properties": {
             "enabled": {"type": "boolean"},
             "nodeClassRef": {
                 "type": "object",
+                "additionalProperties": False,
                 "required": ["group", "kind", "name"],
                 "properties": {
                     "group": {"type": "string"},
@@ -173,7 +179,7 @@ CHART_ONLY = {
                 "required": ["enabled", "interval"],
                 "properties": {
                     "enabled": {"type": "boolean"},
-                    "labels": _LABELS,
+                    "labels": LABELS,
                     "interval": DURATION,
                     "scrapeTimeout": {"anyOf": [{"type": "string", "maxLength": 0}, DURATION]},
                 },
@@ -184,8 +190,8 @@ CHART_ONLY = {
                 "required": ["enabled", "noCompletionFactor", "for"],
                 "properties": {
                     "enabled": {"type": "boolean"},
-                    "labels": _LABELS,
-                    "ruleLabels": {**_LABELS, "not": {"required": ["severity"]}},  # each alert sets its own
+                    "labels": LABELS,
+                    "ruleLabels": {**LABELS, "not": {"required": ["severity"]}},  # each alert sets its own
                     "unschedulableSeconds": {"type": ["number", "null"], "exclusiveMinimum": 0},
                     "noCompletionFactor": {"type": "number", "exclusiveMinimum": 0},
                     "for": {
@@ -209,10 +215,18 @@ CONSTRAINTS = {
     "ephemeralLimit": QUANTITY,
     "cpuLimit": {"pattern": r"^([0-9]+(\.[0-9]+)?m?)?$"},  # empty: no CPU limit
     "clusterVersion": {"pattern": r"^1\.[0-9]+$"},
-    "coreConfigKey": {"pattern": "^[-._a-zA-Z0-9]{1,253}$", "not": {"const": ENTRYPOINT_KEY}},
+    "coreConfigKey": {**CONFIGMAP_KEY, "not": {"anyOf": [CONFIGMAP_KEY["not"], {"const": ENTRYPOINT_KEY}]}},
+    "storageClass": optional(DNS_SUBDOMAIN),
+    "priorityClassName": optional(DNS_SUBDOMAIN),
     "tierNodeLabel": LABEL_KEY,
     "tierTaintKey": LABEL_KEY,
     "extraNodeSelector": {"propertyNames": LABEL_KEY, "additionalProperties": LABEL_VALUE},
+    # The range pods' security: only what the restricted Pod Security Standard admits, as the mission
+    # namespace the chart creates enforces it. (The code, run elsewhere, may be told otherwise.)
+    "runAsNonRoot": {"const": True},
+    "runAsUser": {"minimum": 1},
+    "toleration.key": TOLERATION["properties"]["key"],
+    "toleration.value": LABEL_VALUE,
     "kubelet.preferredAddressTypes": {"minItems": 1, "uniqueItems": True, "items": {"enum": ADDRESS_TYPES}},
     "tier.name": DNS_LABEL,
     "tier.shape": SHAPE_NAME,
