@@ -17,6 +17,7 @@ from kit.chart import K8S_VERSION, MISSION_NS, NS, catchup_json, decode, one, re
 
 PSA = "pod-security.kubernetes.io"
 KUBE_DNS = ({"kubernetes.io/metadata.name": "kube-system"}, {"k8s-app": "kube-dns"})
+RANGE_POLICY = "cu-catchup-assets-range-pods"  # the mission namespace's; the release namespace has two more
 
 
 def valid(doc: dict) -> dict:
@@ -80,7 +81,7 @@ def test_a_namespace_the_operator_made_is_not_rendered_but_still_used(chart, val
     docs = render(chart, values)
     assert [d for d in docs if d["kind"] == "Namespace"] == []
     assert catchup_json(docs)["kubernetes"]["namespace"] == one(docs, "Role")["metadata"]["namespace"] == name
-    assert one(docs, "NetworkPolicy")["metadata"]["namespace"] == name
+    assert one(docs, "NetworkPolicy", RANGE_POLICY)["metadata"]["namespace"] == name
 
 
 def test_a_created_mission_namespace_named_after_a_release_s_is_refused(chart):
@@ -100,7 +101,7 @@ def test_the_network_policy_fences_every_range_pod(chart):
     from catchup_assets.defs.resources import CatchupResource
 
     docs = render(chart)
-    policy = valid(one(docs, "NetworkPolicy"))
+    policy = valid(one(docs, "NetworkPolicy", RANGE_POLICY))
     decode(policy, "V1NetworkPolicy")
     # It selects the range pods the backend makes from this release's settings, in their namespace.
     resource = CatchupResource(**catchup_json(docs))
@@ -133,14 +134,14 @@ def test_egress_is_widened_and_narrowed_from_values(chart):
     values = {"networkPolicy": {"archives": {"ipBlocks": [{"cidr": "203.0.113.0/24"}], "ports": [443]},
                                 "dns": [{"namespace": "dns", "podLabels": {"app": "coredns"}}],
                                 "extraEgress": [mirror]}}  # fmt: skip
-    policy = valid(one(render(chart, values), "NetworkPolicy"))
+    policy = valid(one(render(chart, values), "NetworkPolicy", RANGE_POLICY))
     assert egress_allowed(policy, 443, ip="203.0.113.7") and not egress_allowed(policy, 443, ip="151.101.1.1")
     assert not egress_allowed(policy, 80, ip="203.0.113.7")
     assert egress_allowed(policy, 53, "UDP", pod=({"kubernetes.io/metadata.name": "dns"}, {"app": "coredns"}))
     assert not egress_allowed(policy, 53, "UDP", pod=KUBE_DNS)
     assert egress_allowed(policy, 8080, pod=({"kubernetes.io/metadata.name": "archives"}, {"app": "mirror"}))
     # No archive blocks: DNS alone (and extraEgress); disabled: no policy.
-    policy = valid(one(render(chart, {"networkPolicy": {"archives": {"ipBlocks": []}}}), "NetworkPolicy"))
+    policy = valid(one(render(chart, {"networkPolicy": {"archives": {"ipBlocks": []}}}), "NetworkPolicy", RANGE_POLICY))
     assert not egress_allowed(policy, 443, ip="151.101.1.1") and egress_allowed(policy, 53, "UDP", pod=KUBE_DNS)
     docs = render(chart, {"networkPolicy": {"enabled": False}})
     assert [d for d in docs if d["kind"] == "NetworkPolicy"] == []

@@ -108,7 +108,7 @@ CHART_ONLY = {
     "networkPolicy": {
         "type": "object",
         "additionalProperties": False,
-        "required": ["enabled", "dns", "archives"],
+        "required": ["enabled", "dns", "archives", "codeServerClients", "metricsScrapers"],
         "properties": {
             "enabled": {"type": "boolean"},
             "dns": {"type": "array", "items": PODS_IN},
@@ -123,6 +123,9 @@ CHART_ONLY = {
                 },
             },
             "extraEgress": {"type": "array", "items": EGRESS_RULE},
+            # The release namespace's fences: who reaches the code server, who scrapes the run pods.
+            "codeServerClients": {"type": "array", "items": {**LABELS, "minProperties": 1}},
+            "metricsScrapers": {"type": "array", "items": PODS_IN},
         },
     },
     "stellarCoreConfig": {"type": "string", "minLength": 1},
