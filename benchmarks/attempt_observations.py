@@ -3,11 +3,11 @@
 range_catchup writes an AssetObservation on a range's partition when its attempt is submitted and
 once when it runs (core/dispatch/live.py, defs/metadata/ranges.py). This logs exactly those, with
 their real metadata, one by one through `context.log_event` (as range_catchup wrote them before
-issue 26; it now writes them in batches off the dispatcher's thread, defs/range_events.py, whose
+issue 26; it now writes them in batches off the dispatcher's thread, defs/mission/range_events.py, whose
 cost on the launch benchmarks.dagster_backfill measures), from inside a run on a real SQLite
 instance (the embedded default's), and times it against the same run logging nothing: the
 event-log rows, the seconds, the bytes. Then
-the read they add: `latest_marks` (defs/ownership.py), which reads past them to a range's last
+the read they add: `latest_marks` (defs/instance/ownership.py), which reads past them to a range's last
 mark, over 4000 ranges whose newest word is an attempt's start (a run died with all in flight).
 """
 
@@ -26,8 +26,8 @@ from benchmarks.report import write_result
 from catchup_assets.core.dispatch.live import AttemptEvent
 from catchup_assets.core.dispatch.ports import Phase
 from catchup_assets.core.plan.ranges import format_key
+from catchup_assets.defs.instance.ownership import RANGE_KEY, latest_marks
 from catchup_assets.defs.metadata.ranges import attempt_metadata
-from catchup_assets.defs.ownership import RANGE_KEY, latest_marks
 
 GiB = 1024**3
 

@@ -48,8 +48,8 @@ from benchmarks.report import write_result
 from catchup_assets.core.plan.config import MissionConfig
 from catchup_assets.core.plan.ranges import MissionSpan
 from catchup_assets.defs.assets.range_assets import policies
-from catchup_assets.defs.range_events import SUBSET_ENV
-from catchup_assets.defs.run_context import ledger_ranges_partitions_def
+from catchup_assets.defs.mission.range_events import SUBSET_ENV
+from catchup_assets.defs.mission.run_context import ledger_ranges_partitions_def
 from catchup_assets.mission.plan import prepare
 from catchup_assets.mission.run import run_mission
 from catchup_assets.sim.workload import Workload
@@ -145,7 +145,7 @@ def bench_env(args, storage: Path, report: Path, profile: Path | None) -> dict[s
     return {
         **bytecode_env(args),
         # Dagster's own switch (read where runs are created, i.e. in this process): one planned event per
-        # asset with the partition subset, instead of one per partition (defs/range_events.py).
+        # asset with the partition subset, instead of one per partition (defs/mission/range_events.py).
         SUBSET_ENV: "true" if args.planned_events == "subset" else None,
         "CATCHUP_STORAGE_ROOT": str(storage),
         ENV["ranges"]: str(args.ranges),
@@ -505,7 +505,7 @@ def bench(argv: list[str] | None = None) -> dict:
         default="subset",
         help=f"subset: as the chart and the demo run, {SUBSET_ENV}=true: one "
         "ASSET_MATERIALIZATION_PLANNED event per run, and range_catchup writes each started range's "
-        "(defs/range_events.py); per-partition: Dagster's default, one per partition as the run is created",
+        "(defs/mission/range_events.py); per-partition: Dagster's default, one per partition as the run is created",
     )
     p.add_argument(
         "--storage",

@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 
 from benchmarks.report import write_result
-from catchup_assets.core.aggregate.profile import profile_rows
+from catchup_assets.core.aggregate.profile_table import profile_rows
 from catchup_assets.core.dispatch.reconciler import DispatchConfig
 from catchup_assets.core.dispatch.record import AttemptRecord
 from catchup_assets.core.plan.ranges import dispatch_order

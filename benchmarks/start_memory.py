@@ -52,7 +52,7 @@ STEPS = (
     ("pyarrow.parquet", "import pyarrow.parquet"),
     ("fsspec", "import fsspec"),
     ("catchup_assets.core.dispatch (the dispatcher)", "import catchup_assets.core.dispatch.reconciler"),
-    ("catchup_assets.store (records, logs)", "import catchup_assets.store.records, catchup_assets.store.logs"),
+    ("catchup_assets.store (records, logs)", "import catchup_assets.store.records, catchup_assets.store.log_archive"),
     ("catchup_assets.backends.kubernetes.backend, its models", "import catchup_assets.backends.kubernetes.backend"),
     ("catchup_assets.backends.kubernetes.connect", "import catchup_assets.backends.kubernetes.connect"),
     ("the benchmark's harness (psutil, multiprocessing, the cluster's client side)", "import benchmarks.k8s_mission"),

@@ -31,7 +31,7 @@ from catchup_assets.sim.workload import Workload
 OK = Observation(exit_code=0, termination_reason="Completed")
 OOM = Observation(exit_code=137, termination_reason="OOMKilled")
 DISRUPTED = Observation(exit_code=143, termination_reason="Error", conditions=frozenset({"DisruptionTarget"}))
-FAILED = Observation(exit_code=1, termination_reason="Error")  # stellar-core on an exception (sim/core.py, L9)
+FAILED = Observation(exit_code=1, termination_reason="Error")  # stellar-core on an exception (sim/stellar_core.py, L9)
 
 
 @dataclass

@@ -21,7 +21,7 @@ from catchup_assets.backends.kubernetes.backend import KubernetesBackend
 from catchup_assets.backends.kubernetes.names import LABEL_ATTEMPT, LABEL_RANGE_KEY
 from catchup_assets.backends.kubernetes.settings import K8sSettings
 from catchup_assets.backends.kubernetes.stats import KubeletAccess
-from catchup_assets.core.aggregate.profile import profile_rows
+from catchup_assets.core.aggregate.profile_table import profile_rows
 from catchup_assets.core.dispatch.reconciler import DispatchConfig, Dispatcher
 from catchup_assets.core.dispatch.record import PEAK_FIELDS, AttemptRecord
 from catchup_assets.core.plan.config import MissionConfig

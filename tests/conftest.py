@@ -14,7 +14,7 @@ import pytest
 # bytecode, once took longer than the default 60 s to start one.
 os.environ.setdefault("DAGSTER_GRPC_TIMEOUT_SECONDS", "180")
 # As the chart's daemon and webserver and the demo run: a run's partitions planned as one subset, each
-# range's own planned row written by range_catchup (catchup_assets/defs/range_events.py). Code servers
+# range's own planned row written by range_catchup (catchup_assets/defs/mission/range_events.py). Code servers
 # and run workers the tests start inherit it; tests/defs/test_range_events.py also runs without it.
 os.environ.setdefault("DAGSTER_EMIT_PARTITION_SUBSET_IN_PLANNED_EVENTS", "true")
 

@@ -12,7 +12,7 @@ from catchup_assets.defs.assets.profile_diff import profile_diff
 from catchup_assets.defs.assets.range_assets import mission_plan, range_catchup
 from catchup_assets.defs.assets.range_profile import range_profile, tier_map
 from catchup_assets.defs.assets.tier_ladder import tier_ladder
-from catchup_assets.defs.jobs import mission_plan_job, profile_job, range_catchup_job
+from catchup_assets.defs.mission.jobs import mission_plan_job, profile_job, range_catchup_job
 from catchup_assets.defs.resources import CatchupResource
 
 LEDGERS_PER_RANGE = 1_250_048  # the simulated history in 48 ranges

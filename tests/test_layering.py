@@ -120,7 +120,7 @@ def test_every_folder_keeps_its_import_rule():
         ("catchup_assets.cli.demo", "dagster", None),
         ("catchup_assets.mission.run", "dagster", "only defs/"),
         ("catchup_assets.backends.local.backend", "catchup_assets.sim.disruption", None),
-        ("catchup_assets.mission.run", "catchup_assets.sim.core", "sim/ (stand-ins)"),
+        ("catchup_assets.mission.run", "catchup_assets.sim.stellar_core", "sim/ (stand-ins)"),
         ("catchup_assets.store.records", "kubesim.kube_api", "test harness"),
         ("catchup_assets.mission.report", "catchup_assets.defs.metadata", "edges"),
     ],

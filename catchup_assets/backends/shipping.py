@@ -6,7 +6,7 @@ collect splits them off here: the attempt's own lines are archived as its log
 and are all the log parser sees; each shipped section is stored as its own
 attempt's log when what is stored there is missing or shorter, as after a pod
 that vanished with its node left its final read nothing to read. Writing and
-reading the stored logs is `store/logs.py`'s.
+reading the stored logs is `store/log_archive.py`'s.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from pathlib import Path
 
 from catchup_assets.core.measure import shipped
 from catchup_assets.core.measure.logparse import iter_lines
-from catchup_assets.store.logs import archive, stored_size
+from catchup_assets.store.log_archive import archive, stored_size
 
 log = logging.getLogger(__name__)
 

@@ -9,9 +9,9 @@ from catchup_assets.defs.assets.profile_diff import profile_diff
 from catchup_assets.defs.assets.range_assets import mission_plan, range_catchup
 from catchup_assets.defs.assets.range_profile import range_profile, tier_map
 from catchup_assets.defs.assets.tier_ladder import tier_ladder
-from catchup_assets.defs.cleanup import mission_cleanup_job
-from catchup_assets.defs.control import mission_control_job
-from catchup_assets.defs.jobs import mission_plan_job, profile_job, range_catchup_job
+from catchup_assets.defs.mission.cleanup_job import mission_cleanup_job
+from catchup_assets.defs.mission.control_job import mission_control_job
+from catchup_assets.defs.mission.jobs import mission_plan_job, profile_job, range_catchup_job
 from catchup_assets.defs.resources import CatchupResource, deployment_resource
 from catchup_assets.defs.resources.slack import slack_from_env
 from catchup_assets.defs.sensors.mission_finished import mission_finished_sensor

@@ -27,7 +27,7 @@ import dagster as dg
 import yaml
 
 from catchup_assets.core.errors import ConfigError
-from catchup_assets.defs.range_events import SUBSET_ENV
+from catchup_assets.defs.mission.range_events import SUBSET_ENV
 from catchup_assets.defs.resources import CatchupResource, deployment_resource
 
 INSTANCE_FILE = "dagster.yaml"
@@ -45,9 +45,9 @@ INSTANCE_YAML = """\
 
 # Runs wait in a queue; the daemon (part of `dagster dev`) starts them. Dagster's
 # QueuedRunCoordinator, which also tags a backfill's range_catchup run with its
-# mission as it queues (catchup_assets/defs/run_coordinator.py).
+# mission as it queues (catchup_assets/defs/instance/run_coordinator.py).
 run_coordinator:
-  module: catchup_assets.defs.run_coordinator
+  module: catchup_assets.defs.instance.run_coordinator
   class: MissionRunCoordinator
 
 concurrency:

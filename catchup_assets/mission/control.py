@@ -1,7 +1,7 @@
 """Set a mission's control (pause, resume, drain, parallelism N): what the CLI and mission_control_job call.
 
 Everything is checked before the record is written: the mission must be planned,
-the value allowed (core/dispatch/control.py), and a finished mission is not
+the value allowed (core/dispatch/mission_control.py), and a finished mission is not
 resumed. The answer is the mission's state after the change, from its records.
 """
 
@@ -13,13 +13,13 @@ from collections import defaultdict
 from dataclasses import dataclass
 
 from catchup_assets.core.classify.outcomes import Action, RetryPolicy, decide
-from catchup_assets.core.dispatch.control import MissionControl, check_action
+from catchup_assets.core.dispatch.mission_control import MissionControl, check_action
 from catchup_assets.core.dispatch.recovery import past_attempts
 from catchup_assets.core.errors import ConfigError, StateError
 from catchup_assets.mission.plan import require_plan
 from catchup_assets.mission.saved import mission_doc
 from catchup_assets.store import layout
-from catchup_assets.store.control import ControlStore
+from catchup_assets.store.control_record import ControlStore
 from catchup_assets.store.records import RecordStore
 from catchup_assets.store.root import Store
 from catchup_assets.store.tables import read_table

@@ -1,11 +1,11 @@
 """Diff two missions' profiles: each side read from the storage root, compared by ledger band
-(core/aggregate/diff.py); a mission against the profile it was sized from -> profile_diff.parquet."""
+(core/aggregate/band_diff.py); a mission against the profile it was sized from -> profile_diff.parquet."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from catchup_assets.core.aggregate.diff import ProfileDiff, Side, check_diff_columns, compare, requested_by_range
+from catchup_assets.core.aggregate.band_diff import ProfileDiff, Side, check_diff_columns, compare, requested_by_range
 from catchup_assets.core.errors import ConfigError
 from catchup_assets.core.plan.config import validate_mission
 from catchup_assets.mission.plan import require_plan

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from catchup_assets.core.dispatch.ports import LiveLogs, LogUnavailable
 from catchup_assets.core.errors import ConfigError
 from catchup_assets.mission.saved import mission_doc
-from catchup_assets.store.logs import is_stored, stored_lines
+from catchup_assets.store.log_archive import is_stored, stored_lines
 from catchup_assets.store.records import RecordStore
 from catchup_assets.store.root import Store
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from catchup_assets.core.aggregate.profile import profile_rows
+from catchup_assets.core.aggregate.profile_table import profile_rows
 from catchup_assets.core.dispatch.record import AttemptRecord
 from catchup_assets.core.plan.ranges import parse_key
 from catchup_assets.core.size.sizing import Placement

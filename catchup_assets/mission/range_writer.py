@@ -1,6 +1,6 @@
 """A bounded background writer of per-range rows: the dispatcher hands a row over in O(1), never waits on the write.
 
-range_catchup writes two kinds of rows to the event log while it runs (defs/range_events.py): each
+range_catchup writes two kinds of rows to the event log while it runs (defs/mission/range_events.py): each
 attempt's start (an observation) and each started range's mark (a planned row). One at a time,
 each costs a database round trip on the dispatcher's thread: 2000 starts held a first pass ~50 s on
 Postgres. Here one thread writes what has gathered, at most `batch` rows a write, every `linger`

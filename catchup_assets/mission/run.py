@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from catchup_assets.core.dispatch.control import MissionControl
 from catchup_assets.core.dispatch.live import AttemptEvent
+from catchup_assets.core.dispatch.mission_control import MissionControl
 from catchup_assets.core.dispatch.ports import Backend
 from catchup_assets.core.dispatch.reconciler import Clock, DispatchConfig, Dispatcher
 from catchup_assets.core.dispatch.results import MissionResult, RangeResult, Status
@@ -16,7 +16,7 @@ from catchup_assets.mission.metrics import MissionMetrics
 from catchup_assets.mission.plan import PreparedMission
 from catchup_assets.mission.stop_signals import stop_on_signals
 from catchup_assets.store import layout
-from catchup_assets.store.control import ControlStore
+from catchup_assets.store.control_record import ControlStore
 from catchup_assets.store.records import RecordStore
 from catchup_assets.store.root import Store
 from catchup_assets.store.tables import write_table

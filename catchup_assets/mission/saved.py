@@ -10,7 +10,7 @@ from catchup_assets.core.errors import ConfigError, StateError
 from catchup_assets.core.plan.config import MissionConfig, validate_mission
 from catchup_assets.core.plan.ranges import LedgerRange, MissionSpan, parse_key, plan_ranges
 from catchup_assets.store import layout
-from catchup_assets.store.control import ControlStore
+from catchup_assets.store.control_record import ControlStore
 from catchup_assets.store.profiles import PreviousProfile
 from catchup_assets.store.root import Store
 from catchup_assets.store.tables import read_table

@@ -6,7 +6,7 @@ make it absolute):
     <mission>/mission.json                          the mission's own settings (mission/saved.py)
     <mission>/plan.parquet                          the plan (core/plan/plan_table.py)
     <mission>/control.json                          an operator's control: pause, drain, parallelism
-                                                    (core/dispatch/control.py, store/control.py)
+                                                    (core/dispatch/mission_control.py, store/control_record.py)
     <mission>/previous_profile.parquet              the plan's copy of the profile it was sized from
     <mission>/trusted_hashes.json                   the plan's copy of its trusted checkpoint hashes
                                                     (store/trusted.py), what every range checks against
@@ -20,11 +20,11 @@ make it absolute):
                                                     snapshot, never the source of truth
     <mission>/attempt_segments/s<ns>-<id>.parquet   done attempts appended since the snapshot's
                                                     last compaction (store/snapshot_log.py)
-    <mission>/range_profile.parquet                 the profile (core/aggregate/profile.py)
+    <mission>/range_profile.parquet                 the profile (core/aggregate/profile_table.py)
     <mission>/tier_map.parquet                      the tier map (core/size/tier_map.py)
     <mission>/tier_ladder.yaml                      the fitted ladder as chart values (core/size/fit.py)
     <mission>/profile_diff.parquet                  the profile against the one it was sized from
-                                                    (core/aggregate/diff.py)
+                                                    (core/aggregate/band_diff.py)
 """
 
 from __future__ import annotations

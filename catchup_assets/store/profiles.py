@@ -20,7 +20,7 @@ from typing import Any
 
 import fsspec
 
-from catchup_assets.core.aggregate.profile import PROFILE_COLUMNS, check_profile_columns
+from catchup_assets.core.aggregate.profile_table import PROFILE_COLUMNS, check_profile_columns
 from catchup_assets.core.errors import ConfigError
 from catchup_assets.core.plan.config import PROFILE_TIMEOUT_SECONDS
 from catchup_assets.core.size.measures import ProfileIndex, measures_from_rows, vet_rows

@@ -15,8 +15,8 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from catchup_assets.core.aggregate.diff import BAND_COLUMNS, ProfileDiff
-from catchup_assets.core.aggregate.profile import PROFILE_COLUMNS, profile_rows
+from catchup_assets.core.aggregate.band_diff import BAND_COLUMNS, ProfileDiff
+from catchup_assets.core.aggregate.profile_table import PROFILE_COLUMNS, profile_rows
 from catchup_assets.core.errors import StateError
 from catchup_assets.core.plan.plan_table import PLAN_COLUMNS, plan_rows
 from catchup_assets.core.plan.ranges import LedgerRange

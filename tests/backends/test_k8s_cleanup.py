@@ -10,8 +10,8 @@ from __future__ import annotations
 import pytest
 from kubernetes.client import V1PersistentVolumeClaim
 
-from catchup_assets.backends.kubernetes.cleanup import _size
 from catchup_assets.backends.kubernetes.json_views import ModelView
+from catchup_assets.backends.kubernetes.leftovers import _size
 from catchup_assets.backends.kubernetes.names import mission_selector
 from catchup_assets.core.dispatch.reconciler import DispatchConfig, Dispatcher
 from catchup_assets.core.dispatch.record import AttemptRecord

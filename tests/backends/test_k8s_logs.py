@@ -2,8 +2,8 @@
 
 import gzip
 
-from catchup_assets.backends.kubernetes.logs import Cursor, LogSpool, new_lines, since_param
-from catchup_assets.store.logs import archive
+from catchup_assets.backends.kubernetes.pod_logs import Cursor, LogSpool, new_lines, since_param
+from catchup_assets.store.log_archive import archive
 
 
 class Body:

@@ -10,7 +10,7 @@ from catchup_assets.mission.plan import prepare
 from catchup_assets.mission.run import run_mission
 from catchup_assets.mission.saved import save_mission
 from catchup_assets.store import layout
-from catchup_assets.store.control import ControlStore
+from catchup_assets.store.control_record import ControlStore
 from catchup_assets.store.root import Store
 from catchup_assets.store.tables import write_table
 from fakes import FakeBackend, FakeClock, Script

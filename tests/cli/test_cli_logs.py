@@ -21,7 +21,7 @@ from catchup_assets.core.plan.config import MissionConfig
 from catchup_assets.core.plan.ranges import MissionSpan
 from catchup_assets.mission.plan import prepare
 from catchup_assets.mission.run import run_mission
-from catchup_assets.store.logs import stored_lines
+from catchup_assets.store.log_archive import stored_lines
 from catchup_assets.store.records import RecordStore
 from catchup_assets.store.root import Store
 from scaled import scaled_placement

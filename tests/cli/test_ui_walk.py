@@ -30,7 +30,7 @@ import pytest
 from catchup_assets.cli.demo.run import run_demo
 from catchup_assets.cli.demo.settings import DemoSettings
 from catchup_assets.core.plan.ranges import MissionSpan
-from catchup_assets.defs.range_events import planned_as_subset
+from catchup_assets.defs.mission.range_events import planned_as_subset
 
 pytestmark = pytest.mark.browser
 

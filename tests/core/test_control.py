@@ -2,7 +2,7 @@
 
 import pytest
 
-from catchup_assets.core.dispatch.control import HISTORY_LIMIT, Change, MissionControl
+from catchup_assets.core.dispatch.mission_control import HISTORY_LIMIT, Change, MissionControl
 from catchup_assets.core.errors import ConfigError, StateError
 
 CAP = 8

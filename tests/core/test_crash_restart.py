@@ -8,7 +8,7 @@ Nothing may be lost, nothing may run twice at once, nothing double-counted.
 
 import pytest
 
-from catchup_assets.core.aggregate.profile import profile_rows
+from catchup_assets.core.aggregate.profile_table import profile_rows
 from catchup_assets.core.dispatch.reconciler import DispatchConfig, Dispatcher
 from catchup_assets.core.plan.config import MissionConfig
 from catchup_assets.core.plan.ranges import MissionSpan, dispatch_order, plan_ranges

@@ -6,7 +6,7 @@ import logging
 
 import pytest
 
-from catchup_assets.core.aggregate.profile import profile_rows
+from catchup_assets.core.aggregate.profile_table import profile_rows
 from catchup_assets.core.classify.outcomes import Observation, RetryPolicy
 from catchup_assets.core.dispatch.ports import AttemptSpec, Collected, Peaks
 from catchup_assets.core.dispatch.reconciler import DispatchConfig, Dispatcher

@@ -5,15 +5,15 @@ from __future__ import annotations
 
 import logging
 
-from catchup_assets.core.dispatch.control import MissionControl
 from catchup_assets.core.dispatch.health import HEALTH_DISPATCH
+from catchup_assets.core.dispatch.mission_control import MissionControl
 from catchup_assets.core.dispatch.obey import DRAINED
 from catchup_assets.core.dispatch.reconciler import DispatchConfig, Dispatcher
 from catchup_assets.core.dispatch.results import RangeStatus
 from catchup_assets.core.plan.config import MissionConfig
 from catchup_assets.core.plan.ranges import MissionSpan, dispatch_order, plan_ranges
 from catchup_assets.store import layout
-from catchup_assets.store.control import ControlStore
+from catchup_assets.store.control_record import ControlStore
 from catchup_assets.store.records import RecordStore
 from catchup_assets.store.root import Store
 from fakes import FakeBackend, FakeClock, Script

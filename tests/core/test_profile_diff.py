@@ -1,11 +1,11 @@
-"""The profile diff's pure core (catchup_assets/core/aggregate/diff.py), on plain tables of cases."""
+"""The profile diff's pure core (catchup_assets/core/aggregate/band_diff.py), on plain tables of cases."""
 
 import math
 
 import pyarrow as pa
 import pytest
 
-from catchup_assets.core.aggregate.diff import (
+from catchup_assets.core.aggregate.band_diff import (
     Side,
     band_label,
     band_of,

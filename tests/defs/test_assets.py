@@ -227,7 +227,7 @@ def test_a_condemned_partition_carries_this_mission_s_cause_and_log_tail(instanc
     meta = {k: v.value for k, v in obs.metadata.items()}
     assert meta["mission"] == "m1" and meta["outcomes"] == "failed"
     assert "failed budget spent" in meta["cause"] and "exit 1" in meta["cause"]
-    # stellar-core's own last words (sim/core.py prints them as the real one does), whole
+    # stellar-core's own last words (sim/stellar_core.py prints them as the real one does), whole
     assert "[default FATAL] Got an exception: Invariant" in meta["last_error"]
     assert meta["last_error"].endswith(f"lumens {int(bad[-10:])} != {int(bad[-10:]) + 1}")
     # The tail fits the UI's inline limit and leaves out the exit metric report the log holds.

@@ -2,12 +2,12 @@
 
 On a real temporary instance, attempts on the local backend: the partition's page shows the
 chain (submitted, then running on its node) before the range's materialization, and these
-observations never hide who condemned a range (defs/ownership.py reads past them).
+observations never hide who condemned a range (defs/instance/ownership.py reads past them).
 """
 
 import dagster as dg
 
-from catchup_assets.defs.ownership import CONDEMNED, condemned_by, latest_marks
+from catchup_assets.defs.instance.ownership import CONDEMNED, condemned_by, latest_marks
 from catchup_assets.store.records import RecordStore
 from catchup_assets.store.root import Store
 from dagster_defs import catchup

@@ -121,11 +121,11 @@ def instance_runs(instance, backfill_id) -> list[dg.DagsterRun]:
 @pytest.mark.slow  # over 15 s (issue 33's measure): `uv run pytest -m slow`
 def test_a_backfill_run_carries_its_mission_tag_from_the_queue_not_only_once_it_starts(tmp_path, monkeypatch):
     """Issue 22: the instance's run coordinator (the repository's dagster.yaml) tags a backfill run
-    of range_catchup with the mission that owns its ranges (defs/ownership.py) as it queues."""
+    of range_catchup with the mission that owns its ranges (defs/instance/ownership.py) as it queues."""
     import yaml
 
     from catchup_assets.defs.location import INSTANCE_YAML
-    from catchup_assets.defs.run_context import MISSION_TAG
+    from catchup_assets.defs.mission.run_context import MISSION_TAG
 
     monkeypatch.setenv("CATCHUP_STORAGE_ROOT", str(tmp_path / "storage"))
     (tmp_path / "home").mkdir()

@@ -19,8 +19,8 @@ from catchup_assets.core.dispatch.record import AttemptRecord
 from catchup_assets.core.plan.config import MissionConfig
 from catchup_assets.core.plan.ranges import MissionSpan
 from catchup_assets.defs.definitions import defs
+from catchup_assets.defs.mission.run_context import MISSION_TAG
 from catchup_assets.defs.resources import CatchupResource
-from catchup_assets.defs.run_context import MISSION_TAG
 from catchup_assets.mission.saved import save_mission
 from catchup_assets.store.records import RecordStore
 from catchup_assets.store.root import Store

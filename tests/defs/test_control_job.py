@@ -6,14 +6,14 @@ from dagster._core.storage.tags import ASSET_PARTITION_RANGE_END_TAG, ASSET_PART
 
 from catchup_assets.core.plan.config import MissionConfig
 from catchup_assets.core.plan.ranges import MissionSpan
-from catchup_assets.defs.control import mission_control_job
 from catchup_assets.defs.definitions import defs as location
-from catchup_assets.defs.run_context import MISSION_TAG, ledger_ranges_partitions_def
+from catchup_assets.defs.mission.control_job import mission_control_job
+from catchup_assets.defs.mission.run_context import MISSION_TAG, ledger_ranges_partitions_def
 from catchup_assets.mission.plan import prepare
 from catchup_assets.mission.run import run_mission
 from catchup_assets.mission.saved import save_mission
 from catchup_assets.store import layout
-from catchup_assets.store.control import ControlStore
+from catchup_assets.store.control_record import ControlStore
 from catchup_assets.store.records import RecordStore
 from catchup_assets.store.root import Store
 from catchup_assets.store.tables import write_table

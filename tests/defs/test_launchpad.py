@@ -13,8 +13,8 @@ from catchup_assets.cli.demo.settings import DemoSettings
 from catchup_assets.core.plan.ranges import MissionSpan, plan_ranges
 from catchup_assets.defs.assets.launchpad import MissionPlanConfig, check_limits, superseded
 from catchup_assets.defs.assets.range_assets import MISSION_TAG
+from catchup_assets.defs.instance.ownership import SUPERSEDED
 from catchup_assets.defs.location import load_location, write_location
-from catchup_assets.defs.ownership import SUPERSEDED
 from catchup_assets.defs.resources import MissionDefaultsConfig
 
 RANGE = dg.AssetKey("range_catchup")

@@ -8,7 +8,7 @@ import shutil
 
 import dagster as dg
 
-from catchup_assets.defs.missions import MISSIONS
+from catchup_assets.defs.mission.mission_partitions import MISSIONS
 from catchup_assets.defs.sensors.mission_finished import mission_finished_sensor
 from dagster_defs import defs
 from kit.assets import failure_text, plan, run_ranges

@@ -4,14 +4,14 @@ on a real temporary instance after real runs on the local backend."""
 import dagster as dg
 from dagster._core.storage.tags import ASSET_PARTITION_RANGE_END_TAG, ASSET_PARTITION_RANGE_START_TAG
 
-from catchup_assets.core.dispatch.control import MissionControl
+from catchup_assets.core.dispatch.mission_control import MissionControl
 from catchup_assets.defs.assets.range_assets import MISSION_TAG
 from catchup_assets.defs.resources import CatchupResource
 from catchup_assets.defs.sensors.mission_finished import mission_finished_sensor
 from catchup_assets.defs.sensors.mission_plan import mission_plan_sensor
 from catchup_assets.defs.sensors.next_mission import PREVIOUS_MISSION_TAG, next_mission_sensor
 from catchup_assets.store import layout
-from catchup_assets.store.control import ControlStore
+from catchup_assets.store.control_record import ControlStore
 from catchup_assets.store.root import Store
 from dagster_defs import catchup, defs, plan_config
 

@@ -8,7 +8,7 @@ import pytest
 from dagster._core.storage.tags import ASSET_PARTITION_RANGE_END_TAG, ASSET_PARTITION_RANGE_START_TAG
 
 from catchup_assets.defs.assets.range_assets import MISSION_TAG
-from catchup_assets.defs.ownership import MissionAmbiguous, owning_mission
+from catchup_assets.defs.instance.ownership import MissionAmbiguous, owning_mission
 from kit.assets import failure_text, plan, run_ranges, with_resource
 
 A, B, C = "0000000001-0000000064", "0000000065-0000000128", "0000000129-0000000192"

@@ -23,7 +23,7 @@ from dagster_graphql.client.query import LAUNCH_PARTITION_BACKFILL_MUTATION
 from dagster_graphql.test.utils import define_out_of_process_context, execute_dagster_graphql
 from dagster_postgres import PostgresEventLogStorage, PostgresRunStorage, PostgresScheduleStorage
 
-from catchup_assets.defs.range_events import planned_as_subset
+from catchup_assets.defs.mission.range_events import planned_as_subset
 from dagster_defs import FAIL_TARGETS_ENV
 from kit.assets import RANGE, plan, statuses
 from kit.range_events import run as run_thing

@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from catchup_assets.core.plan.ranges import parse_key
-from catchup_assets.defs.ownership import SUPERSEDED, latest_marks
+from catchup_assets.defs.instance.ownership import SUPERSEDED, latest_marks
 from catchup_assets.defs.sensors.next_mission import next_mission_sensor
 from dagster_defs import catchup, defs, plan_config
 from kit.assets import failure_text, run_ranges, statuses

@@ -1,7 +1,7 @@
 """Dagster's partition marking with one planned event per run (issue 26 item 1), on a real instance.
 
 The instance plans a run's partitions as one subset (DAGSTER_EMIT_PARTITION_SUBSET_IN_PLANNED_EVENTS,
-set for the tests in conftest.py as the chart sets it); defs/range_events.py writes each started
+set for the tests in conftest.py as the chart sets it); defs/mission/range_events.py writes each started
 range's planned row from the run. The first test pins what Dagster itself does (nothing): if an
 upgrade starts marking a subset-planned run's partitions, it fails, and range_events.py is to be
 revisited. The status is read as the UI reads it (`get_status_by_partition`, the status cache).
@@ -10,7 +10,7 @@ revisited. The status is read as the UI reads it (`get_status_by_partition`, the
 import dagster as dg
 import pytest
 
-from catchup_assets.defs.range_events import SUBSET_ENV, planned_as_subset
+from catchup_assets.defs.mission.range_events import SUBSET_ENV, planned_as_subset
 from kit.assets import RANGE, plan, run_ranges, statuses, with_resource
 from kit.range_events import run, seen, status
 

@@ -19,7 +19,7 @@ from catchup_assets.defs.assets.range_assets import (
 )
 from catchup_assets.defs.assets.range_profile import range_profile, tier_map
 from catchup_assets.defs.assets.tier_ladder import tier_ladder
-from catchup_assets.defs.jobs import mission_plan_job, profile_job, range_catchup_job
+from catchup_assets.defs.mission.jobs import mission_plan_job, profile_job, range_catchup_job
 from catchup_assets.defs.resources import CatchupResource, deployment_catchup, deployment_resource
 from catchup_assets.defs.sensors.mission_finished import mission_finished_sensor
 from catchup_assets.defs.sensors.mission_plan import mission_plan_sensor, read_plan_keys

@@ -61,7 +61,7 @@ def test_instance_queues_runs_and_retries_only_dead_run_workers(tmp_path):
     home = tmp_path / "home"
     write_home(home)
     with dg.DagsterInstance.from_config(str(home)) as instance:
-        # Dagster's queue, tagging backfill runs with their mission as they queue (defs/run_coordinator.py).
+        # Dagster's queue, tagging backfill runs with their mission as they queue (defs/instance/run_coordinator.py).
         assert isinstance(instance.run_coordinator, QueuedRunCoordinator)
         assert type(instance.run_coordinator).__name__ == "MissionRunCoordinator"
         queue = instance.run_coordinator.get_run_queue_config()

@@ -579,7 +579,7 @@ def test_issue26_the_processes_that_create_runs_plan_them_as_one_subset():
     """The webserver (the UI's launches) and the daemon (backfills, retries, sensors' runs) set Dagster's
     switch; the demo's and the tests' runs are created the same way (cli/demo/run.py, tests/conftest.py)."""
     from catchup_assets.defs.location import ui_command
-    from catchup_assets.defs.range_events import SUBSET_ENV
+    from catchup_assets.defs.mission.range_events import SUBSET_ENV
 
     values = yaml.safe_load(DAGSTER_VALUES.read_text())
     for part in ("dagsterWebserver", "dagsterDaemon"):

@@ -12,14 +12,14 @@ import pytest
 from kubernetes.client import BatchV1Api
 
 from catchup_assets.backends.kubernetes.names import mission_selector
-from catchup_assets.core.dispatch.control import MissionControl
+from catchup_assets.core.dispatch.mission_control import MissionControl
 from catchup_assets.core.dispatch.obey import DRAINED
 from catchup_assets.core.dispatch.results import RangeStatus
 from catchup_assets.core.plan.ranges import MissionSpan
 from catchup_assets.core.units import GiB
 from catchup_assets.mission.plan import prepare
 from catchup_assets.mission.run import run_mission
-from catchup_assets.store.control import ControlStore
+from catchup_assets.store.control_record import ControlStore
 from catchup_assets.store.records import RecordStore
 from catchup_assets.store.root import Store
 from kit.k8s_backend import SETTINGS, flat, mission

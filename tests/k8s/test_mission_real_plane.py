@@ -22,9 +22,9 @@ from catchup_assets.defs.assets.profile_diff import profile_diff
 from catchup_assets.defs.assets.range_assets import mission_plan, range_catchup
 from catchup_assets.defs.assets.range_profile import range_profile, tier_map
 from catchup_assets.defs.assets.tier_ladder import tier_ladder
-from catchup_assets.defs.jobs import mission_plan_job, profile_job, range_catchup_job
+from catchup_assets.defs.mission.jobs import mission_plan_job, profile_job, range_catchup_job
+from catchup_assets.defs.mission.run_context import MISSION_TAG
 from catchup_assets.defs.resources import CatchupResource, KubernetesConfig
-from catchup_assets.defs.run_context import MISSION_TAG
 from catchup_assets.mission.plan import prepare
 from catchup_assets.mission.profile import build_profile
 from catchup_assets.mission.run import run_mission

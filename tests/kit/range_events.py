@@ -5,7 +5,7 @@ import time
 import dagster as dg
 from dagster._core.storage.tags import ASSET_PARTITION_RANGE_END_TAG, ASSET_PARTITION_RANGE_START_TAG
 
-from catchup_assets.defs.range_events import RangeEvents, planned_as_subset
+from catchup_assets.defs.mission.range_events import RangeEvents, planned_as_subset
 
 PARTS = dg.StaticPartitionsDefinition(["a", "b", "c", "d"])
 KEY = dg.AssetKey("thing")

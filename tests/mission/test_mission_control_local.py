@@ -10,8 +10,8 @@ import time
 import pytest
 
 from catchup_assets.backends.local.backend import LocalBackend
-from catchup_assets.core.dispatch.control import MissionControl
 from catchup_assets.core.dispatch.health import HEALTH_DISPATCH
+from catchup_assets.core.dispatch.mission_control import MissionControl
 from catchup_assets.core.dispatch.obey import DRAINED
 from catchup_assets.core.dispatch.reconciler import DispatchConfig, Dispatcher
 from catchup_assets.core.dispatch.results import RangeStatus
@@ -21,7 +21,7 @@ from catchup_assets.mission.plan import prepare
 from catchup_assets.mission.profile import build_profile
 from catchup_assets.mission.saved import save_mission
 from catchup_assets.store import layout
-from catchup_assets.store.control import ControlStore
+from catchup_assets.store.control_record import ControlStore
 from catchup_assets.store.records import RecordStore
 from catchup_assets.store.root import Store
 from catchup_assets.store.tables import write_table

@@ -2,10 +2,10 @@
 
 import pytest
 
-from catchup_assets.core.dispatch.control import MissionControl
+from catchup_assets.core.dispatch.mission_control import MissionControl
 from catchup_assets.core.errors import StateError
 from catchup_assets.store import layout
-from catchup_assets.store.control import ControlStore
+from catchup_assets.store.control_record import ControlStore
 from catchup_assets.store.root import Store
 
 

@@ -23,11 +23,10 @@ from kubernetes.client import BatchV1Api, CoreV1Api, V1DeleteOptions, V1Job, V1P
 from catchup_assets.backends.kubernetes import manifests as m
 from catchup_assets.backends.kubernetes import names as n
 from catchup_assets.backends.kubernetes.api_calls import ApiCalls
-from catchup_assets.backends.kubernetes.cleanup import Leftovers
 from catchup_assets.backends.kubernetes.informer import Informer
 from catchup_assets.backends.kubernetes.json_views import ModelView
+from catchup_assets.backends.kubernetes.leftovers import Leftovers
 from catchup_assets.backends.kubernetes.live_log import PodLiveLog
-from catchup_assets.backends.kubernetes.logs import POLLABLE, LogSpool
 from catchup_assets.backends.kubernetes.namespace_check import NamespaceCheck
 from catchup_assets.backends.kubernetes.observe import (
     attempt_state,
@@ -39,6 +38,7 @@ from catchup_assets.backends.kubernetes.observe import (
     running_by_node,
     summary_peaks,
 )
+from catchup_assets.backends.kubernetes.pod_logs import POLLABLE, LogSpool
 from catchup_assets.backends.kubernetes.pod_view import PodView
 from catchup_assets.backends.kubernetes.refusals import Refusals
 from catchup_assets.backends.kubernetes.settings import K8sSettings
@@ -56,7 +56,7 @@ from catchup_assets.core.dispatch.ports import (
 )
 from catchup_assets.core.measure.logparse import parse_worker_log
 from catchup_assets.core.size.sizing import Tiers
-from catchup_assets.store.logs import archive
+from catchup_assets.store.log_archive import archive
 
 log = logging.getLogger(__name__)
 

@@ -29,8 +29,8 @@ from pathlib import Path
 
 import psutil
 
-from catchup_assets.backends.local.cleanup import LocalLeftovers
-from catchup_assets.backends.local.cleanup import remove_tree as _remove
+from catchup_assets.backends.local.leftovers import LocalLeftovers
+from catchup_assets.backends.local.leftovers import remove_tree as _remove
 from catchup_assets.backends.local.live_log import LocalLiveLog
 from catchup_assets.backends.local.registry import Registry, peaks_of
 from catchup_assets.backends.local.state import fence, write_json_atomic, write_json_if_absent
@@ -46,7 +46,7 @@ from catchup_assets.core.dispatch.ports import (
     Phase,
 )
 from catchup_assets.core.errors import ConfigError
-from catchup_assets.store.logs import archive
+from catchup_assets.store.log_archive import archive
 
 log = logging.getLogger(__name__)
 

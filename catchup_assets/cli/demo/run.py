@@ -37,7 +37,7 @@ from catchup_assets.cli.demo.settings import DemoSettings
 from catchup_assets.core.aggregate.kpis import AUTOPILOT, percent
 from catchup_assets.core.size.cost import COST_NOTE
 from catchup_assets.defs.location import load_location, project_root, ui_command, write_home, write_location
-from catchup_assets.defs.range_events import SUBSET_ENV
+from catchup_assets.defs.mission.range_events import SUBSET_ENV
 from catchup_assets.defs.resources import deployment_catchup
 from catchup_assets.mission.report import cost_verdict, side_by_side
 from catchup_assets.mission.stop_signals import exit_code, stop_on_signals
@@ -63,7 +63,7 @@ def run_demo(settings: DemoSettings, out: TextIO = sys.stdout, log_level: str = 
     if settings.metrics_port:
         print(f"metrics: http://127.0.0.1:{settings.metrics_port}/metrics while each mission runs", file=out)
     # As the chart's daemon and webserver: each run's ranges planned as one subset, each started
-    # range's row written by range_catchup (defs/range_events.py); set here, where the demo starts.
+    # range's row written by range_catchup (defs/mission/range_events.py); set here, where the demo starts.
     os.environ[SUBSET_ENV] = "true"
     # A stop signal between the runs is noted too (each dispatch stops on its own: run_mission).
     with dg.DagsterInstance.from_config(str(home)) as instance, stop_on_signals(lambda why: None):

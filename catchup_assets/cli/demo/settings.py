@@ -62,7 +62,7 @@ class DemoSettings:
 
     def catchup(self) -> dict[str, Any]:
         """The `CatchupResource` fields of the demo: what its runs and its UI both use."""
-        # stellar-core fails a range whose catchup target the archive cannot serve (sim/core.py).
+        # stellar-core fails a range whose catchup target the archive cannot serve (sim/stellar_core.py).
         failing = {"sim_fail_targets": [r.last for r in self.failing()]} if self.fail_ranges else {}
         return dict(
             **failing,

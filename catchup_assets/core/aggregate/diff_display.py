@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from catchup_assets.core.aggregate.diff import ProfileDiff
+from catchup_assets.core.aggregate.band_diff import ProfileDiff
 from catchup_assets.core.units import GiB, MiB
 
 

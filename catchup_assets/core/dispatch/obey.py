@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import logging
 
-from catchup_assets.core.dispatch.control import MissionControl
 from catchup_assets.core.dispatch.health import HEALTH_DISPATCH
+from catchup_assets.core.dispatch.mission_control import MissionControl
 
 log = logging.getLogger(__name__)
 

@@ -26,12 +26,12 @@ from typing import Protocol
 from catchup_assets.core.classify.outcomes import Outcome
 from catchup_assets.core.dispatch.breaker import Breaker
 from catchup_assets.core.dispatch.claims import Claims
-from catchup_assets.core.dispatch.control import MissionControl
 from catchup_assets.core.dispatch.fill import Filling
 from catchup_assets.core.dispatch.finish import Finishing
 from catchup_assets.core.dispatch.gauges import Gauging, Snapshot
 from catchup_assets.core.dispatch.health import Health
 from catchup_assets.core.dispatch.live import AttemptEvent, AttemptEvents
+from catchup_assets.core.dispatch.mission_control import MissionControl
 from catchup_assets.core.dispatch.obey import DRAINED, Obey
 from catchup_assets.core.dispatch.ports import (
     Backend,

@@ -10,7 +10,7 @@ import logging
 import time
 from collections.abc import Mapping
 
-from catchup_assets.core.aggregate.profile import range_row
+from catchup_assets.core.aggregate.profile_table import range_row
 from catchup_assets.core.classify.outcomes import Action, Outcome, PastAttempt, decide
 from catchup_assets.core.dispatch.record import AttemptRecord
 from catchup_assets.core.dispatch.results import RangeResult, RangeStatus

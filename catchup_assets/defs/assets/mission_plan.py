@@ -15,12 +15,12 @@ from catchup_assets.defs.assets.launchpad import (
     choose_profile,
     superseded,
 )
-from catchup_assets.defs.live import holding, live_holders
-from catchup_assets.defs.metadata.plan import plan_metadata
-from catchup_assets.defs.missions import add_missions, unadopted
-from catchup_assets.defs.ownership import RANGE_KEY, SUPERSEDED, has_history, latest_marks
+from catchup_assets.defs.instance.ownership import RANGE_KEY, SUPERSEDED, has_history, latest_marks
+from catchup_assets.defs.metadata.plan_metadata import plan_metadata
+from catchup_assets.defs.mission.live_runs import holding, live_holders
+from catchup_assets.defs.mission.mission_partitions import add_missions, unadopted
+from catchup_assets.defs.mission.run_context import MISSION_TAG, ledger_ranges_partitions_def, refused
 from catchup_assets.defs.resources import CatchupResource
-from catchup_assets.defs.run_context import MISSION_TAG, ledger_ranges_partitions_def, refused
 from catchup_assets.mission.plan import forecast_mission, prepare, uniform_forecast
 from catchup_assets.mission.saved import save_mission
 from catchup_assets.store import layout

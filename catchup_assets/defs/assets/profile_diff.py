@@ -3,10 +3,10 @@
 import dagster as dg
 from pydantic import Field
 
-from catchup_assets.core.aggregate.diff import DEFAULT_BAND_LEDGERS, DEFAULT_THRESHOLD
-from catchup_assets.defs.metadata.diff import profile_diff_metadata
+from catchup_assets.core.aggregate.band_diff import DEFAULT_BAND_LEDGERS, DEFAULT_THRESHOLD
+from catchup_assets.defs.metadata.diff_metadata import profile_diff_metadata
+from catchup_assets.defs.mission.run_context import mission_partition, missions_partitions_def, refused
 from catchup_assets.defs.resources import CatchupResource
-from catchup_assets.defs.run_context import mission_partition, missions_partitions_def, refused
 from catchup_assets.mission.diff import build_profile_diff
 
 

@@ -16,11 +16,10 @@ from catchup_assets.core.dispatch.results import RangeResult, RangeStatus
 from catchup_assets.core.plan.ranges import RangeKeyError, parse_key
 from catchup_assets.defs.assets.launchpad import policies
 from catchup_assets.defs.assets.mission_plan import build_mission_plan, mission_plan  # noqa: F401 - the graph's root, re-exported
+from catchup_assets.defs.instance.ownership import SUPERSEDED, latest_marks
 from catchup_assets.defs.metadata.ranges import attempt_metadata, failure_metadata, range_metadata
-from catchup_assets.defs.ownership import SUPERSEDED, latest_marks
-from catchup_assets.defs.range_events import RangeEvents
-from catchup_assets.defs.resources import CatchupResource
-from catchup_assets.defs.run_context import (  # noqa: F401 - re-exported: sensors, demo and tests name them here
+from catchup_assets.defs.mission.range_events import RangeEvents
+from catchup_assets.defs.mission.run_context import (  # noqa: F401 - re-exported: sensors, demo and tests name them here
     MISSION_TAG,
     PLAN_KEY,
     RANGE_END_TAG,
@@ -31,6 +30,7 @@ from catchup_assets.defs.run_context import (  # noqa: F401 - re-exported: senso
     newest_plan,
     refused,
 )
+from catchup_assets.defs.resources import CatchupResource
 from catchup_assets.mission.metrics import serve_metrics
 from catchup_assets.mission.plan import prepare
 from catchup_assets.mission.run import run_mission

@@ -7,9 +7,9 @@ import dagster as dg
 
 from catchup_assets.defs.assets.range_assets import range_catchup
 from catchup_assets.defs.metadata.cost import mission_cost_metadata, tier_map_cost_metadata
-from catchup_assets.defs.metadata.profile import kpi_metadata, profile_metadata, tier_map_metadata
+from catchup_assets.defs.metadata.profile_metadata import kpi_metadata, profile_metadata, tier_map_metadata
+from catchup_assets.defs.mission.run_context import mission_partition, missions_partitions_def, refused
 from catchup_assets.defs.resources import CatchupResource
-from catchup_assets.defs.run_context import mission_partition, missions_partitions_def, refused
 from catchup_assets.mission.plan import require_plan
 from catchup_assets.mission.profile import build_profile, build_tier_map
 from catchup_assets.store import layout

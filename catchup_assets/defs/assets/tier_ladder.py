@@ -10,8 +10,8 @@ import dagster as dg
 
 from catchup_assets.core.size.fit import NothingToFit
 from catchup_assets.defs.metadata.cost import ladder_metadata
+from catchup_assets.defs.mission.run_context import mission_partition, missions_partitions_def, refused
 from catchup_assets.defs.resources import CatchupResource
-from catchup_assets.defs.run_context import mission_partition, missions_partitions_def, refused
 from catchup_assets.mission.ladder import build_tier_ladder
 
 

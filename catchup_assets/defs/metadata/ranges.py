@@ -53,7 +53,7 @@ def failure_metadata(mission: str, result) -> dict[str, Any]:
     meta.update(
         {
             "mission": mission,
-            "kind": "condemned",  # catchup_assets.defs.ownership reads it
+            "kind": "condemned",  # catchup_assets.defs.instance.ownership reads it
             "attempts": result.attempts,
             "tier": result.tier or "",
             "memory_limit_mib": mib(result.memory_limit_bytes or 0),
@@ -66,7 +66,7 @@ def failure_metadata(mission: str, result) -> dict[str, Any]:
 
 def attempt_metadata(mission: str, event: AttemptEvent) -> dict[str, Any]:
     """An attempt's start, on its partition: submitted (pending), then running on its node. Marked
-    `kind: attempt`, which catchup_assets.defs.ownership reads past: the chain, not a range's last word."""
+    `kind: attempt`, which catchup_assets.defs.instance.ownership reads past: the chain, not a range's last word."""
     meta: dict[str, Any] = {
         "mission": mission,
         "kind": "attempt",

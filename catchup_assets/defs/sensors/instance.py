@@ -6,7 +6,7 @@ from __future__ import annotations
 import dagster as dg
 
 from catchup_assets.defs.assets.range_assets import ledger_ranges_partitions_def
-from catchup_assets.defs.live import targets_range_catchup  # noqa: F401 - the sensors name it here
+from catchup_assets.defs.mission.live_runs import targets_range_catchup  # noqa: F401 - the sensors name it here
 
 PARTITIONS = ledger_ranges_partitions_def.name
 BATCH = 50

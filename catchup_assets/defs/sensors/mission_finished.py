@@ -7,8 +7,8 @@ import dagster as dg
 
 from catchup_assets.core.plan.config import validate_mission
 from catchup_assets.defs.assets.range_assets import MISSION_TAG, PLAN_KEY, WILL_RETRY_TAG
-from catchup_assets.defs.jobs import profile_job
-from catchup_assets.defs.missions import MISSIONS, is_planned, missing_missions, unadopted
+from catchup_assets.defs.mission.jobs import profile_job
+from catchup_assets.defs.mission.mission_partitions import MISSIONS, is_planned, missing_missions, unadopted
 from catchup_assets.defs.resources import CatchupResource
 from catchup_assets.defs.sensors.instance import BATCH, has_runs, meta, targets_range_catchup
 from catchup_assets.store.root import Store

@@ -6,7 +6,7 @@ Each answer comes from what outlives every process, read where the operator read
   range_catchup run evaluated. Not the run's failure: a run fails for condemned ranges and
   terminations alike, and its text is not a contract; the check is the dispatcher's own verdict,
   as the run ended. A later run of the mission that dispatched again clears it;
-- condemned ranges: the partitions' marks (`defs/ownership.py`), each the newest word on its
+- condemned ranges: the partitions' marks (`defs/instance/ownership.py`), each the newest word on its
   range, so a range a later backfill completed is no longer held against the mission. Not the
   profile's rows: a condemned range without a measurement has none.
 """
@@ -17,8 +17,8 @@ import dagster as dg
 
 from catchup_assets.core.dispatch.health import HEALTH_DISPATCH
 from catchup_assets.core.errors import StateError
-from catchup_assets.defs.ownership import condemned_by
-from catchup_assets.defs.run_context import MISSION_TAG
+from catchup_assets.defs.instance.ownership import condemned_by
+from catchup_assets.defs.mission.run_context import MISSION_TAG
 from catchup_assets.defs.sensors.instance import PARTITIONS, targets_range_catchup
 from catchup_assets.mission.saved import drain_requested
 from catchup_assets.store import layout

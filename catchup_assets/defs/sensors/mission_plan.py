@@ -13,8 +13,8 @@ import dagster as dg
 
 from catchup_assets.core.plan.ranges import contiguous_groups, parse_key
 from catchup_assets.defs.assets.range_assets import MISSION_TAG, PLAN_KEY, RANGE_END_TAG, RANGE_START_TAG
-from catchup_assets.defs.jobs import range_catchup_job
-from catchup_assets.defs.live import Holder, holding, live_holders
+from catchup_assets.defs.mission.jobs import range_catchup_job
+from catchup_assets.defs.mission.live_runs import Holder, holding, live_holders
 from catchup_assets.defs.sensors.instance import PARTITIONS, has_runs, meta, new_materializations
 from catchup_assets.store.io import read_parquet_column
 

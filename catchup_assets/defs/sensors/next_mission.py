@@ -15,8 +15,8 @@ from catchup_assets.core.plan.config import MissionConfig
 from catchup_assets.core.plan.naming import next_mission_name
 from catchup_assets.core.plan.ranges import MissionSpan, plan_ranges
 from catchup_assets.defs.assets.range_assets import MISSION_TAG, policies
-from catchup_assets.defs.jobs import mission_plan_job
-from catchup_assets.defs.live import IN_FLIGHT
+from catchup_assets.defs.mission.jobs import mission_plan_job
+from catchup_assets.defs.mission.live_runs import IN_FLIGHT
 from catchup_assets.defs.resources import CatchupResource
 from catchup_assets.defs.sensors.instance import PARTITIONS, has_runs, meta, targets_range_catchup
 from catchup_assets.defs.sensors.mission_health import why_not_followed

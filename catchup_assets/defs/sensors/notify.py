@@ -31,7 +31,7 @@ from slack_sdk.errors import SlackClientError
 from catchup_assets.core.dispatch.health import HEALTH_DISPATCH, HEALTH_STALL
 from catchup_assets.core.dispatch.obey import PAUSED
 from catchup_assets.defs.assets.range_assets import MISSION_TAG, PLAN_KEY, WILL_RETRY_TAG
-from catchup_assets.defs.ownership import CONDEMNED, RANGE_KEY
+from catchup_assets.defs.instance.ownership import CONDEMNED, RANGE_KEY
 from catchup_assets.defs.resources import CatchupResource
 from catchup_assets.defs.resources.slack import TOKEN_ENV, CatchupSlack
 from catchup_assets.defs.sensors.instance import BATCH, meta, targets_range_catchup

@@ -12,9 +12,9 @@ from pydantic import Field
 
 from catchup_assets.core.errors import ConfigError
 from catchup_assets.core.plan.config import validate_mission
+from catchup_assets.defs.mission.run_context import MISSION_TAG, refused
 from catchup_assets.defs.resources import CatchupResource
 from catchup_assets.defs.resources.backend import backend_for
-from catchup_assets.defs.run_context import MISSION_TAG, refused
 from catchup_assets.mission.cleanup import WaitProgress, cleanup, gib, plan_cleanup
 
 JOB = "mission_cleanup_job"

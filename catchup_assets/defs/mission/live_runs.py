@@ -14,10 +14,10 @@ from dataclasses import dataclass
 import dagster as dg
 
 from catchup_assets.core.plan.ranges import RangeKeyError, parse_key
-from catchup_assets.defs.run_context import MISSION_TAG, RANGE_END_TAG, RANGE_START_TAG
+from catchup_assets.defs.mission.run_context import MISSION_TAG, RANGE_END_TAG, RANGE_START_TAG
 
 CATCHUP_KEY = dg.AssetKey("range_catchup")
-RANGE_CATCHUP_JOB = "range_catchup_job"  # defs/jobs.py's name for it
+RANGE_CATCHUP_JOB = "range_catchup_job"  # defs/mission/jobs.py's name for it
 PARTITION_TAG = "dagster/partition"  # a run of one partition
 IN_FLIGHT = [
     dg.DagsterRunStatus.QUEUED,

@@ -11,8 +11,8 @@ import dagster as dg
 from pydantic import Field
 
 from catchup_assets.core.errors import ConfigError
+from catchup_assets.defs.mission.run_context import MISSION_TAG, refused
 from catchup_assets.defs.resources import CatchupResource
-from catchup_assets.defs.run_context import MISSION_TAG, refused
 from catchup_assets.mission.control import set_control
 
 RANGE_CATCHUP_KEY = dg.AssetKey("range_catchup")

@@ -14,7 +14,7 @@ from collections.abc import Iterable
 import dagster as dg
 
 from catchup_assets.core.plan.config import validate_mission
-from catchup_assets.defs.run_context import missions_partitions_def
+from catchup_assets.defs.mission.run_context import missions_partitions_def
 from catchup_assets.mission.saved import planned_missions
 from catchup_assets.store import layout
 from catchup_assets.store.root import Store

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 
-from catchup_assets.core.dispatch.control import MissionControl
+from catchup_assets.core.dispatch.mission_control import MissionControl
 from catchup_assets.core.errors import StateError
 from catchup_assets.store import layout
 from catchup_assets.store.root import Store

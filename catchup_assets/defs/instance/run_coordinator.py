@@ -6,7 +6,7 @@ A backfill launched from the partitions page makes `__ASSET_JOB` runs with no
 `mission_plan`'s check of live runs saw them untagged until then. Every run is
 submitted through the instance's run coordinator before it queues (the backfill
 daemon, the sensors, the UI's launches), so here the ownership rule
-(`defs/ownership.py`) tags it from the start, from the partitions its tags name.
+(`defs/instance/ownership.py`) tags it from the start, from the partitions its tags name.
 
 What the rule cannot decide (partitions of two missions, no mission planned) is left
 untagged: the run then refuses itself at start, saying how to choose, as before. Nothing
@@ -20,9 +20,9 @@ from collections.abc import Mapping, Sequence
 import dagster as dg
 from dagster._core.run_coordinator import QueuedRunCoordinator, SubmitRunContext
 
-from catchup_assets.defs.live import PARTITION_TAG, targets_range_catchup
-from catchup_assets.defs.ownership import MissionAmbiguous, condemned_by, owning_mission
-from catchup_assets.defs.run_context import (
+from catchup_assets.defs.instance.ownership import MissionAmbiguous, condemned_by, owning_mission
+from catchup_assets.defs.mission.live_runs import PARTITION_TAG, targets_range_catchup
+from catchup_assets.defs.mission.run_context import (
     MISSION_TAG,
     RANGE_END_TAG,
     RANGE_START_TAG,

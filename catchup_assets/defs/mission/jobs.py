@@ -6,7 +6,7 @@ from catchup_assets.defs.assets.profile_diff import profile_diff
 from catchup_assets.defs.assets.range_assets import mission_plan, range_catchup
 from catchup_assets.defs.assets.range_profile import range_profile, tier_map
 from catchup_assets.defs.assets.tier_ladder import tier_ladder
-from catchup_assets.defs.live import RANGE_CATCHUP_JOB
+from catchup_assets.defs.mission.live_runs import RANGE_CATCHUP_JOB
 
 mission_plan_job = dg.define_asset_job("mission_plan_job", selection=[mission_plan], description="plan a mission")
 range_catchup_job = dg.define_asset_job(

@@ -1,6 +1,6 @@
 """An operator's control of a live mission: pause, resume, drain, live parallelism (a pure value).
 
-One record per mission (`store/control.py` keeps it at `<mission>/control.json`),
+One record per mission (`store/control_record.py` keeps it at `<mission>/control.json`),
 read by every dispatcher of the mission once a pass, so a restarted or second
 dispatcher obeys the same one. No record: run as planned.
 

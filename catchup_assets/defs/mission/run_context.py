@@ -1,14 +1,14 @@
 """What every asset of a mission needs from its run: the partitions, the tags, its mission.
 
 The sensors and the demo tag each run `catchup/mission=<name>`; a run launched from the UI
-is not, and learns its mission here (catchup_assets.defs.ownership) and tags itself.
+is not, and learns its mission here (catchup_assets.defs.instance.ownership) and tags itself.
 The assets after range_catchup are partitioned by mission: their partition is their mission.
 """
 
 import dagster as dg
 
 from catchup_assets.core.plan.config import validate_mission
-from catchup_assets.defs.ownership import MissionAmbiguous, condemned_by, owning_mission
+from catchup_assets.defs.instance.ownership import MissionAmbiguous, condemned_by, owning_mission
 
 ledger_ranges_partitions_def = dg.DynamicPartitionsDefinition(name="ledger_ranges")
 # One partition per mission (its name): range_profile, tier_map, profile_diff and tier_ladder
