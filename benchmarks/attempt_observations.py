@@ -21,8 +21,8 @@ from pathlib import Path
 
 import dagster as dg
 
-from benchmarks.dagster_storage import instance_storage
-from benchmarks.report import write_result
+from benchmarks.harness.dagster_storage import instance_storage
+from benchmarks.harness.report import write_result
 from catchup_assets.core.dispatch.live import AttemptEvent
 from catchup_assets.core.dispatch.ports import Phase
 from catchup_assets.core.plan.ranges import format_key
@@ -108,7 +108,7 @@ def bench(argv: list[str] | None = None) -> dict:
     notes = (
         f"{n} ranges, one attempt each, so 2 x {n} observations (the least a mission logs: a retried range "
         "adds 2 per attempt). The run is in process, on the embedded default's SQLite instance "
-        "(benchmarks/dagster_storage.py); rows are the run's event-log entries; bytes the growth of the "
+        "(benchmarks/harness/dagster_storage.py); rows are the run's event-log entries; bytes the growth of the "
         "instance's history/ directory. The rest of a mission's event log, for comparison: one "
         "materialization per range, and Dagster's planned event per partition of the launch "
         "(benchmarks.dagster_backfill)."

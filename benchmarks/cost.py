@@ -28,7 +28,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from benchmarks.report import write_result
+from benchmarks.harness.report import write_result
 from catchup_assets.core.size.cost import flat_shape
 from catchup_assets.core.size.fit import evaluate, fit_ladder, profile_ranges
 from catchup_assets.core.size.sizing import Placement, Tier, Tiers, exclusive_ladder

@@ -4,7 +4,7 @@ The backfill goes the way the UI and the daemons send it, on a temporary
 instance with the project's instance config (dagster.yaml; `--storage postgres`:
 the Helm chart's, dagster-postgres on a throwaway server): the UI's GraphQL
 mutation `launchPartitionBackfill` over an out-of-process code location
-(benchmarks/dagster_location.py: the project's definitions, attempts on a
+(benchmarks/harness/dagster_location.py: the project's definitions, attempts on a
 `VirtualBackend` over the seed-shaped `Workload`), then one backfill daemon
 iteration (it creates the run: `BackfillPolicy.single_run()`), one run queue
 daemon iteration (the instance's run launcher asks the code server to start
@@ -42,9 +42,9 @@ import dagster as dg
 import psutil
 import pyarrow.parquet as pq
 
-from benchmarks.dagster_location import ENV, VirtualCatchupResource, build_defs
-from benchmarks.dagster_storage import dir_bytes, instance_storage
-from benchmarks.report import write_result
+from benchmarks.harness.dagster_location import ENV, VirtualCatchupResource, build_defs
+from benchmarks.harness.dagster_storage import dir_bytes, instance_storage
+from benchmarks.harness.report import write_result
 from catchup_assets.core.plan.config import MissionConfig
 from catchup_assets.core.plan.ranges import MissionSpan
 from catchup_assets.defs.assets.range_assets import policies
@@ -54,7 +54,7 @@ from catchup_assets.mission.plan import prepare
 from catchup_assets.mission.run import run_mission
 from catchup_assets.sim.workload import Workload
 
-LOCATION_FILE = str(Path(__file__).resolve().with_name("dagster_location.py"))
+LOCATION_FILE = str(Path(__file__).resolve().parent / "harness" / "dagster_location.py")
 PYCACHE = Path(tempfile.gettempdir()) / "catchup-bench-pycache"
 MISSION = "bench"
 LEDGERS, OVERLAP = 16_000, 320

@@ -21,10 +21,10 @@ import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from benchmarks.as_installed import as_installed, bytecode
-from benchmarks.meter import PassRow, Trace
-from benchmarks.report import write_result
-from benchmarks.sim_cluster import VariedAttempts
+from benchmarks.harness.as_installed import as_installed, bytecode
+from benchmarks.harness.meter import PassRow, Trace
+from benchmarks.harness.report import write_result
+from benchmarks.harness.sim_cluster import VariedAttempts
 from catchup_assets.core.dispatch.results import RangeStatus
 
 MiB, KiB = 1024**2, 1024
@@ -94,7 +94,7 @@ def measure(case: Case) -> Measured:
     """Run one case in this process."""
     _warm_up(case.path)
     if case.path == "kubernetes":
-        from benchmarks.k8s_mission import K8sMission, run_k8s_mission
+        from benchmarks.harness.k8s_mission import K8sMission, run_k8s_mission
 
         run = run_k8s_mission(
             K8sMission(
@@ -113,7 +113,7 @@ def measure(case: Case) -> Measured:
         }
         leftovers = run.jobs_left
     else:
-        from benchmarks.local_mission import LocalMission, run_local_mission
+        from benchmarks.harness.local_mission import LocalMission, run_local_mission
 
         run = run_local_mission(
             LocalMission(
@@ -157,7 +157,7 @@ def _warm_up(path: str) -> None:
 
     encode(AttemptRecord("m1", "0000000001-0000016000", 1))  # pyarrow's first table
     if path == "kubernetes":
-        from benchmarks.k8s_mission import SETTINGS
+        from benchmarks.harness.k8s_mission import SETTINGS
         from catchup_assets.backends.kubernetes.manifests import job_manifest
         from catchup_assets.core.dispatch.ports import AttemptSpec
         from catchup_assets.core.size.sizing import Tiers
@@ -185,7 +185,7 @@ def _import_models_read() -> None:
 
 
 def _child(conn, case: Case) -> None:
-    as_installed()  # as a production install: no pandas (benchmarks/as_installed.py)
+    as_installed()  # as a production install: no pandas (benchmarks/harness/as_installed.py)
     try:
         conn.send(("ok", measure(case)))
     except BaseException:  # noqa: BLE001 - the parent reports it

@@ -14,8 +14,8 @@ import argparse
 import time
 from pathlib import Path
 
-from benchmarks.k8s_mission import K8sMission, run_k8s_mission
-from benchmarks.report import write_result
+from benchmarks.harness.k8s_mission import K8sMission, run_k8s_mission
+from benchmarks.harness.report import write_result
 
 
 def main(argv: list[str] | None = None) -> list[tuple[int, float, int]]:

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
-from benchmarks.report import write_result
+from benchmarks.harness.report import write_result
 from catchup_assets.core.plan.config import MissionConfig
 from catchup_assets.core.size.forecast import list_schedule
 from catchup_assets.mission.plan import forecast_band, forecast_mission, prepare

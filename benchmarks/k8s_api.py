@@ -13,9 +13,9 @@ import math
 import time
 from pathlib import Path
 
-from benchmarks.k8s_mission import K8sMission, K8sMissionRun, run_k8s_mission
-from benchmarks.report import write_result
-from benchmarks.sim_cluster import VariedAttempts, request_delta, split_requests
+from benchmarks.harness.k8s_mission import K8sMission, K8sMissionRun, run_k8s_mission
+from benchmarks.harness.report import write_result
+from benchmarks.harness.sim_cluster import VariedAttempts, request_delta, split_requests
 
 TARGET_PER_ATTEMPT = 6.0
 FLAT_WITHIN = 0.05  # "flat": per-attempt figures within 5% of each other

@@ -23,13 +23,19 @@ import os
 import time
 from pathlib import Path
 
-from benchmarks.as_installed import bytecode
 from benchmarks.dispatcher_cost import warm_bytecode
-from benchmarks.k8s_real_tables import dispatcher_table, first_pass_table, kubelet_table, memory_table, requests_table
-from benchmarks.plane_mission import Shape
-from benchmarks.plane_runs import run_kubesim, run_real
-from benchmarks.report import write_result
-from benchmarks.sim_cluster import VariedAttempts
+from benchmarks.harness.as_installed import bytecode
+from benchmarks.harness.k8s_real_tables import (
+    dispatcher_table,
+    first_pass_table,
+    kubelet_table,
+    memory_table,
+    requests_table,
+)
+from benchmarks.harness.plane_mission import Shape
+from benchmarks.harness.plane_runs import run_kubesim, run_real
+from benchmarks.harness.report import write_result
+from benchmarks.harness.sim_cluster import VariedAttempts
 
 # kube-controller-manager's client rate is 20 requests/s, burst 30, by default
 # (pkg/controller/apis/config/v1alpha1/defaults.go), kube-scheduler's 50, burst 100 (component-base's

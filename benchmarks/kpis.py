@@ -15,7 +15,7 @@ import sys
 import uuid
 from pathlib import Path
 
-from benchmarks.report import write_result
+from benchmarks.harness.report import write_result
 from catchup_assets.core.aggregate.kpis import AUTOPILOT, percent, sizing_kpis
 from catchup_assets.core.size.sizing import Placement
 from catchup_assets.sim.workload import Workload

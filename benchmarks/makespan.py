@@ -14,7 +14,7 @@ import sys
 import time
 from pathlib import Path
 
-from benchmarks.report import write_result
+from benchmarks.harness.report import write_result
 from catchup_assets.sim.workload import Workload
 from kubesim.replay import ReplayReport, replay
 

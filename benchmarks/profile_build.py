@@ -21,7 +21,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from benchmarks.report import write_result
+from benchmarks.harness.report import write_result
 from catchup_assets.core.aggregate.profile_table import profile_rows
 from catchup_assets.core.dispatch.reconciler import DispatchConfig
 from catchup_assets.core.dispatch.record import AttemptRecord

@@ -22,7 +22,7 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from benchmarks.report import write_result
+from benchmarks.harness.report import write_result
 from catchup_assets.core.plan.cut import uncuttable_seconds
 from catchup_assets.core.plan.ranges import plan_ranges
 from catchup_assets.core.size.ledger_cost import LedgerCost

@@ -1,7 +1,7 @@
 """Dispatcher start on the Kubernetes path: which imports cost what, and the RSS before the first pass.
 
 Two measurements, each in fresh interpreters that refuse pandas as a production
-install does (`benchmarks/as_installed.py`):
+install does (`benchmarks/harness/as_installed.py`):
 
 - Imports: one interpreter imports the dispatcher path's dependencies one after
   another, in the order the path first needs them, and reads its RSS after each
@@ -29,8 +29,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from benchmarks.as_installed import bytecode
-from benchmarks.report import write_result
+from benchmarks.harness.as_installed import bytecode
+from benchmarks.harness.report import write_result
 
 MiB = 1024**2
 
@@ -55,7 +55,10 @@ STEPS = (
     ("catchup_assets.store (records, logs)", "import catchup_assets.store.records, catchup_assets.store.log_archive"),
     ("catchup_assets.backends.kubernetes.backend, its models", "import catchup_assets.backends.kubernetes.backend"),
     ("catchup_assets.backends.kubernetes.connect", "import catchup_assets.backends.kubernetes.connect"),
-    ("the benchmark's harness (psutil, multiprocessing, the cluster's client side)", "import benchmarks.k8s_mission"),
+    (
+        "the benchmark's harness (psutil, multiprocessing, the cluster's client side)",
+        "import benchmarks.harness.k8s_mission",
+    ),
 )
 # The process the dispatcher runs in, in production: a Dagster run worker (`dagster api execute_run`).
 RUN_WORKER_STEPS = (
@@ -70,7 +73,7 @@ RUN_WORKER_STEPS = (
 
 _PROBE = """
 import json, sys
-from benchmarks.as_installed import as_installed
+from benchmarks.harness.as_installed import as_installed
 as_installed()
 def rss():
     with open("/proc/self/statm") as f:
@@ -107,9 +110,9 @@ _ROOT = Path(__file__).resolve().parents[1]
 
 
 def _start_child(conn, whole: bool, in_flight: int) -> None:
-    from benchmarks.as_installed import as_installed
     from benchmarks.dispatcher_cost import Case, measure
-    from benchmarks.sim_cluster import VariedAttempts
+    from benchmarks.harness.as_installed import as_installed
+    from benchmarks.harness.sim_cluster import VariedAttempts
 
     as_installed()
     if whole:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from benchmarks import cost, makespan, profile_build
-from benchmarks.report import table_rows
+from benchmarks.harness.report import table_rows
 
 
 def test_makespan_smoke(tmp_path):

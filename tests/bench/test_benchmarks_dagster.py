@@ -6,7 +6,7 @@ import psutil
 import pytest
 
 from benchmarks import dagster_backfill
-from benchmarks.report import table_rows
+from benchmarks.harness.report import table_rows
 from pg_server import missing_reason
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 from benchmarks import dispatcher_cost, first_pass, k8s_api, start_memory
-from benchmarks.report import table_rows
+from benchmarks.harness.report import table_rows
 
 
 def test_k8s_api_smoke(tmp_path):

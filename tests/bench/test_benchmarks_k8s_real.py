@@ -10,7 +10,7 @@ import psutil
 import pytest
 
 from benchmarks import k8s_real
-from benchmarks.report import table_rows
+from benchmarks.harness.report import table_rows
 
 pytestmark = pytest.mark.k8s
 

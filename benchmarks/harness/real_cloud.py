@@ -14,8 +14,8 @@ import statistics
 import time
 from dataclasses import dataclass
 
-from benchmarks.real_plane import NAMESPACE, node_allocatable
-from benchmarks.sim_cluster import TIER, TIER_LABEL, TIER_TAINT, VariedAttempts
+from benchmarks.harness.real_plane import NAMESPACE, node_allocatable
+from benchmarks.harness.sim_cluster import TIER, TIER_LABEL, TIER_TAINT, VariedAttempts
 
 RUNNER_USER = f"system:serviceaccount:{NAMESPACE}:cu-mission"  # whom the run pod's projected token names
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import math
 
-from benchmarks.plane_mission import MissionRun
-from benchmarks.plane_runs import ClusterRun
-from benchmarks.pod_timeline import JOB_CONTROLLER_TARGET_PER_MINUTE
+from benchmarks.harness.plane_mission import MissionRun
+from benchmarks.harness.plane_runs import ClusterRun
+from benchmarks.harness.pod_timeline import JOB_CONTROLLER_TARGET_PER_MINUTE
 
 MiB, KiB = 1024**2, 1024
 INFORMED = ("jobs", "pods")  # what the backend lists once and then polls a watch of, each pass (informer.py)

@@ -21,8 +21,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from benchmarks.meter import DispatcherMeter, MachineLoad
-from benchmarks.sim_cluster import mission_config, mission_ranges
+from benchmarks.harness.meter import DispatcherMeter, MachineLoad
+from benchmarks.harness.sim_cluster import mission_config, mission_ranges
 from catchup_assets.backends.local.backend import LocalBackend
 from catchup_assets.core.dispatch.reconciler import DispatchConfig, Dispatcher
 from catchup_assets.core.dispatch.results import MissionResult

@@ -20,9 +20,9 @@ from pathlib import Path
 
 import psutil
 
-from benchmarks.sim_cluster import POD_CPU, POD_MEMORY, TIER, TIER_LABEL, TIER_TAINT
+from benchmarks.harness.sim_cluster import POD_CPU, POD_MEMORY, TIER, TIER_LABEL, TIER_TAINT
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 NAMESPACE = "catchup"
 DISPATCHER_SA = "cu-dispatcher"
 DISPATCHER_USER = f"system:serviceaccount:{NAMESPACE}:{DISPATCHER_SA}"

@@ -16,8 +16,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from benchmarks.meter import PassRow
-from benchmarks.sim_cluster import VariedAttempts
+from benchmarks.harness.meter import PassRow
+from benchmarks.harness.sim_cluster import VariedAttempts
 
 
 @dataclass(frozen=True)
@@ -68,7 +68,7 @@ class MissionRun:
 
 
 def _mission(shape: Shape, tmp: Path):
-    from benchmarks.sim_cluster import mission_config, mission_ranges
+    from benchmarks.harness.sim_cluster import mission_config, mission_ranges
     from catchup_assets.core.dispatch.reconciler import DispatchConfig
 
     mission = mission_config(
@@ -80,7 +80,7 @@ def _mission(shape: Shape, tmp: Path):
 def _real_dispatcher(shape: Shape, target: RealTarget, tmp: Path):
     import kubernetes.client as k8s
 
-    from benchmarks.k8s_mission import SETTINGS
+    from benchmarks.harness.k8s_mission import SETTINGS
     from catchup_assets.backends.kubernetes.backend import KubernetesBackend
     from catchup_assets.backends.kubernetes.stats import KubeletAccess
     from catchup_assets.core.dispatch.reconciler import Dispatcher
@@ -107,8 +107,8 @@ def _real_dispatcher(shape: Shape, target: RealTarget, tmp: Path):
 
 
 def _metered(dispatcher, backend):
-    from benchmarks.k8s_mission import _count_log_reads
-    from benchmarks.meter import DispatcherMeter
+    from benchmarks.harness.k8s_mission import _count_log_reads
+    from benchmarks.harness.meter import DispatcherMeter
 
     meter = DispatcherMeter(
         dispatcher,
@@ -171,8 +171,8 @@ def _run(cluster: str, shape: Shape, target: RealTarget | None, conn, until_stop
 
 def _run_kubesim(shape: Shape, tmp: Path) -> MissionRun:
     """`k8s_mission`'s run, the simulated cluster forked from this process; nothing to tell the parent."""
-    from benchmarks import k8s_mission
-    from benchmarks.k8s_mission import K8sMission
+    from benchmarks.harness import k8s_mission
+    from benchmarks.harness.k8s_mission import K8sMission
 
     mission = K8sMission(
         shape.in_flight,
@@ -213,7 +213,7 @@ def _plain(cluster, shape, result, meter, reads, requests, wall, cpu, setup_rss,
 
 
 def _child(conn, cluster: str, shape: Shape, target: RealTarget | None, until_stopped: bool) -> None:
-    from benchmarks.as_installed import as_installed
+    from benchmarks.harness.as_installed import as_installed
 
     as_installed()
     try:

@@ -15,8 +15,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from benchmarks.meter import DispatcherMeter, MachineLoad
-from benchmarks.sim_cluster import ClusterProcess, ClusterSpec, VariedAttempts, mission_config, mission_ranges
+from benchmarks.harness.meter import DispatcherMeter, MachineLoad
+from benchmarks.harness.sim_cluster import ClusterProcess, ClusterSpec, VariedAttempts, mission_config, mission_ranges
 from catchup_assets.backends.kubernetes.backend import KubernetesBackend
 from catchup_assets.backends.kubernetes.settings import K8sSettings
 from catchup_assets.backends.kubernetes.stats import KubeletAccess

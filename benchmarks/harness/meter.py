@@ -233,7 +233,7 @@ def _top(profiler: cProfile.Profile, wall: float, in_flight: int, lines: int = 1
 
     def table(order: str) -> str:
         out = io.StringIO()
-        pstats.Stats(profiler, stream=out).sort_stats(order).print_stats(r"^(?!.*benchmarks/meter\.py)", lines)
+        pstats.Stats(profiler, stream=out).sort_stats(order).print_stats(r"^(?!.*benchmarks/harness/meter\.py)", lines)
         body = out.getvalue()
         body = body[body.find("   ncalls") :].rstrip()
         for prefix in sorted({sys.prefix, sys.base_prefix, os.getcwd()}, key=len, reverse=True):

@@ -13,10 +13,10 @@ from pathlib import Path
 
 import psutil
 
-from benchmarks.plane_mission import MissionProcess, MissionRun, RealTarget, Shape
-from benchmarks.pod_timeline import Stage, first_pass_timeline
-from benchmarks.real_cloud import Cloud, CloudReport, CloudSpec
-from benchmarks.real_plane import NAMESPACE, ProcessMeter, kwok_nodes, real_plane
+from benchmarks.harness.plane_mission import MissionProcess, MissionRun, RealTarget, Shape
+from benchmarks.harness.pod_timeline import Stage, first_pass_timeline
+from benchmarks.harness.real_cloud import Cloud, CloudReport, CloudSpec
+from benchmarks.harness.real_plane import NAMESPACE, ProcessMeter, kwok_nodes, real_plane
 
 ALL_RUNNING_WITHIN = 1800.0  # seconds a kwok run waits for every slot's pod to run before it gives up
 HOLD = 15.0  # seconds a kwok run goes on at 2000 running, its processes' RSS sampled meanwhile

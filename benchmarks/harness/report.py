@@ -16,7 +16,7 @@ from pathlib import Path
 
 from catchup_assets.core import text
 
-RESULTS = Path(__file__).resolve().parent / "results"
+RESULTS = Path(__file__).resolve().parents[1] / "results"
 
 
 def machine() -> str:
