@@ -63,8 +63,8 @@ def source_files(dirs: tuple[str, ...] = CITING_DIRS) -> list[Path]:
 
 def prose_files() -> list[Path]:
     """The README and every doc but the one that defines the ids: what the README held
-    before it was split into docs/operate.md, docs/deploy.md and docs/storage.md is
-    checked where it went."""
+    before it was split into docs/tutorial.md, docs/how-to.md, docs/reference.md,
+    docs/runbook.md, docs/deploy.md and docs/storage.md is checked where it went."""
     return [ROOT / "README.md"] + [p for p in sorted((ROOT / "docs").glob("*.md")) if p != REQUIREMENTS]
 
 

@@ -1,6 +1,6 @@
 """The dispatcher's /metrics: a prometheus_client Collector over its pass snapshot, served over HTTP.
 
-The series (docs/operate.md, "Metrics") are computed at each scrape from the last
+The series (docs/reference.md, "Metrics") are computed at each scrape from the last
 snapshot the dispatcher took (core/dispatch/gauges.py), never incremented here:
 the counters are counts of attempt records, so a restarted dispatcher, reading
 the same records, continues them instead of starting from zero. The snapshot is

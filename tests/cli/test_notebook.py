@@ -76,7 +76,7 @@ def test_the_notebook_runs_against_the_demo_s_two_missions(demo, monkeypatch):
 
 
 def test_jupyter_execute_with_output_saves_the_executed_notebook_and_leaves_the_stored_one_clean(demo, tmp_path):
-    """The headless command docs/operate.md gives: `jupyter execute --output=profile-executed`."""
+    """The headless command docs/reference.md gives: `jupyter execute --output=profile-executed`."""
     d, (a, b), _ = demo
     shutil.copy(NOTEBOOK, tmp_path / "profile.ipynb")  # --output writes beside its input
     env = {**os.environ, "STORAGE_ROOT": str(d / "storage"), "MISSION_A": a, "MISSION_B": b}

@@ -3,12 +3,12 @@
 The demo runs its two missions with one range whose simulated history archive is corrupt
 (`--fail-ranges 1`: stellar-core fails on it every time), so both missions condemn it and
 record their evidence on its partition. Then `dagster-webserver` serves that instance on a
-free loopback port, as the "Dagster UI" command of docs/operate.md does, and Debian's `chromium`
+free loopback port, as the "Dagster UI" command of docs/tutorial.md does, and Debian's `chromium`
 (driven by Playwright, never a browser Playwright downloaded) walks it: the asset graph, the
 range partitions with the failed one, the failed partition's evidence with its log tail, the
 profile's and the tier map's plots, and `mission_plan`'s launchpad filled in for the next
 mission. Each view is checked for what it shows, then saved under `docs/ui/` (the
-screenshots docs/operate.md points at): `uv run pytest -m browser` regenerates them.
+screenshots docs/tutorial.md points at): `uv run pytest -m browser` regenerates them.
 """
 
 import io

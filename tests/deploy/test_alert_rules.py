@@ -11,6 +11,7 @@ the Prometheus Operator's own CRD schemas (crds/, v0.93.0, example/prometheus-op
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -82,13 +83,13 @@ def run_tests(docs: list[dict], tmp_path: Path, tests: list[dict]) -> subprocess
 STALLED = {
     "summary": "Mission m1 is stalled",
     "description": "Nothing of mission m1 has completed for stall_seconds and every attempt in flight is overdue. "
-    'Look at the slowest ranges the status names (docs/operate.md, "What to do when": not_stalled warns; "Alerts").',
+    'Look at the slowest ranges the status names (docs/runbook.md, "not_stalled warns"; docs/reference.md, "Alerts").',
 }
 BREAKER = {
     "summary": "Mission m1: the circuit breaker stopped dispatch",
     "description": "Mission m1 starts no new attempts: the same failure repeated breaker_attempts times in a row. "
     "Fix the cause the dispatching check names, then backfill; the held ranges keep their budgets "
-    '(docs/operate.md, "What to do when": dispatching fails; "Alerts").',
+    '(docs/runbook.md, "dispatching fails"; docs/reference.md, "Alerts").',
 }
 
 
@@ -96,8 +97,8 @@ def condemned(n: int) -> dict:
     return {
         "summary": f"Mission m1 has {n} condemned ranges",
         "description": f"{n} ranges of mission m1 are condemned; the others run on. Read each one's cause on its "
-        'partition, fix it, then backfill the failed partitions (docs/operate.md, "What to do when": a range is '
-        'condemned; "Alerts").',
+        'partition, fix it, then backfill the failed partitions (docs/runbook.md, "A range is condemned"; '
+        'docs/reference.md, "Alerts").',
     }
 
 
@@ -190,7 +191,7 @@ def test_pods_unschedulable_past_the_threshold_fire(chart, tmp_path, values, thr
         summary=f"Mission m1: a pod has been Pending for {humanized}",
         description=f"The oldest Pending attempt of mission m1 has waited {humanized}, past {t} s. Check its pod's "
         "events and the tier's NodePool, quota and taints; pause or lower parallelism if the cluster is short "
-        '(docs/operate.md, "Pause, resume, drain, parallelism"; "Alerts").',
+        '(docs/how-to.md, "Pause, resume, drain, parallelism"; docs/reference.md, "Alerts").',
     )
     tests = [
         {
@@ -242,8 +243,8 @@ def test_Z4_no_completion_for_n_medians_fires_unless_paused_draining_or_unprofil
     fired = alert(
         summary="Mission m1: no range completed for 45m 0s",
         description="No range of mission m1 has completed for 45m 0s, over 3 x its profile's median range seconds, "
-        'with ranges left to run. Look at the attempts in flight and their pods (docs/operate.md, "What to do '
-        'when": not_stalled warns; "Alerts").',
+        'with ranges left to run. Look at the attempts in flight and their pods (docs/runbook.md, '
+        '"not_stalled warns"; docs/reference.md, "Alerts").',
     )
     tests = [
         {
@@ -281,16 +282,20 @@ def test_every_alert_has_a_severity_a_for_and_its_entry_in_docs(chart):
     names = [r["alert"] for r in rules]
     assert names == ["CatchupMissionStalled", "CatchupBreakerTripped", "CatchupRangesCondemned",
                      "CatchupPodsUnschedulable", "CatchupNoCompletion"]  # fmt: skip
-    operate = (CHART.parents[1] / "docs" / "operate.md").read_text()
-    alerts = operate[operate.index("\n## Alerts\n") :].split("\n## ")[1]
+    docs = CHART.parents[1] / "docs"
+    reference = (docs / "reference.md").read_text()
+    alerts = reference[reference.index("\n## Alerts\n") :].split("\n## ")[1]
     for r in rules:
         assert r["labels"]["severity"] in ("critical", "warning") and r["for"]
         assert {"summary", "description"} <= set(r["annotations"])
-        assert f"**{r['alert']}**" in alerts, f"docs/operate.md, Alerts: no entry for {r['alert']}"
-        # Every section a description points at is one of operate.md's.
-        for section in ("What to do when", "Alerts", "Pause, resume, drain, parallelism"):
-            if f'"{section}"' in r["annotations"]["description"]:
-                assert f"\n## {section}\n" in operate
+        assert f"**{r['alert']}**" in alerts, f"docs/reference.md, Alerts: no entry for {r['alert']}"
+        # Every description says what to do in the runbook or a how-to guide, and every section it
+        # points at (`docs/<doc>.md, "Section"`) is a heading of that doc, read without its backticks.
+        cited = re.findall(r'docs/([\w-]+\.md), "([^"]+)"', r["annotations"]["description"])
+        assert {"runbook.md", "how-to.md"} & {doc for doc, _ in cited}, r["annotations"]["description"]
+        for doc, section in cited:
+            headings = re.findall(r"^#+ (.*)$", (docs / doc).read_text().replace("`", ""), re.M)
+            assert section in headings, f"{r['alert']}: docs/{doc} has no section {section!r}"
 
 
 def test_nothing_is_rendered_unless_enabled(chart):

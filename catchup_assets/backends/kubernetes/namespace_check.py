@@ -47,7 +47,7 @@ def namespace_alert(read_namespace: Callable[[str], object], namespace: str) -> 
     found = f"it is {enforce!r}" if enforce is not None else "it has no such label"
     return (
         f"namespace {namespace} is not labelled {ENFORCE_LABEL}={RESTRICTED} ({found}): whoever holds the "
-        "run pods' token can start privileged or hostPath pods there; label it (docs/operate.md, "
+        "run pods' token can start privileged or hostPath pods there; label it (docs/runbook.md, "
         '"The mission namespace is not restricted")'
     )
 

@@ -18,7 +18,8 @@ class MissionDefaultsConfig(Strict):
     ledgers_per_range: int = Field(default=DEFAULT_LEDGERS_PER_RANGE, gt=0)
     overlap: int = Field(default=DEFAULT_OVERLAP, ge=0)
     order: Literal["tip-first", "oldest-first", "longest-first"] = "longest-first"
-    # uniform: the grid; profile: cut to the previous profile for `parallelism` slots (docs/operate.md).
+    # uniform: the grid; profile: cut to the previous profile for `parallelism` slots (docs/how-to.md,
+    # "Ranges cut to the profile").
     lengths: Literal["uniform", "profile"] = "uniform"
     # Both within MissionConfig's own bounds for parallelism (at most a cluster's pods).
     parallelism: int = Field(

@@ -89,7 +89,7 @@ class CatchupResource(dg.ConfigurableResource):
         ge=0,
         le=65535,
         description="the dispatcher serves Prometheus /metrics on this port of its run pod, or of the machine "
-        "running it locally (docs/operate.md, Metrics); 0: off",
+        "running it locally (docs/reference.md, Metrics); 0: off",
     )
     retry: RetryConfig = Field(default_factory=RetryConfig, description="retry budgets per outcome class (L5)")
     mission_defaults: MissionDefaultsConfig = Field(
