@@ -214,7 +214,7 @@ class LocalBackend(LocalLeftovers, LocalLiveLog):  # LocalLiveLog: a live attemp
 
             with open(parts.own, "rb") as f:
                 facts = parse_worker_log(iter_lines(iter(lambda: f.read(LOG_CHUNK), b"")))
-        except Exception as e:  # a log never kills the pass (L29); the archive is kept
+        except Exception as e:  # noqa: BLE001 - a log never kills the pass (L29); the archive is kept
             log.warning("log of %s not parsed: %s", state.attempt_id, e)
         if facts is None:
             return Collected(peaks=peaks, log_path=log_dest)

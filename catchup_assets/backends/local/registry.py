@@ -66,7 +66,7 @@ class Registry:
                 continue
             try:
                 st = self.one(e.name, Path(e.path))
-            except Exception as exc:  # one bad attempt costs itself, not the pass (L12)
+            except Exception as exc:  # noqa: BLE001 - one bad attempt costs itself, not the pass (L12)
                 self.warn(e.name, f"attempt {e.name} unreadable, skipped: {exc}")
                 continue
             if st is not None:
@@ -88,7 +88,7 @@ class Registry:
         for name in names:
             try:
                 st = self.one(name, self.attempts_dir / name)
-            except Exception as exc:  # one bad attempt costs itself, not the pass (L12)
+            except Exception as exc:  # noqa: BLE001 - one bad attempt costs itself, not the pass (L12)
                 self.warn(name, f"attempt {name} unreadable, skipped: {exc}")
                 continue
             if st is not None and st.range_key == range_key:
