@@ -1,6 +1,6 @@
 """A backend whose attempts run in simulated time, for the real dispatcher.
 
-`VirtualBackend` speaks the backend protocol (backends/base.py) over a
+`VirtualBackend` speaks the backend protocol (core/dispatch/ports.py) over a
 `Workload`: an attempt OOMs if its limit is below the range's peak, a drawn
 spot reclaim ends it early and leaves its progress on the range's "PVC" so the
 next attempt resumes (L16), otherwise it runs its remaining seconds and ends

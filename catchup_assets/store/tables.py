@@ -46,7 +46,7 @@ def table(rows: Iterable[dict[str, Any]], schema: pa.Schema) -> pa.Table:
 
 
 def profile_table(records: Iterable[Any]) -> pa.Table:
-    """The profile of these attempt records (aggregate/profile.py's rows)."""
+    """The profile of these attempt records (aggregate/profile_table.py's rows)."""
     rows, _ = profile_rows(records)
     return table(rows, PROFILE_SCHEMA)
 

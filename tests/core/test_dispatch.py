@@ -287,7 +287,7 @@ def test_L9_a_new_operator_run_grants_a_condemned_range_fresh_budgets_once(tmp_p
 
 @pytest.mark.parametrize("call", ["observe", "collect", "release", "release_range", "submit"])
 def test_L5_a_transient_error_from_any_call_is_retried_and_never_charged(tmp_path, call):
-    """The error contract (backends/base.py): any call may answer TransientBackendError;
+    """The error contract (core/dispatch/ports.py): any call may answer TransientBackendError;
     the dispatcher retries it on a later pass and no range spends a budget on it."""
     clock = FakeClock()
     backend = FakeBackend(clock, faults={call: 4})

@@ -1,6 +1,6 @@
 """A profile as sizing reads it: one measure per range, checked where it enters, looked up by range end.
 
-Pure. `measures_from_rows` turns profile rows (range_profile.parquet, aggregate/profile.py)
+Pure. `measures_from_rows` turns profile rows (range_profile.parquet, aggregate/profile_table.py)
 into `RangeMeasure`s, range-checking every value; `ProfileIndex` finds the measure that
 sizes a range: its own, else the nearest measured end above (L25).
 """
