@@ -6,7 +6,7 @@ The HAS is stellar-core's shape, as `HistoryArchiveState::serialize` writes it w
 `snap`; `next` is `{"state": 0}` or `{"state": 1, "output": <hash>}`), and, in version 2,
 `hotArchiveBuckets` of the same form. Cross-checked against stellar-core's own fixture
 src/history/serialize-tests/stellar-history.testnet.6714239.networkPassphrase.v2.json and
-docs/history.md ("History Archive State (HAS) files", "Root HAS").
+stellar-core's docs/history.md ("History Archive State (HAS) files", "Root HAS").
 """
 
 from __future__ import annotations

@@ -143,8 +143,8 @@ def parse_has(data: bytes, url: str) -> tuple[int, tuple[str, ...]]:
     if isinstance(ledger, bool) or not isinstance(ledger, int) or not 1 <= ledger <= MAX_LEDGER:
         raise TipUnavailable(f"cannot read {where}: {FIELD} must be a ledger number 1..{MAX_LEDGER}, got {ledger!r}")
     notes = []
-    # docs/history.md: checkpoints are the ledgers one less than a multiple of 64, and the root HAS
-    # is the newest one. Not refused: a network with ARTIFICIALLY_ACCELERATE_TIME_FOR_TESTING
+    # stellar-core's docs/history.md: checkpoints are the ledgers one less than a multiple of 64, and the
+    # root HAS is the newest one. Not refused: a network with ARTIFICIALLY_ACCELERATE_TIME_FOR_TESTING
     # checkpoints every 8 ledgers (HistoryManager::getCheckpointFrequency), and the ledger is still
     # the archive's own word for where its history ends.
     if (ledger + 1) % CHECKPOINT_LEDGERS:
