@@ -243,7 +243,7 @@ def test_Z4_no_completion_for_n_medians_fires_unless_paused_draining_or_unprofil
     fired = alert(
         summary="Mission m1: no range completed for 45m 0s",
         description="No range of mission m1 has completed for 45m 0s, over 3 x its profile's median range seconds, "
-        'with ranges left to run. Look at the attempts in flight and their pods (docs/runbook.md, '
+        "with ranges left to run. Look at the attempts in flight and their pods (docs/runbook.md, "
         '"not_stalled warns"; docs/reference.md, "Alerts").',
     )
     tests = [
