@@ -110,8 +110,8 @@ _ROOT = Path(__file__).resolve().parents[1]
 
 
 def _start_child(conn, whole: bool, in_flight: int) -> None:
-    from benchmarks.dispatcher_cost import Case, measure
     from benchmarks.harness.as_installed import as_installed
+    from benchmarks.harness.dispatcher_case import Case, measure
     from benchmarks.harness.sim_cluster import VariedAttempts
 
     as_installed()

@@ -148,7 +148,7 @@ def _passes_until_stopped(dispatcher, conn, poll: float) -> None:
 
 
 def _run(cluster: str, shape: Shape, target: RealTarget | None, conn, until_stopped: bool) -> MissionRun:
-    from benchmarks.dispatcher_cost import _warm_up
+    from benchmarks.harness.dispatcher_case import _warm_up
 
     _warm_up("kubernetes")  # what the first pass would import lazily, so that the baseline holds it
     with tempfile.TemporaryDirectory(prefix="plane-mission-") as tmp:
