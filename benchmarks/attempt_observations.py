@@ -25,7 +25,7 @@ from benchmarks.harness.dagster_storage import instance_storage
 from benchmarks.harness.report import write_result
 from catchup_assets.core.dispatch.live import AttemptEvent
 from catchup_assets.core.dispatch.ports import Phase
-from catchup_assets.core.plan.ranges import format_key
+from catchup_assets.core.values.ledger_range import format_key
 from catchup_assets.defs.instance.ownership import RANGE_KEY, latest_marks
 from catchup_assets.defs.metadata.ranges import attempt_metadata
 

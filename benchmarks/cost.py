@@ -3,7 +3,7 @@
 Each row is a whole mission of the workload model (4000 ranges) replayed by
 the real dispatcher in simulated time (kubesim/replay.py), longest first
 at 1092 slots, sized from the model's own profile, every attempt priced by
-the cost model (catchup_assets/core/size/cost.py, default catalog):
+the cost model (catchup_assets/core/forecast/cost.py, default catalog):
 
     flat                  every range alone on the cheapest node that holds the largest
     default ladder        the seed's cuts, one range per node (exclusive)
@@ -29,8 +29,8 @@ import time
 from pathlib import Path
 
 from benchmarks.harness.report import write_result
-from catchup_assets.core.size.cost import flat_shape
-from catchup_assets.core.size.fit import evaluate, fit_ladder, profile_ranges
+from catchup_assets.core.forecast.cost import flat_shape
+from catchup_assets.core.forecast.fit import evaluate, fit_ladder, profile_ranges
 from catchup_assets.core.size.sizing import Placement, Tier, Tiers, exclusive_ladder
 from catchup_assets.sim.workload import Workload
 from kubesim.replay import ReplayReport, replay

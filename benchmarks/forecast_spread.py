@@ -23,8 +23,8 @@ from pathlib import Path
 import pyarrow.parquet as pq
 
 from benchmarks.harness.report import write_result
+from catchup_assets.core.forecast.forecast import list_schedule
 from catchup_assets.core.plan.config import MissionConfig
-from catchup_assets.core.size.forecast import list_schedule
 from catchup_assets.mission.plan import forecast_band, forecast_mission, prepare
 from catchup_assets.sim.workload import Workload, WorkloadShape
 from catchup_assets.store.root import Store

@@ -24,9 +24,9 @@ from pathlib import Path
 from benchmarks.harness.report import write_result
 from catchup_assets.core.aggregate.profile_table import profile_rows
 from catchup_assets.core.dispatch.reconciler import DispatchConfig
-from catchup_assets.core.dispatch.record import AttemptRecord
-from catchup_assets.core.plan.ranges import dispatch_order
 from catchup_assets.core.size.sizing import Placement
+from catchup_assets.core.values.attempt_record import AttemptRecord
+from catchup_assets.core.values.ledger_range import dispatch_order
 from catchup_assets.mission.profile import build_profile, build_tier_map
 from catchup_assets.sim.workload import Workload
 from catchup_assets.store import layout

@@ -19,8 +19,8 @@ from dataclasses import dataclass
 
 import pyarrow.parquet as pq
 
+from catchup_assets.core.forecast.cost import MissionCost, Use, mission_cost
 from catchup_assets.core.plan.config import MissionConfig
-from catchup_assets.core.size.cost import MissionCost, Use, mission_cost
 from catchup_assets.core.size.sizing import Placement, Tiers
 from catchup_assets.mission.plan import prepare
 from catchup_assets.mission.run import run_mission

@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 
 from catchup_assets.core.classify.outcomes import Observation
 from catchup_assets.core.dispatch.ports import AlreadyExists, AttemptSpec, AttemptState, Collected, Peaks, Phase
+from catchup_assets.core.forecast.cost import node_share
 from catchup_assets.core.size.catalog import SPOT
-from catchup_assets.core.size.cost import node_share
 from catchup_assets.core.size.sizing import Placement
 from catchup_assets.sim.workload import Workload
 

@@ -23,11 +23,11 @@ from catchup_assets.backends.kubernetes.settings import K8sSettings
 from catchup_assets.backends.kubernetes.stats import KubeletAccess
 from catchup_assets.core.aggregate.profile_table import profile_rows
 from catchup_assets.core.dispatch.reconciler import DispatchConfig, Dispatcher
-from catchup_assets.core.dispatch.record import PEAK_FIELDS, AttemptRecord
 from catchup_assets.core.plan.config import MissionConfig
 from catchup_assets.core.plan.ranges import MissionSpan
 from catchup_assets.core.size.sizing import Tiers
 from catchup_assets.core.units import GiB
+from catchup_assets.core.values.attempt_record import PEAK_FIELDS, AttemptRecord
 from catchup_assets.mission.plan import prepare
 from catchup_assets.sim.core_log import tx_apply_report
 from catchup_assets.store.records import RecordStore

@@ -62,13 +62,38 @@ def imports_of(path: Path) -> list[Import]:
 
 
 def _folder(module: str) -> str:
-    """catchup_assets.core.size.cost -> core; catchup_assets.defs.assets.x -> defs; a top module -> ''."""
+    """catchup_assets.core.forecast.cost -> core; catchup_assets.defs.assets.x -> defs; a top module -> ''."""
     parts = module.split(".")
     return parts[1] if len(parts) > 2 else ""
 
 
 def _under(module: str, prefix: str) -> bool:
     return module == prefix or module.startswith(prefix + ".")
+
+
+# core/'s folders, each with the core/ folders it may import besides its own (issue 35 item 3): the
+# shared values at the base, dispatch at the top, no arrow back up. The root modules (units, text,
+# errors: folder "") sit under every folder and import no folder. docs/design.md draws this order.
+CORE_ORDER: dict[str, set[str]] = {
+    "": set(),
+    "values": set(),
+    "classify": {"values"},
+    "measure": {"values"},
+    "size": {"values"},
+    "forecast": {"values", "size"},
+    "plan": {"values", "classify", "size", "forecast"},
+    "aggregate": {"values", "classify", "size", "forecast"},
+    "dispatch": {"values", "classify", "measure", "size", "forecast", "plan", "aggregate"},
+}
+
+
+def _core_folder(module: str) -> str | None:
+    """catchup_assets.core.size.sizing.Placement -> size; catchup_assets.core.units -> ''; outside core/ -> None."""
+    if not _under(module, "catchup_assets.core"):
+        return None
+    parts = module.split(".")
+    name = parts[2] if len(parts) > 2 else ""
+    return name if name in CORE_ORDER or (ROOT / "catchup_assets" / "core" / name).is_dir() else ""
 
 
 def violations(imports: list[Import]) -> list[str]:
@@ -80,6 +105,9 @@ def violations(imports: list[Import]) -> list[str]:
         first_party = t.split(".")[0] in PACKAGES
         if _under(m, "catchup_assets.core") and not (t in STDLIB or _under(t, "catchup_assets.core")):
             bad.append(f"{where}: core/ imports only the stdlib and core/")
+        below, above = _core_folder(m), _core_folder(t)
+        if below is not None and above not in (None, "", below) and above not in CORE_ORDER.get(below, set()):
+            bad.append(f"{where}: core/{below or '(root)'} sits below core/{above}/ (CORE_ORDER): no arrow back up")
         if t in STORAGE_LIBS and not _under(m, "catchup_assets.store"):
             bad.append(f"{where}: only store/ imports {', '.join(sorted(STORAGE_LIBS))}")
         if t == "kubernetes" and not _under(m, "catchup_assets.backends.kubernetes"):
@@ -108,10 +136,10 @@ def test_every_folder_keeps_its_import_rule():
 @pytest.mark.parametrize(
     "module, target, broken",
     [
-        ("catchup_assets.core.size.cost", "json", None),
-        ("catchup_assets.core.size.cost", "catchup_assets.core.units", None),
-        ("catchup_assets.core.size.cost", "pyarrow", "core/ imports only"),
-        ("catchup_assets.core.size.cost", "catchup_assets.store.root", "core/ imports only"),
+        ("catchup_assets.core.forecast.cost", "json", None),
+        ("catchup_assets.core.forecast.cost", "catchup_assets.core.units", None),
+        ("catchup_assets.core.forecast.cost", "pyarrow", "core/ imports only"),
+        ("catchup_assets.core.forecast.cost", "catchup_assets.store.root", "core/ imports only"),
         ("catchup_assets.store.root", "fsspec", None),
         ("catchup_assets.mission.plan", "pyarrow", "only store/"),
         ("catchup_assets.backends.kubernetes.backend", "kubernetes", None),
@@ -128,6 +156,45 @@ def test_every_folder_keeps_its_import_rule():
 def test_the_rule_table(module, target, broken):
     found = violations([Import(module, target, 1)])
     assert (found == []) if broken is None else (len(found) >= 1 and broken in found[0]), found
+
+
+def test_issue35_core_has_no_arrow_back_up():
+    imports = [imp for p in _files() for imp in imports_of(p) if _under(imp.module, "catchup_assets.core")]
+    inside = [imp for imp in imports if _under(imp.target, "catchup_assets.core")]
+    assert len(inside) > 100  # the walk found core/'s own imports
+    assert [v for v in violations(imports) if "arrow back up" in v] == []
+
+
+def test_issue35_the_core_order_names_every_core_folder_and_is_an_order():
+    on_disk = {p.parent.name for p in (ROOT / "catchup_assets" / "core").glob("*/__init__.py")}
+    assert set(CORE_ORDER) - {""} == on_disk
+    assert all(below in CORE_ORDER for allowed in CORE_ORDER.values() for below in allowed)
+    assert _cycle(CORE_ORDER) is None
+
+
+@pytest.mark.parametrize(
+    "module, target, back_up",
+    [
+        ("catchup_assets.core.size.measures", "catchup_assets.core.values.ledger_range.parse_key", False),
+        ("catchup_assets.core.forecast.cost", "catchup_assets.core.values.attempt_record.AttemptRecord", False),
+        ("catchup_assets.core.plan.cut", "catchup_assets.core.forecast.spread.makespan_band", False),
+        ("catchup_assets.core.dispatch.finish", "catchup_assets.core.values.attempt_record.merge", False),
+        ("catchup_assets.core.size.sizing", "catchup_assets.core.units.GiB", False),
+        ("catchup_assets.core.size.sizing", "catchup_assets.core.size.catalog.SPOT", False),
+        ("catchup_assets.core.size.measures", "catchup_assets.core.plan.ranges.parse_key", True),  # size -> plan
+        ("catchup_assets.core.size.sizing", "catchup_assets.core.dispatch.ports.Records", True),  # size -> dispatch
+        ("catchup_assets.core.plan.config", "catchup_assets.core.dispatch.reconciler", True),  # plan -> dispatch
+        ("catchup_assets.core.size.sizing", "catchup_assets.core.forecast.cost.node_share", True),  # size -> forecast
+        ("catchup_assets.core.forecast.fit", "catchup_assets.core.plan.ranges.plan_ranges", True),  # forecast -> plan
+        ("catchup_assets.core.values.ledger_range", "catchup_assets.core.size.sizing", True),  # base -> size
+        ("catchup_assets.core.values.attempt_record", "catchup_assets.core.dispatch.ports", True),  # base -> dispatch
+        ("catchup_assets.core.errors", "catchup_assets.core.values.ledger_range", True),  # a root module -> a folder
+        ("catchup_assets.core.aggregate.kpis", "catchup_assets.core.plan.config", True),  # siblings stand apart
+    ],
+)
+def test_issue35_a_forbidden_arrow_in_core_is_caught(module, target, back_up):
+    found = violations([Import(module, target, 1)])
+    assert (len(found) == 1 and "arrow back up" in found[0]) if back_up else found == [], found
 
 
 def test_the_walk_reads_lazy_and_relative_imports(tmp_path, monkeypatch):

@@ -135,7 +135,7 @@ def measure(case: Case) -> Measured:
 
 def _warm_up(path: str) -> None:
     """Import what the first pass would import lazily, so the baseline holds it and no attempt pays for it."""
-    from catchup_assets.core.dispatch.record import AttemptRecord
+    from catchup_assets.core.values.attempt_record import AttemptRecord
     from catchup_assets.store.records import encode
 
     encode(AttemptRecord("m1", "0000000001-0000016000", 1))  # pyarrow's first table

@@ -215,7 +215,8 @@ def mission_span(count: int, ledgers_per_range: int = 16_000):
 
 def mission_ranges(count: int, ledgers_per_range: int = 16_000) -> Sequence:
     """`count` full ranges from genesis, tip first."""
-    from catchup_assets.core.plan.ranges import dispatch_order, plan_ranges
+    from catchup_assets.core.plan.ranges import plan_ranges
+    from catchup_assets.core.values.ledger_range import dispatch_order
 
     return dispatch_order(plan_ranges(mission_span(count, ledgers_per_range)), "tip-first")
 

@@ -11,7 +11,7 @@ from catchup_assets.core.text import records_table
 def command(args: argparse.Namespace) -> int:
     import yaml
 
-    from catchup_assets.core.size.fit import (
+    from catchup_assets.core.forecast.fit import (
         FitSettings,
         chart_values,
         comparison_rows,

@@ -44,7 +44,7 @@ def command(args: argparse.Namespace) -> int:
     from catchup_assets.cli.cleanup import resource_of
     from catchup_assets.core.dispatch.ports import LogUnavailable
     from catchup_assets.core.plan.config import validate_mission
-    from catchup_assets.core.plan.ranges import parse_key
+    from catchup_assets.core.values.ledger_range import parse_key
     from catchup_assets.defs.resources.backend import backend_for
     from catchup_assets.mission.logs import LIVE, attempt_log
 

@@ -12,10 +12,10 @@ from importlib.metadata import version
 from catchup_assets.cli import cleanup, control, diff, fit_tiers, logs, plan, profile, verify, workload
 from catchup_assets.cli.demo import command as demo
 from catchup_assets.core.aggregate.band_diff import DEFAULT_BAND_LEDGERS, DEFAULT_THRESHOLD
+from catchup_assets.core.forecast.fit import NAMES as TIER_NAMES
+from catchup_assets.core.forecast.spread import DEFAULT_MEMORY_SIGMA, DEFAULT_SIGMA
 from catchup_assets.core.plan.config import DEFAULT_PARALLELISM
 from catchup_assets.core.plan.ranges import CHECKPOINT_LEDGERS, LENGTHS, MAX_LEDGER, MAX_RANGES
-from catchup_assets.core.size.fit import NAMES as TIER_NAMES
-from catchup_assets.core.size.spread import DEFAULT_MEMORY_SIGMA, DEFAULT_SIGMA
 
 
 def number(

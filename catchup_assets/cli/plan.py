@@ -25,9 +25,9 @@ def load_profile(path: str):
 def command(args: argparse.Namespace) -> int:
     from collections import Counter
 
+    from catchup_assets.core.forecast.forecast import forecast_rows, lengths_rows
     from catchup_assets.core.plan.config import MissionConfig
     from catchup_assets.core.plan.ranges import MissionSpan
-    from catchup_assets.core.size.forecast import forecast_rows, lengths_rows
     from catchup_assets.mission.plan import (
         fallback_forecast,
         forecast_band,
@@ -103,7 +103,7 @@ def lengths_line(prepared) -> str:
 
 def print_cost(cost, placement) -> None:
     """The predicted cost of a mission's first attempts, per tier, with flat sizing beside it."""
-    from catchup_assets.core.size.cost import COST_NOTE, cost_rows
+    from catchup_assets.core.forecast.cost import COST_NOTE, cost_rows
 
     print("\n" + records_table(cost_rows(cost, placement)))
     ratio = f"{cost.ratio:.3f}" if cost.ratio is not None else "-"

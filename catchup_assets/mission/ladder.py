@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from catchup_assets.core.forecast.cost import MissionCost
+from catchup_assets.core.forecast.fit import FitResult, FitSettings, chart_values, evaluate, fit_ladder, profile_ranges
+from catchup_assets.core.forecast.forecast import Forecast
 from catchup_assets.core.size.catalog import DEFAULT_CATALOG
-from catchup_assets.core.size.cost import MissionCost
-from catchup_assets.core.size.fit import FitResult, FitSettings, chart_values, evaluate, fit_ladder, profile_ranges
-from catchup_assets.core.size.forecast import Forecast
 from catchup_assets.core.size.scale import Scale
 from catchup_assets.core.size.sizing import Placement
 from catchup_assets.mission.plan import require_plan

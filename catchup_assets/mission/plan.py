@@ -9,11 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from catchup_assets.core.errors import ConfigError
-from catchup_assets.core.plan.config import MissionConfig, validate_mission
-from catchup_assets.core.plan.cut import CutPlan, profile_cut
-from catchup_assets.core.plan.ranges import LedgerRange, dispatch_order, parse_key, plan_ranges
-from catchup_assets.core.size.cost import MissionCost, mission_cost
-from catchup_assets.core.size.forecast import (
+from catchup_assets.core.forecast.cost import MissionCost, mission_cost
+from catchup_assets.core.forecast.forecast import (
     WHAT_IF_FACTORS,
     FallbackWhatIf,
     Forecast,
@@ -21,7 +18,11 @@ from catchup_assets.core.size.forecast import (
     fallback_what_if,
     what_if,
 )
-from catchup_assets.core.size.spread import DEFAULT_SIGMA, DRAWS, Band, makespan_band, spread_from_history
+from catchup_assets.core.forecast.spread import DEFAULT_SIGMA, DRAWS, Band, makespan_band, spread_from_history
+from catchup_assets.core.plan.config import MissionConfig, validate_mission
+from catchup_assets.core.plan.cut import CutPlan, profile_cut
+from catchup_assets.core.plan.ranges import plan_ranges
+from catchup_assets.core.values.ledger_range import LedgerRange, dispatch_order, parse_key
 from catchup_assets.store import layout
 from catchup_assets.store.profiles import PreviousProfile, load_previous_profile
 from catchup_assets.store.root import Store

@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from catchup_assets.core.aggregate.profile_table import profile_rows
-from catchup_assets.core.dispatch.record import AttemptRecord
-from catchup_assets.core.plan.ranges import parse_key
 from catchup_assets.core.size.sizing import Placement
+from catchup_assets.core.values.attempt_record import AttemptRecord
+from catchup_assets.core.values.ledger_range import parse_key
 from catchup_assets.mission.plan import require_plan
 from catchup_assets.store import layout
 from catchup_assets.store.records import RecordStore

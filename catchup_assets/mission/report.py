@@ -8,9 +8,9 @@ from dataclasses import dataclass
 
 from catchup_assets.core.aggregate.kpis import SizingKpis, percent, sizing_kpis
 from catchup_assets.core.classify.outcomes import Outcome
-from catchup_assets.core.dispatch.record import AttemptRecord
-from catchup_assets.core.size.cost import MissionCost, Use, attempt_uses, mission_cost
+from catchup_assets.core.forecast.cost import MissionCost, Use, attempt_uses, mission_cost
 from catchup_assets.core.size.sizing import Placement
+from catchup_assets.core.values.attempt_record import AttemptRecord
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,8 @@ from collections.abc import Iterable
 
 from catchup_assets.core.errors import ConfigError, StateError
 from catchup_assets.core.plan.config import MissionConfig, validate_mission
-from catchup_assets.core.plan.ranges import LedgerRange, MissionSpan, parse_key, plan_ranges
+from catchup_assets.core.plan.ranges import MissionSpan, plan_ranges
+from catchup_assets.core.values.ledger_range import LedgerRange, parse_key
 from catchup_assets.store import layout
 from catchup_assets.store.control_record import ControlStore
 from catchup_assets.store.profiles import PreviousProfile

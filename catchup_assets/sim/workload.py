@@ -26,8 +26,9 @@ from dataclasses import dataclass
 from functools import cached_property
 
 from catchup_assets.core.errors import ConfigError
-from catchup_assets.core.plan.ranges import MAX_RANGES, LedgerRange, MissionSpan, parse_key, plan_ranges
+from catchup_assets.core.plan.ranges import MAX_RANGES, MissionSpan, plan_ranges
 from catchup_assets.core.units import GiB
+from catchup_assets.core.values.ledger_range import LedgerRange, parse_key
 from catchup_assets.sim.model import SETUP_SECONDS
 from catchup_assets.store.tables import PROFILE_SCHEMA, Table, table
 

@@ -21,8 +21,8 @@ make it absolute):
     <mission>/attempt_segments/s<ns>-<id>.parquet   done attempts appended since the snapshot's
                                                     last compaction (store/snapshot_log.py)
     <mission>/range_profile.parquet                 the profile (core/aggregate/profile_table.py)
-    <mission>/tier_map.parquet                      the tier map (core/size/tier_map.py)
-    <mission>/tier_ladder.yaml                      the fitted ladder as chart values (core/size/fit.py)
+    <mission>/tier_map.parquet                      the tier map (core/forecast/tier_map.py)
+    <mission>/tier_ladder.yaml                      the fitted ladder as chart values (core/forecast/fit.py)
     <mission>/profile_diff.parquet                  the profile against the one it was sized from
                                                     (core/aggregate/band_diff.py)
 """

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
 from multiprocessing import get_context
 
-from catchup_assets.core.dispatch.record import AttemptRecord
+from catchup_assets.core.values.attempt_record import AttemptRecord
 from catchup_assets.store.record_codec import decode
 
 log = logging.getLogger(__name__)

@@ -1,6 +1,6 @@
 """An attempt record as Parquet: its Arrow schema, every older schema version it reads, encode and decode.
 
-The record itself is a pure value (core/dispatch/record.py); this is its one encoding,
+The record itself is a pure value (core/values/attempt_record.py); this is its one encoding,
 shared by the per-attempt files (store/records.py) and the snapshot log (store/snapshot_log.py).
 """
 
@@ -12,14 +12,14 @@ from dataclasses import fields
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from catchup_assets.core.dispatch.record import (
+from catchup_assets.core.errors import StateError
+from catchup_assets.core.values.attempt_record import (
     COLUMNS,
     SCHEMA_VERSION,
     AttemptRecord,
     UnrecordableRecord,
     unrecordable_fields,
 )
-from catchup_assets.core.errors import StateError
 
 # The record's column kinds as Arrow types.
 _ARROW = {"string": pa.string(), "int32": pa.int32(), "int64": pa.int64(), "float64": pa.float64(), "bool": pa.bool_()}

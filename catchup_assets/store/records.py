@@ -12,7 +12,7 @@ that is stale or unreadable, falls back to the record's own file.
 
 A torn, foreign or old-schema file costs the one attempt it describes, with a
 warning (L12, L33); peaks merge by max (L20) and a late field fills a hole (L28).
-The record itself, its merge and its bounds are pure (core/dispatch/record.py).
+The record itself, its merge and its bounds are pure (core/values/attempt_record.py).
 """
 
 from __future__ import annotations
@@ -22,9 +22,9 @@ import logging
 import re
 from collections.abc import Iterable, Mapping
 
-from catchup_assets.core.dispatch.record import AttemptRecord, merge
 from catchup_assets.core.errors import StateError
 from catchup_assets.core.plan.config import validate_mission
+from catchup_assets.core.values.attempt_record import AttemptRecord, merge
 from catchup_assets.store import layout
 from catchup_assets.store.parallel_decode import decode_files
 from catchup_assets.store.record_codec import decode, encode

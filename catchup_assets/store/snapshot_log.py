@@ -32,8 +32,8 @@ from collections.abc import Iterable
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from catchup_assets.core.dispatch.record import SCHEMA_VERSION, AttemptRecord
 from catchup_assets.core.errors import StateError
+from catchup_assets.core.values.attempt_record import SCHEMA_VERSION, AttemptRecord
 from catchup_assets.store import layout
 from catchup_assets.store.record_codec import SCHEMA, row_record
 from catchup_assets.store.root import Store

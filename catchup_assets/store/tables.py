@@ -18,11 +18,11 @@ import pyarrow.parquet as pq
 from catchup_assets.core.aggregate.band_diff import BAND_COLUMNS, ProfileDiff
 from catchup_assets.core.aggregate.profile_table import PROFILE_COLUMNS, profile_rows
 from catchup_assets.core.errors import StateError
+from catchup_assets.core.forecast.tier_map import TIER_MAP_COLUMNS, tier_map_rows
 from catchup_assets.core.plan.plan_table import PLAN_COLUMNS, plan_rows
-from catchup_assets.core.plan.ranges import LedgerRange
 from catchup_assets.core.size.measures import ProfileIndex
 from catchup_assets.core.size.sizing import Placement
-from catchup_assets.core.size.tier_map import TIER_MAP_COLUMNS, tier_map_rows
+from catchup_assets.core.values.ledger_range import LedgerRange
 from catchup_assets.store.root import Store
 
 Table = pa.Table  # what the use cases hand on, without importing pyarrow themselves
@@ -59,7 +59,7 @@ def plan_table(
 
 
 def tier_map_table(ranges: Sequence[LedgerRange], profile: Iterable[dict[str, Any]], placement: Placement) -> pa.Table:
-    """Where each range goes next mission (size/tier_map.py's rows)."""
+    """Where each range goes next mission (forecast/tier_map.py's rows)."""
     return table(tier_map_rows(ranges, profile, placement), TIER_MAP_SCHEMA)
 
 

@@ -11,9 +11,10 @@ import pytest
 
 from catchup_assets.core.dispatch.ports import Phase
 from catchup_assets.core.dispatch.reconciler import DispatchConfig, Dispatcher
-from catchup_assets.core.plan.ranges import dispatch_order, plan_ranges
+from catchup_assets.core.plan.ranges import plan_ranges
 from catchup_assets.core.size.sizing import Tiers
 from catchup_assets.core.units import GiB
+from catchup_assets.core.values.ledger_range import dispatch_order
 from catchup_assets.store.records import RecordStore
 from catchup_assets.store.root import Store
 from kit.k8s_backend import NS, SETTINGS, A, SimClock, backend, flat, mission, sim_cluster

@@ -15,9 +15,9 @@ from kubernetes.client import BatchV1Api, CoreV1Api
 from catchup_assets.backends.kubernetes.backend import KubernetesBackend
 from catchup_assets.backends.kubernetes.settings import K8sSettings
 from catchup_assets.backends.kubernetes.stats import KubeletAccess
+from catchup_assets.core.forecast.cost import node_share
 from catchup_assets.core.plan.config import MissionConfig
 from catchup_assets.core.plan.ranges import MissionSpan
-from catchup_assets.core.size.cost import node_share
 from catchup_assets.core.size.sizing import Placement, SizingPolicy
 from catchup_assets.core.units import GiB
 from catchup_assets.mission.plan import prepare
@@ -113,7 +113,7 @@ def test_a_range_reclaimed_3_times_runs_its_4th_attempt_on_demand(tmp_path):
     assert [r.capacity_type for r in chain] == ["spot", "spot", "spot", "on-demand"]
     assert {r.tier for r in chain} == {"nebula"} and chain[3].node == "nebula-od"
     # The cost splits by what each attempt bought: the reclaimed ones at spot, the last on-demand.
-    from catchup_assets.core.size.cost import mission_cost
+    from catchup_assets.core.forecast.cost import mission_cost
 
     cost = mission_cost(attempt_uses(records.values()), placement)
     shape = placement.shape_of("nebula")

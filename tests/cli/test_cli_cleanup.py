@@ -16,9 +16,9 @@ import pytest
 from catchup_assets.backends.local.backend import LocalBackend
 from catchup_assets.cli.main import run
 from catchup_assets.core.dispatch.ports import AttemptSpec
-from catchup_assets.core.dispatch.record import AttemptRecord
 from catchup_assets.core.plan.config import MissionConfig
 from catchup_assets.core.plan.ranges import MissionSpan
+from catchup_assets.core.values.attempt_record import AttemptRecord
 from catchup_assets.mission.saved import save_mission
 from catchup_assets.store.records import RecordStore
 from catchup_assets.store.root import Store

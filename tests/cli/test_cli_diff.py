@@ -11,9 +11,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from catchup_assets.cli.main import run
-from catchup_assets.core.dispatch.record import AttemptRecord
 from catchup_assets.core.plan.config import MissionConfig
 from catchup_assets.core.plan.ranges import MissionSpan
+from catchup_assets.core.values.attempt_record import AttemptRecord
 from catchup_assets.mission.profile import build_profile
 from catchup_assets.mission.saved import save_mission
 from catchup_assets.store.records import RecordStore

@@ -46,7 +46,7 @@ def profile(tmp_path) -> str:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from catchup_assets.core.plan.ranges import format_key
+    from catchup_assets.core.values.ledger_range import format_key
     from catchup_assets.store.tables import PROFILE_SCHEMA
 
     rows = [

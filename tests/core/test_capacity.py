@@ -12,14 +12,14 @@ import dataclasses
 import pytest
 
 from catchup_assets.core.errors import ConfigError
-from catchup_assets.core.plan.ranges import LedgerRange
+from catchup_assets.core.forecast.cost import Use, mission_cost
+from catchup_assets.core.forecast.forecast import estimates, fallback_what_if
 from catchup_assets.core.size.capacity import capacity_for, fell_back
 from catchup_assets.core.size.catalog import Catalog, NodeShape
-from catchup_assets.core.size.cost import Use, mission_cost
-from catchup_assets.core.size.forecast import estimates, fallback_what_if
 from catchup_assets.core.size.measures import ProfileIndex, RangeMeasure
 from catchup_assets.core.size.sizing import Placement, SizingPolicy, Tier, Tiers
 from catchup_assets.core.units import GiB
+from catchup_assets.core.values.ledger_range import LedgerRange
 
 SMALL = NodeShape("small", 12 * GiB, 4, 1.0, 0.4, 10 * GiB, 4.0)  # $1/h on-demand, $0.40 spot
 CATALOG = Catalog((SMALL,), "test prices")

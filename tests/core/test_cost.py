@@ -6,8 +6,8 @@ import dataclasses
 
 import pytest
 
+from catchup_assets.core.forecast.cost import Use, mission_cost, node_share
 from catchup_assets.core.size.catalog import DEFAULT_CATALOG, Catalog, NodeShape, eks_allocatable
-from catchup_assets.core.size.cost import Use, mission_cost, node_share
 from catchup_assets.core.size.sizing import Placement, Tier, Tiers
 from catchup_assets.core.units import GiB, MiB
 
@@ -191,7 +191,7 @@ def test_the_resource_refuses_a_bad_catalog_or_tier_at_load_naming_it(settings, 
 
 
 def test_a_mission_summary_counts_every_attempt_and_says_whether_the_profile_paid():
-    from catchup_assets.core.dispatch.record import AttemptRecord
+    from catchup_assets.core.values.attempt_record import AttemptRecord
     from catchup_assets.mission.report import cost_verdict, summarize
 
     p = placement(tier("a", 8, "small", 1.0))

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import pytest
 
+from catchup_assets.core.forecast.ledger_cost import LedgerCost
 from catchup_assets.core.plan.cut import _pieces_for, cut_for, plan_cut, split
-from catchup_assets.core.plan.ranges import LedgerRange, MissionSpan, plan_ranges
-from catchup_assets.core.size.ledger_cost import LedgerCost
+from catchup_assets.core.plan.ranges import MissionSpan, plan_ranges
 from catchup_assets.core.size.measures import RangeMeasure, measures_from_rows
 from catchup_assets.core.units import GiB
+from catchup_assets.core.values.ledger_range import LedgerRange
 
 
 @pytest.mark.parametrize(
@@ -131,7 +132,7 @@ def test_issue25_at_2096_slots_with_30_minutes_of_setup_the_cut_comes_within_1_1
 def test_issue25_a_cut_compared_under_noise_finishes_sooner_under_that_noise():
     """~500 pieces near the target end with the slowest draw: compared by the expected makespan at sigma 0.1
     (other draws than the planner's), the noise-aware cut beats the one chosen on exact seconds."""
-    from catchup_assets.core.size.spread import makespan_band
+    from catchup_assets.core.forecast.spread import makespan_band
     from catchup_assets.sim.workload import Workload
 
     w = Workload(ranges=1000)

@@ -362,7 +362,7 @@ def test_two_dispatchers_over_the_same_ranges_never_run_an_attempt_twice(tmp_pat
 def test_a_stale_foreign_claim_is_checked_against_the_records_before_its_number_is_spent(tmp_path):
     """Another dispatcher claimed attempt 1, ran it and released it while this one looked away:
     past the grace the records, not the claim's age, decide whether the range still needs work."""
-    from catchup_assets.core.dispatch.record import AttemptRecord
+    from catchup_assets.core.values.attempt_record import AttemptRecord
 
     clock = FakeClock()
     backend = FakeBackend(clock)
@@ -530,7 +530,7 @@ def test_L11_a_range_another_dispatcher_finished_unseen_is_read_within_the_reche
     """The other dispatcher claimed, ran, recorded and released an attempt between two of this
     one's passes: its records are read every claim_recheck_seconds, so the range is known done
     in seconds, not after the claim's grace (and never run again)."""
-    from catchup_assets.core.dispatch.record import AttemptRecord
+    from catchup_assets.core.values.attempt_record import AttemptRecord
 
     clock = FakeClock()
     backend = FakeBackend(clock)

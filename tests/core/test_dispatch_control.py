@@ -11,7 +11,8 @@ from catchup_assets.core.dispatch.obey import DRAINED
 from catchup_assets.core.dispatch.reconciler import DispatchConfig, Dispatcher
 from catchup_assets.core.dispatch.results import RangeStatus
 from catchup_assets.core.plan.config import MissionConfig
-from catchup_assets.core.plan.ranges import MissionSpan, dispatch_order, plan_ranges
+from catchup_assets.core.plan.ranges import MissionSpan, plan_ranges
+from catchup_assets.core.values.ledger_range import dispatch_order
 from catchup_assets.store import layout
 from catchup_assets.store.control_record import ControlStore
 from catchup_assets.store.records import RecordStore

@@ -7,12 +7,12 @@ import random
 
 import pytest
 
-from catchup_assets.core.plan.ranges import LedgerRange
+from catchup_assets.core.forecast.fit import FitSettings, chart_values, evaluate, fit_ladder
 from catchup_assets.core.size.catalog import Catalog, NodeShape
-from catchup_assets.core.size.fit import FitSettings, chart_values, evaluate, fit_ladder
 from catchup_assets.core.size.measures import ProfileIndex, RangeMeasure
 from catchup_assets.core.size.sizing import MemoryLadder, Placement, SizingPolicy, Tier, Tiers
 from catchup_assets.core.units import GiB
+from catchup_assets.core.values.ledger_range import LedgerRange
 
 # Per hour at 1 CPU a range: on "cpu" max(GiB, 1) / 8 dollars, on "mem" max(GiB / 16, 0.5).
 CPU_NODE = NodeShape("cpu", 10 * GiB, 8, 2.5, 1.0, 8 * GiB, 8.0)

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from catchup_assets.core.plan.ranges import LedgerRange, format_key
-from catchup_assets.core.size.forecast import RangeEstimate, estimates, forecast, list_schedule, what_if
+from catchup_assets.core.forecast.forecast import RangeEstimate, estimates, forecast, list_schedule, what_if
 from catchup_assets.core.size.measures import ProfileIndex, RangeMeasure
 from catchup_assets.core.size.sizing import Placement
 from catchup_assets.core.units import GiB
+from catchup_assets.core.values.ledger_range import LedgerRange, format_key
 
 
 @pytest.mark.parametrize(

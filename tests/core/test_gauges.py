@@ -18,11 +18,11 @@ from catchup_assets.core.dispatch.gauges import (
     retries_left,
 )
 from catchup_assets.core.dispatch.ports import AttemptState
-from catchup_assets.core.dispatch.record import AttemptRecord
 from catchup_assets.core.size.catalog import ON_DEMAND, SPOT
 from catchup_assets.core.size.measures import ProfileIndex, RangeMeasure
 from catchup_assets.core.size.sizing import Placement
 from catchup_assets.core.units import GiB
+from catchup_assets.core.values.attempt_record import AttemptRecord
 from fakes import FAILED, OOM, FakeBackend, FakeClock, Script
 
 

@@ -8,10 +8,10 @@ import dataclasses
 import pytest
 
 from catchup_assets.core.aggregate.kpis import cheapest_gib_hour, sizing_kpis
-from catchup_assets.core.dispatch.record import AttemptRecord
 from catchup_assets.core.size.catalog import Catalog, NodeShape
 from catchup_assets.core.size.sizing import Placement, Tier, Tiers
 from catchup_assets.core.units import GiB
+from catchup_assets.core.values.attempt_record import AttemptRecord
 
 # 10 GiB allocatable at $1/h on-demand, $0.40 spot; 20 GiB at $1.50 and $0.60 (cheaper per GiB).
 SMALL = NodeShape("small", 12 * GiB, 4, 1.0, 0.4, 10 * GiB, 4.0)

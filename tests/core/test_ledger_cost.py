@@ -5,12 +5,13 @@ from __future__ import annotations
 import pytest
 
 from catchup_assets.core.errors import ConfigError
-from catchup_assets.core.plan.ranges import LedgerRange, MissionSpan, plan_ranges
-from catchup_assets.core.size.forecast import estimates, forecast
-from catchup_assets.core.size.ledger_cost import LedgerCost
+from catchup_assets.core.forecast.forecast import estimates, forecast
+from catchup_assets.core.forecast.ledger_cost import LedgerCost
+from catchup_assets.core.plan.ranges import MissionSpan, plan_ranges
 from catchup_assets.core.size.measures import ProfileIndex, RangeMeasure, measures_from_rows
 from catchup_assets.core.size.sizing import Placement
 from catchup_assets.core.units import GiB
+from catchup_assets.core.values.ledger_range import LedgerRange
 
 
 def m(first, last, seconds, setup=None, peak=1 * GiB):

@@ -3,7 +3,7 @@
 import pytest
 
 from catchup_assets.core.aggregate.profile_table import REQUIRED_COLUMNS, check_profile_columns, profile_rows, range_row
-from catchup_assets.core.dispatch.record import AttemptRecord
+from catchup_assets.core.values.attempt_record import AttemptRecord
 from catchup_assets.store.tables import profile_table
 
 GiB = 1024**3

@@ -14,8 +14,8 @@ from catchup_assets.core.aggregate.band_diff import (
     requested_by_range,
 )
 from catchup_assets.core.aggregate.diff_display import display_rows, image_text, legend, regression_rows
-from catchup_assets.core.dispatch.record import AttemptRecord
 from catchup_assets.core.text import text_table
+from catchup_assets.core.values.attempt_record import AttemptRecord
 from catchup_assets.store.tables import BAND_SCHEMA, band_table
 
 GiB = 1024**3

@@ -1,15 +1,7 @@
 import pytest
 
-from catchup_assets.core.plan.ranges import (
-    LedgerRange,
-    MissionSpan,
-    RangeKeyError,
-    contiguous_groups,
-    dispatch_order,
-    format_key,
-    parse_key,
-    plan_ranges,
-)
+from catchup_assets.core.plan.ranges import MissionSpan, contiguous_groups, plan_ranges
+from catchup_assets.core.values.ledger_range import LedgerRange, RangeKeyError, dispatch_order, format_key, parse_key
 
 
 @pytest.mark.parametrize(

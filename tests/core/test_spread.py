@@ -7,8 +7,8 @@ import math
 import pytest
 
 from catchup_assets.core.errors import ConfigError
-from catchup_assets.core.size.forecast import list_schedule
-from catchup_assets.core.size.spread import makespan_band, spread_from_history
+from catchup_assets.core.forecast.forecast import list_schedule
+from catchup_assets.core.forecast.spread import makespan_band, spread_from_history
 
 # 40 ranges of 1-6 h on 10 slots: a tail of long ranges, as at the tip.
 SECONDS = [3600.0 * (1 + 5 * i / 39) for i in range(40)][::-1]

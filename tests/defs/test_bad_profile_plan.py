@@ -12,7 +12,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from catchup_assets.cli.demo.settings import DemoSettings
-from catchup_assets.core.plan.ranges import format_key
+from catchup_assets.core.values.ledger_range import format_key
 from catchup_assets.defs.location import load_location, write_location
 from catchup_assets.store.tables import PROFILE_SCHEMA
 

@@ -15,9 +15,9 @@ import pytest
 
 from catchup_assets.backends.local.backend import LocalBackend
 from catchup_assets.core.dispatch.ports import AttemptSpec
-from catchup_assets.core.dispatch.record import AttemptRecord
 from catchup_assets.core.plan.config import MissionConfig
 from catchup_assets.core.plan.ranges import MissionSpan
+from catchup_assets.core.values.attempt_record import AttemptRecord
 from catchup_assets.defs.definitions import defs
 from catchup_assets.defs.mission.run_context import MISSION_TAG
 from catchup_assets.defs.resources import CatchupResource

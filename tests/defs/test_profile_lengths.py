@@ -9,7 +9,7 @@ import dagster as dg
 import pandas as pd
 import pytest
 
-from catchup_assets.core.plan.ranges import parse_key
+from catchup_assets.core.values.ledger_range import parse_key
 from catchup_assets.defs.instance.ownership import SUPERSEDED, latest_marks
 from catchup_assets.defs.sensors.next_mission import next_mission_sensor
 from dagster_defs import catchup, defs, plan_config

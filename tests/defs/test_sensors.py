@@ -9,7 +9,7 @@ from dagster._core.storage.tags import (
     ASSET_PARTITION_RANGE_START_TAG as RANGE_START,
 )
 
-from catchup_assets.core.plan.ranges import format_key
+from catchup_assets.core.values.ledger_range import format_key
 from catchup_assets.defs.assets.profile_diff import profile_diff
 from catchup_assets.defs.assets.range_assets import (
     MISSION_TAG,

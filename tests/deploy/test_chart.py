@@ -389,7 +389,7 @@ def test_the_fitted_ladder_s_values_render_and_load_as_that_ladder(chart):
     renders them (a NodePool per fitted tier, of its instance type) and the resource loads the same ladder."""
     import yaml
 
-    from catchup_assets.core.size.fit import chart_values, fit_ladder, profile_ranges
+    from catchup_assets.core.forecast.fit import chart_values, fit_ladder, profile_ranges
     from catchup_assets.core.size.sizing import Placement
     from catchup_assets.defs.resources import CatchupResource
     from catchup_assets.sim.workload import Workload

@@ -18,9 +18,9 @@ import pytest
 
 from catchup_assets.core.classify.outcomes import decide
 from catchup_assets.core.dispatch.reconciler import DispatchConfig, Dispatcher
-from catchup_assets.core.dispatch.record import AttemptRecord
 from catchup_assets.core.dispatch.recovery import past_attempts
 from catchup_assets.core.units import GiB
+from catchup_assets.core.values.attempt_record import AttemptRecord
 from catchup_assets.mission.cleanup import cleanup, plan_cleanup
 from catchup_assets.mission.plan import prepare
 from catchup_assets.mission.run import run_mission

@@ -6,7 +6,8 @@ from dataclasses import fields
 
 from catchup_assets.core.dispatch.reconciler import DispatchConfig, Dispatcher
 from catchup_assets.core.plan.config import MissionConfig
-from catchup_assets.core.plan.ranges import MissionSpan, dispatch_order, plan_ranges
+from catchup_assets.core.plan.ranges import MissionSpan, plan_ranges
+from catchup_assets.core.values.ledger_range import dispatch_order
 from catchup_assets.store.records import RecordStore
 from catchup_assets.store.root import Store
 from fakes import FakeBackend, FakeClock, Script

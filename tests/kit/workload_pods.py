@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from catchup_assets.core.plan.ranges import parse_key
 from catchup_assets.core.size.sizing import Tiers
 from catchup_assets.core.units import GiB
+from catchup_assets.core.values.ledger_range import parse_key
 from catchup_assets.sim.core_log import tx_apply_report
 from catchup_assets.sim.workload import Workload
 from kit.k8s_backend import SETTINGS

@@ -9,9 +9,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from catchup_assets.core.forecast.spread import DEFAULT_SIGMA
 from catchup_assets.core.plan.config import MissionConfig
 from catchup_assets.core.plan.ranges import MissionSpan, plan_ranges
-from catchup_assets.core.size.spread import DEFAULT_SIGMA
 from catchup_assets.core.units import GiB
 from catchup_assets.mission.plan import forecast_band, prepare
 from catchup_assets.store import layout

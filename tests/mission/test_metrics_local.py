@@ -19,10 +19,10 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from catchup_assets.backends.local.backend import LocalBackend
 from catchup_assets.core.dispatch.reconciler import SystemClock
+from catchup_assets.core.forecast.cost import attempt_uses, mission_cost
 from catchup_assets.core.plan.config import MissionConfig
 from catchup_assets.core.plan.ranges import MissionSpan, plan_ranges
 from catchup_assets.core.size.catalog import CAPACITY_TYPES
-from catchup_assets.core.size.cost import attempt_uses, mission_cost
 from catchup_assets.mission.metrics import MissionMetrics
 from catchup_assets.mission.plan import prepare
 from catchup_assets.mission.run import run_mission

@@ -8,7 +8,8 @@ import shutil
 
 from catchup_assets.core.dispatch.reconciler import DispatchConfig, Dispatcher
 from catchup_assets.core.plan.config import MissionConfig
-from catchup_assets.core.plan.ranges import MissionSpan, dispatch_order, plan_ranges
+from catchup_assets.core.plan.ranges import MissionSpan, plan_ranges
+from catchup_assets.core.values.ledger_range import dispatch_order
 from catchup_assets.mission.profile import build_profile
 from catchup_assets.store.records import RecordStore
 from catchup_assets.store.root import Store

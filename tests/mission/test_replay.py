@@ -11,10 +11,11 @@ import logging
 
 import pytest
 
-from catchup_assets.core.plan.ranges import dispatch_order, plan_ranges
-from catchup_assets.core.size.forecast import estimates, forecast
+from catchup_assets.core.forecast.forecast import estimates, forecast
+from catchup_assets.core.plan.ranges import plan_ranges
 from catchup_assets.core.size.measures import ProfileIndex, measures_from_rows
 from catchup_assets.core.size.sizing import Placement
+from catchup_assets.core.values.ledger_range import dispatch_order
 from catchup_assets.mission.profile import build_profile
 from catchup_assets.sim.workload import Workload, WorkloadShape
 from catchup_assets.store.profiles import PreviousProfile

@@ -21,13 +21,14 @@ import pytest
 import catchup_assets.cli.main as cli
 from catchup_assets.core.dispatch.ports import Peaks
 from catchup_assets.core.dispatch.reconciler import DispatchConfig, Dispatcher
-from catchup_assets.core.dispatch.record import AttemptRecord, UnrecordableRecord
 from catchup_assets.core.dispatch.results import DispatcherStuck
 from catchup_assets.core.measure.logparse import parse_worker_log
 from catchup_assets.core.plan.config import MissionConfig
-from catchup_assets.core.plan.ranges import MissionSpan, dispatch_order, parse_key, plan_ranges
+from catchup_assets.core.plan.ranges import MissionSpan, plan_ranges
 from catchup_assets.core.size.measures import measures_from_rows
 from catchup_assets.core.size.sizing import Tier, Tiers
+from catchup_assets.core.values.attempt_record import AttemptRecord, UnrecordableRecord
+from catchup_assets.core.values.ledger_range import dispatch_order, parse_key
 from catchup_assets.defs.resources import CatchupResource
 from catchup_assets.mission.plan import prepare
 from catchup_assets.mission.profile import build_tier_map

@@ -18,7 +18,8 @@ import pytest
 
 from catchup_assets.cli.main import run
 from catchup_assets.core.plan.config import MissionConfig
-from catchup_assets.core.plan.ranges import MissionSpan, format_key
+from catchup_assets.core.plan.ranges import MissionSpan
+from catchup_assets.core.values.ledger_range import format_key
 from catchup_assets.mission.plan import prepare
 from catchup_assets.store.profiles import ProfileUnavailable, load_previous_profile
 from catchup_assets.store.tables import PROFILE_SCHEMA

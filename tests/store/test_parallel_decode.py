@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import logging
 
-from catchup_assets.core.dispatch.record import AttemptRecord
+from catchup_assets.core.values.attempt_record import AttemptRecord
 from catchup_assets.store import layout, parallel_decode
 from catchup_assets.store.records import RecordStore
 from catchup_assets.store.root import Store

@@ -8,8 +8,8 @@ from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 import pyarrow.parquet as pq
 import pytest
 
-from catchup_assets.core.dispatch.record import AttemptRecord
 from catchup_assets.core.errors import StateError
+from catchup_assets.core.values.attempt_record import AttemptRecord
 from catchup_assets.store.profiles import ProfileRefused, ProfileUnavailable, load_previous_profile
 from catchup_assets.store.tables import NotATable, parse_table, profile_table
 

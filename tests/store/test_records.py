@@ -4,8 +4,8 @@ import logging
 
 import pytest
 
-from catchup_assets.core.dispatch.record import AttemptRecord
 from catchup_assets.core.plan.config import validate_mission
+from catchup_assets.core.values.attempt_record import AttemptRecord
 from catchup_assets.store.records import RecordStore, decode, encode
 from catchup_assets.store.root import Store
 

@@ -11,7 +11,7 @@ import logging
 
 import pytest
 
-from catchup_assets.core.dispatch.record import AttemptRecord
+from catchup_assets.core.values.attempt_record import AttemptRecord
 from catchup_assets.store import layout
 from catchup_assets.store.records import RecordStore
 from catchup_assets.store.root import Store

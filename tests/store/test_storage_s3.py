@@ -8,7 +8,7 @@ import boto3
 import botocore.exceptions
 import pytest
 
-from catchup_assets.core.dispatch.record import AttemptRecord
+from catchup_assets.core.values.attempt_record import AttemptRecord
 from catchup_assets.store.records import RecordStore
 from catchup_assets.store.root import Store
 

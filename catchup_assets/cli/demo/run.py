@@ -35,7 +35,7 @@ from catchup_assets.cli.demo.archive import repair_command
 from catchup_assets.cli.demo.mission import DemoFailed, DemoInterrupted, run_one
 from catchup_assets.cli.demo.settings import DemoSettings
 from catchup_assets.core.aggregate.kpis import AUTOPILOT, percent
-from catchup_assets.core.size.cost import COST_NOTE
+from catchup_assets.core.forecast.cost import COST_NOTE
 from catchup_assets.defs.location import load_location, project_root, ui_command, write_home, write_location
 from catchup_assets.defs.mission.range_events import SUBSET_ENV
 from catchup_assets.defs.resources import deployment_catchup

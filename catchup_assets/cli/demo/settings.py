@@ -8,7 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from catchup_assets.core.errors import ConfigError
-from catchup_assets.core.plan.ranges import CHECKPOINT_LEDGERS, LedgerRange, MissionSpan, plan_ranges
+from catchup_assets.core.plan.ranges import CHECKPOINT_LEDGERS, MissionSpan, plan_ranges
+from catchup_assets.core.values.ledger_range import LedgerRange
 from catchup_assets.sim.model import HISTORY_LEDGERS
 
 

@@ -35,8 +35,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from catchup_assets.core.classify.outcomes import Outcome
+from catchup_assets.core.forecast.cost import attempt_uses, mission_cost
 from catchup_assets.core.size.catalog import ON_DEMAND, SPOT, Catalog
-from catchup_assets.core.size.cost import attempt_uses, mission_cost
 from catchup_assets.core.size.sizing import Placement
 from catchup_assets.core.units import GiB
 

@@ -43,7 +43,7 @@ from typing import Any
 
 from catchup_assets.core.classify.outcomes import Outcome
 from catchup_assets.core.errors import ConfigError
-from catchup_assets.core.plan.ranges import parse_key
+from catchup_assets.core.values.ledger_range import parse_key
 
 log = logging.getLogger(__name__)
 

@@ -11,8 +11,8 @@ import logging
 
 from catchup_assets.core.classify.outcomes import Outcome
 from catchup_assets.core.dispatch.ports import AlreadyExists, AttemptSpec
-from catchup_assets.core.dispatch.record import AttemptRecord
 from catchup_assets.core.size.capacity import fell_back
+from catchup_assets.core.values.attempt_record import AttemptRecord
 
 log = logging.getLogger(__name__)
 

@@ -13,8 +13,8 @@ from functools import partial
 from catchup_assets.core.classify.outcomes import Outcome, classify
 from catchup_assets.core.dispatch.breaker import LAST_ERROR
 from catchup_assets.core.dispatch.ports import AttemptState, Collected, TransientBackendError
-from catchup_assets.core.dispatch.record import AttemptRecord, UnrecordableRecord, merge, unrecordable_fields
 from catchup_assets.core.dispatch.results import RangeStatus
+from catchup_assets.core.values.attempt_record import AttemptRecord, UnrecordableRecord, merge, unrecordable_fields
 
 log = logging.getLogger(__name__)
 

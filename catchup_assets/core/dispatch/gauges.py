@@ -20,10 +20,10 @@ from dataclasses import dataclass
 from catchup_assets.core.aggregate.kpis import SizingKpis, sizing_kpis
 from catchup_assets.core.classify.outcomes import BudgetGroup, PastAttempt, RetryPolicy, decide
 from catchup_assets.core.dispatch.ports import AttemptState, Phase, TransientBackendError
-from catchup_assets.core.dispatch.record import AttemptRecord
 from catchup_assets.core.size.catalog import CAPACITY_TYPES
 from catchup_assets.core.size.measures import ProfileIndex
 from catchup_assets.core.size.sizing import Placement
+from catchup_assets.core.values.attempt_record import AttemptRecord
 
 QUEUED, PENDING, RUNNING = "queued", "pending", "running"
 DONE, CONDEMNED, SUPERSEDED = "done", "condemned", "superseded"

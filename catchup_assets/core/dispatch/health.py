@@ -9,9 +9,9 @@ import logging
 from catchup_assets.core.classify.outcomes import Outcome
 from catchup_assets.core.dispatch.breaker import failure_signature
 from catchup_assets.core.dispatch.ports import AttemptState, Phase
-from catchup_assets.core.dispatch.record import AttemptRecord
 from catchup_assets.core.dispatch.results import DispatcherStuck, RangeStatus, Status
 from catchup_assets.core.size.measures import measure_for
+from catchup_assets.core.values.attempt_record import AttemptRecord
 
 log = logging.getLogger(__name__)
 

@@ -15,8 +15,8 @@ from enum import StrEnum
 from typing import Protocol
 
 from catchup_assets.core.classify.outcomes import Observation
-from catchup_assets.core.dispatch.record import AttemptRecord
 from catchup_assets.core.errors import CatchupError
+from catchup_assets.core.values.attempt_record import AttemptRecord
 
 log = logging.getLogger(__name__)
 MAX_BYTES = 2**63 - 1  # what a record's int64 column holds

@@ -39,14 +39,14 @@ from catchup_assets.core.dispatch.ports import (
     Records,
     TransientBackendError,
 )
-from catchup_assets.core.dispatch.record import AttemptRecord
 from catchup_assets.core.dispatch.recovery import Recovery
 from catchup_assets.core.dispatch.results import MissionResult, RangeResult, RangeStatus, Status
 from catchup_assets.core.dispatch.stopping import Stopping
 from catchup_assets.core.errors import ConfigError
 from catchup_assets.core.plan.config import MissionConfig
-from catchup_assets.core.plan.ranges import LedgerRange
 from catchup_assets.core.size.measures import ProfileIndex
+from catchup_assets.core.values.attempt_record import AttemptRecord
+from catchup_assets.core.values.ledger_range import LedgerRange
 
 log = logging.getLogger(__name__)
 

@@ -12,8 +12,8 @@ from collections.abc import Mapping
 
 from catchup_assets.core.aggregate.profile_table import range_row
 from catchup_assets.core.classify.outcomes import Action, Outcome, PastAttempt, decide
-from catchup_assets.core.dispatch.record import AttemptRecord
 from catchup_assets.core.dispatch.results import RangeResult, RangeStatus
+from catchup_assets.core.values.attempt_record import AttemptRecord
 
 log = logging.getLogger(__name__)
 

@@ -15,7 +15,7 @@ import logging
 
 from catchup_assets.core.classify.outcomes import Outcome
 from catchup_assets.core.dispatch.ports import AttemptState, TransientBackendError
-from catchup_assets.core.dispatch.record import AttemptRecord
+from catchup_assets.core.values.attempt_record import AttemptRecord
 
 log = logging.getLogger(__name__)
 STOP_ROUNDS = 3  # shutdowns per stop: the first, and two for attempts that raced it

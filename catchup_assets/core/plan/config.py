@@ -12,8 +12,9 @@ from dataclasses import dataclass, field
 
 from catchup_assets.core.classify.outcomes import RetryPolicy
 from catchup_assets.core.errors import ConfigError, bounded, check_bounds, check_value, declared_bounds, integer_fields
-from catchup_assets.core.plan.ranges import LENGTHS, ORDERS, MissionSpan
+from catchup_assets.core.plan.ranges import LENGTHS, MissionSpan
 from catchup_assets.core.size.sizing import Placement
+from catchup_assets.core.values.ledger_range import ORDERS
 
 # Attempts in flight at once, across every run of the mission (the seed ran 1000-2096).
 DEFAULT_PARALLELISM = 1000

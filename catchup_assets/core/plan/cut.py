@@ -33,11 +33,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from catchup_assets.core.errors import ConfigError, check_number
-from catchup_assets.core.plan.ranges import CHECKPOINT_LEDGERS, LedgerRange, MissionSpan, plan_ranges
-from catchup_assets.core.size.forecast import list_schedule
-from catchup_assets.core.size.ledger_cost import LedgerCost, segments_from_measures
+from catchup_assets.core.forecast.forecast import list_schedule
+from catchup_assets.core.forecast.ledger_cost import LedgerCost, segments_from_measures
+from catchup_assets.core.forecast.spread import makespan_band
+from catchup_assets.core.plan.ranges import CHECKPOINT_LEDGERS, MissionSpan, plan_ranges
 from catchup_assets.core.size.measures import RangeMeasure
-from catchup_assets.core.size.spread import makespan_band
+from catchup_assets.core.values.ledger_range import LedgerRange
 
 DEFAULT_NODE_HOURS_CAP = 1.10  # at most 10% more node-hours than the uniform grid
 # Merge limits tried, as shares of the target: on the workload model no one share wins at every setup.
@@ -191,7 +192,7 @@ def plan_cut(
     """Range boundaries for `slots` slots whose predicted makespan comes close to the bound.
 
     `sigma` > 0: plans are compared by their expected makespan when each range's seconds wander by
-    exp(N(0, sigma)) (core/size/spread.py, `SCORE_DRAWS` seeded draws), not by the exact list schedule:
+    exp(N(0, sigma)) (core/forecast/spread.py, `SCORE_DRAWS` seeded draws), not by the exact list schedule:
     a mission of ~2000 pieces near the target ends with the slowest draw of them, ~3 sigma above
     (on the workload model at sigma 0.05, 1.17 of the bound replayed against 1.04 predicted exactly)."""
     if isinstance(slots, bool) or not isinstance(slots, int) or slots < 1:

@@ -17,9 +17,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from catchup_assets.core.plan.ranges import LedgerRange
 from catchup_assets.core.size.measures import ProfileIndex
 from catchup_assets.core.size.sizing import Placement
+from catchup_assets.core.values.ledger_range import LedgerRange
 
 # The plan's columns, in order, by name and kind (store/tables.py: the Parquet schema).
 PLAN_COLUMNS = (

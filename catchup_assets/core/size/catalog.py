@@ -2,7 +2,7 @@
 
 Pure data. A shape is an instance type: its memory and CPUs, what the kubelet
 leaves pods of them (allocatable), and its on-demand and spot price per hour.
-Tiers name a shape (sizing.Tier.shape); the cost model (cost.py) prices a
+Tiers name a shape (sizing.Tier.shape); the cost model (forecast/cost.py) prices a
 range by the share of its tier's node it requests.
 
 The default catalog (docs/cost.md says where each figure comes from):

@@ -15,7 +15,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from catchup_assets.core.plan.ranges import RangeKeyError, parse_key
+from catchup_assets.core.values.ledger_range import RangeKeyError, parse_key
 
 log = logging.getLogger(__name__)
 

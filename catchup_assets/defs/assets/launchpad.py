@@ -27,7 +27,8 @@ from pydantic.fields import FieldInfo
 
 from catchup_assets.core.errors import ConfigError
 from catchup_assets.core.plan.config import DEFAULT_PARALLELISM, MISSION_PATTERN, MISSION_RULE, MissionConfig
-from catchup_assets.core.plan.ranges import DEFAULT_LEDGERS_PER_RANGE, DEFAULT_OVERLAP, MissionSpan, parse_key
+from catchup_assets.core.plan.ranges import DEFAULT_LEDGERS_PER_RANGE, DEFAULT_OVERLAP, MissionSpan
+from catchup_assets.core.values.ledger_range import parse_key
 from catchup_assets.defs.mission.run_context import refused
 from catchup_assets.defs.resources import CatchupResource, MissionDefaultsConfig
 from catchup_assets.store.profiles import newest_profile

@@ -7,7 +7,8 @@ Made per deployment (`build_mission_plan`): its config's defaults are the deploy
 import dagster as dg
 
 from catchup_assets.core.errors import ConfigError
-from catchup_assets.core.plan.ranges import parse_key, plan_ranges
+from catchup_assets.core.plan.ranges import plan_ranges
+from catchup_assets.core.values.ledger_range import parse_key
 from catchup_assets.defs.assets.launchpad import (
     MissionPlanConfig,
     applied_order,

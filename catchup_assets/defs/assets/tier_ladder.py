@@ -8,7 +8,7 @@ operator applies those values (`helm upgrade ... -f tier_ladder.yaml`).
 
 import dagster as dg
 
-from catchup_assets.core.size.fit import NothingToFit
+from catchup_assets.core.forecast.fit import NothingToFit
 from catchup_assets.defs.metadata.cost import ladder_metadata
 from catchup_assets.defs.mission.run_context import mission_partition, missions_partitions_def, refused
 from catchup_assets.defs.resources import CatchupResource

@@ -15,7 +15,7 @@ def cost_metadata(cost, placement, prefix: str) -> dict[str, Any]:
     """A mission's dollars (`prefix`: predicted_ or actual_): total, spot and on-demand, flat sizing, per tier.
 
     In the seconds of the uses priced: a demo's are production's when its caller scaled them (see `scale`)."""
-    from catchup_assets.core.size.cost import COST_NOTE, cost_rows
+    from catchup_assets.core.forecast.cost import COST_NOTE, cost_rows
 
     if cost is None:
         return {f"{prefix}cost": "no previous profile: no prediction of cost"}
@@ -53,7 +53,7 @@ def mission_cost_metadata(records, plan_rows, placement, scale: Scale = FULL) ->
 
 def tier_map_cost_metadata(rows: Sequence[dict[str, Any]], placement, scale: Scale = FULL) -> dict[str, Any]:
     """What the next mission's first attempts cost on this tier map, at this mission's seconds (production's)."""
-    from catchup_assets.core.size.cost import Use, mission_cost
+    from catchup_assets.core.forecast.cost import Use, mission_cost
 
     rows = scale.rows(rows)
     uses = [Use(r["tier"], r["memory_request_bytes"] or 0, r["seconds"]) for r in rows if r["seconds"] is not None]
@@ -63,7 +63,7 @@ def tier_map_cost_metadata(rows: Sequence[dict[str, Any]], placement, scale: Sca
 def ladder_metadata(mission: str, out, current, scale: Scale = FULL) -> dict[str, Any]:
     """tier_ladder's metadata: the fitted ladder's values and cost beside the ladder in use (fitted on
     production seconds: build_tier_ladder's time_scale)."""
-    from catchup_assets.core.size.fit import comparison_rows
+    from catchup_assets.core.forecast.fit import comparison_rows
 
     fit = out.fit
     rows = comparison_rows(

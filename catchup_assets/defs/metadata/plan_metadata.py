@@ -14,7 +14,7 @@ from catchup_assets.defs.metadata.tables import in_mib, markdown_table, reading
 
 def forecast_metadata(cfg, forecasts, scale: Scale = FULL) -> dict[str, Any]:
     """The planner's prediction at the configured parallelism, and the what-if table (production hours)."""
-    from catchup_assets.core.size.forecast import forecast_rows
+    from catchup_assets.core.forecast.forecast import forecast_rows
 
     forecasts = _scaled(forecasts, scale)
     mine = next((f for f in forecasts if f.slots == cfg.parallelism), None)
@@ -42,7 +42,7 @@ def plan_metadata(
     uniform=(),
 ) -> dict[str, Any]:
     """The plan at a glance; hours, GiB and dollars at production scale (`scale`), as the demo's summary."""
-    from catchup_assets.core.size.cost import mission_cost
+    from catchup_assets.core.forecast.cost import mission_cost
     from catchup_assets.defs.metadata.cost import cost_metadata
     from catchup_assets.mission.report import plan_uses
 
@@ -91,7 +91,7 @@ def plan_metadata(
 
 def band_metadata(prepared, scale: Scale = FULL) -> dict[str, Any]:
     """The expected makespan under runtime and peak spread, with its p10-p90 band (production hours)."""
-    from catchup_assets.core.size.spread import DEFAULT_MEMORY_SIGMA
+    from catchup_assets.core.forecast.spread import DEFAULT_MEMORY_SIGMA
     from catchup_assets.mission.plan import forecast_band
 
     band = forecast_band(prepared, memory_sigma=DEFAULT_MEMORY_SIGMA)
@@ -108,7 +108,7 @@ def band_metadata(prepared, scale: Scale = FULL) -> dict[str, Any]:
 
 def lengths_metadata(cfg, prepared, forecasts, uniform, scale: Scale = FULL) -> dict[str, Any]:
     """How the span was cut; for a profile cut, its what-if beside the uniform grid's (production hours)."""
-    from catchup_assets.core.size.forecast import lengths_rows
+    from catchup_assets.core.forecast.forecast import lengths_rows
 
     meta: dict[str, Any] = {"lengths": cfg.lengths + (f" ({prepared.lengths_note})" if prepared.lengths_note else "")}
     cut = prepared.cut

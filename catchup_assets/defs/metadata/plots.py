@@ -10,7 +10,7 @@ from typing import Any
 
 import dagster as dg
 
-from catchup_assets.core.size.forecast import significant
+from catchup_assets.core.forecast.forecast import significant
 from catchup_assets.core.units import GiB
 
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import dagster as dg
 
-from catchup_assets.core.size.forecast import significant
+from catchup_assets.core.forecast.forecast import significant
 from catchup_assets.core.text import markdown_table as text_markdown_table
 from catchup_assets.core.units import GiB, MiB
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import dagster as dg
 
-from catchup_assets.core.plan.ranges import RangeKeyError, parse_key
+from catchup_assets.core.values.ledger_range import RangeKeyError, parse_key
 from catchup_assets.defs.mission.run_context import MISSION_TAG, RANGE_END_TAG, RANGE_START_TAG
 
 CATCHUP_KEY = dg.AssetKey("range_catchup")

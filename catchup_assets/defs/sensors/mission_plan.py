@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import dagster as dg
 
-from catchup_assets.core.plan.ranges import contiguous_groups, parse_key
+from catchup_assets.core.plan.ranges import contiguous_groups
+from catchup_assets.core.values.ledger_range import parse_key
 from catchup_assets.defs.assets.range_assets import MISSION_TAG, PLAN_KEY, RANGE_END_TAG, RANGE_START_TAG
 from catchup_assets.defs.mission.jobs import range_catchup_job
 from catchup_assets.defs.mission.live_runs import Holder, holding, live_holders

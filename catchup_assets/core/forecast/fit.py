@@ -27,13 +27,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from catchup_assets.core.errors import ConfigError
-from catchup_assets.core.plan.ranges import LedgerRange, dispatch_order
+from catchup_assets.core.forecast.cost import MissionCost, mission_cost, node_share
+from catchup_assets.core.forecast.forecast import Forecast, estimates, forecast
 from catchup_assets.core.size.catalog import SPOT, Catalog, NodeShape
-from catchup_assets.core.size.cost import MissionCost, mission_cost, node_share
-from catchup_assets.core.size.forecast import Forecast, estimates, forecast
 from catchup_assets.core.size.measures import ProfileIndex
 from catchup_assets.core.size.sizing import Placement, Tier, Tiers
 from catchup_assets.core.units import GiB
+from catchup_assets.core.values.ledger_range import LedgerRange, dispatch_order
 
 
 class NothingToFit(ConfigError):
@@ -211,8 +211,8 @@ class _Table:
 
 def profile_ranges(rows: Sequence[dict]) -> tuple[list[LedgerRange], ProfileIndex]:
     """The ranges of a profile table's rows (range_profile.parquet) and the index that sizes them."""
-    from catchup_assets.core.plan.ranges import parse_key
     from catchup_assets.core.size.measures import measures_from_rows
+    from catchup_assets.core.values.ledger_range import parse_key
 
     index = ProfileIndex(measures_from_rows(rows))
     ranges = sorted({parse_key(r["range_key"]) for r in rows if r.get("range_key")})

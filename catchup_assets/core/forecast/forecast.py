@@ -19,11 +19,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from catchup_assets.core.errors import ConfigError
-from catchup_assets.core.plan.ranges import LedgerRange
+from catchup_assets.core.forecast.cost import Use, node_share, significant
 from catchup_assets.core.size.catalog import SPOT
-from catchup_assets.core.size.cost import Use, node_share, significant
 from catchup_assets.core.size.measures import ProfileIndex
 from catchup_assets.core.size.sizing import Placement
+from catchup_assets.core.values.ledger_range import LedgerRange
 
 WHAT_IF_FACTORS = (0.5, 1.0, 2.0)
 
@@ -164,7 +164,7 @@ RECLAIM_SHARE = 0.07
 
 @dataclass(frozen=True)
 class FallbackWhatIf:
-    """What the on-demand fallback (capacity.py) would cost: ranges moved, and their premium."""
+    """What the on-demand fallback (size/capacity.py) would cost: ranges moved, and their premium."""
 
     reclaims: int  # the policy's threshold; 0: the fallback is off
     reclaim_share: float  # chance a spot attempt is reclaimed, taken independent per attempt

@@ -15,10 +15,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from catchup_assets.core.plan.ranges import LedgerRange
-from catchup_assets.core.size.cost import node_share
+from catchup_assets.core.forecast.cost import node_share
 from catchup_assets.core.size.measures import ProfileIndex, measures_from_rows
 from catchup_assets.core.size.sizing import Placement
+from catchup_assets.core.values.ledger_range import LedgerRange
 
 # The tier map's columns, in order, by name and kind (store/tables.py: the Parquet schema).
 TIER_MAP_COLUMNS = (

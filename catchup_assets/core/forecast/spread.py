@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from catchup_assets.core.errors import ConfigError, check_number
-from catchup_assets.core.size.forecast import list_schedule
+from catchup_assets.core.forecast.forecast import list_schedule
 
 # How far a range's seconds wander from one mission to the next when the profile's history
 # cannot say: the seed's missions drifted ~5% (sim/workload.py mission_jitter); twice that, so

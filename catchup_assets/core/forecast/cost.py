@@ -6,7 +6,7 @@ memory and CPU over its allocatable CPU (Kubernetes and Karpenter pack pods by
 their requests); on a tier holding `pods_per_node` ranges per node it pays
 1 / pods_per_node. Times the node's price per hour for the capacity type it
 bought (its tier's, or on-demand for an attempt its range's reclaims moved
-there: capacity.py), times the seconds it ran. Flat sizing, the baseline, puts every range on
+there: size/capacity.py), times the seconds it ran. Flat sizing, the baseline, puts every range on
 a node of its own that holds the largest request: the cheapest catalog shape
 that does, at the capacity type of the tier the largest request went to.
 
@@ -20,9 +20,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from catchup_assets.core.dispatch.record import AttemptRecord
 from catchup_assets.core.size.catalog import ON_DEMAND, SPOT, NodeShape
 from catchup_assets.core.size.sizing import Placement, Tier
+from catchup_assets.core.values.attempt_record import AttemptRecord
 
 COST_NOTE = (
     "node start-up, idle node tails, packing fragments, DaemonSets, volumes and (in a prediction) "
