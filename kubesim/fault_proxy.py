@@ -25,9 +25,9 @@ from collections import Counter
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qsl, urlsplit
 
-from kubesim.kube_api import Route
 from kubesim.kube_faults import FaultInjector, RequestLog
 from kubesim.kube_meta import ApiError
+from kubesim.kube_route import Route
 
 # Per connection (RFC 9110 section 7.6.1): never passed on by a proxy.
 _HOP = frozenset({"connection", "keep-alive", "transfer-encoding", "content-length", "host", "te", "upgrade"})

@@ -20,9 +20,10 @@ Start it as a context manager; the official client talks to it unmodified:
         api.faults.add(status=429, verb="list", resource="jobs", count=2)
 
 Pods only move when a `kubesim.kubelet.Kubelet` steps the store.
-Watches are served as the API reference describes them (kube_watch.py).
+Watches are served as the API reference describes them (kube_watch.py); a request's
+route and media type are read in kube_route.py, its verb applied to the store in kube_verbs.py.
 Not modeled: dry runs, namespace lifecycle (every namespace exists:
-a GET of one never created answers it bare, kube_store.implicit_namespace),
+a GET of one never created answers it bare, kube_resources.implicit_namespace),
 authn/authz, server-side apply, graceful pod deletion (a DELETE
 removes a pod at once; Jobs keep batch/v1's orphaning default).
 """
@@ -30,79 +31,22 @@ removes a pod at once; Jobs keep batch/v1's orphaning default).
 from __future__ import annotations
 
 import json
-import re
 import threading
 import time
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from urllib.parse import parse_qsl, unquote, urlsplit
+from urllib.parse import parse_qsl, urlsplit
 
-from kubesim.kube_faults import FaultInjector, RequestLog, apply_patch
-from kubesim.kube_logs import FollowedLog, serve_log, stream_chunked
-from kubesim.kube_meta import TRUE, ApiError, ManualClock, not_found
-from kubesim.kube_store import RESOURCES, Store, implicit_namespace
+from kubesim.kube_faults import FaultInjector, RequestLog
+from kubesim.kube_logs import FollowedLog, stream_chunked
+from kubesim.kube_meta import ApiError, ManualClock
+from kubesim.kube_resources import RESOURCES
+from kubesim.kube_route import Route, negotiate
+from kubesim.kube_store import Store
+from kubesim.kube_verbs import dispatch
 from kubesim.kube_watch import watch_lines
 
-_NO_ROUTE = ApiError(404, "NotFound", "the server could not find the requested resource")
-_PATH = re.compile(
-    r"^/(api/v1|apis/batch/v1)(?:/namespaces/([^/]+))?/([^/]+)"
-    r"(?:/([^/]+)(?:/([^/]+)(?:/(.*))?)?)?$"
-)
 VERSION = {"major": "1", "minor": "31", "gitVersion": "v1.31.0-catchup-sim", "platform": "linux/amd64"}
-
-
-# Content negotiation, as kube-apiserver v1.37.2 answers it (measured on the real one, tests/k8s): the
-# serializers' media types; go-restful refuses an Accept no route produces, and for pods/log, whose route
-# also produces text/plain, the handler's own negotiation (apiserver handlers/negotiation/negotiate.go
-# NegotiateOutputMediaType, errors.go) refuses one its serializers cannot write, `text/plain` included.
-_SERIALIZED = ("application/json", "application/yaml", "application/vnd.kubernetes.protobuf")
-_ACCEPTABLE = frozenset({"*/*", *_SERIALIZED})
-_STREAMS = ("application/json;stream=watch", "application/vnd.kubernetes.protobuf;stream=watch")
-_PRODUCES = ", ".join([*_SERIALIZED, *_STREAMS])
-_LOG_PRODUCES = ", ".join(["text/plain", *_SERIALIZED])
-
-
-def negotiate(accept: str | None, resource: str) -> None:
-    """Raise the real server's 406 for an Accept it cannot answer (none given: any)."""
-    ranges = [part.split(";")[0].strip().lower() for part in (accept or "").split(",") if part.strip()]
-    if not ranges or any(r in _ACCEPTABLE for r in ranges):
-        return
-    if resource == "pods/log" and "text/plain" in ranges:
-        raise ApiError(406, "NotAcceptable", f"only the following media types are accepted: {', '.join(_SERIALIZED)}")
-    produces = _LOG_PRODUCES if resource == "pods/log" else _PRODUCES
-    raise ApiError(406, "NotAcceptable", f"406: Not Acceptable\n\nAvailable representations: {produces}", {})
-
-
-class Route:
-    """What a request is, in the API server's own terms (verb, resource...)."""
-
-    def __init__(self, method: str, path: str, query: dict[str, str]) -> None:
-        m = _PATH.match(path)
-        if not m:
-            raise _NO_ROUTE
-        prefix, self.ns, plural, name, sub, rest = m.groups()
-        res = RESOURCES.get(plural)
-        if res is None or (prefix == "apis/batch/v1") != (res.group == "batch"):
-            raise _NO_ROUTE
-        if self.ns is not None and not res.namespaced:
-            raise _NO_ROUTE
-        self.plural, self.name, self.sub = plural, name and unquote(name), sub
-        if rest:
-            raise _NO_ROUTE  # nothing served lies below a subresource
-        self.resource = f"{plural}/{sub}" if sub else plural
-        if sub not in (None, "log", "status") or (sub == "log" and plural != "pods"):
-            raise _NO_ROUTE
-        if sub == "log" and method != "GET":
-            raise ApiError(405, "MethodNotAllowed", f"the simulated server only serves GET on {plural}/{sub}")
-        if name is None:
-            if method == "GET":
-                self.verb = "watch" if query.get("watch") in TRUE else "list"
-            else:
-                self.verb = {"POST": "create", "DELETE": "deletecollection"}.get(method, "")
-        else:
-            self.verb = {"GET": "get", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}.get(method, "")
-        if not self.verb:
-            raise ApiError(405, "MethodNotAllowed", "the server does not allow this method on the requested resource")
 
 
 class KubeApiServer:
@@ -207,7 +151,7 @@ class KubeApiServer:
                         return
                     if fault.reset:
                         with self.store.lock:
-                            self._dispatch(route, query, raw, h.headers)
+                            dispatch(self.store, route, query, raw, h.headers)
                         h.close_connection = True  # committed; the answer never leaves
                         return
                 negotiate(h.headers.get("Accept"), resource)
@@ -217,7 +161,7 @@ class KubeApiServer:
                     self._watch(h, route, query, cut_after=1 if truncate else None, slow_body=slow_body)
                     return
                 with self.store.lock:
-                    code, body = self._dispatch(route, query, raw, h.headers)
+                    code, body = dispatch(self.store, route, query, raw, h.headers)
         except ApiError as exc:
             code, body, headers = exc.code, exc.status(), exc.headers
         self.requests.answered(method, url.path, verb, resource, code)
@@ -275,68 +219,6 @@ class KubeApiServer:
             h.close_connection = True  # cut off: no terminating chunk, the connection gone
         except (BrokenPipeError, ConnectionResetError):
             h.close_connection = True
-
-    def _dispatch(self, r: Route, query: dict, raw: bytes, headers) -> tuple[int, object]:
-        store, res = self.store, RESOURCES[r.plural]
-        if r.sub == "log":
-            return 200, serve_log(store, r.ns, r.name, query)
-        if r.verb == "watch":
-            return 200, {}  # streamed by _watch; reached only by a reset fault, which answers nothing
-        if query.get("dryRun"):
-            raise ApiError(400, "BadRequest", "dryRun is not supported by the simulated server")
-        if r.verb == "list":
-            return 200, self._list(r, query)
-        if r.verb == "get":
-            obj = store.live(r.plural, r.ns, r.name)
-            if obj is None and r.plural == "namespaces":
-                obj = implicit_namespace(store, r.name)
-            if obj is None:
-                raise not_found(r.plural, res.group, r.name)
-            return 200, obj
-        body = _json_body(raw) if raw else {}
-        if r.verb == "create":
-            return 201, store.create(r.plural, r.ns, body)
-        if r.verb == "update":
-            return 200, store.replace(r.plural, r.ns, r.name, body)
-        if r.verb == "patch":
-            current = store.get(r.plural, r.ns, r.name)
-            patched = apply_patch(current, body, headers.get("Content-Type", ""))
-            patched["metadata"].pop("resourceVersion", None)
-            return 200, store.replace(r.plural, r.ns, r.name, patched)
-        policy = query.get("propagationPolicy") or (body or {}).get("propagationPolicy")
-        if r.verb == "delete":
-            return 200, store.delete(r.plural, r.ns, r.name, policy)[1]
-        for obj in store.select(
-            r.plural, r.ns, query.get("labelSelector"), query.get("fieldSelector")
-        ):  # deletecollection
-            store.delete(r.plural, obj["metadata"].get("namespace"), obj["metadata"]["name"], policy)
-        return 200, {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success"}
-
-    def _list(self, r: Route, query: dict) -> dict:
-        res = RESOURCES[r.plural]
-        items = self.store.select(r.plural, r.ns, query.get("labelSelector"), query.get("fieldSelector"))
-        start = 0
-        if query.get("continue"):
-            try:
-                start = int(query["continue"].rsplit(":", 1)[1])
-            except (IndexError, ValueError):
-                raise ApiError(400, "BadRequest", "continue key is not valid") from None
-        meta: dict = {"resourceVersion": self.store.resource_version}
-        limit = int(query.get("limit") or 0)
-        end = start + limit if limit > 0 else len(items)
-        if end < len(items):
-            meta["continue"] = f"{self.store.resource_version}:{end}"
-            meta["remainingItemCount"] = len(items) - end
-        # Items of a typed list carry no apiVersion/kind, as from the real server.
-        page = [{k: v for k, v in o.items() if k not in ("apiVersion", "kind")} for o in items[start:end]]
-        return {"kind": f"{res.kind}List", "apiVersion": res.api_version, "metadata": meta, "items": page}
-
-
-def _json_body(raw: bytes):
-    try:
-        return json.loads(raw)
-    except ValueError as exc:
-        raise ApiError(400, "BadRequest", f"error decoding request body: {exc}") from None
 
 
 class _Server(ThreadingHTTPServer):

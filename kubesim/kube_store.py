@@ -2,10 +2,8 @@
 
 Objects are kept as the JSON dicts the API server would send, so the HTTP
 layer only serializes and tests can assert on exactly what a client reads.
-Creation applies the server-side defaulting the code under test depends on:
-a Job gets `spec.selector` and the `controller-uid`/`job-name` labels on its
-template, and its own labels default to the template's; `backoffLimit`
-defaults to 6 (which is why L1 sets 0 explicitly).
+Creation validates and defaults each object as the API server does
+(kube_resources.py: what it serves, and what it does to an object on its way in).
 
 One re-entrant lock guards everything. The HTTP threads and the kubelet take
 it for a whole request or step; the public `get`/`list` return deep copies so
@@ -19,7 +17,6 @@ import random
 import threading
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
 
 from kubesim.kube_logs import PodLogs
 from kubesim.kube_meta import (
@@ -27,13 +24,11 @@ from kubesim.kube_meta import (
     ManualClock,
     already_exists,
     field_matcher,
-    invalid,
     label_matcher,
-    label_problems,
-    name_problems,
     not_found,
     rfc3339,
 )
+from kubesim.kube_resources import DEFAULTS, RESOURCES, validate
 from kubesim.kube_watch import WatchLog
 
 
@@ -42,36 +37,9 @@ def _clone(obj):
     return json.loads(json.dumps(obj))
 
 
-@dataclass(frozen=True)
-class Resource:
-    plural: str
-    kind: str
-    group: str  # "" for the core group
-    namespaced: bool = True
-
-    @property
-    def api_version(self) -> str:
-        return f"{self.group}/v1" if self.group else "v1"
-
-
-RESOURCES = {
-    r.plural: r
-    for r in (
-        Resource("jobs", "Job", "batch"),
-        Resource("pods", "Pod", ""),
-        Resource("persistentvolumeclaims", "PersistentVolumeClaim", ""),
-        Resource("configmaps", "ConfigMap", ""),
-        Resource("secrets", "Secret", ""),
-        Resource("events", "Event", ""),
-        Resource("nodes", "Node", "", namespaced=False),
-        Resource("namespaces", "Namespace", "", namespaced=False),
-    )
-}
-
 # k8s.io/apimachinery/pkg/util/rand: no vowels, no look-alikes.
 _NAME_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
 _PLURAL_OF_KIND = {r.kind: r.plural for r in RESOURCES.values()}
-TRACKING_LABELS = ("batch.kubernetes.io/controller-uid", "batch.kubernetes.io/job-name", "controller-uid", "job-name")
 
 
 class Store:
@@ -160,14 +128,14 @@ class Store:
                         "the namespace of the provided object does not match the namespace sent on the request",
                     )
                 meta["namespace"] = ns
-            self._validate(res, obj)
+            validate(res, obj)
             if (ns, name) in self._objs[plural]:
                 raise already_exists(plural, res.group, name)
             obj["apiVersion"], obj["kind"] = res.api_version, res.kind
             meta["uid"] = self.new_uid()
             meta["creationTimestamp"] = rfc3339(self.clock())
             meta.pop("resourceVersion", None)
-            _DEFAULTS.get(plural, lambda s, o: None)(self, obj)
+            DEFAULTS.get(plural, lambda s, o: None)(self, obj)
             self._objs[plural][(ns, name)] = obj
             self.bump(obj, "ADDED")
             return obj
@@ -214,7 +182,7 @@ class Store:
                     meta[key] = old["metadata"][key]
             if "status" in old:  # status is a subresource: a PUT of the object keeps it
                 new["status"] = old["status"]
-            self._validate(res, new)
+            validate(res, new)
             self.bump(new)
             self._objs[plural][(ns or "", name)] = new
             return new
@@ -317,144 +285,3 @@ class Store:
                 },
             )
             self._events[key] = (ev["metadata"]["namespace"], ev["metadata"]["name"])
-
-    # --- validation and defaulting ---------------------------------------------
-
-    def _validate(self, res: Resource, obj: dict) -> None:
-        meta = obj["metadata"]
-        name = meta.get("name") or ""
-        # A Job's name becomes a label value, so it must fit in 63 characters.
-        causes = [("metadata.name", p) for p in name_problems(name, 63 if res.plural == "jobs" else 253)]
-        causes += label_problems(meta.get("labels"), "metadata.labels")
-        spec = obj.get("spec") or {}
-        pod_spec, path = None, "spec"
-        if res.plural == "jobs":
-            template = spec.get("template") or {}
-            causes += label_problems((template.get("metadata") or {}).get("labels"), "spec.template.metadata.labels")
-            pod_spec, path = template.get("spec") or {}, "spec.template.spec"
-            policy = pod_spec.get("restartPolicy")
-            if policy not in ("Never", "OnFailure"):
-                causes.append(
-                    (
-                        f"{path}.restartPolicy",
-                        f'Unsupported value: "{policy or ""}": supported values: "OnFailure", "Never"',
-                    )
-                )
-        elif res.plural == "pods":
-            pod_spec = spec
-        if pod_spec is not None:
-            containers = pod_spec.get("containers") or []
-            if not containers:
-                causes.append((f"{path}.containers", "Required value"))
-            for i, c in enumerate(containers):
-                if not c.get("name"):
-                    causes.append((f"{path}.containers[{i}].name", "Required value"))
-                if not c.get("image"):
-                    causes.append((f"{path}.containers[{i}].image", "Required value"))
-        if causes:
-            raise invalid(res.kind, res.group, name, causes)
-
-
-def _default_pod_spec(spec: dict) -> None:
-    spec.setdefault("restartPolicy", "Always")
-    spec.setdefault("terminationGracePeriodSeconds", 30)
-    spec.setdefault("dnsPolicy", "ClusterFirst")
-    spec.setdefault("schedulerName", "default-scheduler")
-    spec.setdefault("securityContext", {})
-    for c in spec.get("containers") or []:
-        c.setdefault("resources", {})
-        c.setdefault("terminationMessagePath", "/dev/termination-log")
-        c.setdefault("terminationMessagePolicy", "File")
-        latest = ":" not in c.get("image", "").rsplit("/", 1)[-1] or c["image"].endswith(":latest")
-        c.setdefault("imagePullPolicy", "Always" if latest else "IfNotPresent")
-
-
-def _default_job(store: Store, job: dict) -> None:
-    meta, spec = job["metadata"], job.setdefault("spec", {})
-    template = spec.setdefault("template", {})
-    tmeta = template.setdefault("metadata", {})
-    if not meta.get("labels") and tmeta.get("labels"):
-        meta["labels"] = dict(tmeta["labels"])
-    uid, name = meta["uid"], meta["name"]
-    tmeta["labels"] = {
-        **(tmeta.get("labels") or {}),
-        TRACKING_LABELS[0]: uid,
-        TRACKING_LABELS[1]: name,
-        TRACKING_LABELS[2]: uid,
-        TRACKING_LABELS[3]: name,
-    }
-    spec["selector"] = {"matchLabels": {TRACKING_LABELS[0]: uid}}
-    for key, value in (
-        ("parallelism", 1),
-        ("completions", 1),
-        ("backoffLimit", 6),
-        ("completionMode", "NonIndexed"),
-        ("suspend", False),
-        ("podReplacementPolicy", "TerminatingOrFailed"),
-        ("manualSelector", None),
-    ):
-        if value is not None:
-            spec.setdefault(key, value)
-    _default_pod_spec(template.setdefault("spec", {}))
-    job["status"] = {}
-
-
-def _default_pod(store: Store, pod: dict) -> None:
-    _default_pod_spec(pod.setdefault("spec", {}))
-    pod["status"] = {"phase": "Pending", "qosClass": qos_class(pod["spec"])}
-
-
-def _default_pvc(store: Store, pvc: dict) -> None:
-    pvc.setdefault("spec", {}).setdefault("volumeMode", "Filesystem")
-    pvc["status"] = {"phase": "Pending"}
-
-
-def _default_node(store: Store, node: dict) -> None:
-    status = node.setdefault("status", {})
-    status.setdefault(
-        "conditions",
-        [{"type": "Ready", "status": "True", "reason": "KubeletReady", "message": "kubelet is posting ready status"}],
-    )
-
-
-# The label the API server sets on every namespace, to its name, whatever the creator sent (since 1.21):
-# https://kubernetes.io/docs/reference/labels-annotations-taints/#kubernetes-io-metadata-name. The spec's
-# `kubernetes` finalizer and status.phase Active are the Namespace v1 API reference's
-# (https://kubernetes.io/docs/reference/kubernetes-api/cluster-resources/namespace-v1/).
-NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
-
-
-def _default_namespace(store: Store, ns: dict) -> None:
-    ns["metadata"].setdefault("labels", {})[NAMESPACE_NAME_LABEL] = ns["metadata"]["name"]
-    ns.setdefault("spec", {}).setdefault("finalizers", ["kubernetes"])
-    ns["status"] = {"phase": "Active"}
-
-
-def implicit_namespace(store: Store, name: str) -> dict:
-    """A namespace nobody created, as `kubectl create namespace NAME` would have made it: every
-    namespace exists here (kube_api.py), so a GET of one finds it, with no label but its name's."""
-    meta = {"name": name, "uid": str(uuid.uuid5(uuid.NAMESPACE_DNS, name)), "resourceVersion": "1",
-            "creationTimestamp": rfc3339(0)}  # fmt: skip
-    ns = {"apiVersion": "v1", "kind": "Namespace", "metadata": meta}
-    _default_namespace(store, ns)
-    return ns
-
-
-_DEFAULTS = {"jobs": _default_job, "pods": _default_pod, "persistentvolumeclaims": _default_pvc, "nodes": _default_node,
-             "namespaces": _default_namespace}  # fmt: skip
-
-
-def qos_class(spec: dict) -> str:
-    requests = limits = 0
-    guaranteed = True
-    for c in spec.get("containers") or []:
-        res = c.get("resources") or {}
-        req, lim = res.get("requests") or {}, res.get("limits") or {}
-        requests += len(req)
-        limits += len(lim)
-        for r in ("cpu", "memory"):
-            if r not in lim or req.get(r, lim[r]) != lim[r]:
-                guaranteed = False
-    if requests == 0 and limits == 0:
-        return "BestEffort"
-    return "Guaranteed" if guaranteed else "Burstable"
