@@ -23,7 +23,7 @@ from pathlib import Path
 
 from benchmarks.harness.report import write_result
 from catchup_assets.core.aggregate.profile_table import profile_rows
-from catchup_assets.core.dispatch.reconciler import DispatchConfig
+from catchup_assets.core.dispatch.dispatch_config import DispatchConfig
 from catchup_assets.core.size.sizing import Placement
 from catchup_assets.core.values.attempt_record import AttemptRecord
 from catchup_assets.core.values.ledger_range import dispatch_order

@@ -22,7 +22,8 @@ from catchup_assets.backends.kubernetes.names import LABEL_ATTEMPT, LABEL_RANGE_
 from catchup_assets.backends.kubernetes.settings import K8sSettings
 from catchup_assets.backends.kubernetes.stats import KubeletAccess
 from catchup_assets.core.aggregate.profile_table import profile_rows
-from catchup_assets.core.dispatch.reconciler import DispatchConfig, Dispatcher
+from catchup_assets.core.dispatch.dispatch_config import DispatchConfig
+from catchup_assets.core.dispatch.reconciler import Dispatcher
 from catchup_assets.core.plan.config import MissionConfig
 from catchup_assets.core.plan.ranges import MissionSpan
 from catchup_assets.core.size.sizing import Tiers
@@ -201,9 +202,9 @@ class Killer:
         for name, ctx in (("observe", "observe"), ("collect", "collect"), ("submit", "submit"),
                           ("release", "release"), ("release_range", "release")):  # fmt: skip
             self._scope(be, name, ctx)
-        self._scope(d, "_flush_live", "flush")
-        self._scope(d, "_finish", "finish")
-        self._scope(d, "_submit", "submit")
+        self._scope(d.finisher, "flush_live", "flush")
+        self._scope(d.finisher, "finish", "finish")
+        self._scope(d.submitter, "submit", "submit")
         real_call = be._call
 
         def call(fn, *args, **kwargs):

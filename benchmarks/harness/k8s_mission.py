@@ -20,7 +20,8 @@ from benchmarks.harness.sim_cluster import ClusterProcess, ClusterSpec, VariedAt
 from catchup_assets.backends.kubernetes.backend import KubernetesBackend
 from catchup_assets.backends.kubernetes.settings import K8sSettings
 from catchup_assets.backends.kubernetes.stats import KubeletAccess
-from catchup_assets.core.dispatch.reconciler import DispatchConfig, Dispatcher
+from catchup_assets.core.dispatch.dispatch_config import DispatchConfig
+from catchup_assets.core.dispatch.reconciler import Dispatcher
 from catchup_assets.core.dispatch.results import MissionResult
 from catchup_assets.core.size.sizing import Tiers
 from catchup_assets.store.records import RecordStore

@@ -24,7 +24,8 @@ from pathlib import Path
 from benchmarks.harness.meter import DispatcherMeter, MachineLoad
 from benchmarks.harness.sim_cluster import mission_config, mission_ranges
 from catchup_assets.backends.local.backend import LocalBackend
-from catchup_assets.core.dispatch.reconciler import DispatchConfig, Dispatcher
+from catchup_assets.core.dispatch.dispatch_config import DispatchConfig
+from catchup_assets.core.dispatch.reconciler import Dispatcher
 from catchup_assets.core.dispatch.results import MissionResult
 from catchup_assets.sim.core_log import tx_apply_report
 from catchup_assets.store.records import RecordStore

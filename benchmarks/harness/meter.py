@@ -72,8 +72,8 @@ class DispatcherMeter:
         self._steady_seen = 0
         self._process = psutil.Process()
         self._writes = 0
-        self._wrap(dispatcher, "_submit", "submit", count=lambda r: True)
-        self._wrap(dispatcher, "_finish", "finish", count=lambda r: r is True)
+        self._wrap(dispatcher.submitter, "submit", "submit", count=lambda r: True)
+        self._wrap(dispatcher.finisher, "finish", "finish", count=lambda r: r is True)
         self._wrap(backend, "observe", "observe")
         for obj, name, activity in parts:
             self._wrap(obj, name, activity)
@@ -84,7 +84,7 @@ class DispatcherMeter:
             return write(*a, **kw)
 
         dispatcher.records.write = counted_write
-        flush = dispatcher._flush_live
+        flush = dispatcher.finisher.flush_live
 
         def timed_flush(st):
             before, t0 = self._writes, time.process_time()
@@ -92,7 +92,7 @@ class DispatcherMeter:
             self.cpu["flush"] += time.process_time() - t0
             self.events["flush"] += self._writes - before
 
-        dispatcher._flush_live = timed_flush
+        dispatcher.finisher.flush_live = timed_flush
         pass_once = dispatcher.pass_once
         dispatcher.pass_once = lambda: self._pass(pass_once)
 

@@ -69,7 +69,7 @@ class MissionRun:
 
 def _mission(shape: Shape, tmp: Path):
     from benchmarks.harness.sim_cluster import mission_config, mission_ranges
-    from catchup_assets.core.dispatch.reconciler import DispatchConfig
+    from catchup_assets.core.dispatch.dispatch_config import DispatchConfig
 
     mission = mission_config(
         shape.ranges, tmp / "storage", parallelism=shape.in_flight, poll_seconds=shape.poll_seconds, status_every=10**9

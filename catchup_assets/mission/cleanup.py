@@ -21,8 +21,8 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
+from catchup_assets.core.dispatch.dispatch_config import DispatchConfig
 from catchup_assets.core.dispatch.ports import Cleanup, Leftover
-from catchup_assets.core.dispatch.reconciler import DispatchConfig
 from catchup_assets.core.errors import ConfigError
 from catchup_assets.core.plan.config import validate_mission
 from catchup_assets.core.units import GiB

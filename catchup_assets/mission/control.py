@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from catchup_assets.core.classify.outcomes import Action, RetryPolicy, decide
 from catchup_assets.core.dispatch.mission_control import MissionControl, check_action
-from catchup_assets.core.dispatch.recovery import past_attempts
+from catchup_assets.core.dispatch.range_book import past_attempts
 from catchup_assets.core.errors import ConfigError, StateError
 from catchup_assets.mission.plan import require_plan
 from catchup_assets.mission.saved import mission_doc

@@ -7,10 +7,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from catchup_assets.core.dispatch.dispatch_config import Clock, DispatchConfig
 from catchup_assets.core.dispatch.live import AttemptEvent
 from catchup_assets.core.dispatch.mission_control import MissionControl
 from catchup_assets.core.dispatch.ports import Backend
-from catchup_assets.core.dispatch.reconciler import Clock, DispatchConfig, Dispatcher
+from catchup_assets.core.dispatch.reconciler import Dispatcher
 from catchup_assets.core.dispatch.results import MissionResult, RangeResult, Status
 from catchup_assets.mission.metrics import MissionMetrics
 from catchup_assets.mission.plan import PreparedMission

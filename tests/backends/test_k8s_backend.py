@@ -13,7 +13,8 @@ from kubernetes.client import CoreV1Api
 
 from catchup_assets.backends.kubernetes.names import pvc_name
 from catchup_assets.core.classify.outcomes import RetryPolicy
-from catchup_assets.core.dispatch.reconciler import DispatchConfig, Dispatcher
+from catchup_assets.core.dispatch.dispatch_config import DispatchConfig
+from catchup_assets.core.dispatch.reconciler import Dispatcher
 from catchup_assets.core.plan.ranges import MissionSpan
 from catchup_assets.core.units import GiB
 from catchup_assets.mission.plan import prepare

@@ -13,7 +13,8 @@ from kubernetes.client import V1PersistentVolumeClaim
 from catchup_assets.backends.kubernetes.json_views import ModelView
 from catchup_assets.backends.kubernetes.leftovers import _size
 from catchup_assets.backends.kubernetes.names import mission_selector
-from catchup_assets.core.dispatch.reconciler import DispatchConfig, Dispatcher
+from catchup_assets.core.dispatch.dispatch_config import DispatchConfig
+from catchup_assets.core.dispatch.reconciler import Dispatcher
 from catchup_assets.core.values.attempt_record import AttemptRecord
 from catchup_assets.mission.cleanup import MissionLive, cleanup, plan_cleanup
 from catchup_assets.mission.plan import prepare

@@ -9,8 +9,9 @@ import time
 
 import pytest
 
+from catchup_assets.core.dispatch.dispatch_config import DispatchConfig
 from catchup_assets.core.dispatch.ports import Phase
-from catchup_assets.core.dispatch.reconciler import DispatchConfig, Dispatcher
+from catchup_assets.core.dispatch.reconciler import Dispatcher
 from catchup_assets.core.plan.ranges import plan_ranges
 from catchup_assets.core.size.sizing import Tiers
 from catchup_assets.core.units import GiB

@@ -14,7 +14,7 @@ import pytest
 
 from catchup_assets.backends.kubernetes.names import pvc_name
 from catchup_assets.core.classify.outcomes import decide
-from catchup_assets.core.dispatch.recovery import past_attempts
+from catchup_assets.core.dispatch.range_book import past_attempts
 from catchup_assets.core.units import GiB
 from catchup_assets.mission.plan import prepare
 from catchup_assets.mission.run import run_mission

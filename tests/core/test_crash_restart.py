@@ -9,7 +9,8 @@ Nothing may be lost, nothing may run twice at once, nothing double-counted.
 import pytest
 
 from catchup_assets.core.aggregate.profile_table import profile_rows
-from catchup_assets.core.dispatch.reconciler import DispatchConfig, Dispatcher
+from catchup_assets.core.dispatch.dispatch_config import DispatchConfig
+from catchup_assets.core.dispatch.reconciler import Dispatcher
 from catchup_assets.core.plan.config import MissionConfig
 from catchup_assets.core.plan.ranges import MissionSpan, plan_ranges
 from catchup_assets.core.values.ledger_range import dispatch_order

@@ -8,8 +8,9 @@ import pytest
 
 from catchup_assets.core.aggregate.profile_table import profile_rows
 from catchup_assets.core.classify.outcomes import Observation, RetryPolicy
+from catchup_assets.core.dispatch.dispatch_config import DispatchConfig
 from catchup_assets.core.dispatch.ports import AttemptSpec, Collected, Peaks
-from catchup_assets.core.dispatch.reconciler import DispatchConfig, Dispatcher
+from catchup_assets.core.dispatch.reconciler import Dispatcher
 from catchup_assets.core.plan.config import MissionConfig
 from catchup_assets.core.size.sizing import MemoryLadder, Placement
 from catchup_assets.core.units import GiB
@@ -551,10 +552,10 @@ def test_L11_a_range_another_dispatcher_finished_unseen_is_read_within_the_reche
     records.mark_done(key, 1)
     clock.sleep(5)
     d.pass_once()
-    assert key not in d._results  # read again only 10 s after the last read
+    assert key not in d.book.results  # read again only 10 s after the last read
     clock.sleep(6)
     d.pass_once()
-    assert d._results[key].status == "done"  # 16 s after the claim, far inside its 120 s grace
+    assert d.book.results[key].status == "done"  # 16 s after the claim, far inside its 120 s grace
     assert key not in {s.range_key for s in backend.submitted}
 
 

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import logging
 
+from catchup_assets.core.dispatch.dispatch_config import DispatchConfig
 from catchup_assets.core.dispatch.health import HEALTH_DISPATCH
 from catchup_assets.core.dispatch.mission_control import MissionControl
 from catchup_assets.core.dispatch.obey import DRAINED
-from catchup_assets.core.dispatch.reconciler import DispatchConfig, Dispatcher
+from catchup_assets.core.dispatch.reconciler import Dispatcher
 from catchup_assets.core.dispatch.results import RangeStatus
 from catchup_assets.core.plan.config import MissionConfig
 from catchup_assets.core.plan.ranges import MissionSpan, plan_ranges
@@ -126,7 +127,7 @@ def test_L11_two_dispatchers_obey_one_record_and_share_its_live_parallelism(tmp_
     m.set("resume")
     for _ in range(200):
         m.step(a, b)
-        if all(k in a._results or k in b._results for k in KEYS) and not m.live():
+        if all(k in a.book.results or k in b.book.results for k in KEYS) and not m.live():
             break
     done = {(k, 1) for k in KEYS}
     assert done <= m.recorded() and len(m.recorded()) == len(KEYS)  # every range once, no duplicate attempt

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from catchup_assets.core.classify.outcomes import decide
-from catchup_assets.core.dispatch.recovery import past_attempts
+from catchup_assets.core.dispatch.range_book import past_attempts
 from fakes import OOM, FakeBackend, FakeClock, Script
 from kit.dispatch import KEYS, make
 

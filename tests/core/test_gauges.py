@@ -169,3 +169,35 @@ def test_L10_the_snapshot_is_the_records_and_a_restart_continues_it(tmp_path):
     assert first.attempts == s.attempts and first.by_capacity == s.by_capacity
     assert first.ranges["done"] == s.ranges["done"] and first.ranges["condemned"] == 1
     assert first.dollars == pytest.approx(s.dollars)
+
+
+def test_Z1_the_gauges_part_counts_a_submit_pending_from_its_first_sighting_and_a_recorded_attempt_not_live(tmp_path):
+    """The Gauges part alone (its own memory is only when each attempt was first seen pending)."""
+    from catchup_assets.core.dispatch.gauges import Gauges
+    from catchup_assets.core.dispatch.health import Watchdog
+    from catchup_assets.core.dispatch.obey import ControlReader
+    from catchup_assets.core.dispatch.range_book import RangeBook
+    from catchup_assets.store.records import RecordStore
+    from catchup_assets.store.root import Store
+    from kit.dispatch import KEYS, RANGES, mission_config
+
+    clock = FakeClock()
+    records = RecordStore(Store(tmp_path / "root"), "m1")
+    book = RangeBook(KEYS, records, "me", RetryPolicy(), 64 * GiB, lambda r, a: None)
+    book.recover()
+    dog = Watchdog(mission_config(), {r.key: r for r in RANGES}, None, clock, lambda *h: None)
+    reader = ControlReader("m1", 3, None, lambda c, w: None, dog)
+    gauges = Gauges(mission_config(), KEYS, None, book, clock, reader, dog)
+    key = KEYS[0]
+    book.mine.add((key, 1))  # submitted after this pass asked the backend
+    snap = gauges.take([])()
+    assert snap.live == {"pending": 1, "running": 0} and snap.ranges["pending"] == 1
+    clock.sleep(30)
+    assert gauges.take([st(key, 1, "pending")])().oldest_pending_seconds == 30  # from its first sighting
+    clock.sleep(5)
+    running = gauges.take([st(key, 1, "running")])
+    assert running().live == {"pending": 0, "running": 1} and running().oldest_pending_seconds == 0
+    book.write(AttemptRecord("m1", key, 1, outcome="ok", memory_limit_bytes=GiB))
+    book.mark_done(key, 1)
+    late = running()  # taken after the record was written: the attempt is not live any more
+    assert late.live == {"pending": 0, "running": 0} and late.attempts == {"ok": 1}

@@ -10,7 +10,8 @@ import kubernetes.client
 import pytest
 from kubernetes.client import BatchV1Api
 
-from catchup_assets.core.dispatch.reconciler import DispatchConfig, Dispatcher
+from catchup_assets.core.dispatch.dispatch_config import DispatchConfig
+from catchup_assets.core.dispatch.reconciler import Dispatcher
 from catchup_assets.core.units import GiB
 from catchup_assets.mission.plan import prepare
 from catchup_assets.store.records import RecordStore

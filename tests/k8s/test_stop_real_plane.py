@@ -17,8 +17,9 @@ from dataclasses import replace
 import pytest
 
 from catchup_assets.core.classify.outcomes import decide
-from catchup_assets.core.dispatch.reconciler import DispatchConfig, Dispatcher
-from catchup_assets.core.dispatch.recovery import past_attempts
+from catchup_assets.core.dispatch.dispatch_config import DispatchConfig
+from catchup_assets.core.dispatch.range_book import past_attempts
+from catchup_assets.core.dispatch.reconciler import Dispatcher
 from catchup_assets.core.units import GiB
 from catchup_assets.core.values.attempt_record import AttemptRecord
 from catchup_assets.mission.cleanup import cleanup, plan_cleanup

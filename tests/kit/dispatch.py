@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from dataclasses import fields
 
-from catchup_assets.core.dispatch.reconciler import DispatchConfig, Dispatcher
+from catchup_assets.core.dispatch.dispatch_config import DispatchConfig
+from catchup_assets.core.dispatch.reconciler import Dispatcher
 from catchup_assets.core.plan.config import MissionConfig
 from catchup_assets.core.plan.ranges import MissionSpan, plan_ranges
 from catchup_assets.core.values.ledger_range import dispatch_order
@@ -28,3 +29,8 @@ def make(tmp_path, script=lambda spec: Script(), parallelism=3, clock=None, back
     mission = MissionConfig("m1", SPAN, str(tmp_path / "root"), parallelism=parallelism, poll_seconds=5, **settings)
     config = DispatchConfig(mission, ranges, **{k: v for k, v in cfg.items() if k not in MISSION_FIELDS})
     return Dispatcher(config, backend, records, clock=clock), backend, records
+
+
+def mission_config(root="/tmp/root", **fields) -> MissionConfig:
+    """The ten ranges' mission with `fields` set: what a part given the mission's settings reads."""
+    return MissionConfig("m1", SPAN, str(root), **{"parallelism": 3, "poll_seconds": 5, **fields})

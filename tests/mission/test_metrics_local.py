@@ -18,7 +18,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from catchup_assets.backends.local.backend import LocalBackend
-from catchup_assets.core.dispatch.reconciler import SystemClock
+from catchup_assets.core.dispatch.dispatch_config import SystemClock
 from catchup_assets.core.forecast.cost import attempt_uses, mission_cost
 from catchup_assets.core.plan.config import MissionConfig
 from catchup_assets.core.plan.ranges import MissionSpan, plan_ranges

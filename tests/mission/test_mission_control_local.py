@@ -10,10 +10,11 @@ import time
 import pytest
 
 from catchup_assets.backends.local.backend import LocalBackend
+from catchup_assets.core.dispatch.dispatch_config import DispatchConfig
 from catchup_assets.core.dispatch.health import HEALTH_DISPATCH
 from catchup_assets.core.dispatch.mission_control import MissionControl
 from catchup_assets.core.dispatch.obey import DRAINED
-from catchup_assets.core.dispatch.reconciler import DispatchConfig, Dispatcher
+from catchup_assets.core.dispatch.reconciler import Dispatcher
 from catchup_assets.core.dispatch.results import RangeStatus
 from catchup_assets.core.plan.config import MissionConfig
 from catchup_assets.core.plan.ranges import MissionSpan

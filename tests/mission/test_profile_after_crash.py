@@ -6,7 +6,8 @@ from __future__ import annotations
 import logging
 import shutil
 
-from catchup_assets.core.dispatch.reconciler import DispatchConfig, Dispatcher
+from catchup_assets.core.dispatch.dispatch_config import DispatchConfig
+from catchup_assets.core.dispatch.reconciler import Dispatcher
 from catchup_assets.core.plan.config import MissionConfig
 from catchup_assets.core.plan.ranges import MissionSpan, plan_ranges
 from catchup_assets.core.values.ledger_range import dispatch_order

@@ -19,8 +19,9 @@ import pyarrow.parquet as pq
 import pytest
 
 import catchup_assets.cli.main as cli
+from catchup_assets.core.dispatch.dispatch_config import DispatchConfig
 from catchup_assets.core.dispatch.ports import Peaks
-from catchup_assets.core.dispatch.reconciler import DispatchConfig, Dispatcher
+from catchup_assets.core.dispatch.reconciler import Dispatcher
 from catchup_assets.core.dispatch.results import DispatcherStuck
 from catchup_assets.core.measure.logparse import parse_worker_log
 from catchup_assets.core.plan.config import MissionConfig

@@ -22,7 +22,7 @@ import pytest
 from catchup_assets.backends.local.backend import LocalBackend
 from catchup_assets.cli.demo.observe import judge_from_records
 from catchup_assets.core.classify.outcomes import RetryPolicy, decide
-from catchup_assets.core.dispatch.recovery import past_attempts
+from catchup_assets.core.dispatch.range_book import past_attempts
 from catchup_assets.defs.assets.range_assets import (
     MISSION_TAG,
     RANGE_END_TAG,

@@ -10,7 +10,7 @@ from typing import Any
 
 from catchup_assets.core.classify.outcomes import Action, RetryPolicy, decide
 from catchup_assets.core.dispatch.ports import Backend
-from catchup_assets.core.dispatch.recovery import past_attempts
+from catchup_assets.core.dispatch.range_book import past_attempts
 from catchup_assets.core.dispatch.results import Status
 from catchup_assets.defs.resources import CatchupResource
 from catchup_assets.store.records import RecordStore

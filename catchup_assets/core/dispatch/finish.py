@@ -1,20 +1,29 @@
 """Finishing an attempt: collect, record, done mark, then release (L2, L31, L32).
 
 Also the records written while it runs (its peaks, start and last sighting, L20, L22),
-the release of a completed range's data (L3), and the snapshot log of finished records.
+the record of an attempt a stop removed, the release of a completed range's data (L3),
+and the snapshot log of finished records.
 """
 
 from __future__ import annotations
 
 import logging
-from dataclasses import replace
+from collections.abc import Callable
 from functools import partial
 
 from catchup_assets.core.classify.outcomes import Outcome, classify
 from catchup_assets.core.dispatch.breaker import LAST_ERROR
-from catchup_assets.core.dispatch.ports import AttemptState, Collected, TransientBackendError
+from catchup_assets.core.dispatch.ports import (
+    AttemptState,
+    Backend,
+    Collected,
+    Records,
+    TransientBackendError,
+    deferred,
+)
+from catchup_assets.core.dispatch.range_book import RangeBook
 from catchup_assets.core.dispatch.results import RangeStatus
-from catchup_assets.core.values.attempt_record import AttemptRecord, UnrecordableRecord, merge, unrecordable_fields
+from catchup_assets.core.values.attempt_record import AttemptRecord
 
 log = logging.getLogger(__name__)
 
@@ -37,132 +46,176 @@ def _outcome(obs, collected: Collected) -> Outcome:
     return Outcome.FAILED if outcome is Outcome.INTERRUPTED and collected.verification_failed else outcome
 
 
-class Finishing:
-    """The Dispatcher's records of attempts and their release, a part of `reconciler.Dispatcher`
-    (its constructor sets up the state: _recs, _done, _mine, _collect_failures, _flushed_at,
-    _last_seen, _release_owed, _unsegmented)."""
+class Finisher:
+    """Records attempts as they run and end, and releases what they held.
 
-    def _flush_live(self, st: AttemptState) -> None:
+    `judge(state, outcome, record)` hears each attempt this finisher recorded as finished,
+    after its done mark and release: the dispatcher decides its range from it."""
+
+    def __init__(
+        self,
+        name: str,
+        backend: Backend,
+        records: Records,
+        book: RangeBook,
+        clock,
+        judge: Callable[[AttemptState, Outcome, AttemptRecord], None],
+        peak_flush_seconds: float,
+        collect_tries: int,
+        segment_every: int,
+    ) -> None:
+        self.name, self.backend, self.records, self.book, self.clock = name, backend, records, book, clock
+        self._judge = judge
+        self.peak_flush_seconds, self.collect_tries, self.segment_every = (
+            peak_flush_seconds,
+            collect_tries,
+            segment_every,
+        )
+        self._collect_failures: dict[tuple[str, int], int] = {}
+        self._flushed_at: dict[tuple[str, int], float] = {}
+        # When each attempt was last seen running: the end of a leg that vanishes with its node.
+        # Flushed with the peaks, so a restart loses at most peak_flush_seconds of it.
+        self._last_seen: dict[tuple[str, int], float] = {}
+        self.release_owed: set[str] = set()  # completed ranges whose data a transient error kept
+        self._unsegmented: list[tuple[str, int]] = []  # finished by this run, in no segment yet
+
+    def seen_running(self, st: AttemptState) -> None:
+        self._last_seen[(st.range_key, st.attempt)] = self.clock.time()
+
+    def flush_live(self, st: AttemptState) -> None:
         """Make a live attempt's peaks, start and last sighting durable, at most every peak_flush_seconds."""
         ident = (st.range_key, st.attempt)
         now = self.clock.time()
-        prior = self._recs[st.range_key].get(st.attempt)
+        prior = self.book.recs[st.range_key].get(st.attempt)
         start_owed = st.started_at is not None and (prior is None or prior.started_at is None)
-        due = now - self._flushed_at.get(ident, -1e18) >= self.cfg.peak_flush_seconds
+        due = now - self._flushed_at.get(ident, -1e18) >= self.peak_flush_seconds
         if not start_owed and not (due and st.peaks.anon_bytes is not None):
             return
         self._flushed_at[ident] = now
-        rec = AttemptRecord(
-            mission=self.name,
-            range_key=st.range_key,
-            attempt=st.attempt,
-            started_at=st.started_at,
-            last_seen_at=self._last_seen.get(ident),
-            peak_anon_bytes=st.peaks.anon_bytes,
-            peak_working_set_bytes=st.peaks.working_set_bytes,
-            peak_ephemeral_bytes=st.peaks.ephemeral_bytes,
-            node=st.node,
+        self.book.write(
+            AttemptRecord(
+                mission=self.name,
+                range_key=st.range_key,
+                attempt=st.attempt,
+                started_at=st.started_at,
+                last_seen_at=self._last_seen.get(ident),
+                peak_anon_bytes=st.peaks.anon_bytes,
+                peak_working_set_bytes=st.peaks.working_set_bytes,
+                peak_ephemeral_bytes=st.peaks.ephemeral_bytes,
+                node=st.node,
+            )
         )
-        self._recs[st.range_key][st.attempt] = self._write(rec, prior)
 
-    def _write(self, rec: AttemptRecord, prior: AttemptRecord | None) -> AttemptRecord:
-        """Write a record; values it cannot hold are dropped with a warning naming them.
+    def _recorded_elsewhere(self, st: AttemptState) -> bool:
+        """Another dispatcher recorded it: a finished record is written once, so a second finisher's
+        (possibly emptier) reading never replaces the first; it marks done before release."""
+        if not self.records.is_done(st.range_key, st.attempt):
+            return False
+        self.book.refresh(st.range_key)
+        self.release(st)
+        return True
 
-        A finished attempt whose evidence had such a value is recorded `unknown`, with
-        the reason, once: a value that cannot be encoded must not fail the pass, and so
-        every restart, forever.
-        """
-        ident = (rec.range_key, rec.attempt)
-        if ident not in self._mine:
-            # Another dispatcher may write this attempt too (its claimer, or a second run over
-            # the same ranges): merge over what storage holds now, so neither blanks the other.
-            stored = self.records.read_one(*ident)
-            prior = merge(prior, stored) if stored is not None else prior
-        try:
-            return self.records.write(rec, prior)
-        except UnrecordableRecord as exc:
-            log.error("range %s attempt %d: unrecordable values dropped: %s", rec.range_key, rec.attempt, exc)
-            changes: dict = dict.fromkeys(unrecordable_fields(rec))
-            if rec.outcome is not None:
-                changes |= {"outcome": Outcome.UNKNOWN.value, "reason": f"evidence not recordable: {exc}"[:500]}
-            return self.records.write(replace(rec, **changes), prior)
-
-    def _finish(self, st: AttemptState) -> bool:
+    def finish(self, st: AttemptState) -> bool:
         """Record a finished attempt and release it. False if its final read must wait."""
         ident = (st.range_key, st.attempt)
-        if self.records.is_done(*ident):
-            # Another dispatcher recorded it first: a finished record is written once, so
-            # a second finisher's (possibly emptier) reading never replaces the first.
-            self._refresh(st.range_key)
-            self._release(st)
+        if self._recorded_elsewhere(st):
             return True
         try:
             collected = self.backend.collect(st, partial(self.records.log_url, st.range_key))
         except TransientBackendError as exc:
-            self._transient(f"final read of {ident[0]} a{ident[1]}", exc)
+            deferred(self.name, f"final read of {ident[0]} a{ident[1]}", exc)
             return False  # not a try: the backend could not answer at all
         except Exception as exc:  # noqa: BLE001 - any failed read is retried, bounded (L31)
             n = self._collect_failures.get(ident, 0) + 1
             self._collect_failures[ident] = n
-            if n < self.cfg.collect_tries:
-                log.warning("final read of %s a%d failed (%d/%d): %s", *ident, n, self.cfg.collect_tries, exc)
+            if n < self.collect_tries:
+                log.warning("final read of %s a%d failed (%d/%d): %s", *ident, n, self.collect_tries, exc)
                 return False
             log.error("final read of %s a%d gave up: recording without it: %s", *ident, exc)
             collected = Collected()
-        if self.records.is_done(*ident):
-            # Recorded by the other dispatcher while this one read: its release may have
-            # emptied what this read found, so its record stands (it marks done before release).
-            self._refresh(st.range_key)
-            self._release(st)
+        if self._recorded_elsewhere(st):  # while this one read: its release may have emptied what was read
             return True
         obs = st.observation
         outcome = _outcome(obs, collected)
         if collected.already_complete and outcome is Outcome.OK:
             log.info("range %s found already complete by attempt %d", *ident)
-        prior = self._recs[st.range_key].get(st.attempt)
-        seconds, estimated = self._seconds(st, prior)
+        prior = self.book.recs[st.range_key].get(st.attempt)
+        seconds, estimated = self.seconds(st, prior)
         peaks = st.peaks.merge(collected.peaks)
-        rec = AttemptRecord(
-            mission=self.name,
-            range_key=st.range_key,
-            attempt=st.attempt,
-            outcome=outcome.value,
-            exit_code=obs.exit_code if obs else None,
-            reason=_reason(obs, collected, outcome),
-            started_at=st.started_at,
-            finished_at=st.finished_at,
-            last_seen_at=self._last_seen.pop(ident, None),
-            seconds=seconds,
-            seconds_estimated=estimated,
-            peak_anon_bytes=peaks.anon_bytes,
-            peak_working_set_bytes=peaks.working_set_bytes,
-            peak_ephemeral_bytes=peaks.ephemeral_bytes,
-            tx_apply_count=collected.tx_apply_count,
-            tx_apply_seconds=collected.tx_apply_seconds,
-            resumed_from_ledger=collected.resumed_from_ledger,
-            fresh_start=collected.fresh_start,
-            setup_seconds=collected.setup_seconds,
-            memory_limit_bytes=None if prior and prior.memory_limit_bytes else st.memory_limit_bytes,
-            tier=None if prior and prior.tier else st.tier,
-            node=st.node,
-            log_path=collected.log_path,
+        rec = self.book.write(
+            AttemptRecord(
+                mission=self.name,
+                range_key=st.range_key,
+                attempt=st.attempt,
+                outcome=outcome.value,
+                exit_code=obs.exit_code if obs else None,
+                reason=_reason(obs, collected, outcome),
+                started_at=st.started_at,
+                finished_at=st.finished_at,
+                last_seen_at=self._last_seen.pop(ident, None),
+                seconds=seconds,
+                seconds_estimated=estimated,
+                peak_anon_bytes=peaks.anon_bytes,
+                peak_working_set_bytes=peaks.working_set_bytes,
+                peak_ephemeral_bytes=peaks.ephemeral_bytes,
+                tx_apply_count=collected.tx_apply_count,
+                tx_apply_seconds=collected.tx_apply_seconds,
+                resumed_from_ledger=collected.resumed_from_ledger,
+                fresh_start=collected.fresh_start,
+                setup_seconds=collected.setup_seconds,
+                memory_limit_bytes=None if prior and prior.memory_limit_bytes else st.memory_limit_bytes,
+                tier=None if prior and prior.tier else st.tier,
+                node=st.node,
+                log_path=collected.log_path,
+            )
         )
-        self._recs[st.range_key][st.attempt] = self._write(rec, prior)
-        self.records.mark_done(*ident)  # last, after the metrics (L32)
-        self._done[st.range_key].add(st.attempt)
+        self.book.mark_done(*ident)  # last, after the metrics (L32)
         self._unsegmented.append(ident)
-        if len(self._unsegmented) >= self.cfg.segment_every:
-            self._append_segment()
-        self._release(st)  # only now: releasing deletes the last copy of logs and peaks
+        if len(self._unsegmented) >= self.segment_every:
+            self.append_segment()
+        self.release(st)  # only now: releasing deletes the last copy of logs and peaks
         if outcome is not Outcome.OK:
             log.warning("range %s attempt %d: %s (%s)", st.range_key, st.attempt, outcome.value, rec.reason)
-        if not self._breaker_holds(st.range_key, st.attempt, outcome, rec):
-            self._judge(st.range_key)
-        if st.range_key in self._results and self._results[st.range_key].status is RangeStatus.DONE:
-            self._release_range(st.range_key)  # free the PVC at once (L3)
+        self._judge(st, outcome, rec)
+        if self.book.decided(st.range_key, RangeStatus.DONE):
+            self.release_range(st.range_key)  # free the PVC at once (L3)
         return True
 
-    def _seconds(self, st: AttemptState, prior: AttemptRecord | None) -> tuple[float | None, bool | None]:
+    def finish_now(self, st: AttemptState) -> bool:
+        """Finish an attempt a stop ended, its final read retried now (bounded by collect_tries)
+        rather than on a later pass: the run ends after this, and an attempt left unrecorded
+        would wait for the next run to say what became of it."""
+        return any(self.finish(st) for _ in range(self.collect_tries))
+
+    def record_stopped(self, st: AttemptState, why: str) -> None:
+        """An attempt the backend removed outright (its Job deleted): `stopped`, done mark last."""
+        ident = (st.range_key, st.attempt)
+        if self.records.is_done(*ident):
+            return
+        prior = self.book.recs[st.range_key].get(st.attempt)
+        seconds, estimated = self.seconds(st, prior)
+        self.book.write(
+            AttemptRecord(
+                mission=self.name,
+                range_key=st.range_key,
+                attempt=st.attempt,
+                outcome=Outcome.STOPPED.value,
+                reason=f"{why}: removed by the shutdown (L37)",
+                started_at=st.started_at,
+                last_seen_at=self._last_seen.pop(ident, None),
+                seconds=seconds,
+                seconds_estimated=estimated,
+                peak_anon_bytes=st.peaks.anon_bytes,
+                peak_working_set_bytes=st.peaks.working_set_bytes,
+                peak_ephemeral_bytes=st.peaks.ephemeral_bytes,
+                memory_limit_bytes=None if prior and prior.memory_limit_bytes else st.memory_limit_bytes,
+                tier=None if prior and prior.tier else st.tier,
+                node=st.node,
+            )
+        )
+        self.book.mark_done(*ident)  # last (L32)
+
+    def seconds(self, st: AttemptState, prior: AttemptRecord | None) -> tuple[float | None, bool | None]:
         """The attempt's compute seconds from its own clock (L23), or, for a leg whose pod
         vanished with its node, from its start to when it was last seen running (L22)."""
         if st.started_at and st.finished_at:
@@ -175,36 +228,36 @@ class Finishing:
             return max(seen) - started, True
         return None, None  # never seen running: no duration rather than a guess (L23)
 
-    def _release(self, st: AttemptState) -> None:
+    def release(self, st: AttemptState) -> None:
         try:
             self.backend.release(st)
         except TransientBackendError as exc:
             # The record and its done mark are durable: a later pass sees it and releases again.
-            self._transient(f"release of {st.attempt_id}", exc)
+            deferred(self.name, f"release of {st.attempt_id}", exc)
 
-    def _release_range(self, key: str) -> None:
+    def release_range(self, key: str) -> None:
         try:
             self.backend.release_range(key)
-            self._release_owed.discard(key)
+            self.release_owed.discard(key)
         except TransientBackendError as exc:
-            self._release_owed.add(key)
-            self._transient(f"release_range {key}", exc)
+            self.release_owed.add(key)
+            deferred(self.name, f"release_range {key}", exc)
 
-    def _append_segment(self) -> None:
+    def append_segment(self) -> None:
         """Append the records finished since the last segment to the snapshot log, so a run
         killed now leaves them for the next reader in one file, not one file each."""
-        finished = [r for k, a in self._unsegmented if (r := self._recs[k].get(a)) is not None]
+        finished = [r for k, a in self._unsegmented if (r := self.book.recs[k].get(a)) is not None]
         self._unsegmented = []
         try:
             self.records.append_segment(finished)
         except Exception as exc:  # noqa: BLE001 - the snapshot log is an optimisation, never a failure
             log.warning("mission %s: snapshot segment not written: %s", self.name, exc)
 
-    def _snapshot(self) -> None:
+    def snapshot(self) -> None:
         """Leave this run's finished records in one file for the profile and the next start."""
         self._unsegmented = []
-        recs = {(k, a): r for k, by_a in self._recs.items() for a, r in by_a.items()}
-        done = {(k, a) for k, attempts in self._done.items() for a in attempts}
+        recs = {(k, a): r for k, by_a in self.book.recs.items() for a, r in by_a.items()}
+        done = {(k, a) for k, attempts in self.book.done.items() for a in attempts}
         try:
             self.records.write_snapshot(recs, done)
         except Exception as exc:  # noqa: BLE001 - the snapshot is an optimisation, never a failure

@@ -1,7 +1,7 @@
 """What the dispatcher's metrics read: a pure snapshot of its state and records, taken once a pass.
 
 Every count is computed from the attempt records the dispatcher holds (its
-`_recs` and `_done`, rebuilt from storage on every start, L10), never kept as a
+range book's records and done marks, rebuilt from storage on every start, L10), never kept as a
 counter of its own: a restarted dispatcher reads the same records, so the
 attempts by outcome and by capacity type continue from them rather than from
 zero. Attempts count once finished (done-marked), as the profile and the demo's
@@ -19,7 +19,11 @@ from dataclasses import dataclass
 
 from catchup_assets.core.aggregate.kpis import SizingKpis, sizing_kpis
 from catchup_assets.core.classify.outcomes import BudgetGroup, PastAttempt, RetryPolicy, decide
-from catchup_assets.core.dispatch.ports import AttemptState, Phase, TransientBackendError
+from catchup_assets.core.dispatch.health import Watchdog
+from catchup_assets.core.dispatch.obey import ControlReader
+from catchup_assets.core.dispatch.ports import AttemptState, Phase, TransientBackendError, deferred
+from catchup_assets.core.dispatch.range_book import RangeBook
+from catchup_assets.core.plan.config import MissionConfig
 from catchup_assets.core.size.catalog import CAPACITY_TYPES
 from catchup_assets.core.size.measures import ProfileIndex
 from catchup_assets.core.size.sizing import Placement
@@ -121,62 +125,80 @@ def oldest_pending(pending_since: Mapping[tuple[str, int], float], now: float) -
     return max(0.0, now - min(pending_since.values())) if pending_since else 0.0
 
 
-class Gauging:
-    """The Dispatcher's snapshot for its metrics, a part of `reconciler.Dispatcher`: `_gauge_pass`
-    runs each pass (when someone listens) and hands over a callable that takes the snapshot.
-    Its own state (_mine_seen, _pending_since) is set on first use: only a listened-to dispatcher has it."""
+class Gauges:
+    """The snapshot for the dispatcher's metrics: `take` runs each pass (when someone listens) and
+    hands over a callable that takes the snapshot. Its only memory of its own is when each attempt
+    was first seen pending (a pod's creation is in no record)."""
 
-    def _gauge_pass(self, mine: list[AttemptState]) -> Callable[[], Snapshot]:
+    def __init__(
+        self,
+        mission: MissionConfig,
+        keys: Iterable[str],
+        profile: ProfileIndex | None,
+        book: RangeBook,
+        clock,
+        control: ControlReader,
+        watchdog: Watchdog,
+    ) -> None:
+        self.name, self.placement, self.retry = mission.mission, mission.placement, mission.retry
+        self.keys, self.profile = list(keys), profile
+        self.book, self.clock, self.control, self.watchdog = book, clock, control, watchdog
+        self._mine_seen: set[tuple[str, int]] = set()
+        self._pending_since: dict[tuple[str, int], float] = {}
+        self.last_mine: list[AttemptState] = []
+
+    def take(self, mine: list[AttemptState]) -> Callable[[], Snapshot]:
+        """This pass's attempts as the backend told them, and those this run submitted since."""
         now = self.clock.time()
         # Submitted this pass, after the backend was asked: pending until a pass sees them.
-        new, self._mine_seen = self._mine - getattr(self, "_mine_seen", set()), set(self._mine)
+        new, self._mine_seen = self.book.mine - self._mine_seen, set(self.book.mine)
         seen = {(s.range_key, s.attempt) for s in mine}
-        mine = mine + [AttemptState(k, a, Phase.PENDING) for k, a in sorted(new - seen) if a not in self._done[k]]
-        since = getattr(self, "_pending_since", {})
+        done = self.book.done
+        mine = mine + [AttemptState(k, a, Phase.PENDING) for k, a in sorted(new - seen) if a not in done[k]]
+        since = self._pending_since
         pending = {(s.range_key, s.attempt) for s in mine if s.phase is Phase.PENDING}
         self._pending_since = {ident: since.get(ident, now) for ident in pending}
-        self._last_mine = mine
-        return lambda: self._gauges(mine, now)
+        self.last_mine = mine
+        return lambda: self._snapshot(mine, now)
 
-    def _gauge_end(self) -> None:
+    def at_end(self, observe: Callable[[], list[AttemptState]]) -> Callable[[], Snapshot]:
         """The run's last snapshot, from what the backend says now: a stop ends and records attempts
         after the last pass, and a snapshot of that pass's attempts beside the records read later
         would count an attempt live that its record says ended. Unanswered, the last pass's attempts
-        stand, less those recorded since (`_gauges` drops every recorded attempt)."""
-        if self.on_pass is None:
-            return
+        stand, less those recorded since (the snapshot drops every recorded attempt)."""
         try:
-            states = self.backend.observe()
+            states = observe()
         except TransientBackendError as exc:
-            self._transient("observe at the end", exc)
-            states = getattr(self, "_last_mine", [])
-        self.on_pass(self._gauge_pass([s for s in states if s.range_key in self.by_key]))
+            deferred(self.name, "observe at the end", exc)
+            states = self.last_mine
+        keys = set(self.keys)
+        return self.take([s for s in states if s.range_key in keys])
 
-    def _gauges(self, mine: list[AttemptState], now: float) -> Snapshot:
+    def _snapshot(self, mine: list[AttemptState], now: float) -> Snapshot:
         # Taken when the metrics ask, maybe after records were written: a recorded attempt is not live.
-        mine = [s for s in mine if s.attempt not in self._done[s.range_key]]
-        results = {k: r.status.value for k, r in self._results.items()}
-        recs = finished(self._recs, self._done)
+        book = self.book
+        mine = [s for s in mine if s.attempt not in book.done[s.range_key]]
+        results = {k: r.status.value for k, r in book.results.items()}
+        recs = finished(book.recs, book.done)
         buckets, peak_sum = peak_histogram(r.peak_anon_bytes for r in recs if r.peak_anon_bytes is not None)
-        placement = self.mission.placement
-        kpis = sizing_kpis(recs, placement)  # its dollars are the mission's cost so far, priced once
+        kpis = sizing_kpis(recs, self.placement)  # its dollars are the mission's cost so far, priced once
         return Snapshot(
             mission=self.name,
-            ranges=range_states(self.by_key, results, mine, self._done),
+            ranges=range_states(self.keys, results, mine, book.done),
             attempts=dict(Counter(r.outcome for r in recs)),
-            retries_left=retries_left((self._history(k) for k in self.by_key if k not in results), self.mission.retry),
+            retries_left=retries_left((book.history(k) for k in self.keys if k not in results), self.retry),
             live={p: sum(1 for s in mine if s.phase.value == p) for p in PHASES},
             oldest_pending_seconds=oldest_pending(self._pending_since, now),
             peak_buckets=buckets,
             peak_sum=peak_sum,
-            seconds_since_progress=max(0.0, now - self._last_completion),
-            profile_median_seconds=median_seconds(self.cfg.profile),
+            seconds_since_progress=max(0.0, now - self.watchdog.last_completion),
+            profile_median_seconds=median_seconds(self.profile),
             # New dispatches stopped by the mission itself: its breaker, or a fault every attempt hits.
-            breaker_tripped=self._blocked is not None,
-            paused=self.control.paused,
-            draining=self.control.drain,
-            stalled=self._stall_warned,
-            by_capacity=capacity_counts(recs, placement),
+            breaker_tripped=self.watchdog.blocked is not None,
+            paused=self.control.control.paused,
+            draining=self.control.draining,
+            stalled=self.watchdog.stalled,
+            by_capacity=capacity_counts(recs, self.placement),
             dollars=kpis.dollars,
             kpis=kpis,
         )

@@ -1,17 +1,21 @@
 """The mission's health as the dispatcher watches it: stragglers (Z1), a stall (Z4), and
-the circuit breaker's verdicts (breaker.py), which stop new dispatches.
+the circuit breaker's verdicts (breaker.py), whose trip stops new dispatches.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 
 from catchup_assets.core.classify.outcomes import Outcome
-from catchup_assets.core.dispatch.breaker import failure_signature
-from catchup_assets.core.dispatch.ports import AttemptState, Phase
-from catchup_assets.core.dispatch.results import DispatcherStuck, RangeStatus, Status
-from catchup_assets.core.size.measures import measure_for
+from catchup_assets.core.dispatch.breaker import Breaker, Verdict, failure_signature
+from catchup_assets.core.dispatch.ports import AttemptState
+from catchup_assets.core.dispatch.results import DispatcherStuck
+from catchup_assets.core.plan.config import MissionConfig
+from catchup_assets.core.size.measures import ProfileIndex, measure_for
 from catchup_assets.core.values.attempt_record import AttemptRecord
+from catchup_assets.core.values.ledger_range import LedgerRange
 
 log = logging.getLogger(__name__)
 
@@ -21,108 +25,124 @@ HEALTH_STALL = "not_stalled"
 HEALTH_DISPATCH = "dispatching"
 
 
-class Health:
-    """The Dispatcher's health checks, a part of `reconciler.Dispatcher` (its constructor
-    sets up the state: breaker, _blocked, _last_completion, _stall_warned, _overdue_warned)."""
+@dataclass(frozen=True)
+class Watch:
+    """What one pass's watch found: the slow attempts to name, and how long since a range completed."""
 
-    def _breaker_holds(self, key: str, attempt: int, outcome: Outcome, rec: AttemptRecord) -> bool:
-        """True if this finished attempt's range is held, undecided, in a run of identical failures."""
+    stragglers: tuple[str, ...]
+    stalled_seconds: float
+
+
+class Watchdog:
+    """Stall and straggler watch, the circuit breaker, and whether new dispatches are blocked.
+
+    `on_health(check, passed, why)` hears each change of HEALTH_STALL and HEALTH_DISPATCH."""
+
+    def __init__(
+        self,
+        mission: MissionConfig,
+        ranges: Mapping[str, LedgerRange],
+        profile: ProfileIndex | None,
+        clock,
+        on_health: Callable[[str, bool, str], None],
+    ) -> None:
+        self.name, self._ranges, self._profile = mission.mission, ranges, profile
+        self._stall_seconds, self._stall_factor = mission.stall_seconds, mission.stall_factor
+        self.clock, self.on_health = clock, on_health
+        self.breaker = Breaker(mission.breaker_attempts)
+        self.blocked: str | None = None  # why new dispatches stopped for the rest of the run
+        self.last_completion = clock.time()
+        self.stalled = False  # a stall was told and has not ended
+        self._overdue_warned: set[str] = set()
+
+    def completed(self) -> None:
+        """A range reached a verdict other than condemned: progress."""
+        self.last_completion = self.clock.time()
+
+    def finished(self, key: str, attempt: int, outcome: Outcome, rec: AttemptRecord) -> Verdict:
+        """The breaker's verdict on a finished attempt; a trip blocks new dispatches."""
         verdict = self.breaker.finished(
             key, attempt, outcome, failure_signature(rec.outcome, rec.exit_code, rec.reason)
         )
-        self._judge_all(verdict.release)
-        for k, a in verdict.spare:
-            self._spare(k, a)
         if verdict.trip:
-            self._block(verdict.trip)
-        return verdict.hold
+            self.block(verdict.trip)
+        return verdict
 
-    def _judge_all(self, keys) -> None:
-        for k in keys:
-            self._judge(k)
-
-    def _spare(self, key: str, attempt: int) -> None:
-        """Not the range's fault: a later run grants it its budgets untouched."""
-        self.records.mark_reset(key, attempt)
-        self._reset_after[key] = max(self._reset_after.get(key, 0), attempt)
-
-    def _block(self, cause: str) -> None:
+    def block(self, cause: str) -> None:
         """Stop new dispatches for the rest of this run; live attempts run on."""
         log.error("mission %s: %s", self.name, cause)
-        if self._blocked is None:
-            self._blocked = cause
+        if self.blocked is None:
+            self.blocked = cause
             self.on_health(HEALTH_DISPATCH, False, cause)
 
-    def _status(
-        self, in_flight: int, queued: int, live_total: int, mine: list[AttemptState], submitted: int = 0
-    ) -> Status:
+    def watch(self, running: list[AttemptState], in_flight: int, queued: int, live_cap: int) -> Watch:
+        """Warn of each attempt past its due time once, name the stragglers when most slots idle (Z1),
+        and tell a stall as it begins and ends (Z4)."""
         now = self.clock.time()
-        # Pending: a live attempt not yet running (no node, no worker started), or one submitted this pass.
-        pending = len({s.range_key for s in mine if s.phase is Phase.PENDING}) + submitted
-        completed = sum(1 for r in self._results.values() if r.status is RangeStatus.DONE)
-        condemned = sum(1 for r in self._results.values() if r.status is RangeStatus.CONDEMNED)
-        running = [s for s in mine if s.live and s.started_at]
-        overdue = {s.attempt_id: over for s in running if (over := self._overrun(s, now)) is not None}
+        overdue = {s.attempt_id: over for s in running if (over := self.overrun(s, now)) is not None}
         for s in running:
             if s.attempt_id in overdue and s.attempt_id not in self._overdue_warned:
                 self._overdue_warned.add(s.attempt_id)
-                log.warning("range %s: overdue: %s", s.range_key, self._straggler(s, now))
+                log.warning("range %s: overdue: %s", s.range_key, self.straggler(s, now))
         stragglers: tuple[str, ...] = ()
-        if in_flight and queued == 0 and in_flight <= self._live_cap() // 2:
+        if in_flight and queued == 0 and in_flight <= live_cap // 2:
             # Work in flight, nothing queued, most slots idle: name the slow ones (Z1), the
             # most overdue against their profile first, else the longest running.
             slow = sorted(running, key=lambda s: (-overdue.get(s.attempt_id, 0.0), s.started_at))[:5]
-            stragglers = tuple(self._straggler(s, now) for s in slow)
-        stalled = now - self._last_completion
+            stragglers = tuple(self.straggler(s, now) for s in slow)
+        stalled = now - self.last_completion
         # A stall (Z4): nothing completed for stall_seconds, and nothing in flight is on time:
         # hours without a completion are normal while every range running is a long one.
-        is_stall = bool(running) and stalled > self.mission.stall_seconds and len(overdue) == len(running)
-        if is_stall and not self._stall_warned:
+        is_stall = bool(running) and stalled > self._stall_seconds and len(overdue) == len(running)
+        if is_stall and not self.stalled:
             why = f"stalled: no range completed for {stalled:.0f} s and all {len(running)} in flight are overdue (Z4)"
             log.error("mission %s: %s", self.name, why)
-            self._stall_warned = True
+            self.stalled = True
             self.on_health(HEALTH_STALL, False, why)
-        elif not is_stall and self._stall_warned:
-            self._stall_warned = False
+        elif not is_stall and self.stalled:
+            self.stalled = False
             self.on_health(HEALTH_STALL, True, "a range completed, or attempts in flight are on time again")
-        return Status(
-            self.passes,
-            completed,
-            in_flight,
-            queued,
-            condemned,
-            len(self.by_key),
-            live_total - in_flight if live_total > in_flight else 0,
-            stragglers,
-            stalled,
-            self.control.state(self.mission.parallelism) if self._control else "",
-            pending,
-        )
+        return Watch(stragglers, stalled)
 
-    def _overrun(self, st: AttemptState, now: float) -> float | None:
+    def _profiled_seconds(self, key: str) -> float:
+        r = self._ranges[key]
+        m = measure_for(self._profile, r.first, r.last)  # a cut or merged range: what it overlaps
+        return m.seconds if m and m.seconds else 0.0
+
+    def overrun(self, st: AttemptState, now: float) -> float | None:
         """How far past its due time an attempt runs (running / due), or None while it is on time.
 
         Due: stall_factor x its profiled seconds, and never before stall_seconds."""
-        r = self.by_key[st.range_key]
-        m = measure_for(self.cfg.profile, r.first, r.last)  # a cut or merged range: what it overlaps
-        predicted = m.seconds if m and m.seconds else 0.0
-        due = max(self.mission.stall_seconds, self.mission.stall_factor * predicted)
+        due = max(self._stall_seconds, self._stall_factor * self._profiled_seconds(st.range_key))
         running = now - (st.started_at or now)
         return running / due if running > due else None
 
-    def _straggler(self, st: AttemptState, now: float) -> str:
+    def straggler(self, st: AttemptState, now: float) -> str:
         running = now - (st.started_at or now)
-        r = self.by_key[st.range_key]
-        m = measure_for(self.cfg.profile, r.first, r.last)  # a cut or merged range: what it overlaps
-        expected = f" (profiled {m.seconds:.0f}s)" if m and m.seconds else ""
+        profiled = self._profiled_seconds(st.range_key)
+        expected = f" (profiled {profiled:.0f}s)" if profiled else ""
         return f"{st.range_key} a{st.attempt} running {running:.0f}s{expected}"
 
-    def _failed_pass(self, exc: Exception, streak: tuple[str, int]) -> tuple[str, int]:
-        """Count a pass that raised; raise DispatcherStuck once the same failure repeats enough."""
+
+class FailingPasses:
+    """Passes that raised, counted: a pass that raises is retried after a poll, but the same failure
+    `limit` passes in a row stops the dispatcher with it as the cause, rather than looping on it for
+    hours. `before_stuck` runs first (the records' snapshot, for the next start)."""
+
+    def __init__(self, name: str, limit: int, before_stuck: Callable[[], None]) -> None:
+        self.name, self.limit, self._before_stuck = name, limit, before_stuck
+        self.cause, self.streak = "", 0
+
+    def ok(self) -> None:
+        self.cause, self.streak = "", 0
+
+    def failed(self, exc: Exception, passes: int) -> None:
+        """Count a pass that raised; raise DispatcherStuck once the same failure repeats `limit` times."""
         cause = f"{type(exc).__name__}: {exc}"
-        n = streak[1] + 1 if streak[0] == cause else 1
-        log.error("mission %s: pass %d failed (%d in a row): %s", self.name, self.passes, n, cause, exc_info=(n == 1))
-        if n >= self.cfg.failing_passes_limit:
-            self._snapshot()
+        self.streak = self.streak + 1 if self.cause == cause else 1
+        self.cause = cause
+        n = self.streak
+        log.error("mission %s: pass %d failed (%d in a row): %s", self.name, passes, n, cause, exc_info=(n == 1))
+        if n >= self.limit:
+            self._before_stuck()
             raise DispatcherStuck(f"mission {self.name}: the same failure on {n} consecutive passes: {cause}") from exc
-        return cause, n

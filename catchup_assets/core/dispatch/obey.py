@@ -1,4 +1,4 @@
-"""The dispatcher obeying an operator's control record (control.py), read once a pass.
+"""The dispatcher obeying an operator's control record (mission_control.py), read once a pass.
 
 Paused or draining, it submits nothing new; the live parallelism caps new submits.
 Each change is logged once, as this dispatcher first sees it, and reported through
@@ -9,8 +9,9 @@ that cannot be read costs itself, not the pass: the last good one stays in force
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 
-from catchup_assets.core.dispatch.health import HEALTH_DISPATCH
+from catchup_assets.core.dispatch.health import HEALTH_DISPATCH, Watchdog
 from catchup_assets.core.dispatch.mission_control import MissionControl
 
 log = logging.getLogger(__name__)
@@ -19,22 +20,39 @@ PAUSED = "paused"  # how the dispatching check's reason begins while an operator
 DRAINED = "drained: left unstarted for a later run"  # a drained run's unstarted ranges
 
 
-class Obey:
-    """The Dispatcher's obedience to the control record, a part of `reconciler.Dispatcher` (its
-    constructor sets up the state: read_control, on_control, _control, _control_error)."""
+class ControlReader:
+    """The operator's control as this dispatcher last read it, and what it allows.
 
-    def _obey_control(self) -> None:
-        if self.read_control is None:
+    `read_control` returns the record (None: none, run as planned); `on_control(control, what)`
+    hears each change; a pause and a resume are told on the `dispatching` check, through the
+    watchdog's `on_health`, which also says whether dispatch is blocked by the mission itself."""
+
+    def __init__(
+        self,
+        name: str,
+        parallelism: int,
+        read_control: Callable[[], MissionControl | None] | None,
+        on_control: Callable[[MissionControl, str], None],
+        watchdog: Watchdog,
+    ) -> None:
+        self.name, self.parallelism = name, parallelism
+        self._read, self._on_control, self._watchdog = read_control, on_control, watchdog
+        self._control: MissionControl | None = None
+        self._error: str | None = None
+
+    def read(self) -> None:
+        """Read the record once; tell and obey what changed since the last good read."""
+        if self._read is None:
             return
         try:
-            new = self.read_control()
+            new = self._read()
         except (ValueError, OSError) as exc:  # torn or unreachable: the last good control stays
             cause = str(exc)
-            if cause != self._control_error:
-                self._control_error = cause
+            if cause != self._error:
+                self._error = cause
                 log.warning("mission %s: control record unreadable, keeping the last good one: %s", self.name, cause)
             return
-        self._control_error = None
+        self._error = None
         old = self._control
         if new == old:
             return
@@ -42,18 +60,19 @@ class Obey:
         now_ctl = new or MissionControl()
         # A dispatcher that just started reads the record as it stands: its last change, not all 100.
         changes = now_ctl.since(old) if old is not None else list(now_ctl.history[-1:])
-        state = now_ctl.state(self.mission.parallelism)
+        state = now_ctl.state(self.parallelism)
         what = "; ".join(c.line() for c in changes) or "control record removed"
         log.warning("mission %s: control: %s: now %s", self.name, what, state)
-        self.on_control(now_ctl, what)
+        self._on_control(now_ctl, what)
+        on_health = self._watchdog.on_health
         was_holding = bool(old and old.paused)
         if now_ctl.paused and not was_holding:
-            self.on_health(HEALTH_DISPATCH, False, f"{PAUSED} by an operator: {what}")
+            on_health(HEALTH_DISPATCH, False, f"{PAUSED} by an operator: {what}")
         elif was_holding and not now_ctl.paused:
-            if self._blocked is None:
-                self.on_health(HEALTH_DISPATCH, True, f"resumed: {what}")
+            if self._watchdog.blocked is None:
+                on_health(HEALTH_DISPATCH, True, f"resumed: {what}")
             else:
-                self.on_health(HEALTH_DISPATCH, False, self._blocked)
+                on_health(HEALTH_DISPATCH, False, self._watchdog.blocked)
 
     @property
     def control(self) -> MissionControl:
@@ -63,5 +82,9 @@ class Obey:
     def draining(self) -> bool:
         return self.control.drain
 
-    def _live_cap(self) -> int:
-        return self.control.live_parallelism(self.mission.parallelism)
+    def live_cap(self) -> int:
+        return self.control.live_parallelism(self.parallelism)
+
+    def state(self) -> str:
+        """The control's state for the status line; empty while no record was ever read."""
+        return self.control.state(self.parallelism) if self._control else ""

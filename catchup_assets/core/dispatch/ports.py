@@ -168,6 +168,11 @@ class TransientBackendError(BackendError):
     still running): the caller tries again on a later pass and charges no range."""
 
 
+def deferred(mission: str, call: str, exc: Exception) -> None:
+    """A call the backend could not answer now: no range is charged; a later pass retries it."""
+    log.warning("mission %s: %s deferred to a later pass: %s", mission, call, exc)
+
+
 class Busy(TransientBackendError):
     """Refused for now: an attempt still runs where the call would free something."""
 

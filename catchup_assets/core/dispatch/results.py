@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -80,3 +81,14 @@ class MissionResult:
     @property
     def done(self) -> list[str]:
         return [k for k, r in self.results.items() if r.status is RangeStatus.DONE]
+
+
+def with_the_rest(
+    results: Mapping[str, RangeResult], keys: Iterable[str], attempts: Mapping[str, int], why: str
+) -> dict[str, RangeResult]:
+    """Every range given to the run: those it decided, and the rest NOT_RUN for `why`, with their attempt counts."""
+    out = dict(results)
+    for key in keys:
+        if key not in out:
+            out[key] = RangeResult(key, RangeStatus.NOT_RUN, why, None, attempts.get(key, 0), "", None, None, None)
+    return out
