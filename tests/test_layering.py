@@ -361,3 +361,37 @@ def test_issue35_no_file_name_is_shared_by_more_than_two_modules_but_the_named_e
     shared = shared_names(_files())
     assert len(_files()) > 100  # the walk found the package
     assert set(shared) <= exceptions, {k: v for k, v in shared.items() if k not in exceptions}
+
+
+def test_issue35_defs_root_holds_at_most_three_modules():
+    top = [p.name for p in (ROOT / "catchup_assets" / "defs").glob("*.py")]
+    assert len(top) <= 3, top
+
+
+def is_question(source: str) -> bool:
+    """A runnable question: it runs as `python -m benchmarks.X` (a `__main__` guard at its top level)."""
+    for node in ast.parse(source).body:
+        if isinstance(node, ast.If) and "__name__" in ast.unparse(node.test) and "__main__" in ast.unparse(node.test):
+            return True
+    return False
+
+
+@pytest.mark.parametrize(
+    "source, question",
+    [
+        ('def main(): ...\n\nif __name__ == "__main__":\n    main()\n', True),
+        ("def helper(): ...\n", False),
+        ('def f():\n    if __name__ == "__main__":\n        pass\n', False),  # not at the top level
+    ],
+)
+def test_the_question_rule_reads_a_main_guard(source, question):
+    assert is_question(source) is question
+
+
+def test_issue35_benchmarks_top_level_holds_only_runnable_questions_each_with_its_command():
+    readme = (ROOT / "benchmarks" / "README.md").read_text()
+    top = [p for p in (ROOT / "benchmarks").glob("*.py") if p.name != "__init__.py"]
+    assert len(top) > 5  # the walk found the questions
+    helpers = [p.name for p in top if not is_question(p.read_text())]
+    uncommanded = [p.stem for p in top if not re.search(rf"benchmarks\.{p.stem}\b", readme)]
+    assert helpers == [] and uncommanded == [], (helpers, uncommanded)

@@ -6,8 +6,9 @@ from __future__ import annotations
 import pytest
 
 from catchup_assets.core.classify.outcomes import Outcome
-from catchup_assets.core.dispatch.health import HEALTH_DISPATCH, HEALTH_STALL, Watchdog
+from catchup_assets.core.dispatch.health import HEALTH_DISPATCH, HEALTH_STALL, FailingPasses, Watchdog
 from catchup_assets.core.dispatch.ports import AttemptState, Phase
+from catchup_assets.core.dispatch.results import DispatcherStuck
 from catchup_assets.core.size.measures import ProfileIndex, RangeMeasure
 from catchup_assets.core.units import GiB
 from catchup_assets.core.values.attempt_record import AttemptRecord
@@ -84,3 +85,31 @@ def test_the_breaker_s_trip_blocks_dispatch_once_with_its_cause():
     w.block("something else later")
     assert w.blocked == second.trip  # the first cause stands
     assert told == [(HEALTH_DISPATCH, False)]
+
+
+BOOM, OTHER = RuntimeError("boom"), ValueError("other")
+
+# the passes' failures in order (None: a pass that went through) -> the pass on which the dispatcher is stuck
+FAILING = [
+    ("the same failure three times in a row", [BOOM, BOOM, BOOM], 3),
+    ("a pass that went through resets the count", [BOOM, BOOM, None, BOOM, BOOM], None),
+    ("a different failure starts a new count", [BOOM, BOOM, OTHER, OTHER], None),
+    ("the count is per failure, not per pass", [BOOM, OTHER, OTHER, OTHER], 4),
+]
+
+
+@pytest.mark.parametrize("why, passes, stuck_at", FAILING, ids=[c[0] for c in FAILING])
+def test_a_failure_repeated_limit_passes_in_a_row_stops_the_dispatcher_after_its_snapshot(why, passes, stuck_at):
+    snapshots = []
+    failing = FailingPasses("m1", 3, lambda: snapshots.append(True))
+    stuck = None
+    for n, exc in enumerate(passes, 1):
+        if exc is None:
+            failing.ok()
+            continue
+        try:
+            failing.failed(exc, n)
+        except DispatcherStuck as e:
+            stuck = n
+            assert "the same failure on 3 consecutive passes" in str(e) and e.__cause__ is exc
+    assert stuck == stuck_at and snapshots == ([True] if stuck_at else [])
