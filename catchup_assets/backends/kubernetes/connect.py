@@ -1,18 +1,40 @@
 """The API clients a mission's backend calls, from a kubeconfig or the pod's in-cluster account."""
 
 import kubernetes
+import yaml
+
+from catchup_assets.core.errors import ConfigError
 
 
 def kube_configuration(kubeconfig: str, context: str) -> kubernetes.client.Configuration:
-    """A kubeconfig file (and context) if named; else the in-cluster config."""
+    """A kubeconfig file (and context) if named; else the in-cluster config.
+
+    One that cannot be loaded is a ConfigError naming the setting and the file (issue 36 item 13):
+    an operator's `cleanup` or `logs` says so in one line, not the client's traceback."""
     configuration = kubernetes.client.Configuration()
-    if kubeconfig:
-        kubernetes.config.load_kube_config(
-            config_file=kubeconfig, context=context or None, client_configuration=configuration
-        )
-    else:
-        kubernetes.config.load_incluster_config(client_configuration=configuration)
+    try:
+        if kubeconfig:
+            kubernetes.config.load_kube_config(
+                config_file=kubeconfig, context=context or None, client_configuration=configuration
+            )
+        else:
+            kubernetes.config.load_incluster_config(client_configuration=configuration)
+    # ConfigException: no such file or context, no in-cluster account; the rest: a file that is
+    # unreadable, not YAML, or YAML that is not a kubeconfig (a list where a map goes).
+    except (kubernetes.config.ConfigException, OSError, yaml.YAMLError, ValueError, TypeError, AttributeError) as exc:
+        raise ConfigError(_unusable(kubeconfig, context, exc)) from None
     return configuration
+
+
+def _unusable(kubeconfig: str, context: str, exc: Exception) -> str:
+    why = " ".join(str(exc).split())[:300] or type(exc).__name__
+    if not kubeconfig:
+        return (
+            "kubernetes.kubeconfig: not set, so the in-cluster config was tried, and this is not a pod "
+            f"with a service account ({why}): set kubernetes.kubeconfig to a kubeconfig file"
+        )
+    in_context = f" (context {context!r})" if context else ""
+    return f"kubernetes.kubeconfig: {kubeconfig}{in_context} is not a usable kubeconfig: {why}"
 
 
 def api_clients(kubeconfig: str, context: str) -> tuple[kubernetes.client.BatchV1Api, kubernetes.client.CoreV1Api]:
