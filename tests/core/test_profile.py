@@ -215,3 +215,43 @@ def test_issue25_profile_setup_from_the_fresh_leg_replay_summed(legs, setup, rep
     row = range_row(legs)
     assert (row["setup_seconds"], row["replay_seconds"]) == (setup, replay)
     assert profile_table(legs).column("replay_seconds").to_pylist() == [replay]
+
+
+def found_complete(attempt, seconds=0.2, anon=GiB // 8):
+    """A leg that resumed on a volume already at the range's end (`RESUME: ... already complete`)."""
+    return AttemptRecord(
+        "m1", KEY, attempt, "ok", peak_anon_bytes=anon, seconds=seconds, fresh_start=False, resumed_from_ledger=32000
+    )
+
+
+@pytest.mark.parametrize(
+    "attempts, want",
+    [
+        # the work's record kept: the range is what that leg measured, not 120 + 0.2 s
+        (
+            [rec(1, "ok", 3 * GiB, None, 120, True, tx=500, start=10, end=130), found_complete(2)],
+            (3 * GiB, 120, 500, 1),
+        ),
+        # the work's leg ended after the catchup did (its pod reclaimed at upload): still the measure
+        ([rec(1, "disrupted", 7 * GiB, None, 100, True, tx=300), found_complete(2)], (7 * GiB, 100, 300, 1)),
+        # a resumed chain before it: summed as ever, the found-complete leg left out
+        (
+            [
+                rec(1, "disrupted", 4 * GiB, None, 60, True, tx=40),
+                rec(2, "ok", GiB, None, 30, False, tx=60),
+                found_complete(3),
+            ],
+            (4 * GiB, 90, 100, 2),
+        ),
+        # the work's records lost (its attempt deleted unrecorded, then its id reused): unmeasured, never 0.2 s
+        ([found_complete(1)], None),
+        ([rec(1, None, 2 * GiB, start=10), found_complete(2)], None),  # only a flushed, unfinished record before it
+    ],
+)
+def test_issue36_item9_a_range_found_complete_keeps_its_earlier_chain_s_measurements(attempts, want):
+    row = range_row(attempts)
+    if want is None:
+        assert row is None
+        return
+    assert (row["peak_anon_bytes"], row["seconds"], row["tx_apply_count"], row["chain_attempts"]) == want
+    assert row["completed"] is True and row["attempts"] == len(attempts)

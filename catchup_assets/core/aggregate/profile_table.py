@@ -6,7 +6,8 @@ the range's final attempt; a fresh start (`new-db`) opens the chain and
 supersedes what came before, except an OOM's limit, which stays a lower bound
 on demand. `seconds` and `tx_apply_*` are summed over the chain: a resume
 re-applies at most one 64-ledger checkpoint, so the tx sum may over-count by
-that much. `seconds` is compute; `wall_seconds` also covers the gaps.
+that much. `seconds` is compute; `wall_seconds` also covers the gaps. A final leg that found
+the range already complete replayed nothing: the legs before it are the chain (issue 36 item 9).
 
 Profile columns (one row per range; sizes in bytes, times in seconds):
     range_key, first_ledger, last_ledger      the range
@@ -94,6 +95,13 @@ def chain_of(finished: Sequence[Any]) -> list[Any]:
     return list(finished[start : final_idx + 1])
 
 
+def found_complete(leg: Any, last_ledger: int) -> bool:
+    """The leg resumed on a volume already at the range's end (the worker's `RESUME: ... already
+    complete`): it replayed nothing, so its seconds and transactions are no measure of the range."""
+    resumed = getattr(leg, "resumed_from_ledger", None)
+    return leg.fresh_start is False and resumed is not None and resumed >= last_ledger
+
+
 def _fresh_setup(chain: Sequence[Any]) -> float | None:
     """The setup of the chain's fresh leg (its first, when it ran new-db); None otherwise."""
     first = chain[0]
@@ -142,12 +150,19 @@ def range_row(attempts: Sequence[Any]) -> dict[str, Any] | None:
         # archive fails in half a second at a tenth of the range's memory), so it sizes
         # nothing. Only an OOM's limit is known to be below its demand (L21).
         return _floor_row(final, finished, ooms, oom_floor) if oom_floor else None
+    rng = parse_key(final.range_key)
+    if found_complete(final, rng.last):
+        # Its measurements are the earlier legs' that did the work (issue 36 item 9): with their
+        # records lost (an attempt deleted unrecorded), the range is unmeasured, never a 0.2 s range.
+        chain = chain[:-1]
+        if not chain:
+            log.warning("range %s: found complete by attempt %d, the work's records lost", rng.key, final.attempt)
+            return _floor_row(final, finished, ooms, oom_floor) if oom_floor else None
     anon = _max(a.peak_anon_bytes for a in chain)
     if anon is None and not oom_floor:
         return None  # measurement-free: it would capture every range below it (L25)
-    rng = parse_key(final.range_key)
-    first_start = chain[0].started_at
-    wall = final.finished_at - first_start if final.finished_at and first_start else None
+    first_start, last_end = chain[0].started_at, chain[-1].finished_at
+    wall = last_end - first_start if last_end and first_start else None
     return {
         "range_key": final.range_key,
         "first_ledger": rng.first,
