@@ -35,6 +35,9 @@ FLAGS = {
 }
 
 
+ETA = ("expected", "p10", "p90")
+
+
 def families(s: Snapshot, superseded: int = 0, time_scale: float = 1.0) -> Iterator[Metric]:
     """The mission's series from one snapshot."""
     m = [s.mission]
@@ -71,6 +74,11 @@ def families(s: Snapshot, superseded: int = 0, time_scale: float = 1.0) -> Itera
     yield by(CounterMetricFamily, "attempts_by_capacity", doc, "capacity_type", s.by_capacity)
     doc = "dollars of the finished attempts so far (docs/cost.md's model)"
     yield gauge("cost_dollars", doc, s.dollars * time_scale)
+    yield gauge("parallelism_cap", "the live parallelism cap: the plan's, or an operator's", s.live_cap)
+    yield gauge("ranges_planned", "the ranges this dispatcher was given", s.planned)
+    if s.time_to_go is not None:  # absent until estimated: no profile and nothing completed gives none
+        doc = "seconds until the last range ends: the expected time and its p10-p90 band (issue 36)"
+        yield by(GaugeMetricFamily, "time_to_go_seconds", doc, "estimate", dict(zip(ETA, s.time_to_go, strict=True)))
     yield from kpi_families(s, by)
 
 

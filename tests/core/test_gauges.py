@@ -176,6 +176,7 @@ def test_Z1_the_gauges_part_counts_a_submit_pending_from_its_first_sighting_and_
     from catchup_assets.core.dispatch.gauges import Gauges
     from catchup_assets.core.dispatch.health import Watchdog
     from catchup_assets.core.dispatch.obey import ControlReader
+    from catchup_assets.core.dispatch.progress import Progress
     from catchup_assets.core.dispatch.range_book import RangeBook
     from catchup_assets.store.records import RecordStore
     from catchup_assets.store.root import Store
@@ -187,11 +188,13 @@ def test_Z1_the_gauges_part_counts_a_submit_pending_from_its_first_sighting_and_
     book.recover()
     dog = Watchdog(mission_config(), {r.key: r for r in RANGES}, None, clock, lambda *h: None)
     reader = ControlReader("m1", 3, None, lambda c, w: None, dog)
-    gauges = Gauges(mission_config(), KEYS, None, book, clock, reader, dog)
+    progress = Progress({r.key: r for r in RANGES}, None, book, clock)
+    gauges = Gauges(mission_config(), KEYS, None, book, clock, reader, dog, progress)
     key = KEYS[0]
     book.mine.add((key, 1))  # submitted after this pass asked the backend
     snap = gauges.take([])()
     assert snap.live == {"pending": 1, "running": 0} and snap.ranges["pending"] == 1
+    assert (snap.live_cap, snap.planned, snap.time_to_go) == (3, len(KEYS), None)  # no estimate yet
     clock.sleep(30)
     assert gauges.take([st(key, 1, "pending")])().oldest_pending_seconds == 30  # from its first sighting
     clock.sleep(5)

@@ -22,7 +22,9 @@ from catchup_assets.core.classify.outcomes import BudgetGroup, PastAttempt, Retr
 from catchup_assets.core.dispatch.health import Watchdog
 from catchup_assets.core.dispatch.obey import ControlReader
 from catchup_assets.core.dispatch.ports import AttemptState, Phase, TransientBackendError, deferred
+from catchup_assets.core.dispatch.progress import Progress
 from catchup_assets.core.dispatch.range_book import RangeBook
+from catchup_assets.core.forecast.time_to_go import TimeToGo
 from catchup_assets.core.plan.config import MissionConfig
 from catchup_assets.core.size.catalog import CAPACITY_TYPES
 from catchup_assets.core.size.measures import ProfileIndex
@@ -57,6 +59,10 @@ class Snapshot:
     by_capacity: Mapping[str, int]  # spot, on-demand -> finished attempts
     dollars: float
     kpis: SizingKpis | None = None  # the KPIs of sizing over the finished attempts (core/aggregate/kpis.py)
+    live_cap: int = 0  # the live parallelism cap: the plan's, or an operator's (obey.py)
+    planned: int = 0  # the ranges this dispatcher was given
+    # The time to go, its p10 and p90 (progress.py); None before the first estimate.
+    time_to_go: tuple[float, float, float] | None = None
 
 
 def finished(recs: Mapping[str, Mapping[int, AttemptRecord]], done: Mapping[str, set[int]]) -> list[AttemptRecord]:
@@ -139,10 +145,12 @@ class Gauges:
         clock,
         control: ControlReader,
         watchdog: Watchdog,
+        progress: Progress,
     ) -> None:
         self.name, self.placement, self.retry = mission.mission, mission.placement, mission.retry
         self.keys, self.profile = list(keys), profile
         self.book, self.clock, self.control, self.watchdog = book, clock, control, watchdog
+        self.progress = progress
         self._mine_seen: set[tuple[str, int]] = set()
         self._pending_since: dict[tuple[str, int], float] = {}
         self.last_mine: list[AttemptState] = []
@@ -201,4 +209,11 @@ class Gauges:
             by_capacity=capacity_counts(recs, self.placement),
             dollars=kpis.dollars,
             kpis=kpis,
+            live_cap=self.control.live_cap(),
+            planned=len(self.keys),
+            time_to_go=_band(self.progress.latest),
         )
+
+
+def _band(eta: TimeToGo | None) -> tuple[float, float, float] | None:
+    return None if eta is None or not eta.known else (eta.expected_seconds, eta.p10_seconds, eta.p90_seconds)

@@ -32,6 +32,7 @@ from catchup_assets.core.dispatch.health import FailingPasses, Watchdog
 from catchup_assets.core.dispatch.live import AttemptEvent, AttemptEvents
 from catchup_assets.core.dispatch.mission_control import MissionControl
 from catchup_assets.core.dispatch.obey import DRAINED, ControlReader
+from catchup_assets.core.dispatch.progress import Progress
 from catchup_assets.core.dispatch.ports import (
     AttemptSpec,
     AttemptState,
@@ -115,7 +116,10 @@ class Dispatcher:
             config.segment_every,
         )
         self.failing = FailingPasses(self.name, config.failing_passes_limit, self.finisher.snapshot)
-        self.gauges = Gauges(mission, self.by_key, config.profile, self.book, self.clock, self.control, self.watchdog)
+        self.progress = Progress(self.by_key, config.profile, self.book, self.clock)
+        self.gauges = Gauges(
+            mission, self.by_key, config.profile, self.book, self.clock, self.control, self.watchdog, self.progress
+        )
 
     # -- what the parts tell ------------------------------------------------------
     def _told(self, result: RangeResult, already: bool) -> None:
@@ -213,6 +217,7 @@ class Dispatcher:
         pending = len({s.range_key for s in mine if s.phase is Phase.PENDING}) + submitted
         running = [s for s in mine if s.live and s.started_at]
         watch = self.watchdog.watch(running, in_flight, queued, self.control.live_cap())
+        to_go = self.progress.estimate(mine, self.control.live_cap()) if mine or in_flight or queued else None
         return Status(
             self.passes,
             self.book.tally(RangeStatus.DONE),
@@ -225,6 +230,7 @@ class Dispatcher:
             watch.stalled_seconds,
             self.control.state(),
             pending,
+            to_go.line() if to_go else "",
         )
 
     # -- the loop -----------------------------------------------------------------

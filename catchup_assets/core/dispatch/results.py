@@ -47,6 +47,7 @@ class Status:
     # Of in_flight, the ranges whose attempt waits for a node or its worker's start (submitted, a pod
     # unschedulable): a mission whose pods cannot schedule must not look busy.
     pending: int = 0
+    to_go: str = ""  # the time to go with its p10-p90 band (progress.py); "": not estimated
 
     @property
     def running(self) -> int:
@@ -62,6 +63,8 @@ class Status:
             s += f", other dispatchers' live {self.other_live}"
         if self.control:
             s += f"; {self.control}"
+        if self.to_go:
+            s += f"; {self.to_go}"
         if self.stragglers:
             s += "; stragglers: " + ", ".join(self.stragglers)
         return s
