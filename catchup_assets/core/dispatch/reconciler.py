@@ -32,7 +32,6 @@ from catchup_assets.core.dispatch.health import FailingPasses, Watchdog
 from catchup_assets.core.dispatch.live import AttemptEvent, AttemptEvents
 from catchup_assets.core.dispatch.mission_control import MissionControl
 from catchup_assets.core.dispatch.obey import DRAINED, ControlReader
-from catchup_assets.core.dispatch.progress import Progress
 from catchup_assets.core.dispatch.ports import (
     AttemptSpec,
     AttemptState,
@@ -42,6 +41,7 @@ from catchup_assets.core.dispatch.ports import (
     TransientBackendError,
     deferred,
 )
+from catchup_assets.core.dispatch.progress import Progress
 from catchup_assets.core.dispatch.range_book import RangeBook
 from catchup_assets.core.dispatch.results import MissionResult, RangeResult, RangeStatus, Status, with_the_rest
 from catchup_assets.core.dispatch.stopping import OPERATOR, StopState, stop_attempts
