@@ -88,7 +88,9 @@ class FaultProxy:
             if fault.hang and self._stopping.wait(fault.hang):
                 return
             if fault.status is not None:
-                return _send(h, fault.error().code, json.dumps(fault.error().status()).encode(), fault.error().headers)
+                err = fault.error()
+                payload = err.text.encode() if err.text is not None else json.dumps(err.status()).encode()
+                return _send(h, err.code, payload, err.headers)
             if not fault.apply:  # reset before the request left
                 h.close_connection = True
                 return

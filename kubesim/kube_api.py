@@ -163,7 +163,7 @@ class KubeApiServer:
                 with self.store.lock:
                     code, body = dispatch(self.store, route, query, raw, h.headers)
         except ApiError as exc:
-            code, body, headers = exc.code, exc.status(), exc.headers
+            code, body, headers = exc.code, exc.text.encode() if exc.text is not None else exc.status(), exc.headers
         self.requests.answered(method, url.path, verb, resource, code)
         if isinstance(body, FollowedLog):  # follow=true: streamed as the kubelet writes, outside the lock
             self._follow(h, body)

@@ -56,6 +56,9 @@ class Fault:
     verb: str | None = None  # API verb: create/get/list/delete/patch/update
     resource: str | None = None  # "jobs", "pods", "pods/log", "nodes"; a kubelet's: "nodes/stats"
     retry_after: int = 1
+    # A 429 as API Priority and Fairness rejects a request: not a Status but Go's http.Error, text/plain
+    # (apiserver/pkg/server/filters/priority-and-fairness.go calls maxinflight.go's tooManyRequests).
+    apf: bool = False
     message: str | None = None
     hits: int = 0
 
@@ -73,6 +76,10 @@ class Fault:
         if self.status == 429:
             details = {"retryAfterSeconds": self.retry_after}
             headers = {"Retry-After": str(self.retry_after)}
+        if self.apf:
+            return ApiError(
+                self.status, reason, text, None, headers, text="Too many requests, please try again later.\n"
+            )
         return ApiError(self.status, reason, self.message or text, details, headers)
 
 

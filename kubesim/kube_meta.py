@@ -66,11 +66,18 @@ class ApiError(Exception):
     """An answer other than success, rendered as the API server's `Status`."""
 
     def __init__(
-        self, code: int, reason: str, message: str, details: dict | None = None, headers: dict | None = None
+        self,
+        code: int,
+        reason: str,
+        message: str,
+        details: dict | None = None,
+        headers: dict | None = None,
+        text: str | None = None,
     ) -> None:
         super().__init__(message)
         self.code, self.reason, self.message = code, reason, message
         self.details, self.headers = details, headers or {}
+        self.text = text  # answered as this text/plain body instead of a Status (a filter's http.Error)
 
     def status(self) -> dict:
         body = {

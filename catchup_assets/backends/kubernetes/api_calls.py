@@ -17,15 +17,17 @@ TRANSIENT = frozenset({410, 429, 500, 502, 503, 504})
 
 class ApiCalls:
     """Mixed into KubernetesBackend: needs `ns`, `sleeper`, `api_retries`, `api_backoff`, `timeout`, `core`,
-    `throttle`."""
+    `throttle`, `waits` (backoff.WaitBudget)."""
 
     def _call(self, fn: Callable, *args, read: bool = False, **kwargs):
-        """Retry what the API server could not answer now (L5: never a range's failure).
+        """Retry what the API server could not answer now (L5: never a range's failure), waiting as it
+        asks within the pass's budget (backoff.py); spent, the call raises TransientBackendError.
 
         `read`: the call is unpreloaded and its whole body is read inside the retry, so
         a body cut off mid-read (urllib3 ProtocolError) is retried like a reset.
         """
         delay = self.api_backoff
+        name = getattr(fn, "__name__", "API call")
         for attempt in range(self.api_retries + 1):
             self._throttle()
             try:
@@ -35,14 +37,22 @@ class ApiCalls:
             except ApiException as exc:
                 if exc.status not in TRANSIENT:
                     raise
-                retry_after = (exc.headers or {}).get("Retry-After") if exc.headers else None
-                wait = float(retry_after) if retry_after and str(retry_after).isdigit() else delay
-                why = f"HTTP {exc.status}"
+                status, retry_after = exc.status, (exc.headers or {}).get("Retry-After")
+                why = f"HTTP {exc.status}" + (f" (Retry-After: {retry_after})" if retry_after else "")
             except (Urllib3Error, TimeoutError, ConnectionError) as exc:
-                wait, why = delay, f"{type(exc).__name__}: {exc}"
+                status, retry_after, why = None, None, f"{type(exc).__name__}: {exc}"
             if attempt == self.api_retries:
-                raise TransientBackendError(f"{getattr(fn, '__name__', 'API call')}: {why}")
-            self.sleeper(wait)
+                raise TransientBackendError(f"{name}: {why}")
+            # backoff.py: what the server asked, capped, from the pass's budget; the one retry layer.
+            wait = self.waits.draw(status, retry_after, delay)
+            if wait is None:
+                policy = self.waits.policy
+                raise TransientBackendError(
+                    f"{name}: {why}; this pass waited {self.waits.spent:g} s of its "
+                    f"{policy.api_wait_budget_seconds:g} s (api_wait_budget_seconds, each wait at most "
+                    f"{policy.api_wait_cap_seconds:g} s): skipped, the next pass asks again"
+                )
+            self.sleeper(wait)  # injected: a stopping dispatcher's clock ends it at once
             delay *= 2
         raise AssertionError("unreachable")
 

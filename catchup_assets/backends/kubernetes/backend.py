@@ -23,6 +23,7 @@ from kubernetes.client import BatchV1Api, CoreV1Api, V1DeleteOptions, V1Job, V1P
 from catchup_assets.backends.kubernetes import manifests as m
 from catchup_assets.backends.kubernetes import names as n
 from catchup_assets.backends.kubernetes.api_calls import ApiCalls
+from catchup_assets.backends.kubernetes.backoff import WaitBudget, WaitPolicy
 from catchup_assets.backends.kubernetes.informer import Informer
 from catchup_assets.backends.kubernetes.json_views import ModelView
 from catchup_assets.backends.kubernetes.leftovers import Leftovers
@@ -87,6 +88,7 @@ class KubernetesBackend(ApiCalls, Leftovers, PodLiveLog, NamespaceCheck):  # api
         submit_concurrency: int = 1,
         throttle: RequestRate | None = None,
         watch_idle: float = 0.05,
+        waits: WaitPolicy = WaitPolicy(),  # noqa: B008 - frozen
     ):
         self.mission = mission
         self.settings = settings
@@ -103,6 +105,7 @@ class KubernetesBackend(ApiCalls, Leftovers, PodLiveLog, NamespaceCheck):  # api
         # that wait on the API server, and nothing of a submit's is shared with another's.
         self.submit_concurrency = submit_concurrency
         self.throttle = throttle  # every request waits its turn (throttle.py); None: unlimited
+        self.waits = WaitBudget(waits)  # a pass's retry waits, capped and budgeted (backoff.py)
         self.spool = LogSpool(spool_dir, self._read_log, log_concurrency)
         self.kubelet = KubeletReader(kubelet, read_node=lambda name: self._call(self.core.read_node, name))
         # Why peaks cannot be read, while they cannot (L19): reported once per cause, never
@@ -156,6 +159,7 @@ class KubernetesBackend(ApiCalls, Leftovers, PodLiveLog, NamespaceCheck):  # api
         self._jobs.wrote(created)
 
     def observe(self) -> list[AttemptState]:
+        self.waits.renew()  # a pass begins with its observe: its waits have their whole budget again
         self.check_namespace_once()  # its Pod Security label, on the first pass (namespace_check.py)
         # The informers' caches, brought up to date by a watch poll each (informer.py): a LIST
         # only on the first pass and after the server's window expired. Raw JSON read through

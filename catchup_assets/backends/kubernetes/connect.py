@@ -2,8 +2,16 @@
 
 import kubernetes
 import yaml
+from urllib3.util.retry import Retry
 
 from catchup_assets.core.errors import ConfigError
+
+# urllib3's default (Retry(3), which the client keeps when `Configuration.retries` is None) less its status
+# retries: on a GET answered 429 or 503 with Retry-After it sleeps that long itself, in wall time, uncapped,
+# under the backend's own tries. The backend's retry (api_calls.py, backoff.py) is the one layer that waits
+# for a status: capped, within a pass's budget, on the injected sleeper a stop interrupts (issue 36 item 8).
+# Connection and read errors are still retried here, as before.
+NO_STATUS_RETRIES = Retry(total=3, respect_retry_after_header=False, status_forcelist=None)
 
 
 def kube_configuration(kubeconfig: str, context: str) -> kubernetes.client.Configuration:
@@ -23,6 +31,7 @@ def kube_configuration(kubeconfig: str, context: str) -> kubernetes.client.Confi
     # unreadable, not YAML, or YAML that is not a kubeconfig (a list where a map goes).
     except (kubernetes.config.ConfigException, OSError, yaml.YAMLError, ValueError, TypeError, AttributeError) as exc:
         raise ConfigError(_unusable(kubeconfig, context, exc)) from None
+    configuration.retries = NO_STATUS_RETRIES
     return configuration
 
 
