@@ -76,12 +76,13 @@ run_monitoring:
   poll_interval_seconds: 60
   max_resume_run_attempts: 0
 
-# The dispatcher's warnings and alerts (a condemned range, no completion for a
-# long time, new dispatches stopped, a backend not answering) are logged by the
-# `catchup_assets` loggers: captured into the run's event log, so the UI shows
-# them on the run.
+# The dispatcher's status line (done, in flight, queued, the time to go) and its
+# warnings and alerts (a condemned range, no completion for a long time, new
+# dispatches stopped, a backend not answering) are logged by the `catchup_assets`
+# loggers and the run's own: captured into the run's event log at INFO, so the UI
+# shows the mission's progress on the run (issue 36: at WARNING it showed none).
 python_logs:
-  python_log_level: WARNING
+  python_log_level: INFO
   managed_python_loggers:
     - catchup_assets
 

@@ -2,6 +2,7 @@
 instance the UI can open, with every range's partition materialized, and the Parquet files."""
 
 import io
+import logging
 import re
 import subprocess
 import sys
@@ -203,3 +204,20 @@ def test_catchup_assets_diff_of_the_demo_s_two_missions(demo):
     total = next(line for line in run.stdout.splitlines() if line.split()[:1] == ["all"])
     assert total.split()[1] == str(RANGES)
     assert "regressions (peak or seconds past 1.25x, and new OOMs):" in run.stdout
+
+
+def test_issue36_each_mission_s_run_log_ends_with_its_progress_line_at_info(demo):
+    """The instance logs at INFO (dagster.yaml), so the dispatcher's status line reaches the run's log; a
+    run tells its last one as it ends, however few passes it took (the time to go is in the line while
+    ranges are left: tests/mission/test_time_to_go_replay.py)."""
+    d, missions, _ = demo
+    with dg.DagsterInstance.from_config(str(d / "dagster_home")) as instance:
+        runs = [r for r in instance.get_runs() if r.job_name == "range_catchup_job"]
+        assert len(runs) == len(missions)
+        for run in runs:
+            lines = [e.user_message for e in instance.all_logs(run.run_id) if e.level == logging.INFO]
+            progress = [m for m in lines if m.startswith("completed ") and " in flight " in m]
+            assert (
+                progress[-1]
+                == f"completed {RANGES}/{RANGES}, in flight 0 (pending 0, running 0), queued 0, condemned 0"
+            )

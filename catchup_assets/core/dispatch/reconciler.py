@@ -267,10 +267,9 @@ class Dispatcher:
                 if not finisher.release_owed:
                     break
                 if owed_passes > self.cfg.transient_alert_passes:
+                    kept = sorted(finisher.release_owed)
                     log.warning(
-                        "mission %s: data of %s kept: the backend refused to free it; the next run frees it",
-                        self.name,
-                        sorted(finisher.release_owed),
+                        "mission %s: data of %s kept: refused to free it; the next run frees it", self.name, kept
                     )
                     break
             if (self.blocked is not None or self.draining) and status.in_flight == 0:
@@ -279,13 +278,13 @@ class Dispatcher:
                 self.clock.sleep(self.mission.poll_seconds)
         self.submitter.close()
         if stop.requested:
-            why = stop.why or OPERATOR
-            stop_attempts(
-                self.name, why, self.cfg.stop_grace_seconds, self.backend, self.records, self.by_key, finisher
-            )
+            grace = self.cfg.stop_grace_seconds
+            stop_attempts(self.name, stop.why or OPERATOR, grace, self.backend, self.records, self.by_key, finisher)
         if self.on_pass is not None:
             self.on_pass(self.gauges.at_end(self.backend.observe))
         finisher.snapshot()
+        # The run's last word in its log, however few passes it took: what is done and what is left.
+        self.on_status(self._status(0, len(self.by_key) - len(results), 0, []))
         return self._result()
 
     def _result(self) -> MissionResult:
