@@ -1,4 +1,8 @@
-"""`catchup-assets control`: pause, resume, drain or set the live parallelism of a mission, then show its state."""
+"""`catchup-assets control`: pause, resume, drain or set the live parallelism of a mission, then show its state.
+
+The cap on the live parallelism is the mission's own record's (the deployment's max_parallelism its
+mission.json kept when planned): no flag can raise it; `--max-parallelism` only lowers it.
+"""
 
 from __future__ import annotations
 
@@ -12,7 +16,7 @@ from catchup_assets.core.errors import ConfigError
 ACTIONS = ("pause", "resume", "drain", "parallelism")
 
 
-def add_parser(sub, number, default_cap: int) -> None:
+def add_parser(sub, number) -> None:
     c = sub.add_parser(
         "control",
         help="pause, resume, drain or set the live parallelism of a running mission",
@@ -28,14 +32,15 @@ def add_parser(sub, number, default_cap: int) -> None:
     c.add_argument(
         "--max-parallelism",
         type=number(int, at_least=1),
-        default=default_cap,
-        help=f"the deployment's cap, mission_defaults.max_parallelism (default {default_cap})",
+        help="a lower cap of your own for this change; the mission's cap is the deployment's max_parallelism "
+        "its mission.json kept when planned, and this never raises it",
     )
     c.add_argument("--who", help="who makes the change, kept in the record (default: user@host)")
     c.set_defaults(func=command)
 
 
 def command(args: argparse.Namespace) -> int:
+    from catchup_assets.core.dispatch.mission_control import Cap, check_who
     from catchup_assets.mission.control import set_control
 
     if "://" not in args.root and not os.path.isdir(args.root):  # opening a local root would create it
@@ -48,10 +53,9 @@ def command(args: argparse.Namespace) -> int:
             value = int(args.value)
         except ValueError:
             raise ConfigError(f"parallelism: {args.value!r} is not an integer") from None
-    who = args.who or f"{getpass.getuser()}@{socket.gethostname()}"
-    state = set_control(
-        args.root, args.mission, args.action, value, who=f"cli:{who}", max_parallelism=args.max_parallelism
-    )
+    who = check_who(args.who, "--who") if args.who is not None else f"{getpass.getuser()}@{socket.gethostname()}"
+    lower = Cap(args.max_parallelism, "--max-parallelism") if args.max_parallelism else None
+    state = set_control(args.root, args.mission, args.action, value, who=f"cli:{who}", lower=lower)
     print("\n".join(state.lines()))
     print("every dispatcher of the mission obeys this within two passes")
     return 0

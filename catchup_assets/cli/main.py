@@ -252,7 +252,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="wait this long for what was deleted to go (a volume goes once its pods have ended); 0: do not wait",
     )
     cl.set_defaults(func=cleanup.command)
-    control.add_parser(sub, number, default_cap=2 * DEFAULT_PARALLELISM)  # as mission_defaults.max_parallelism
+    control.add_parser(sub, number)  # its cap is the mission's record's (mission.json), never a default here
     logs.add_parser(sub, number)
     verify.add_parser(sub, number)
     return p

@@ -1,8 +1,11 @@
 """Set a mission's control (pause, resume, drain, parallelism N): what the CLI and mission_control_job call.
 
 Everything is checked before the record is written: the mission must be planned,
-the value allowed (core/dispatch/mission_control.py), and a finished mission is not
-resumed. The answer is the mission's state after the change, from its records.
+the value allowed (core/dispatch/mission_control.py) and within the mission's cap
+(mission/saved.py's mission_cap: the deployment's max_parallelism its mission.json
+keeps), and a finished mission is not resumed. The change is a compare-and-swap on
+the record (store/control_record.py): another operator's change at the same moment
+is kept, never overwritten. The answer is the mission's state after the change.
 """
 
 from __future__ import annotations
@@ -13,11 +16,18 @@ from collections import defaultdict
 from dataclasses import dataclass
 
 from catchup_assets.core.classify.outcomes import Action, RetryPolicy, decide
-from catchup_assets.core.dispatch.mission_control import MissionControl, check_action
+from catchup_assets.core.dispatch.mission_control import (
+    ABSOLUTE,
+    DEPLOYMENT,
+    Cap,
+    MissionControl,
+    check_action,
+    check_who,
+)
 from catchup_assets.core.dispatch.range_book import past_attempts
 from catchup_assets.core.errors import ConfigError, StateError
 from catchup_assets.mission.plan import require_plan
-from catchup_assets.mission.saved import mission_doc
+from catchup_assets.mission.saved import mission_cap, mission_doc
 from catchup_assets.store import layout
 from catchup_assets.store.control_record import ControlStore
 from catchup_assets.store.records import RecordStore
@@ -97,23 +107,27 @@ def set_control(
     value: int | None,
     *,
     who: str,
-    max_parallelism: int,
+    max_parallelism: int | None = None,
+    lower: Cap | None = None,
     retry: RetryPolicy | None = None,
     cap_bytes: int | None = None,
     now: float | None = None,
 ) -> MissionState:
     """Apply one change to the mission's control record; its state after it. Refused (ConfigError,
-    naming the field) with nothing written: an unknown mission, a bad value, resume when finished."""
-    check_action(action, value, max_parallelism)  # a bad value is refused before anything is read
+    naming the field) with nothing written: an unknown mission, a bad value or one above the mission's
+    cap, resume when finished. `max_parallelism`: the deployment's cap where the caller runs (the job's);
+    `lower`: an operator's own lower cap (the CLI's flag), which can never raise it. ControlConflict
+    (an OSError) if others changed the record under every try: nothing written, retry."""
+    check_action(action, value, ABSOLUTE)  # a bad value is refused before anything is read
+    check_who(who)
     store = Store(root)
     before = mission_state(store, mission, retry, cap_bytes)
-    control = before.control.apply(
-        action,
-        value,
-        who=who,
-        at=time.time() if now is None else now,
-        max_parallelism=max_parallelism,
-        finished=before.finished,
+    cap = mission_cap(store, mission, Cap(max_parallelism, DEPLOYMENT) if max_parallelism else None)
+    if lower is not None and lower.limit < cap.limit:
+        cap = lower
+    at = time.time() if now is None else now
+    check_action(action, value, cap)
+    control = ControlStore(store, mission, cap).change(
+        lambda current: current.apply(action, value, who=who, at=at, max_parallelism=cap, finished=before.finished)
     )
-    ControlStore(store, mission).write(control)
     return MissionState(**{**before.__dict__, "control": control})

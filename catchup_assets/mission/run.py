@@ -9,12 +9,13 @@ from collections.abc import Callable
 
 from catchup_assets.core.dispatch.dispatch_config import Clock, DispatchConfig
 from catchup_assets.core.dispatch.live import AttemptEvent
-from catchup_assets.core.dispatch.mission_control import MissionControl
+from catchup_assets.core.dispatch.mission_control import DEPLOYMENT, Cap, MissionControl
 from catchup_assets.core.dispatch.ports import Backend
 from catchup_assets.core.dispatch.reconciler import Dispatcher
 from catchup_assets.core.dispatch.results import MissionResult, RangeResult, Status
 from catchup_assets.mission.metrics import MissionMetrics
 from catchup_assets.mission.plan import PreparedMission
+from catchup_assets.mission.saved import mission_cap
 from catchup_assets.mission.stop_signals import stop_on_signals
 from catchup_assets.store import layout
 from catchup_assets.store.control_record import ControlStore
@@ -38,8 +39,10 @@ def run_mission(
     holder: str | None = None,
     stop_grace_seconds: float = 15.0,
     metrics: MissionMetrics | None = None,
+    max_parallelism: int | None = None,
 ) -> MissionResult:
-    """`metrics`: the snapshot its /metrics serve, taken each pass and at the end; the caller closes it."""
+    """`metrics`: the snapshot its /metrics serve, taken each pass and at the end; the caller closes it.
+    `max_parallelism`: the deployment's cap where it runs now; the mission's record's is kept if lower."""
     cfg = prepared.config
     store = Store(cfg.storage_root)
     if write_plan:
@@ -52,6 +55,7 @@ def run_mission(
         holder=holder,
         stop_grace_seconds=stop_grace_seconds,
         trusted=prepared.trusted_by_key or {},  # each attempt its range's one hash (entrypoint.sh)
+        cap=mission_cap(store, cfg.mission, Cap(max_parallelism, DEPLOYMENT) if max_parallelism else None),
     )
     dispatcher = Dispatcher(
         dispatch_cfg,

@@ -6,6 +6,7 @@ import json
 import logging
 from collections.abc import Iterable
 
+from catchup_assets.core.dispatch.mission_control import ABSOLUTE, Cap
 from catchup_assets.core.errors import ConfigError, StateError
 from catchup_assets.core.plan.config import MissionConfig, validate_mission
 from catchup_assets.core.plan.ranges import MissionSpan, plan_ranges
@@ -38,6 +39,7 @@ def save_mission(
     previous: PreviousProfile | None = None,
     core_image: dict | None = None,
     trusted: TrustedHashes | None = None,
+    max_parallelism: int | None = None,
 ) -> str:
     """The mission's own settings, so a later backfill of its ranges runs it the same way.
 
@@ -47,8 +49,12 @@ def save_mission(
     `core_image` is the stellar-core the deployment runs ({"image", "tag", "digest"}:
     CatchupResource.core_image), kept so a diff of two missions names what each ran.
     `catchup_trust` says "verified against <file>, sha256 <digest>" or "untrusted".
+    `max_parallelism` is the deployment's cap (mission_defaults.max_parallelism) as planned: no
+    control raises the mission above it (mission_cap).
     """
     doc = {f: getattr(cfg, f) for f in _SPEC_FIELDS}
+    if max_parallelism is not None:
+        doc["max_parallelism"] = max_parallelism
     if core_image is not None:
         doc["core_image"] = dict(core_image)
     if previous is not None and previous.data:
@@ -117,6 +123,27 @@ def mission_doc(store: Store, mission: str) -> dict | None:
         log.warning("%s is not a mission file: %s", store.url(layout.mission_file(mission)), exc)
         return None
     return doc if isinstance(doc, dict) else None
+
+
+def mission_cap(store: Store, mission: str, deployment: Cap | None = None) -> Cap:
+    """The most attempts in flight the mission may be given, and where that is set: the deployment's
+    max_parallelism its mission.json kept when planned, or `deployment` (the cap where the caller runs
+    now) if lower. A mission planned before mission.json kept it: `deployment`, else its planned
+    parallelism. Neither known (no mission.json): no more than any deployment allows."""
+    doc = mission_doc(store, mission) or {}
+    url = store.url(layout.mission_file(mission))
+
+    def count(v: object) -> bool:
+        return isinstance(v, int) and not isinstance(v, bool) and v >= 1
+
+    if count(kept := doc.get("max_parallelism")):
+        cap = Cap(kept, f"max_parallelism in {url}, the deployment's mission_defaults.max_parallelism as planned")
+        return deployment if deployment is not None and deployment.limit < cap.limit else cap
+    if deployment is not None:
+        return deployment
+    if count(planned := doc.get("parallelism")):
+        return Cap(planned, f"parallelism in {url}: planned before its mission.json kept the deployment's cap")
+    return ABSOLUTE
 
 
 def mission_image(store: Store, mission: str) -> dict | None:

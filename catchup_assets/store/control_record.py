@@ -1,23 +1,40 @@
 """A mission's control record on the storage root (`<mission>/control.json`), written atomically.
 
 Dispatchers read it once a pass: one small file, parsed again only when its bytes
-change; the attempt records are never read for it.
+change; the attempt records are never read for it. An operator's change is a
+compare-and-swap on it (Store.read_versioned, Store.write_if: a flock locally, a
+conditional PUT on S3): two operators at once both land, the later one applied
+to the earlier's record; one that keeps losing the race is told to retry. A
+record above the mission's cap is never written.
 """
 
 from __future__ import annotations
 
 import json
+import logging
+import random
+import time
+from collections.abc import Callable
 
-from catchup_assets.core.dispatch.mission_control import MissionControl
-from catchup_assets.core.errors import StateError
+from catchup_assets.core.dispatch.mission_control import ABSOLUTE, Cap, MissionControl
+from catchup_assets.core.errors import CatchupError, ConfigError, StateError
 from catchup_assets.store import layout
 from catchup_assets.store.root import Store
 
+log = logging.getLogger(__name__)
+
+CAS_TRIES = 20  # a change read again and re-applied this many times before the operator is told to retry
+
+
+class ControlConflict(CatchupError, OSError):
+    """Other writers changed the record under every try of this change: nothing of it was written."""
+
 
 class ControlStore:
-    def __init__(self, store: Store, mission: str):
+    def __init__(self, store: Store, mission: str, cap: Cap = ABSOLUTE):
         self.store = store
         self.mission = mission
+        self.cap = cap  # no record above it is written
         self.rel = layout.control(mission)
         self._bytes: bytes | None = None
         self._parsed: MissionControl | None = None
@@ -41,11 +58,39 @@ class ControlStore:
             return self._parsed
         try:
             parsed = MissionControl.from_doc(json.loads(data))
-        except (ValueError, UnicodeDecodeError) as exc:
-            raise StateError(f"{self.url} is not a control record: {exc}") from exc
+        except (ValueError, UnicodeDecodeError) as exc:  # from_doc's own says "not a control record: why"
+            why = str(exc).removeprefix("not a control record: ")
+            raise StateError(f"{self.url} is not a control record: {why}") from exc
         self._bytes, self._parsed = data, parsed
         return parsed
 
     def write(self, control: MissionControl) -> str:
-        self.store.write_bytes(self.rel, json.dumps(control.to_doc(), indent=1).encode())
+        """Replace the record whole (a test's, or a restore); an operator's change is `change`."""
+        self.store.write_bytes(self.rel, self._encode(control))
         return self.url
+
+    def change(self, step: Callable[[MissionControl], MissionControl], tries: int = CAS_TRIES) -> MissionControl:
+        """Apply `step` to the record as it stands and write the result only if nobody wrote between
+        (compare-and-swap); lost races are read again and re-applied, at most `tries` times, then
+        ControlConflict. A torn or hand-edited record is replaced, from no control, with a warning
+        (the dispatchers kept their last good one). `step` raises ConfigError to refuse."""
+        for n in range(tries):
+            data, version = self.store.read_versioned(self.rel)
+            current = MissionControl()
+            if data is not None:
+                try:
+                    current = MissionControl.from_doc(json.loads(data))
+                except (ValueError, UnicodeDecodeError) as exc:
+                    log.warning("%s is not a control record (%s); this change starts from no control", self.url, exc)
+            new = step(current)
+            if self.store.write_if(self.rel, self._encode(new), version):
+                return new
+            time.sleep(random.uniform(0, 0.01 * (n + 1)))  # apart, so two writers stop meeting
+        raise ControlConflict(
+            f"{self.url} was changed by others under each of {tries} tries; nothing of this change was written: retry"
+        )
+
+    def _encode(self, control: MissionControl) -> bytes:
+        if control.parallelism is not None and control.parallelism > self.cap.limit:
+            raise ConfigError(f"parallelism: {control.parallelism} is above {self.cap.line()}; not written")
+        return json.dumps(control.to_doc(), indent=1).encode()

@@ -1,12 +1,16 @@
 """The storage root: a local directory or any fsspec URL (s3://, gs://, memory://).
 
 Every write is atomic (L33): locally a `.tmp` sibling then `os.replace`; on an
-object store a single PUT, which is atomic by nature.
+object store a single PUT, which is atomic by nature. A read-modify-write that must
+not lose another writer's change (the control record) is a compare-and-swap:
+`read_versioned` then `write_if`.
 """
 
 from __future__ import annotations
 
 import contextlib
+import fcntl
+import hashlib
 import logging
 import os
 import posixpath
@@ -126,6 +130,63 @@ class Store:
                     "%s has no exclusive create: attempt claims are checked, then written", type(self.fs).__name__
                 )
             self.fs.pipe_file(p, data)
+            return True
+
+    def read_versioned(self, rel: str) -> tuple[bytes | None, str | None]:
+        """The bytes at `rel` and the version `write_if` compares against; (None, None) if absent.
+
+        On S3 the version is the object's ETag, read before its bytes: a write between the two
+        leaves a version older than the bytes, so their write_if fails and is retried; it never
+        passes over a change. Elsewhere it is the bytes' sha256."""
+        p = self.path(rel)
+        try:
+            etag = None if self.local else self.fs.info(p).get("ETag")
+            data = self.fs.cat_file(p)
+        except FileNotFoundError:
+            return None, None
+        return data, etag or hashlib.sha256(data).hexdigest()
+
+    def write_if(self, rel: str, data: bytes, version: str | None) -> bool:
+        """Write `rel` only if it is still at `version` (None: still absent); False if another
+        writer changed it since it was read (a compare-and-swap: the caller reads again).
+
+        Locally under an exclusive flock on the file's directory, held across the compare and
+        the atomic replace, which every writer in any process on this host takes. On S3 a
+        conditional PUT (If-Match the ETag, or If-None-Match: * to create) that the server
+        enforces. Another driver: a compare then a write in this process's lock, said once."""
+        p = self.path(rel)
+        if self.local:
+            os.makedirs(os.path.dirname(p), exist_ok=True)
+            fd = os.open(os.path.dirname(p), os.O_RDONLY)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX)  # released when fd closes
+                if self.read_versioned(rel)[1] != version:
+                    return False
+                self.write_bytes(rel, data)
+                return True
+            finally:
+                os.close(fd)
+        if "s3" in ([self.fs.protocol] if isinstance(self.fs.protocol, str) else self.fs.protocol):
+            try:
+                self.fs.pipe_file(p, data, **({"IfMatch": version} if version else {"IfNoneMatch": "*"}))
+                return True
+            except (FileExistsError, FileNotFoundError):  # created, or deleted, since it was read
+                return False
+            except OSError as exc:
+                code = getattr(exc.__cause__, "response", {}).get("Error", {}).get("Code")
+                if code in ("PreconditionFailed", "ConditionalRequestConflict"):  # 412, or 409 mid-race
+                    return False
+                raise _refused("write", self.url(rel), exc) from exc
+        with _CHECK_THEN_WRITE:
+            if not _WARNED.get(f"cas:{type(self.fs).__name__}"):
+                _WARNED[f"cas:{type(self.fs).__name__}"] = True
+                logging.getLogger(__name__).warning(
+                    "%s has no conditional write: compare-and-swap holds within this process only",
+                    type(self.fs).__name__,
+                )
+            if self.read_versioned(rel)[1] != version:
+                return False
+            self.write_bytes(rel, data)
             return True
 
     def read_bytes(self, rel: str) -> bytes:

@@ -16,12 +16,13 @@ from catchup_assets.store.tables import write_table
 from fakes import FakeBackend, FakeClock, Script
 
 SPAN = MissionSpan(1, 64000, ledgers_per_range=6400)  # 10 ranges
+CAP = 8  # the deployment's max_parallelism when m1 was planned, kept in its mission.json
 
 
 def planned(root, mission="m1", finished=False):
     store = Store(root)
     cfg = MissionConfig(mission, SPAN, str(root), parallelism=2, poll_seconds=5)
-    save_mission(store, cfg)
+    save_mission(store, cfg, max_parallelism=CAP)
     if finished:  # every range run to completion on the fake cluster
         clock = FakeClock()
         run_mission(prepare(cfg), FakeBackend(clock, lambda s: Script(seconds=5)), clock=clock)
@@ -64,7 +65,12 @@ def test_a_finished_mission_shows_its_counts_and_refuses_resume(tmp_path, capsys
     [
         (["parallelism", "0"], "m1", "parallelism: must be >= 1"),
         (["parallelism", "-2"], "m1", "parallelism: must be >= 1"),
-        (["parallelism", "9", "--max-parallelism", "8"], "m1", "parallelism: 9 is above this deployment's cap"),
+        # issue 36: the cap is the mission's record's, named with where it is set; the flag only lowers it
+        (["parallelism", "9"], "m1", "parallelism: 9 is above the cap 8 (max_parallelism in "),
+        (["parallelism", "100", "--max-parallelism", "2000"], "m1", "parallelism: 100 is above the cap 8 (max_p"),
+        (["parallelism", "5", "--max-parallelism", "4"], "m1", "parallelism: 5 is above the cap 4 (--max-parallelism)"),
+        (["pause", "--who", "a\nb"], "m1", "--who: 'a\\nb' holds a newline or control character"),
+        (["pause", "--who", "a\x1b[2Jb"], "m1", "--who: 'a\\x1b[2Jb' holds a newline"),
         (["parallelism", "many"], "m1", "parallelism: 'many' is not an integer"),
         (["parallelism"], "m1", "value: parallelism needs a value"),
         (["pause", "3"], "m1", "value: pause takes no value"),

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from catchup_assets.core.dispatch.health import HEALTH_DISPATCH, Watchdog
-from catchup_assets.core.dispatch.mission_control import MissionControl
+from catchup_assets.core.dispatch.mission_control import ABSOLUTE, MissionControl
 from catchup_assets.core.dispatch.obey import ControlReader
 from fakes import FakeClock
 from kit.dispatch import mission_config
@@ -91,7 +91,7 @@ def test_the_control_is_obeyed_and_told_once_per_change(why, reads, after, contr
             raise item
         return item
 
-    reader = ControlReader("m1", PLANNED, read, lambda c, what: heard.append(what), dog)
+    reader = ControlReader("m1", PLANNED, ABSOLUTE, read, lambda c, what: heard.append(what), dog)
     for _ in reads:
         reader.read()
     assert (reader.live_cap(), reader.control.holding, reader.state()) == after
@@ -103,7 +103,7 @@ def test_a_resume_while_the_mission_blocked_itself_keeps_the_check_failing():
     health = []
     dog = Watchdog(mission_config(), {}, None, FakeClock(), lambda c, p, w: health.append((p, w)))
     records = iter([ctl(PAUSE), ctl(PAUSE, RESUME)])
-    reader = ControlReader("m1", PLANNED, lambda: next(records), lambda c, w: None, dog)
+    reader = ControlReader("m1", PLANNED, ABSOLUTE, lambda: next(records), lambda c, w: None, dog)
     reader.read()
     dog.block("circuit breaker: tripped")
     reader.read()

@@ -175,6 +175,7 @@ def test_Z1_the_gauges_part_counts_a_submit_pending_from_its_first_sighting_and_
     """The Gauges part alone (its own memory is only when each attempt was first seen pending)."""
     from catchup_assets.core.dispatch.gauges import Gauges
     from catchup_assets.core.dispatch.health import Watchdog
+    from catchup_assets.core.dispatch.mission_control import ABSOLUTE
     from catchup_assets.core.dispatch.obey import ControlReader
     from catchup_assets.core.dispatch.progress import Progress
     from catchup_assets.core.dispatch.range_book import RangeBook
@@ -187,7 +188,7 @@ def test_Z1_the_gauges_part_counts_a_submit_pending_from_its_first_sighting_and_
     book = RangeBook(KEYS, records, "me", RetryPolicy(), 64 * GiB, lambda r, a: None)
     book.recover()
     dog = Watchdog(mission_config(), {r.key: r for r in RANGES}, None, clock, lambda *h: None)
-    reader = ControlReader("m1", 3, None, lambda c, w: None, dog)
+    reader = ControlReader("m1", 3, ABSOLUTE, None, lambda c, w: None, dog)
     progress = Progress({r.key: r for r in RANGES}, None, book, clock)
     gauges = Gauges(mission_config(), KEYS, None, book, clock, reader, dog, progress)
     key = KEYS[0]

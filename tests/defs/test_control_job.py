@@ -11,7 +11,7 @@ from catchup_assets.defs.mission.control_job import mission_control_job
 from catchup_assets.defs.mission.run_context import MISSION_TAG, ledger_ranges_partitions_def
 from catchup_assets.mission.plan import prepare
 from catchup_assets.mission.run import run_mission
-from catchup_assets.mission.saved import save_mission
+from catchup_assets.mission.saved import mission_doc, save_mission
 from catchup_assets.store import layout
 from catchup_assets.store.control_record import ControlStore
 from catchup_assets.store.records import RecordStore
@@ -27,11 +27,14 @@ WITH_CONTROL = dg.Definitions(
 )
 
 
-def control(instance, mission, action, value=None):
+def control(instance, mission, action, value=None, tags=None):
     job = WITH_CONTROL.resolve_job_def("mission_control_job")
     config = {"mission": mission, "action": action, "value": value}
     return job.execute_in_process(
-        run_config={"ops": {"set_mission_control": {"config": config}}}, instance=instance, raise_on_error=False
+        run_config={"ops": {"set_mission_control": {"config": config}}},
+        instance=instance,
+        raise_on_error=False,
+        tags=tags,
     )
 
 
@@ -40,7 +43,7 @@ def planned(instance):
     """A mission planned on the storage root (its mission.json and plan), as mission_plan leaves it."""
     store = Store(catchup.root())
     cfg = MissionConfig("m1", SPAN, store.root, parallelism=4)
-    save_mission(store, cfg)
+    save_mission(store, cfg, max_parallelism=8)  # the deployment's cap when it was planned
     write_table(store, layout.plan("m1"), prepare(cfg).plan)
     return instance, store
 
@@ -82,7 +85,9 @@ def test_the_job_writes_the_record_and_logs_an_observation(planned):
     "mission, action, value, named",
     [
         ("m1", "parallelism", 0, "parallelism: must be >= 1"),
-        ("m1", "parallelism", 10_000, "parallelism: 10000 is above this deployment's cap, max_parallelism = 2000"),
+        ("m1", "parallelism", 10_000, "parallelism: 10000 is above the cap 8 (max_parallelism in "),
+        # issue 36: below this deployment's 2000, above the 8 the mission was planned under: refused
+        ("m1", "parallelism", 9, "parallelism: 9 is above the cap 8 (max_parallelism in "),
         ("m1", "parallelism", None, "value: parallelism needs a value"),
         ("m1", "drain", 3, "value: drain takes no value"),
         ("m2", "pause", None, "mission 'm2' has no plan"),
@@ -95,6 +100,27 @@ def test_L34_bad_input_is_refused_naming_the_field_and_writes_nothing(planned, m
     failure = " ".join(str(e.event_specific_data.error) for e in result.all_events if e.is_failure)
     assert named in failure
     assert not store.exists(layout.control("m1")) and not store.exists("m2")
+
+
+def test_issue36_mission_plan_keeps_the_deployments_cap_and_the_job_refuses_above_it(planned_in_dagster):
+    """The cap is in the mission's record from the moment it is planned: the next control above it,
+    from a deployment whose cap was raised since, is still refused naming where it is set."""
+    instance, store = planned_in_dagster
+    kept = mission_doc(store, "m1")["max_parallelism"]
+    assert kept == catchup.mission_defaults.max_parallelism
+    result = control(instance, "m1", "parallelism", kept + 1)
+    failure = " ".join(str(e.event_specific_data.error) for e in result.all_events if e.is_failure)
+    assert not result.success and f"parallelism: {kept + 1} is above the cap {kept} (max_parallelism in " in failure
+    assert control(instance, "m1", "parallelism", kept).success
+    assert ControlStore(store, "m1").read().parallelism == kept
+
+
+def test_issue36_a_who_with_a_newline_is_refused_naming_the_tag(planned):
+    instance, store = planned
+    result = control(instance, "m1", "pause", tags={"dagster/user": "alice\nmission m1: control: resume"})
+    failure = " ".join(str(e.event_specific_data.error) for e in result.all_events if e.is_failure)
+    assert not result.success and "dagster/user tag: 'alice\\nmission" in failure
+    assert not store.exists(layout.control("m1"))
 
 
 def test_L34_resume_of_a_finished_mission_is_refused_naming_the_action_and_writes_nothing(instance):

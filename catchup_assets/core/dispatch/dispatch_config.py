@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from catchup_assets.core.dispatch.mission_control import ABSOLUTE, Cap
 from catchup_assets.core.errors import ConfigError
 from catchup_assets.core.plan.config import MissionConfig
 from catchup_assets.core.size.measures import ProfileIndex
@@ -65,6 +66,9 @@ class DispatchConfig:
     stop_grace_seconds: float = 15.0
     # Each range's checkpoint end and its trusted hash, handed to its attempts (issue 24 item 3).
     trusted: Mapping[str, tuple[int, str]] = field(default_factory=dict)
+    # The most attempts in flight, whatever the control record says (obey.py): the deployment's
+    # max_parallelism the mission's record keeps (mission/saved.py's mission_cap).
+    cap: Cap = ABSOLUTE
 
     def __post_init__(self) -> None:
         keys = [r.key for r in self.ranges]

@@ -10,7 +10,9 @@ dispatcher obeys the same one. No record: run as planned.
 - `drain`: no new attempts; once none is in flight the run ends, its unstarted
   ranges left for a later run (nothing condemned for it). `resume` clears it.
 
-Every change is kept, newest last, bounded: who, what, when.
+Every change is kept, newest last, bounded: who, what, when. The live parallelism never
+exceeds the mission's cap (`Cap`: the deployment's max_parallelism its mission.json keeps):
+every writer refuses a value above it, and the dispatcher clamps to it whatever the record says.
 """
 
 from __future__ import annotations
@@ -18,10 +20,43 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from catchup_assets.core.errors import ConfigError, StateError
+from catchup_assets.core.plan.config import MAX_PARALLELISM
 
 PAUSE, RESUME, DRAIN, PARALLELISM = "pause", "resume", "drain", "parallelism"
 ACTIONS = (PAUSE, RESUME, DRAIN, PARALLELISM)
 HISTORY_LIMIT = 100  # changes kept in the record, oldest dropped first
+WHO_LIMIT = 200  # characters of `who`: a name, not a document
+
+
+@dataclass(frozen=True)
+class Cap:
+    """The most attempts in flight a mission may be given, and where that is set (named in each refusal)."""
+
+    limit: int
+    where: str
+
+    def line(self) -> str:
+        return f"the cap {self.limit} ({self.where})"
+
+
+# No deployment named: no more than any deployment allows (core/plan/config.py).
+ABSOLUTE = Cap(MAX_PARALLELISM, "MAX_PARALLELISM, the most any deployment allows")
+DEPLOYMENT = "this deployment's mission_defaults.max_parallelism"
+
+
+def as_cap(cap: Cap | int) -> Cap:
+    return cap if isinstance(cap, Cap) else Cap(cap, DEPLOYMENT)
+
+
+def check_who(who: object, field: str = "who") -> str:
+    """Who made a change, as it goes into the record and log lines: one printable line, bounded."""
+    if not isinstance(who, str) or not who.strip():
+        raise ConfigError(f"{field}: a change names who made it")
+    if not who.isprintable():  # a newline would forge a log line of its own
+        raise ConfigError(f"{field}: {who!r} holds a newline or control character")
+    if len(who) > WHO_LIMIT:
+        raise ConfigError(f"{field}: {len(who)} characters, at most {WHO_LIMIT}")
+    return who.strip()
 
 
 @dataclass(frozen=True)
@@ -38,8 +73,8 @@ class Change:
         return f"{what} (by {self.who})"
 
 
-def check_action(action: object, value: object, max_parallelism: int) -> int | None:
-    """The value an action takes, checked; ConfigError naming the field it came in."""
+def check_action(action: object, value: object, max_parallelism: Cap | int) -> int | None:
+    """The value an action takes, checked; ConfigError naming the field it came in (and the cap where set)."""
     if action not in ACTIONS:
         raise ConfigError(f"action: {action!r} is not one of {', '.join(ACTIONS)}")
     if action != PARALLELISM:
@@ -52,8 +87,9 @@ def check_action(action: object, value: object, max_parallelism: int) -> int | N
         raise ConfigError(f"parallelism: {value!r} is not an integer")
     if value < 1:
         raise ConfigError(f"parallelism: must be >= 1, got {value} (to stop new attempts, pause)")
-    if value > max_parallelism:
-        raise ConfigError(f"parallelism: {value} is above this deployment's cap, max_parallelism = {max_parallelism}")
+    cap = as_cap(max_parallelism)
+    if value > cap.limit:
+        raise ConfigError(f"parallelism: {value} is above {cap.line()}")
     return value
 
 
@@ -80,7 +116,7 @@ class MissionControl:
         return ", ".join(parts)
 
     def apply(
-        self, action: str, value: int | None, *, who: str, at: float, max_parallelism: int, finished: bool = False
+        self, action: str, value: int | None, *, who: str, at: float, max_parallelism: Cap | int, finished: bool = False
     ) -> MissionControl:
         """The control after `action`; refused (ConfigError naming the field) if it is not allowed.
 
@@ -89,8 +125,7 @@ class MissionControl:
         ranges are let go again.
         """
         checked = check_action(action, value, max_parallelism)
-        if not isinstance(who, str) or not who.strip():
-            raise ConfigError("who: a change names who made it")
+        who = check_who(who)
         if action == RESUME and finished:
             raise ConfigError("action: resume refused: the mission is finished, every range is done or condemned")
         new = {
@@ -99,7 +134,7 @@ class MissionControl:
             DRAIN: lambda: replace(self, drain=True),
             PARALLELISM: lambda: replace(self, parallelism=checked),
         }[action]()
-        history = (*self.history, Change(float(at), who.strip(), action, checked))[-HISTORY_LIMIT:]
+        history = (*self.history, Change(float(at), who, action, checked))[-HISTORY_LIMIT:]
         return replace(new, history=history)
 
     def since(self, older: MissionControl | None) -> list[Change]:
@@ -130,13 +165,17 @@ class MissionControl:
             paused, drain, par = doc["paused"], doc["drain"], doc["parallelism"]
             if not isinstance(paused, bool) or not isinstance(drain, bool):
                 raise TypeError("paused and drain must be booleans")
-            if par is not None and (isinstance(par, bool) or not isinstance(par, int) or par < 1):
-                raise TypeError(f"parallelism {par!r} is not an integer >= 1")
+            if par is not None and (
+                isinstance(par, bool) or not isinstance(par, int) or not 1 <= par <= MAX_PARALLELISM
+            ):
+                raise TypeError(f"parallelism {par!r} is not an integer from 1 to {MAX_PARALLELISM}")
             history = tuple(
                 Change(float(c["at"]), str(c["who"]), str(c["action"]), c.get("value")) for c in doc["history"]
             )
             if any(c.action not in ACTIONS for c in history):
                 raise TypeError("unknown action in history")
+            if any(not c.who.isprintable() for c in history):  # told in log lines: one line each
+                raise TypeError("a who in history holds a newline or control character")
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise StateError(f"not a control record: {exc}") from exc
         return cls(paused, par, drain, history[-HISTORY_LIMIT:])

@@ -1,18 +1,22 @@
 """The dispatcher obeying an operator's control record (mission_control.py), read once a pass.
 
-Paused or draining, it submits nothing new; the live parallelism caps new submits.
+Paused or draining, it submits nothing new; the live parallelism caps new submits, and
+never exceeds the mission's cap (the deployment's max_parallelism its mission.json keeps)
+whatever the record says: a record above it is clamped, and that is said once.
 Each change is logged once, as this dispatcher first sees it, and reported through
 `on_control`; while paused the `dispatching` health check reads "paused". A record
-that cannot be read costs itself, not the pass: the last good one stays in force.
+that cannot be read (torn, or a value out of range) costs itself, not the pass: the
+last good one stays in force, and why is said once.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from dataclasses import replace
 
 from catchup_assets.core.dispatch.health import HEALTH_DISPATCH, Watchdog
-from catchup_assets.core.dispatch.mission_control import MissionControl
+from catchup_assets.core.dispatch.mission_control import Cap, MissionControl
 
 log = logging.getLogger(__name__)
 
@@ -23,21 +27,26 @@ DRAINED = "drained: left unstarted for a later run"  # a drained run's unstarted
 class ControlReader:
     """The operator's control as this dispatcher last read it, and what it allows.
 
+    `parallelism` is the plan's, `cap` the most the mission may run (and where that is set);
     `read_control` returns the record (None: none, run as planned); `on_control(control, what)`
-    hears each change; a pause and a resume are told on the `dispatching` check, through the
-    watchdog's `on_health`, which also says whether dispatch is blocked by the mission itself."""
+    hears each change, the control as obeyed (clamped to the cap); a pause and a resume are told
+    on the `dispatching` check, through the watchdog's `on_health`, which also says whether
+    dispatch is blocked by the mission itself."""
 
     def __init__(
         self,
         name: str,
         parallelism: int,
+        cap: Cap,
         read_control: Callable[[], MissionControl | None] | None,
         on_control: Callable[[MissionControl, str], None],
         watchdog: Watchdog,
     ) -> None:
-        self.name, self.parallelism = name, parallelism
+        self.name, self.cap = name, cap
+        self.parallelism = min(parallelism, cap.limit)  # a plan above a lowered deployment cap runs at the cap
         self._read, self._on_control, self._watchdog = read_control, on_control, watchdog
-        self._control: MissionControl | None = None
+        self._control: MissionControl | None = None  # as obeyed: clamped to the cap
+        self._raw: MissionControl | None = None  # as last read, to tell a change
         self._error: str | None = None
 
     def read(self) -> None:
@@ -53,15 +62,21 @@ class ControlReader:
                 log.warning("mission %s: control record unreadable, keeping the last good one: %s", self.name, cause)
             return
         self._error = None
-        old = self._control
+        old = self._raw
         if new == old:
             return
-        self._control = new
-        now_ctl = new or MissionControl()
+        self._raw = new
+        clamped = new is not None and new.parallelism is not None and new.parallelism > self.cap.limit
+        now_ctl = replace(new, parallelism=self.cap.limit) if clamped else (new or MissionControl())
+        self._control = now_ctl if new is not None else None
         # A dispatcher that just started reads the record as it stands: its last change, not all 100.
         changes = now_ctl.since(old) if old is not None else list(now_ctl.history[-1:])
         state = now_ctl.state(self.parallelism)
-        what = "; ".join(c.line() for c in changes) or "control record removed"
+        what = "; ".join(c.line() for c in changes) or (
+            "control record removed" if new is None else "control record changed with no change in its history"
+        )
+        if clamped:
+            what += f"; its parallelism {new.parallelism} is above {self.cap.line()}: clamped to {self.cap.limit}"
         log.warning("mission %s: control: %s: now %s", self.name, what, state)
         self._on_control(now_ctl, what)
         on_health = self._watchdog.on_health
@@ -83,7 +98,7 @@ class ControlReader:
         return self.control.drain
 
     def live_cap(self) -> int:
-        return self.control.live_parallelism(self.parallelism)
+        return min(self.control.live_parallelism(self.parallelism), self.cap.limit)
 
     def state(self) -> str:
         """The control's state for the status line; empty while no record was ever read."""

@@ -96,9 +96,8 @@ class Dispatcher:
             self.book, records, self.clock, config.claim_grace_seconds, config.claim_recheck_seconds
         )
         # An operator's control record (obey.py), read once a pass; None: run as planned.
-        self.control = ControlReader(
-            self.name, mission.parallelism, read_control, on_control or (lambda ctl, what: None), self.watchdog
-        )
+        told = on_control or (lambda ctl, what: None)
+        self.control = ControlReader(self.name, mission.parallelism, config.cap, read_control, told, self.watchdog)
         self.stopping = StopState(self.clock)
         self.attempt_events = AttemptEvents(on_attempt)  # each attempt's submit and its first pass running
         self.submitter = Submitter(

@@ -104,7 +104,14 @@ def plan_mission(
         instance.add_run_tags(context.run.run_id, {MISSION_TAG: cfg.mission})
     store = Store(cfg.storage_root)
     plan_url = write_table(store, layout.plan(cfg.mission), prepared.plan)
-    save_mission(store, cfg, prepared.previous, core_image=catchup.core_image(), trusted=prepared.trusted)
+    save_mission(
+        store,
+        cfg,
+        prepared.previous,
+        core_image=catchup.core_image(),
+        trusted=prepared.trusted,
+        max_parallelism=catchup.mission_defaults.max_parallelism,  # no control raises the mission above it
+    )
     deleted = retire_superseded(context, gone, prepared.keys, cfg.mission)
     present = set(instance.get_dynamic_partitions(ledger_ranges_partitions_def.name))
     # Ascending and once: a run covers a contiguous span in insertion order.

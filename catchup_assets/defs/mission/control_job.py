@@ -1,8 +1,9 @@
 """`mission_control_job`: pause, resume, drain or set the live parallelism of a mission from the launchpad.
 
 It writes the same record as `catchup-assets control` (mission/control.py); every
-dispatcher of the mission obeys it within two passes. A bad value, an unknown mission
-or a resume of a finished one fails the run, naming the field, with nothing written.
+dispatcher of the mission obeys it within two passes. A bad value (above the mission's
+cap: the lower of its mission.json's and this deployment's max_parallelism), an unknown
+mission or a resume of a finished one fails the run, naming the field, with nothing written.
 """
 
 from typing import Literal
@@ -10,10 +11,12 @@ from typing import Literal
 import dagster as dg
 from pydantic import Field
 
+from catchup_assets.core.dispatch.mission_control import check_who
 from catchup_assets.core.errors import ConfigError
 from catchup_assets.defs.mission.run_context import MISSION_TAG, refused
 from catchup_assets.defs.resources import CatchupResource
 from catchup_assets.mission.control import set_control
+from catchup_assets.store.control_record import ControlConflict
 
 RANGE_CATCHUP_KEY = dg.AssetKey("range_catchup")
 
@@ -30,8 +33,8 @@ class MissionControlConfig(dg.Config):
 @dg.op(description="write the mission's control record and log its state after the change")
 def set_mission_control(context: dg.OpExecutionContext, config: MissionControlConfig, catchup: CatchupResource):
     user = context.run.tags.get("dagster/user") or context.run.tags.get("user")
-    who = f"dagster:run {context.run.run_id[:8]}" + (f" ({user})" if user else "")
     try:
+        who = f"dagster:run {context.run.run_id[:8]}" + (f" ({check_who(user, 'dagster/user tag')})" if user else "")
         state = set_control(
             catchup.root(),
             config.mission,
@@ -44,6 +47,8 @@ def set_mission_control(context: dg.OpExecutionContext, config: MissionControlCo
         )
     except ConfigError as exc:
         raise refused(f"mission_control_job for mission {config.mission!r} refused", exc) from exc
+    except ControlConflict as exc:  # others kept changing it: nothing written, the operator launches again
+        raise dg.Failure(description=f"mission_control_job for mission {config.mission!r}: {exc}") from exc
     context.instance.add_run_tags(context.run.run_id, {MISSION_TAG: config.mission})
     for line in state.lines():
         context.log.info(line)

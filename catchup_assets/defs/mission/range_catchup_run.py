@@ -130,6 +130,7 @@ class RangeCatchupRun:
                 reset_condemned=self.fresh,
                 holder=context.run.run_id,  # a retried step of this run takes its own claims back
                 metrics=self.metrics,
+                max_parallelism=self.catchup.mission_defaults.max_parallelism,  # the record's kept if lower
             )
         except (KeyboardInterrupt, dg.DagsterExecutionInterruptedError):
             raise self.terminated(backend) from None
