@@ -8,6 +8,7 @@ The probe of the review, as a test: two operators change one mission's control a
 
 from __future__ import annotations
 
+import multiprocessing
 import threading
 
 import pytest
@@ -86,6 +87,41 @@ def test_issue36_two_concurrent_control_changes_lose_none_in_20_trials(root):
         if len(landed) + len(told_retry) != 2:
             lost.append((trial, c, told_retry))
     assert lost == []
+
+
+def operator_process(root, action, value, who, go, trials, out):
+    """One operator in its own process (spawned): a change to each trial's mission, at the barrier."""
+    for trial in range(trials):
+        go.wait()
+        try:
+            set_control(root, f"m{trial}", action, value, who=who)
+            out.put((trial, who, None))
+        except ControlConflict as exc:
+            out.put((trial, who, str(exc)))
+
+
+def test_issue36_two_operator_processes_at_once_lose_none_in_20_trials(tmp_path):
+    """The same probe across processes on one local root: the lock is the kernel's, not this process's."""
+    root = str(tmp_path / "root")
+    stores = [planned(root, f"m{trial}") for trial in range(TRIALS)]
+    ctx = multiprocessing.get_context("spawn")
+    go, out = ctx.Barrier(2), ctx.Queue()
+    procs = [
+        ctx.Process(target=operator_process, args=(root, "pause", None, "alice", go, TRIALS, out)),
+        ctx.Process(target=operator_process, args=(root, "parallelism", 5, "bob", go, TRIALS, out)),
+    ]
+    for p in procs:
+        p.start()
+    told = [out.get(timeout=120) for _ in range(2 * TRIALS)]
+    for p in procs:
+        p.join(timeout=60)
+    assert [p.exitcode for p in procs] == [0, 0]
+    for trial, store in enumerate(stores):
+        c = ControlStore(store, f"m{trial}").read()
+        done = {who for t, who, retry in told if t == trial and retry is None}
+        assert {h.who for h in c.history} == done and c.paused == ("alice" in done)
+        assert (c.parallelism == 5) == ("bob" in done)
+    assert sum(retry is None for _, _, retry in told) == 2 * TRIALS  # none had to be told to retry
 
 
 def test_issue36_write_if_compares_the_version_it_read(root):
