@@ -29,6 +29,8 @@ from catchup_assets.core.dispatch.dispatch_config import SystemClock
 from catchup_assets.core.dispatch.ports import TransientBackendError
 from catchup_assets.core.errors import ConfigError
 from catchup_assets.core.size.sizing import Tiers
+from catchup_assets.defs.resources import CatchupResource, KubernetesConfig
+from catchup_assets.defs.resources.backend import backend_for
 from catchup_assets.mission.plan import prepare
 from catchup_assets.mission.run import run_mission
 from kit.k8s_backend import (
@@ -165,6 +167,46 @@ def test_issue36_a_retry_after_of_an_hour_is_capped_and_the_pass_gives_up_at_its
     with pytest.raises(TransientBackendError, match="25 s"):
         b2.observe()
     assert waits == [10.0, 10.0]  # a deployment's own cap and budget
+
+
+def deployment(api, kubelet, tmp_path, **waits) -> CatchupResource:
+    """The deployment's resource on the simulated cluster, with its own `api_wait_*` settings."""
+    access = kubelet_access(kubelet)
+    k8s = KubernetesConfig(
+        namespace=SETTINGS.namespace,
+        image=SETTINGS.image,
+        kubeconfig=kubeconfig(api, tmp_path),
+        kubelet_ca_file=access.ca_file,
+        kubelet_token_file=access.token_file,
+        **waits,
+    )
+    return CatchupResource(
+        backend="kubernetes", kubernetes=k8s, storage_root=str(tmp_path / "s"), work_dir=str(tmp_path)
+    )
+
+
+def test_issue36_the_deployment_s_cap_and_budget_reach_the_backend_a_run_builds(cluster, tmp_path):
+    api, kubelet = cluster
+    too_many(api, retry_after=3600, apf=True)
+    waits: list[float] = []
+    resource = deployment(api, kubelet, tmp_path, api_wait_cap_seconds=10, api_wait_budget_seconds=25)
+    with pytest.raises(TransientBackendError, match=r"25 s \(api_wait_budget_seconds, each wait at most 10 s\)"):
+        backend_for(resource, "m1", sleeper=waits.append).observe()
+    assert waits == [10.0, 10.0] and api.requests.count("list", "jobs") == 3
+
+
+@pytest.mark.parametrize(
+    "waits,field",
+    [
+        ({"api_wait_cap_seconds": 0}, "api_wait_cap_seconds"),
+        ({"api_wait_budget_seconds": 86400}, "api_wait_budget_seconds"),
+        ({"api_wait_cap_seconds": 120}, "api_wait_cap_seconds"),  # above the 60 s budget
+    ],
+)
+def test_issue36_a_deployment_s_wait_settings_out_of_bounds_are_refused_at_load(cluster, tmp_path, waits, field):
+    api, kubelet = cluster
+    with pytest.raises(ValueError, match=field):
+        deployment(api, kubelet, tmp_path, **waits)
 
 
 class StormClock(SimClock):

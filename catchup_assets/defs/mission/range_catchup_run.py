@@ -19,6 +19,7 @@ from collections.abc import Iterator
 
 import dagster as dg
 
+from catchup_assets.core.dispatch.dispatch_config import SystemClock
 from catchup_assets.core.dispatch.health import HEALTH_DISPATCH, HEALTH_STALL
 from catchup_assets.core.dispatch.live import AttemptEvent
 from catchup_assets.core.dispatch.mission_control import MissionControl
@@ -115,12 +116,16 @@ class RangeCatchupRun:
             yield from (dg.AssetCheckResult(check_name=c, passed=True) for c in HEALTH_CHECKS)
             return
         context.log.info(f"mission {self.mission}: {len(self.keys)} ranges, parallelism {self.cfg.parallelism}")
-        backend = self.catchup.backend_for(self.mission)
+        # One clock for the dispatcher and the backend's waits for the API server: a stop wakes it, and a
+        # wait ends at once (issue 36 item 8).
+        clock = SystemClock()
+        backend = self.catchup.backend_for(self.mission, sleeper=clock.sleep)
         self.serve_metrics()
         try:
             result = run_mission(
                 prepared,
                 backend,
+                clock=clock,
                 on_status=self.on_status,
                 on_result=self.on_result,
                 on_health=self.on_health,

@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import os
 import time
+from collections.abc import Callable
 
 from catchup_assets.core.dispatch.ports import Backend
 
@@ -17,9 +18,13 @@ def mission_seed(seed: int, mission: str) -> int:
     return int.from_bytes(hashlib.sha256(f"{seed}:{mission}".encode()).digest()[:4], "big")
 
 
-def backend_for(resource, mission: str, disruption_seed: int | None = None) -> Backend:
+def backend_for(
+    resource, mission: str, disruption_seed: int | None = None, sleeper: Callable[[float], None] | None = None
+) -> Backend:
+    """`sleeper`: what a Kubernetes backend's retries wait on; the dispatcher's clock's, so a stop ends
+    a wait at once (core/dispatch/stopping.py), as dagster-k8s's client takes its sleeper. None: time.sleep."""
     if resource.backend == "kubernetes":
-        return _kubernetes_backend(resource, mission)
+        return _kubernetes_backend(resource, mission, sleeper or time.sleep)
     from catchup_assets.backends.local.backend import LocalBackend
 
     seed = disruption_seed if disruption_seed is not None else mission_seed(resource.sim_seed, mission)
@@ -32,7 +37,7 @@ def backend_for(resource, mission: str, disruption_seed: int | None = None) -> B
     )
 
 
-def _kubernetes_backend(resource, mission: str) -> Backend:
+def _kubernetes_backend(resource, mission: str, sleeper: Callable[[float], None]) -> Backend:
     # Loaded when a run needs it, never at import: the code location must
     # load on a laptop with no cluster configured.
     from catchup_assets.backends.kubernetes.backend import DEFAULT_CORE_CONFIG, KubernetesBackend
@@ -54,5 +59,8 @@ def _kubernetes_backend(resource, mission: str) -> Backend:
         stats_interval=cfg.stats_interval_seconds,
         unschedulable_seconds=cfg.unschedulable_seconds,
         submit_concurrency=cfg.submit_concurrency,
+        # A token's wait is short (a burst over api_qps) and a stop's deletes still take their turn: wall time.
         throttle=RequestRate(cfg.api_qps, cfg.api_burst, clock=time.monotonic, sleeper=time.sleep),
+        sleeper=sleeper,
+        waits=cfg.api_waits(),
     )

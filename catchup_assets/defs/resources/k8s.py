@@ -8,6 +8,7 @@ from typing import Literal
 import pydantic
 from pydantic import Field
 
+from catchup_assets.backends.kubernetes.backoff import WaitPolicy
 from catchup_assets.backends.kubernetes.settings import K8sSettings
 from catchup_assets.backends.kubernetes.stats import KubeletAccess
 from catchup_assets.defs.resources.policies import Strict, bounds_schema
@@ -15,6 +16,15 @@ from catchup_assets.defs.resources.policies import Strict, bounds_schema
 # Every K8sSettings and KubeletAccess default, declared there once; the config below takes them from here.
 _K8S = {f.name: f.default for f in dataclass_fields(K8sSettings) if f.default is not MISSING}
 _KUBELET = {f.name: f.default for f in dataclass_fields(KubeletAccess)}
+_WAITS = {f.name: f for f in dataclass_fields(WaitPolicy)}
+
+
+def _wait_field(name: str):
+    """A WaitPolicy field as a config field: its default, description and bounds, declared there once."""
+    f = _WAITS[name]
+    return Field(
+        default=f.default, description=f.metadata["description"], json_schema_extra=bounds_schema(WaitPolicy, name)
+    )
 
 
 def _optional(name: str) -> bool:
@@ -98,6 +108,9 @@ class _DeclaredKubernetesConfig(Strict):
     submit_concurrency: int = Field(
         default=8, ge=1, le=64, description="attempts submitted at once (each: its record, then its PVC and Job)"
     )
+    # When the API server asks to slow down (a 429 or 503 with Retry-After): backoff.py, issue 36 item 8.
+    api_wait_cap_seconds: float = _wait_field("api_wait_cap_seconds")
+    api_wait_budget_seconds: float = _wait_field("api_wait_budget_seconds")
     # How peaks are read: from each node's kubelet, as metrics-server reads them (L19, stats.py).
     # Each KubeletAccess field, prefixed `kubelet_`.
     kubelet_preferred_address_types: list[str] = Field(
@@ -124,6 +137,10 @@ class _DeclaredKubernetesConfig(Strict):
         values["preferred_address_types"] = tuple(values["preferred_address_types"])
         values["ca_file"] = values["ca_file"] or None
         return KubeletAccess(**values)
+
+    def api_waits(self) -> WaitPolicy:
+        """The WaitPolicy these `api_wait_*` fields make; it checks them, naming the field."""
+        return WaitPolicy(**{name: getattr(self, name) for name in _WAITS})
 
     def settings(self) -> K8sSettings:
         """The K8sSettings these fields make, every field taken by name (one place, no copying by hand)."""

@@ -7,6 +7,7 @@ previous profile) is the run config of `mission_plan`.
 
 import os
 import shutil
+from collections.abc import Callable
 from dataclasses import MISSING
 from dataclasses import fields as dataclass_fields
 from typing import Literal
@@ -152,6 +153,7 @@ class CatchupResource(dg.ConfigurableResource):
                 raise ConfigError("kubernetes: required when backend is 'kubernetes'")
             self.kubernetes.settings()  # a bad namespace, image or quantity fails at load
             self.kubernetes.kubelet_access()
+            self.kubernetes.api_waits()  # the API waits' cap and budget (backoff.py), in bounds
         return self
 
     def root(self) -> str:
@@ -236,5 +238,8 @@ class CatchupResource(dg.ConfigurableResource):
         path = shutil.which(self.stellar_core) or self.stellar_core
         return {"image": os.path.abspath(path), "tag": None, "digest": file_sha256(path)}
 
-    def backend_for(self, mission: str, disruption_seed: int | None = None) -> Backend:
-        return backend_for(self, mission, disruption_seed)
+    def backend_for(
+        self, mission: str, disruption_seed: int | None = None, sleeper: Callable[[float], None] | None = None
+    ) -> Backend:
+        """`sleeper`: what the backend waits on (the dispatcher's clock's, so a stop ends its waits)."""
+        return backend_for(self, mission, disruption_seed, sleeper)
