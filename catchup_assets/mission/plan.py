@@ -6,6 +6,7 @@ mission to profile or map was planned. The CLI and the mission_plan asset call i
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, replace
 
 from catchup_assets.core.errors import ConfigError
@@ -21,13 +22,16 @@ from catchup_assets.core.forecast.forecast import (
 from catchup_assets.core.forecast.spread import DEFAULT_SIGMA, DRAWS, Band, makespan_band, spread_from_history
 from catchup_assets.core.plan.config import MissionConfig, validate_mission
 from catchup_assets.core.plan.cut import CutPlan, profile_cut
-from catchup_assets.core.plan.ranges import plan_ranges
+from catchup_assets.core.plan.ranges import MissionSpan, plan_ranges
+from catchup_assets.core.redact import redact_url
 from catchup_assets.core.values.ledger_range import LedgerRange, dispatch_order, parse_key
 from catchup_assets.store import layout
 from catchup_assets.store.profiles import PreviousProfile, load_previous_profile
 from catchup_assets.store.root import Store
 from catchup_assets.store.tables import Table, plan_table, read_table
 from catchup_assets.store.trusted import TrustedHashes, hashes_for, load_trusted_hashes
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -59,6 +63,9 @@ def prepare(
         config.previous_profile, config.profile_timeout_seconds, config.previous_profile_sha256
     )
     trusted = load_trusted_hashes(config.trusted_hashes, config.profile_timeout_seconds)
+    if (gap := coverage_gap(previous, config.span)) is not None:
+        log.warning(gap)
+        previous.notes.append(gap)  # mission_plan logs the notes in its run: the operator who launched it sees it
     cut, note = None, ""
     if planned is None and config.lengths == "profile":
         measures = previous.index.measures() if previous.index is not None else []
@@ -80,6 +87,26 @@ def prepare(
     plan = plan_table(ordered, config.span.overlap, previous.index, config.placement)
     by_key = None if trusted is None else hashes_for(trusted, {r.key: r.last for r in ordered})
     return PreparedMission(config, ordered, previous, plan, trusted, by_key, cut, note)
+
+
+def coverage_gap(previous: PreviousProfile, span: MissionSpan) -> str | None:
+    """Why the plan is sized from ledgers it does not replay, when the profile measured none of the span's.
+
+    Sizing then takes each range's nearest measured range beyond the span (and a profile cut cuts
+    by those): every range is counted in `profiled_ranges`, though none of its ledgers was measured.
+    """
+    if previous.index is None or not len(previous.index):
+        return None
+    measures = previous.index.measures()
+    lo = min(m.last_ledger if m.first_ledger is None else m.first_ledger for m in measures)
+    hi = max(m.last_ledger for m in measures)
+    if lo <= span.last_ledger and span.first_ledger <= hi:
+        return None
+    return (
+        f"previous profile {redact_url(previous.source or '')} measured ledgers {lo}-{hi}, none of the span "
+        f"{span.first_ledger}-{span.last_ledger}: every range is sized from the nearest measured range outside "
+        "it and counted in profiled_ranges; plan with a profile of this span, or previous_profile none"
+    )
 
 
 def history_spread(store: Store, previous: PreviousProfile) -> float | None:

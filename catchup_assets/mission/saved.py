@@ -10,6 +10,7 @@ from catchup_assets.core.dispatch.mission_control import ABSOLUTE, Cap
 from catchup_assets.core.errors import ConfigError, StateError
 from catchup_assets.core.plan.config import MissionConfig, validate_mission
 from catchup_assets.core.plan.ranges import MissionSpan, plan_ranges
+from catchup_assets.core.redact import redact_url
 from catchup_assets.core.values.ledger_range import LedgerRange, parse_key
 from catchup_assets.store import layout
 from catchup_assets.store.control_record import ControlStore
@@ -63,12 +64,12 @@ def save_mission(
         doc.update(
             previous_profile=store.url(rel),
             previous_profile_sha256=previous.sha256,
-            previous_profile_source=cfg.previous_profile,
+            previous_profile_source=redact_url(cfg.previous_profile or ""),  # a record for people: no password
         )
     if trusted is not None:  # copied as the profile is: a backfill checks against the same bytes
         rel = layout.trusted_hashes(cfg.mission)
         store.write_bytes(rel, trusted.data)
-        doc.update(trusted_hashes=store.url(rel), trusted_hashes_source=trusted.source)
+        doc.update(trusted_hashes=store.url(rel), trusted_hashes_source=redact_url(trusted.source))
     doc["catchup_trust"] = trust_label(trusted)
     doc.update(
         first_ledger=cfg.span.first_ledger,

@@ -23,6 +23,7 @@ import fsspec
 from catchup_assets.core.aggregate.profile_table import PROFILE_COLUMNS, check_profile_columns
 from catchup_assets.core.errors import ConfigError
 from catchup_assets.core.plan.config import PROFILE_TIMEOUT_SECONDS
+from catchup_assets.core.redact import redact_url
 from catchup_assets.core.size.measures import ProfileIndex, measures_from_rows, vet_rows
 from catchup_assets.store import layout
 from catchup_assets.store.root import Store
@@ -97,39 +98,42 @@ def load_previous_profile(
     if not spec or not str(spec).strip():
         return _unprofiled(spec, "no previous profile given: every range runs on the no-profile tier")
     spec = str(spec).strip()
+    shown = redact_url(spec)  # what a message or a log says: never a password the URL carries
     try:
         data = read_bounded(spec, timeout)
     except FileNotFoundError as exc:
         # Over http(s), fsspec's answer to a 404: the file is not there, or the URL names the wrong place.
         where = "does not exist" if "://" not in spec or spec.startswith("file://") else "is missing or unreachable"
-        raise ProfileUnavailable(f"previous profile {spec} {where} ({exc})") from exc
+        raise ProfileUnavailable(redact_url(f"previous profile {shown} {where} ({exc})")) from None
     except Exception as exc:  # noqa: BLE001 - any driver's failure, named with the URL
-        raise ProfileUnavailable(f"previous profile {spec} is unreachable ({type(exc).__name__}: {exc})") from exc
+        raise ProfileUnavailable(
+            redact_url(f"previous profile {shown} is unreachable ({type(exc).__name__}: {exc})")
+        ) from None
     if not data:
-        raise ProfileUnavailable(f"previous profile {spec} is empty")
+        raise ProfileUnavailable(f"previous profile {shown} is empty")
     digest = hashlib.sha256(data).hexdigest()
     if expect_sha256 is not None and digest != expect_sha256:
         raise ProfileRefused(
-            f"previous profile snapshot {spec} was altered after the mission was planned "
+            f"previous profile snapshot {shown} was altered after the mission was planned "
             f"(sha256 {digest[:12]}..., the plan saw {expect_sha256[:12]}...): plan the mission again"
         )
     try:
         table = parse_table(data)
     except NotATable as exc:
-        raise ProfileRefused(f"previous profile {spec} is not a Parquet table: {exc}") from exc
-    check_profile_columns(table.column_names, spec)
+        raise ProfileRefused(f"previous profile {shown} is not a Parquet table: {exc}") from exc
+    check_profile_columns(table.column_names, shown)
     if wrong := wrong_kinds(table, PROFILE_COLUMNS):
         # A peak stored as a string would be read as no peak on every row: refused, not sized from defaults.
-        raise ProfileRefused(f"previous profile {spec}: column {'; column '.join(wrong)} (store/tables.py's schema)")
+        raise ProfileRefused(f"previous profile {shown}: column {'; column '.join(wrong)} (store/tables.py's schema)")
     if not table.num_rows:
-        raise ProfileRefused(f"previous profile {spec} has no ranges")
-    rows, notes = vet_rows(table.to_pylist(), spec)
+        raise ProfileRefused(f"previous profile {shown} has no ranges")
+    rows, notes = vet_rows(table.to_pylist(), shown)
     if not rows:
-        raise ProfileRefused(f"previous profile {spec} has no usable row: each was skipped, as warned")
+        raise ProfileRefused(f"previous profile {shown} has no usable row: each was skipped, as warned")
     index = ProfileIndex(measures_from_rows(rows))
     if not len(index):
-        raise ProfileRefused(f"previous profile {spec} has no measured range (no peak_anon_bytes)")
-    log.info("previous profile %s: %d measured ranges of %d rows", spec, len(index), table.num_rows)
+        raise ProfileRefused(f"previous profile {shown} has no measured range (no peak_anon_bytes)")
+    log.info("previous profile %s: %d measured ranges of %d rows", shown, len(index), table.num_rows)
     return PreviousProfile(spec, index, rows, data=data, sha256=digest, notes=notes)
 
 

@@ -16,6 +16,7 @@ import re
 from dataclasses import dataclass
 
 from catchup_assets.core.errors import ConfigError
+from catchup_assets.core.redact import redact_url
 from catchup_assets.store.profiles import read_bounded
 
 _HEX = re.compile(r"^[0-9a-fA-F]{64}$")
@@ -50,25 +51,26 @@ def load_trusted_hashes(spec: str | None, timeout: float) -> TrustedHashes | Non
     if spec is None or not str(spec).strip():
         return None
     spec = str(spec).strip()
+    shown = redact_url(spec)  # what a message, mission.json and the metadata say: never a password
     try:
         data = read_bounded(spec, timeout)  # one deadline for the whole read, as a profile's
     except Exception as exc:  # noqa: BLE001 - any driver's failure, named with the URL
-        raise ConfigError(f"trusted_hashes {spec} cannot be read ({type(exc).__name__}: {exc})") from exc
+        raise ConfigError(redact_url(f"trusted_hashes {shown} cannot be read ({type(exc).__name__}: {exc})")) from None
     try:
         root = json.loads(data)
     except (ValueError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"trusted_hashes {spec} is not JSON: {exc}") from None
+        raise ConfigError(f"trusted_hashes {shown} is not JSON: {exc}") from None
     if not isinstance(root, list):
-        raise ConfigError(f"trusted_hashes {spec}: expected a top-level array of [ledger, hash] pairs")
+        raise ConfigError(f"trusted_hashes {shown}: expected a top-level array of [ledger, hash] pairs")
     n = 0
     for i, pair in enumerate(root):
         ok = isinstance(pair, list) and len(pair) == 2 and type(pair[0]) is int and isinstance(pair[1], str)
         if not ok or not (pair == [0, ""] or (pair[0] > 0 and _HEX.match(pair[1]))):
-            raise ConfigError(f'trusted_hashes {spec}: entry {i} is {pair!r}, not [ledger, "64 hex digits"]')
+            raise ConfigError(f'trusted_hashes {shown}: entry {i} is {pair!r}, not [ledger, "64 hex digits"]')
         n += pair[0] > 0
     if not n:
-        raise ConfigError(f"trusted_hashes {spec} names no checkpoint")
-    return TrustedHashes(spec, hashlib.sha256(data).hexdigest(), data, n)
+        raise ConfigError(f"trusted_hashes {shown} names no checkpoint")
+    return TrustedHashes(shown, hashlib.sha256(data).hexdigest(), data, n)
 
 
 def checkpoint_end(ledger: int) -> int:

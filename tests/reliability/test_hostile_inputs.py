@@ -37,6 +37,7 @@ from catchup_assets.store.profiles import load_previous_profile
 from catchup_assets.store.records import RecordStore, encode
 from catchup_assets.store.root import StorageError, Store
 from catchup_assets.store.tables import PROFILE_SCHEMA
+from catchup_assets.store.trusted import load_trusted_hashes
 from fakes import FakeBackend, FakeClock, Script
 
 KEY = "0000000001-0000016000"
@@ -208,6 +209,18 @@ def previous_profile(make):
     return run
 
 
+# A password given inside a URL (issue 36 item 10): every row's messages and logs are checked for it.
+SECRET = "s3cret-pw"
+UNREACHABLE = f"http://op:{SECRET}@127.0.0.1:9/range_profile.parquet"  # port 9 (discard): nothing answers
+
+
+def profile_outside_the_span(tmp):
+    """A profile of ledgers 1-16000 for a span of 64001-128000: sized, but from none of its own ledgers."""
+    spec = profile_file(tmp, [good_row()])
+    prepared = prepare(MissionConfig("m1", MissionSpan(64001, 128000, 16000), str(tmp / "root"), previous_profile=spec))
+    assert prepared.previous.index is not None  # still a profiled plan: the warning is the only sign
+
+
 def resource(**settings):
     def run(tmp):
         CatchupResource(**settings).placement()
@@ -253,6 +266,15 @@ CASES = [
     ("misspelt retry knob", resource(retry={"environmentl": 1}), ERROR, "environmentl"),
     ("ladder that does not climb", resource(ladder={"factor": 1.0}), ERROR, "factor"),
     ("unknown backend", resource(backend="nomad"), ERROR, "backend"),
+    # issue 36 item 13: a channel Slack would not have, refused at load naming the field
+    ("slack_channel with a newline", resource(slack_channel="#ops\nWARNING forged"), ERROR, "slack_channel: '#ops\\n"),
+    (
+        "slack_channel of 100k characters",
+        resource(slack_channel="a" * 100_000),
+        ERROR,
+        "slack_channel: 'aaaa",
+    ),
+    ("slack_channel upper case", resource(slack_channel="#Ops"), ERROR, "is not a Slack channel"),
     # -- partition keys -----------------------------------------------------------
     ("key with a trailing newline", lambda t: parse_key(KEY + "\n"), ERROR, "range key"),
     ("key reversed", lambda t: parse_key("0000016000-0000000001"), ERROR, "range key"),
@@ -267,6 +289,8 @@ CASES = [
     ),
     ("tx sum of 1e400", log_facts(medida(total="1e400ms"), "tx_apply_seconds"), WARNING, "out of range"),
     ("tx sum negative", log_facts(medida(total="-5ms"), "tx_apply_seconds"), WARNING, "out of range"),
+    # issue 36 item 13: once passed over in silence (`tx None`), now warned of with its line
+    ("tx count negative", log_facts(medida(count="-5"), "tx_apply_count"), WARNING, "in line '" + P.strip()),
     (
         "resume from a 23-digit LCL",
         log_facts([f"RESUME: range {KEY} from LCL {'9' * 23} toward target 16000"], "resumed_from_ledger"),
@@ -314,6 +338,20 @@ CASES = [
         "range_profile.parquet",
     ),
     ("profile file missing", lambda t: load_previous_profile(str(t / "none.parquet")), ERROR, "none.parquet does not"),
+    # issue 36 item 13: the URL named without its password (SECRET is checked absent from every row)
+    (
+        "profile URL with a password, unreachable",
+        lambda t: load_previous_profile(UNREACHABLE, timeout=5),
+        ERROR,
+        "previous profile http://***@127.0.0.1:9/range_profile.parquet is",
+    ),
+    (
+        "hashes URL with a password, unreachable",
+        lambda t: load_trusted_hashes(UNREACHABLE, timeout=5),
+        ERROR,
+        "trusted_hashes http://***@127.0.0.1:9/range_profile.parquet cannot be read",
+    ),
+    ("profile covering none of the span", profile_outside_the_span, WARNING, "none of the span 64001-128000"),
     # -- records and storage -------------------------------------------------------
     ("torn record", torn_record, WARNING, "a001.parquet"),
     ("record of another mission", foreign_record, WARNING, "describes m2"),
@@ -410,7 +448,9 @@ def test_R3_L34_a_hostile_input_is_refused_or_skipped_with_its_name(run, kind, s
         assert says in text
     else:
         run(tmp_path)
+        text = ""
         assert says in caplog.text
+    assert SECRET not in text + caplog.text  # a URL's password is named nowhere (issue 36 item 10)
     # Never half a file left behind by a refused write.
     assert not [p for p in tmp_path.rglob("*.tmp")]
 

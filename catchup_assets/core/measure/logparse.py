@@ -69,13 +69,14 @@ INT64_MAX = 2**63 - 1  # what a record column holds: a larger value would crash 
 MAX_LEDGER = 2**32 - 1  # ledger sequence numbers are uint32
 
 
-def _plausible(value, limit: float, what: str):
-    """`value` if finite and within [0, limit], else None with a warning naming it: a forged or
-    corrupt number in a log must cost its one measurement, never the record or the pass."""
+def _plausible(value, limit: float, what: str, line: str | None = None):
+    """`value` if finite and within [0, limit], else None with a warning naming it and its line: a
+    forged or corrupt number in a log must cost its one measurement, never the record or the pass."""
     if value is None:
         return None
     if isinstance(value, float) and not math.isfinite(value) or not 0 <= value <= limit:
-        log.warning("worker log: %s %r out of range, dropped", what, value)
+        where = f" in line {line.strip()[:200]!r}" if line is not None else ""
+        log.warning("worker log: %s %r out of range, dropped%s", what, value, where)
         return None
     return value
 
@@ -89,7 +90,8 @@ _HEADER = re.compile(rf"(?:^|\s)(?:metric\s+'({_NAME})'|({_NAME})):\s*$")
 _PARTITION = re.compile(r"\[([A-Za-z]+) [A-Za-z]+\]")
 # A field line is the field alone, after an optional "[Partition LEVEL]" prefix.
 _PREFIX = r"^(?:.*\[[A-Za-z]+ [A-Za-z]+\])?\s*"
-_COUNT = re.compile(_PREFIX + r"count\s*=\s*(\d{1,30})\s*$")
+# A sign is read so that `count = -5` is warned of and dropped, not passed over as no count at all.
+_COUNT = re.compile(_PREFIX + r"count\s*=\s*([-+]?\d{1,30})\s*$")
 _SUM = re.compile(_PREFIX + r"sum\s*=\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*(ms|us|µs|ns|s)\s*$")
 _UNIT_SECONDS = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6, "ns": 1e-9}
 
@@ -130,11 +132,12 @@ class _TxApplyScanner:
         if self.count is None and "count" in line:
             m = _COUNT.match(line)
             if m:
-                self.count = _plausible(int(m.group(1)), INT64_MAX, "tx-apply count")
+                self.count = _plausible(int(m.group(1)), INT64_MAX, "tx-apply count", line)
                 return
         m = _SUM.match(line) if "sum" in line else None
         if m:
-            self.seconds = _plausible(float(m.group(1)) * _UNIT_SECONDS[m.group(2)], 1e12, "tx-apply seconds")
+            seconds = float(m.group(1)) * _UNIT_SECONDS[m.group(2)]
+            self.seconds = _plausible(seconds, 1e12, "tx-apply seconds", line)
             self._open = False
 
 
@@ -194,10 +197,10 @@ def parse_worker_log(lines: Iterable[str]) -> WorkerLogFacts:
                 verify = line[v.start() :].strip()[:500]
         if "RESUME" in line:
             if m := _RESUMED.search(line):
-                resumed, fresh, complete = _plausible(int(m.group(1)), MAX_LEDGER, "resume LCL"), False, False
+                resumed, fresh, complete = _plausible(int(m.group(1)), MAX_LEDGER, "resume LCL", line), False, False
                 continue
             if m := _COMPLETE.search(line):
-                resumed, fresh, complete = _plausible(int(m.group(1)), MAX_LEDGER, "resume LCL"), False, True
+                resumed, fresh, complete = _plausible(int(m.group(1)), MAX_LEDGER, "resume LCL", line), False, True
                 continue
             if _DECLINED.search(line):
                 resumed, fresh, complete = None, True, False

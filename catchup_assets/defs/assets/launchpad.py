@@ -28,6 +28,7 @@ from pydantic.fields import FieldInfo
 from catchup_assets.core.errors import ConfigError
 from catchup_assets.core.plan.config import DEFAULT_PARALLELISM, MISSION_PATTERN, MISSION_RULE, MissionConfig
 from catchup_assets.core.plan.ranges import DEFAULT_LEDGERS_PER_RANGE, DEFAULT_OVERLAP, MissionSpan
+from catchup_assets.core.redact import redact_url
 from catchup_assets.core.values.ledger_range import parse_key
 from catchup_assets.defs.mission.run_context import refused
 from catchup_assets.defs.resources import CatchupResource, MissionDefaultsConfig
@@ -58,7 +59,7 @@ def choose_profile(spec: str, root: str) -> ProfileChoice:
     if spec in ("", NONE):
         return ProfileChoice(None, "previous_profile none: an unprofiled mission, every range on the no-profile tier")
     if spec != LATEST:
-        return ProfileChoice(spec, f"previous_profile {spec}")
+        return ProfileChoice(spec, f"previous_profile {redact_url(spec)}")  # the line is logged and kept
     newest = newest_profile(Store(root))
     if newest is None:
         return ProfileChoice(None, f"previous_profile latest: no mission on {root} has a profile yet: unprofiled")

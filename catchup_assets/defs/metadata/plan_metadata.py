@@ -8,6 +8,7 @@ from typing import Any
 
 import dagster as dg
 
+from catchup_assets.core.redact import redact_url
 from catchup_assets.core.size.scale import FULL, Scale
 from catchup_assets.defs.metadata.tables import in_mib, markdown_table, reading
 
@@ -62,7 +63,7 @@ def plan_metadata(
         "order": cfg.order,
         "parallelism": cfg.parallelism,
         "profiled_ranges": sum(1 for r in rows if r["profiled"]),
-        "previous_profile": prepared.previous.source or "",
+        "previous_profile": redact_url(prepared.previous.source or ""),
         "ranges_per_tier": dg.MetadataValue.json(dict(sorted(tiers.items()))),
         "memory_requested_gib": reading(scale.gib(sum(r["memory_request_bytes"] or 0 for r in rows))),
         "predicted_work_hours": reading(sum(predicted) / 3600),

@@ -36,6 +36,7 @@ from catchup_assets.defs.resources.policies import (
     bounds_schema,
     policy_of,
 )
+from catchup_assets.defs.resources.slack import check_slack_channel
 from catchup_assets.mission.core_image import file_sha256, image_reference
 from catchup_assets.mission.tip import TIP_TIMEOUT_SECONDS, TipSource, parse_tip_source
 
@@ -146,6 +147,7 @@ class CatchupResource(dg.ConfigurableResource):
         if not self.sim_speed < float("inf"):
             raise ConfigError(f"sim_speed: must be finite, got {self.sim_speed}")
         self.tip_source_spec()
+        check_slack_channel(self.slack_channel)
         if not self.tip_timeout_seconds < float("inf"):
             raise ConfigError(f"tip_timeout_seconds: must be finite, got {self.tip_timeout_seconds}")
         if self.backend == "kubernetes":

@@ -10,13 +10,31 @@ stands in for Slack in the tests.
 from __future__ import annotations
 
 import os
+import re
 
 import dagster as dg
 from dagster_slack import SlackResource
 from pydantic import Field
 from slack_sdk import WebClient
 
+from catchup_assets.core.errors import ConfigError
+
 TOKEN_ENV = "SLACK_BOT_TOKEN"  # a bot token (xoxb-...) with chat:write, from a Secret in the chart
+# Slack's rules: a channel name is lowercase letters, digits, hyphens and underscores, at most 80
+# (conversations.create), given with or without its "#"; or a conversation id (C..., G..., D...).
+# Anything else would be posted to as given: a newline in it forges a line of the sensor's log.
+CHANNEL = re.compile(r"#?[a-z0-9_\-]{1,80}|[CGD][A-Z0-9]{8,15}")
+CHANNEL_RULE = "a name of lowercase letters, digits, - and _ (at most 80, with or without its #), or a channel id"
+
+
+def check_slack_channel(channel: str) -> None:
+    """Refuse a channel Slack would not have, naming the field: at load, not at the first notification."""
+    if channel and not CHANNEL.fullmatch(channel):
+        shown = repr(channel[:40]) + ("..." if len(channel) > 40 else "")
+        raise ConfigError(
+            f"slack_channel: {shown} ({len(channel)} characters) is not a Slack channel: {CHANNEL_RULE}; "
+            "empty: notifications off"
+        )
 
 
 class CatchupSlack(SlackResource):
