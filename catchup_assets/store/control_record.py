@@ -15,6 +15,7 @@ import logging
 import random
 import time
 from collections.abc import Callable
+from dataclasses import replace
 
 from catchup_assets.core.dispatch.mission_control import ABSOLUTE, Cap, MissionControl
 from catchup_assets.core.errors import CatchupError, ConfigError, StateError
@@ -82,6 +83,12 @@ class ControlStore:
                     current = MissionControl.from_doc(json.loads(data))
                 except (ValueError, UnicodeDecodeError) as exc:
                     log.warning("%s is not a control record (%s); this change starts from no control", self.url, exc)
+            if current.parallelism is not None and current.parallelism > self.cap.limit:
+                # Edited by hand past the cap (the dispatchers run at the cap): every change, a pause
+                # included, would be refused; it starts from the cap instead, as the dispatchers do.
+                held, cap = current.parallelism, self.cap
+                log.warning("%s holds parallelism %d, above %s: this change starts from it", self.url, held, cap.line())
+                current = replace(current, parallelism=self.cap.limit)
             new = step(current)
             if self.store.write_if(self.rel, self._encode(new), version):
                 return new

@@ -1,6 +1,8 @@
 """`catchup-assets control`: it writes the mission's control record and prints the mission's state;
 every bad input is refused naming the field, with nothing written."""
 
+import json
+
 import pytest
 
 from catchup_assets.cli.main import run
@@ -49,6 +51,18 @@ def test_pause_then_parallelism_then_resume_print_the_state(tmp_path, capsys):
     c = ControlStore(store, "m1").read()
     assert (c.paused, c.drain, c.parallelism) == (False, False, 4)
     assert [h.action for h in c.history] == ["pause", "parallelism", "drain", "resume"]
+
+
+def test_issue36_a_record_edited_past_the_cap_does_not_block_a_pause(tmp_path, capsys):
+    """The dispatchers run a hand-edited parallelism 100 at the cap; an operator's pause is not refused
+    for the value the editor left: it starts from the cap, and the record is back within it."""
+    store = planned(tmp_path)
+    doc = {"paused": False, "parallelism": 100, "drain": False, "history": []}
+    store.write_bytes(layout.control("m1"), json.dumps(doc).encode())
+    assert control(tmp_path, "pause", "--who", "alice") == 0
+    assert "parallelism: live 8, planned 2" in capsys.readouterr().out
+    c = ControlStore(store, "m1").read()
+    assert (c.paused, c.parallelism, [h.line() for h in c.history]) == (True, CAP, ["pause (by cli:alice)"])
 
 
 def test_a_finished_mission_shows_its_counts_and_refuses_resume(tmp_path, capsys):
