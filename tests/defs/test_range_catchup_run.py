@@ -236,7 +236,11 @@ def statuses(instance: dg.DagsterInstance) -> dict:
 
 
 NO_ALERT = [("not_stalled", True, WARN, "no alert in this run"), ("dispatching", True, ERROR, "no alert in this run")]
+# Issue 36: every run ends with the mission_complete check saying how it ended and what is left.
+COMPLETE = ("mission_complete", True, WARN, "completed: all 3 ranges done")
+ALL_WELL = [*NO_ALERT, COMPLETE]
 SCALED = round(2.0 * catchup.scale().time, 1)  # the profile row's 2 s at production time
+DRAINED = "drained: 1 of 3 ranges done, 2 left (2 not started, 0 stopped, 0 condemned)"
 CONDEMNED_B_META = {"cause": BUDGET, "outcomes": "failed,failed,failed", "mission": MISSION, "kind": "condemned"}
 
 
@@ -248,10 +252,12 @@ class Case:
     failure_metadata: dict = field(default_factory=dict)
     materialized: dict[str, dict] = field(default_factory=dict)  # a subset of each partition's metadata
     observed: list[tuple[str | None, dict]] = field(default_factory=list)  # a subset of each one's, in order
-    checks: list = field(default_factory=lambda: NO_ALERT)
+    checks: list = field(default_factory=lambda: ALL_WELL)
     warnings: list[str] = field(default_factory=list)  # among the run's warnings
     infos: list[str] = field(default_factory=list)  # among the run's info lines
     status: dict[str, S | None] = field(default_factory=lambda: dict.fromkeys(KEYS, S.MATERIALIZED))
+    run_status: dg.DagsterRunStatus | None = None  # None: SUCCESS if no failure, else FAILURE
+    tags: dict[str, str] = field(default_factory=dict)  # among the run's tags once it ended
 
 
 CASES = [
@@ -265,6 +271,15 @@ CASES = [
             C: {"recorded_by_earlier_run": True, "seconds": SCALED, "tier": "nebula", "memory_limit_mib": 256.0},
         },
         observed=[(B, CONDEMNED_B_META | {"attempts": 3, "tier": "nebula"})],
+        checks=[
+            *NO_ALERT,
+            (
+                "mission_complete",
+                False,
+                ERROR,
+                "condemned: 2 of 3 ranges done, 1 left (0 not started, 0 stopped, 1 condemned)",
+            ),
+        ],
         status={A: S.MATERIALIZED, B: S.FAILED, C: S.MATERIALIZED},
     ),
     Case(
@@ -273,6 +288,15 @@ CASES = [
         failure=f"1 of 3 ranges did not complete:\n{B}: {BUDGET}",
         failure_metadata={"condemned": {B: BUDGET}, "mission": MISSION},
         materialized={A: {"recorded_by_earlier_run": False}, C: {"recorded_by_earlier_run": False}},
+        checks=[
+            *NO_ALERT,
+            (
+                "mission_complete",
+                False,
+                ERROR,
+                "condemned: 2 of 3 ranges done, 1 left (0 not started, 0 stopped, 1 condemned)",
+            ),
+        ],
         status={A: S.MATERIALIZED, B: S.FAILED, C: S.MATERIALIZED},
     ),
     Case(
@@ -282,8 +306,18 @@ CASES = [
         "`stopped`, charged to no budget; 2 ranges resume in a later run",
         failure_metadata={"interrupted": "SIGTERM", "mission": MISSION, "not_completed": 2},
         materialized={A: {"mission": MISSION}},
-        checks=[],  # a stop has no last word on the checks
-        status={A: S.MATERIALIZED, B: S.FAILED, C: S.FAILED},
+        # A stop has no last word on the health checks; mission_complete says it stopped, and what is left.
+        checks=[
+            (
+                "mission_complete",
+                False,
+                WARN,
+                "stopped: 1 of 3 ranges done, 2 left (2 not started, 0 stopped, 0 condemned)",
+            )
+        ],
+        # Issue 36: the run ends CANCELED, as a stop from the UI: the ranges it left are not FAILED, not red.
+        run_status=dg.DagsterRunStatus.CANCELED,
+        status={A: S.MATERIALIZED, B: None, C: None},
     ),
     Case(
         "L37_a_termination_stops_the_attempts_first_and_is_not_retried",
@@ -296,7 +330,9 @@ CASES = [
         "drain_spares_the_unstarted_ranges_neither_materialized_nor_failed",
         "drained",
         materialized={A: {"mission": MISSION}},
-        warnings=["mission m1: drained: 2 ranges left unstarted for a later run"],
+        checks=[*NO_ALERT, ("mission_complete", False, WARN, DRAINED)],  # issue 36: a drained run is not green
+        warnings=[f"mission m1: {DRAINED}"],
+        tags={"catchup/ended": "drained", "catchup/ranges-left": "2"},
         status={A: S.MATERIALIZED, B: None, C: None},
     ),
     Case(
@@ -306,7 +342,16 @@ CASES = [
         failure_metadata={"condemned": {A: BUDGET}, "mission": MISSION},
         materialized={C: {"mission": MISSION}},
         observed=[(A, {"cause": BUDGET, "kind": "condemned"})],
-        warnings=["mission m1: drained: 1 ranges left unstarted for a later run"],
+        checks=[
+            *NO_ALERT,
+            (
+                "mission_complete",
+                False,
+                ERROR,
+                "condemned: 1 of 3 ranges done, 2 left (1 not started, 0 stopped, 1 condemned)",
+            ),
+        ],
+        warnings=["mission m1: condemned: 1 of 3 ranges done, 2 left (1 not started, 0 stopped, 1 condemned)"],
         status={A: S.FAILED, B: None, C: S.MATERIALIZED},
     ),
     Case(
@@ -315,6 +360,15 @@ CASES = [
         failure=f"2 of 3 ranges did not complete:\n{B}: not started\n{C}: not started",
         failure_metadata={"condemned": {B: "not started", C: "not started"}, "mission": MISSION},
         materialized={A: {"mission": MISSION}},
+        checks=[
+            *NO_ALERT,
+            (
+                "mission_complete",
+                False,
+                ERROR,
+                "blocked: 1 of 3 ranges done, 2 left (2 not started, 0 stopped, 0 condemned)",
+            ),
+        ],
         status={A: S.MATERIALIZED, B: S.FAILED, C: S.FAILED},
     ),
     Case(
@@ -328,6 +382,7 @@ CASES = [
             ("not_stalled", True, WARN, "a range completed, or attempts in flight are on time again"),
             ("not_stalled", True, WARN, "a range completed, or attempts in flight are on time again"),
             ("dispatching", False, ERROR, "circuit breaker: 5 attempts failed alike"),
+            COMPLETE,
         ],
     ),
     Case(
@@ -352,7 +407,12 @@ CASES = [
     Case(
         "nothing_left_to_run_passes_both_checks",
         "nothing_to_run",
-        checks=[("not_stalled", True, ERROR, None), ("dispatching", True, ERROR, None)],  # no severity: the default
+        # no severity: the default
+        checks=[
+            ("not_stalled", True, ERROR, None),
+            ("dispatching", True, ERROR, None),
+            ("mission_complete", True, ERROR, None),
+        ],
         status=dict.fromkeys(KEYS),
     ),
     Case(
@@ -392,3 +452,7 @@ def test_range_catchup_run(instance, case: Case):
     for line in case.infos:
         assert line.format(port=port) in got.infos
     assert statuses(instance) == case.status
+    run = instance.get_run_by_id(result.run_id)
+    ran = dg.DagsterRunStatus
+    assert run.status == (case.run_status or (ran.SUCCESS if case.failure is None else ran.FAILURE))
+    assert run.tags | case.tags == run.tags

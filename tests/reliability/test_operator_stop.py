@@ -6,6 +6,10 @@ Each process is a real one, signalled as an operator's terminal, `timeout` or Da
 run termination does: a local mission's run worker (as a run launcher starts it), and
 `catchup-assets demo`. The assertions read the attempt records, the local backend's
 registry and the Dagster instance.
+
+Issue 36 item 3: a stop is not a failure. The stopped run ends CANCELED, as a termination from the
+UI does, so none of its ranges shows FAILED (the red of a condemned range), and no next mission is
+planned from its profile.
 """
 
 import os
@@ -30,15 +34,28 @@ from catchup_assets.defs.assets.range_assets import (
     ledger_ranges_partitions_def,
 )
 from catchup_assets.defs.location import load_location
+from catchup_assets.defs.resources import CatchupResource
+from catchup_assets.defs.sensors.mission_finished import mission_finished_sensor
+from catchup_assets.defs.sensors.next_mission import next_mission_sensor
 from catchup_assets.store import layout
 from catchup_assets.store.records import RecordStore
 from catchup_assets.store.root import Store
 from catchup_assets.store.tables import read_table
-from dagster_defs import catchup_job
+from dagster_defs import catchup, catchup_job, defs
 from kit.run_worker import plan_and_start, run_worker_said, wait_for
 
 TESTS = Path(__file__).parents[1]
 GRACE = 15.0  # the run's shutdown grace (range_catchup, DispatchConfig.stop_grace_seconds)
+
+
+def tick(instance, sensor):
+    """One tick of `sensor` on the test deployment, as the daemon evaluates it (with the instance's ref)."""
+    resources = {"catchup": CatchupResource(**catchup.model_dump())}
+    d = dg.Definitions(assets=defs.assets, jobs=defs.jobs, sensors=[sensor], resources=resources)
+    with dg.build_sensor_context(
+        instance=instance, instance_ref=instance.get_ref(), definitions=d, resources=resources
+    ) as context:
+        return sensor.evaluate_tick(context)
 
 
 def assert_nothing_charged(records: RecordStore, keys, stopped_ids: set[str]) -> None:
@@ -58,7 +75,9 @@ def assert_nothing_charged(records: RecordStore, keys, stopped_ids: set[str]) ->
 
 @pytest.mark.slow  # over 15 s (issue 33's measure): `uv run pytest -m slow`
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
-def test_L37_a_signalled_run_worker_condemns_nothing_and_the_next_run_completes_every_range(tmp_path, home, signum):
+def test_L37_issue36_a_signalled_run_worker_condemns_nothing_fails_no_range_plans_no_next_and_the_next_run_completes(
+    tmp_path, home, signum
+):
     instance = home
     keys, tags, proc = plan_and_start(instance, "ms", 6, first_range=44)  # 4 at once: 2 wait
     backend = LocalBackend(tmp_path / "work", "ms")
@@ -79,7 +98,8 @@ def test_L37_a_signalled_run_worker_condemns_nothing_and_the_next_run_completes_
     assert time.monotonic() - t0 < GRACE  # within the shutdown grace
     assert live() == set()  # nothing left running unowned
     run = instance.get_runs(filters=dg.RunsFilter(tags={MISSION_TAG: "ms"}))[0]
-    assert run.status == dg.DagsterRunStatus.FAILURE
+    assert run.status == dg.DagsterRunStatus.CANCELED  # stopped, as a termination from the UI: not a failure
+    assert run.tags["catchup/ended"] == "stopped"
     failure = instance.all_logs(run.run_id, of_type=dg.DagsterEventType.STEP_FAILURE)[0]
     assert f"run interrupted, stopped by the operator ({signal.Signals(signum).name})" in str(
         failure.dagster_event.event_specific_data.error.message
@@ -95,8 +115,22 @@ def test_L37_a_signalled_run_worker_condemns_nothing_and_the_next_run_completes_
         run_worker_said(),
     )
     assert_nothing_charged(records, keys, stopped)
-    # Stopped, not condemned, and not completed: every range of the run shows FAILED until a run completes it.
-    assert marked() == {"FAILED": 6}
+    # Issue 36: stopped, not condemned: no range shows FAILED. Those that completed before the stop are
+    # materialized; the rest, started or not, show not started (missing) until a run completes them.
+    completed = {k for (k, _), r in recs.items() if r.outcome == "ok"}
+    assert marked() == {k: n for k, n in {"MATERIALIZED": len(completed), None: 6 - len(completed)}.items() if n}
+    assert run.tags["catchup/ranges-left"] == str(6 - len(completed))
+
+    # The stopped run is profiled, and no next mission is planned from it; the tick says why.
+    [request] = [r for r in tick(instance, mission_finished_sensor).run_requests if r.partition_key == "ms"]
+    profile = defs.resolve_job_def("profile_job")
+    assert profile.execute_in_process(instance=instance, partition_key="ms", tags=request.tags).success
+    skipped = tick(instance, next_mission_sensor)
+    assert not skipped.run_requests
+    assert skipped.skip_message.startswith(
+        f"no next mission after ms: its last run was stopped (stopped, {6 - len(completed)} ranges left, "
+        f"run {run.run_id})"
+    )
 
     # The operator's next run over the same partitions: every range completes, resumed.
     again = dg.execute_job(

@@ -14,6 +14,7 @@ import dagster as dg
 from catchup_assets.core.dispatch.health import HEALTH_DISPATCH, HEALTH_STALL
 from catchup_assets.defs.assets.launchpad import policies  # noqa: F401 - re-exported: sensors and benchmarks name it here
 from catchup_assets.defs.assets.mission_plan import build_mission_plan, mission_plan  # noqa: F401 - the graph's root, re-exported
+from catchup_assets.defs.mission.mission_end import MISSION_COMPLETE_SPEC
 from catchup_assets.defs.mission.range_catchup_run import RangeCatchupRun
 from catchup_assets.defs.mission.range_events import RangeEvents
 from catchup_assets.defs.mission.run_context import (  # noqa: F401 - re-exported: sensors, demo and tests name them here
@@ -37,6 +38,7 @@ HEALTH_CHECK_SPECS = [
         asset="range_catchup",
         description="new attempts are dispatched (not stopped by the circuit breaker or a full backend)",
     ),
+    MISSION_COMPLETE_SPEC,  # issue 36: a drained or stopped run says what it left, not "Success" alone
 ]
 
 

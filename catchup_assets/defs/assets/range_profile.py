@@ -48,8 +48,12 @@ def range_profile(context: dg.AssetExecutionContext, catchup: CatchupResource):
     profiled = {r["range_key"] for r in rows}
     completed_unprofiled = sorted(set(out.unmeasured) & plan_keys)
     missing = sorted(plan_keys - profiled)
+    # Issue 36: a profile of a drained, stopped or condemned mission says how much of it is not done.
+    done = ({r["range_key"] for r in rows if r["completed"]} | set(out.unmeasured)) & plan_keys
     yield dg.MaterializeResult(
         metadata={
+            "ranges_left": len(plan_keys - done),
+            "ranges_done": len(done),
             **profile_metadata(mission, out, plan_keys, catchup.scale()),
             **mission_cost_metadata(out.records, plan.to_pylist(), catchup.placement(), catchup.scale()),
             **kpi_metadata(out.records, catchup.placement(), catchup.scale()),

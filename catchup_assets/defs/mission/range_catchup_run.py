@@ -5,9 +5,12 @@ input and prepares the mission, `drive` runs it (mission/run.py's `run_mission`,
 `on_*` methods as its callbacks) and decides how the step ends:
 
 - terminated from the UI: the attempts in flight stopped, bounded, then a `Failure` with no retries (L37);
-- stopped by a signal to the run worker: a `Failure`, nothing condemned (L37);
+- stopped by a signal to the run worker: a `Failure` of a run marked canceling, so it ends CANCELED,
+  nothing condemned and no range FAILED (L37, mission_end.py);
 - ranges left unfinished: the run's check results, then a `Failure` naming each range and why (L9);
 - drained by an operator: the unstarted ranges spared, neither materialized nor failed.
+
+Whichever way it ends, the `mission_complete` check and the run's tags say how, and how many ranges are left.
 
 Each completed range is logged as its partition's `AssetMaterialization`, each condemned one as an
 `AssetObservation` on its partition: docs/design.md, "Dagster facts the design rests on", says why.
@@ -31,6 +34,12 @@ from catchup_assets.core.values.ledger_range import RangeKeyError, parse_key
 from catchup_assets.defs.assets.launchpad import policies
 from catchup_assets.defs.instance.ownership import SUPERSEDED, latest_marks
 from catchup_assets.defs.metadata.ranges import attempt_metadata, failure_metadata, range_metadata
+from catchup_assets.defs.mission.mission_end import (
+    MISSION_COMPLETE,
+    cancel_for_stop,
+    end_of_mission,
+    tag_terminated,
+)
 from catchup_assets.defs.mission.range_events import RangeEvents
 from catchup_assets.defs.mission.run_context import current_mission, refused
 from catchup_assets.defs.resources import CatchupResource
@@ -113,7 +122,7 @@ class RangeCatchupRun:
         """Dispatch the mission to its end; the run's check results; a `Failure` for whatever is left undone."""
         context = self.context
         if prepared is None:
-            yield from (dg.AssetCheckResult(check_name=c, passed=True) for c in HEALTH_CHECKS)
+            yield from (dg.AssetCheckResult(check_name=c, passed=True) for c in (*HEALTH_CHECKS, MISSION_COMPLETE))
             return
         context.log.info(f"mission {self.mission}: {len(self.keys)} ranges, parallelism {self.cfg.parallelism}")
         # One clock for the dispatcher and the backend's waits for the API server: a stop wakes it, and a
@@ -219,6 +228,7 @@ class RangeCatchupRun:
         """Terminated from the UI: the attempts stopped first, bounded (L37); their data directories
         stay, so a later run resumes them. Not a retryable failure: a step retry would start them all again."""
         left = backend.shutdown(grace=TERMINATE_GRACE_SECONDS)
+        tag_terminated(self.context)
         return dg.Failure(
             description=f"run terminated: in-flight attempts stopped (still alive after the grace: {left})",
             allow_retries=False,
@@ -240,9 +250,16 @@ class RangeCatchupRun:
 
         The ranges a drain left unstarted are spared: neither materialized nor failed."""
         mission = self.mission
+        verdict = end_of_mission(self.context, mission, result)
         if result.stopped:
-            # SIGTERM or SIGINT to the run worker (mission/stop_signals.py): an operator's stop.
+            # SIGTERM or SIGINT to the run worker (mission/stop_signals.py): an operator's stop, not a failure
+            # of any range: none gets a planned row now, and the run ends CANCELED (mission_end.py), unless
+            # it condemned a range before the stop: that one stays red, and the run FAILURE with it.
             stopped = [k for k, r in result.results.items() if r.status is not RangeStatus.DONE]
+            self.marks.spared = {k for k, r in result.results.items() if r.status is RangeStatus.NOT_RUN}
+            yield verdict
+            if not result.condemned:
+                cancel_for_stop(self.context, result.stopped)
             raise dg.Failure(
                 description=f"run interrupted, {result.stopped}: nothing condemned; the attempts in flight were "
                 f"stopped and recorded `stopped`, charged to no budget; {len(stopped)} ranges resume in a later run",
@@ -250,10 +267,10 @@ class RangeCatchupRun:
                 allow_retries=False,
             )
         yield from self.checks()
+        yield verdict
+        # Drained by an operator: the unstarted ranges stay unmaterialized, not failed, for a later run
+        # (the verdict's warning counts them).
         left = sorted(k for k, r in result.results.items() if r.status is RangeStatus.NOT_RUN)
-        if result.drained and left:
-            # Drained by an operator: the unstarted ranges stay unmaterialized, not failed, for a later run.
-            self.context.log.warning(f"mission {mission}: drained: {len(left)} ranges left unstarted for a later run")
         skip = self.marks.spared = set(left) if result.drained else set()
         unfinished = {
             k: r.reason for k, r in result.results.items() if r.status is not RangeStatus.DONE and k not in skip

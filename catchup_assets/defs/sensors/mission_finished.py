@@ -1,5 +1,8 @@
-"""`mission_finished_sensor`: each finished (success or failure) run that targeted `range_catchup`
-becomes one `profile_job` run for its mission, of the mission's partition (added if missing)."""
+"""`mission_finished_sensor`: each finished (success, failure or canceled) run that targeted `range_catchup`
+becomes one `profile_job` run for its mission, of the mission's partition (added if missing).
+
+Canceled too: an operator's stop ends the run CANCELED (defs/mission/mission_end.py), and its profile
+says how many ranges are left."""
 
 from __future__ import annotations
 
@@ -14,7 +17,7 @@ from catchup_assets.defs.sensors.instance import BATCH, has_runs, meta, targets_
 from catchup_assets.store.root import Store
 
 AFTER_RUN_TAG = "catchup/after-run"  # on a profile_job run: the range_catchup run it follows
-FINISHED_EVENTS = (dg.DagsterEventType.RUN_SUCCESS, dg.DagsterEventType.RUN_FAILURE)
+FINISHED_EVENTS = (dg.DagsterEventType.RUN_SUCCESS, dg.DagsterEventType.RUN_FAILURE, dg.DagsterEventType.RUN_CANCELED)
 
 
 def finished_status_changes(instance: dg.DagsterInstance, after: int | None) -> list[dg.EventLogRecord]:

@@ -1,7 +1,9 @@
-"""Why no next mission should follow a mission: it was drained, its dispatch was stopped, or it condemned ranges.
+"""Why no next mission should follow a mission: drained or stopped, its dispatch stopped, or ranges condemned.
 
 Each answer comes from what outlives every process, read where the operator reads it:
 - a drain: the mission's control record on the storage root (`control.json`, `drain`); none is no drain;
+- an operator's stop (SIGTERM to the run worker, or a termination from the UI): its newest finished
+  range_catchup run ended CANCELED (defs/mission/mission_end.py), its `catchup/ended` tag saying how;
 - a stop (the circuit breaker, a full backend): the last `dispatching` check its newest
   range_catchup run evaluated. Not the run's failure: a run fails for condemned ranges and
   terminations alike, and its text is not a contract; the check is the dispatcher's own verdict,
@@ -18,6 +20,7 @@ import dagster as dg
 from catchup_assets.core.dispatch.health import HEALTH_DISPATCH
 from catchup_assets.core.errors import StateError
 from catchup_assets.defs.instance.ownership import condemned_by
+from catchup_assets.defs.mission.mission_end import ENDED_TAG, LEFT_TAG
 from catchup_assets.defs.mission.run_context import MISSION_TAG
 from catchup_assets.defs.sensors.instance import PARTITIONS, targets_range_catchup
 from catchup_assets.mission.saved import drain_requested
@@ -25,6 +28,7 @@ from catchup_assets.store import layout
 from catchup_assets.store.io import read_parquet_column
 from catchup_assets.store.root import Store
 
+FINISHED = [dg.DagsterRunStatus.SUCCESS, dg.DagsterRunStatus.FAILURE, dg.DagsterRunStatus.CANCELED]
 RUNS_READ = 20  # a mission's newest runs searched for its last dispatching check
 
 
@@ -35,6 +39,9 @@ def why_not_followed(instance: dg.DagsterInstance, store: Store, mission: str) -
             return "it was drained (control.json: drain); run its remaining ranges, then profile it again"
     except StateError as exc:
         return f"its control record cannot be read, so a drain cannot be ruled out: {exc}"
+    halted = run_stopped(instance, mission)
+    if halted:
+        return halted
     stopped = dispatch_stopped(instance, mission)
     if stopped:
         return f"its dispatch was stopped: {stopped}"
@@ -42,6 +49,28 @@ def why_not_followed(instance: dg.DagsterInstance, store: Store, mission: str) -
     if condemned:
         shown = ", ".join(condemned[:3]) + (", ..." if len(condemned) > 3 else "")
         return f"it condemned {len(condemned)} ranges ({shown}); backfill them once the cause is fixed"
+    return None
+
+
+def run_stopped(instance: dg.DagsterInstance, mission: str) -> str | None:
+    """Why: the newest finished range_catchup run of `mission` was stopped by an operator (it ended CANCELED)."""
+    runs = instance.get_run_records(
+        filters=dg.RunsFilter(tags={MISSION_TAG: mission}, statuses=FINISHED), limit=RUNS_READ
+    )
+    for record in runs:  # newest first
+        run = record.dagster_run
+        if not targets_range_catchup(instance, run):
+            continue
+        if run.status != dg.DagsterRunStatus.CANCELED:
+            return None
+        if record.start_time is None and ENDED_TAG not in run.tags:
+            continue  # canceled while queued: it never ran, so it stopped nothing
+        how, left = run.tags.get(ENDED_TAG, "canceled"), run.tags.get(LEFT_TAG)
+        counted = f", {left} ranges left" if left is not None else ""
+        return (
+            f"its last run was stopped ({how}{counted}, run {run.run_id}); "
+            "run its remaining ranges, then profile it again"
+        )
     return None
 
 

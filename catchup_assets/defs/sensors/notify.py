@@ -32,6 +32,7 @@ from catchup_assets.core.dispatch.health import HEALTH_DISPATCH, HEALTH_STALL
 from catchup_assets.core.dispatch.obey import PAUSED
 from catchup_assets.defs.assets.range_assets import MISSION_TAG, PLAN_KEY, WILL_RETRY_TAG
 from catchup_assets.defs.instance.ownership import CONDEMNED, RANGE_KEY
+from catchup_assets.defs.mission.mission_end import ENDED_TAG, LEFT_TAG
 from catchup_assets.defs.resources import CatchupResource
 from catchup_assets.defs.resources.slack import TOKEN_ENV, CatchupSlack
 from catchup_assets.defs.sensors.instance import BATCH, meta, targets_range_catchup
@@ -128,9 +129,12 @@ class Notifier:
         """A range_catchup run's end, with its mission's summary; any other run's is passed over."""
         if run is not None and targets_range_catchup(self.instance, run):
             mission = run.tags.get(MISSION_TAG)
-            succeeded = event.event_log_entry.dagster_event_type == dg.DagsterEventType.RUN_SUCCESS
+            kind = event.event_log_entry.dagster_event_type
             if mission and run.tags.get(WILL_RETRY_TAG) != "true":  # a run retried has not ended its mission
-                how = "succeeded" if succeeded else "failed"
+                how = {dg.DagsterEventType.RUN_SUCCESS: "succeeded", dg.DagsterEventType.RUN_CANCELED: "was stopped"}
+                how = how.get(kind, "failed")
+                if run.tags.get(ENDED_TAG) in ("drained", "stopped"):  # issue 36: a drained run succeeds, not done
+                    how += f" ({run.tags[ENDED_TAG]}, {run.tags.get(LEFT_TAG, '?')} ranges left)"
                 summary = self.summary(mission, run.run_id)
                 self.post(f"mission {mission} ended: its range_catchup run {run.run_id} {how}. {summary}")
             self.cursor.runs.pop(run.run_id, None)
