@@ -39,6 +39,15 @@ def test_prints_the_summary_and_the_command_that_opens_the_same_instance(demo):
     assert "done 4/4" in proc.stderr  # the progress bar, from durable state
 
 
+def test_issue36_the_demo_prints_no_traceback(demo):
+    """Issue 36 item 5: its first run once printed 4 `sqlite3.ProgrammingError` tracebacks: the catchup
+    resource's plain `process_config_and_initialize()` entered an ephemeral DagsterInstance (in-memory
+    SQLite) that only garbage collection closed, and SQLAlchemy's pool logged each connection it then
+    failed to reset. The context-manager form (defs/resources/deployment.py) closes it in order."""
+    _, _, proc = demo
+    assert "Traceback" not in proc.stderr and "ProgrammingError" not in proc.stderr, proc.stderr[-3000:]
+
+
 def test_instance_holds_the_runs_and_every_range_partition_materialized(demo):
     d, missions, _ = demo
     with dg.DagsterInstance.from_config(str(d / "dagster_home")) as instance:
