@@ -29,6 +29,7 @@ from catchup_assets.core.dispatch.dispatch_config import SystemClock
 from catchup_assets.core.dispatch.ports import TransientBackendError
 from catchup_assets.core.errors import ConfigError
 from catchup_assets.core.size.sizing import Tiers
+from catchup_assets.core.units import GiB
 from catchup_assets.defs.resources import CatchupResource, KubernetesConfig
 from catchup_assets.defs.resources.backend import backend_for
 from catchup_assets.mission.plan import prepare
@@ -37,13 +38,17 @@ from kit.k8s_backend import (
     OUTCOMES,
     SETTINGS,
     WATCH_IDLE,
+    B,
     C,
+    D,
     SimClock,
+    flat,
     kubelet_access,
     mission,
     outcomes,
     sim_cluster,
 )
+from kubesim.kube_script import Script
 
 POLICY = WaitPolicy()  # 30 s a wait at most, 60 s a pass
 
@@ -283,3 +288,32 @@ def test_issue36_L37_a_sigterm_during_a_wait_ends_it_and_the_run_stops_within_th
     assert result.condemned == {} and {r.status for r in result.results.values()} == {"not_run"}
     assert api.store.count("jobs") == 0  # nothing was known, so nothing was submitted
     print(f"stopped {stopped_in:.2f} s after the SIGTERM")
+
+
+class ThrottleThenSignal(SimClock):
+    """At `at` s of simulated time, every delete of a Job is answered 429 (an hour asked), then a SIGTERM."""
+
+    def __init__(self, kubelet, api, at: float):
+        super().__init__(kubelet)
+        self.api, self.at, self.sent = api, kubelet.clock() + at, False
+
+    def sleep(self, seconds: float) -> None:
+        super().sleep(seconds)
+        if not self.sent and self.time() >= self.at:
+            self.sent = True
+            too_many(self.api, 3600, True, ("delete",), ("jobs",))
+            os.kill(os.getpid(), signal.SIGTERM)
+
+
+def test_issue36_L37_a_stop_whose_deletes_are_throttled_ends_the_run_stopped_not_failed(cluster, tmp_path, caplog):
+    api, kubelet = cluster
+    kubelet.script = lambda job: Script(duration=300, memory=flat(1 * GiB, 2 * GiB))
+    cfg = mission(tmp_path, parallelism=2)
+    clock = ThrottleThenSignal(kubelet, api, at=60)
+    with caplog.at_level(logging.ERROR, logger="catchup_assets"):
+        result = run_mission(prepare(cfg, [B, D]), deployed_backend(api, kubelet, tmp_path, clock.sleep), clock=clock)
+    assert result.stopped == "stopped by the operator (SIGTERM)" and result.condemned == {}
+    # The API server refused every delete: both Jobs still run, and the stop says a later run adopts them.
+    assert len(api.store.list("jobs", SETTINGS.namespace)) == 2
+    said = [r.getMessage() for r in caplog.records if "still runs after the" in r.getMessage()]
+    assert len(said) == 2, said

@@ -7,7 +7,7 @@ import pytest
 
 from catchup_assets.core.classify.outcomes import RetryPolicy
 from catchup_assets.core.dispatch.finish import Finisher
-from catchup_assets.core.dispatch.ports import AttemptSpec
+from catchup_assets.core.dispatch.ports import AttemptSpec, TransientBackendError
 from catchup_assets.core.dispatch.range_book import RangeBook
 from catchup_assets.core.dispatch.stopping import StopState, stop_attempts
 from catchup_assets.core.units import GiB
@@ -47,6 +47,13 @@ class Lingering(FakeBackend):
         return [a.spec.attempt_id for a in live[:1]]
 
 
+class Throttled(FakeBackend):
+    """Cannot shut down now: the API server asks it to slow down past a pass's budget (issue 36 item 8)."""
+
+    def shutdown(self, grace):
+        raise TransientBackendError("list_namespaced_job: HTTP 429 (Retry-After: 3600)")
+
+
 # the backend's shutdown -> outcomes recorded (range -> outcome), ranges left unrecorded
 CASES = [
     ("removed outright: each recorded stopped", Removing, {KEYS[0]: "stopped", KEYS[1]: "stopped"}, []),
@@ -57,6 +64,7 @@ CASES = [
         [],
     ),
     ("one still running after the grace is left for a later run", Lingering, {KEYS[1]: "stopped"}, [KEYS[0]]),
+    ("issue36: a backend that cannot answer the shutdown now leaves them to a later run", Throttled, {}, KEYS[:2]),
 ]
 
 

@@ -54,6 +54,7 @@ from catchup_assets.core.dispatch.ports import (
     DispatchBlocked,
     Peaks,
     Phase,
+    TransientBackendError,
 )
 from catchup_assets.core.measure.logparse import parse_worker_log
 from catchup_assets.core.size.sizing import Tiers
@@ -274,7 +275,8 @@ class KubernetesBackend(ApiCalls, Leftovers, PodLiveLog, NamespaceCheck):  # api
             self._delete(self.core.delete_namespaced_persistent_volume_claim, n.pvc_name(self.mission, range_key))
 
     def shutdown(self, grace: float) -> list[str]:
-        """Delete the mission's live Jobs (L37); their PVCs stay, so a later run resumes them."""
+        """Delete the mission's live Jobs (L37); their PVCs stay, so a later run resumes them. A Job the API
+        server will not delete now (throttled past the pass's budget, down) is left running, for a later run."""
         deadline = self.clock() + grace
         left = []
         for state in self.observe():
@@ -283,5 +285,9 @@ class KubernetesBackend(ApiCalls, Leftovers, PodLiveLog, NamespaceCheck):  # api
             if self.clock() > deadline:
                 left.append(state.attempt_id)
                 continue
-            self.release(state)
+            try:
+                self.release(state)
+            except TransientBackendError as exc:
+                log.warning("mission %s: attempt %s not deleted at the stop: %s", self.mission, state.attempt_id, exc)
+                left.append(state.attempt_id)
         return left

@@ -80,7 +80,11 @@ def stop_attempts(
     for _ in range(STOP_ROUNDS):
         if not owed:
             break
-        left = set(backend.shutdown(grace)) if any(s.live for s in owed.values()) else set()
+        try:
+            left = set(backend.shutdown(grace)) if any(s.live for s in owed.values()) else set()
+        except TransientBackendError as exc:  # e.g. an API server throttling past the pass's budget
+            deferred(name, "the shutdown at the stop", exc)
+            break  # the backend cannot tell now: the next run reads what the attempts left
         after = _mine_live(name, backend, keys, "after")
         if after is None:
             break  # the backend cannot tell now: the next run reads what the attempts left
