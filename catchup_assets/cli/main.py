@@ -235,14 +235,15 @@ def build_parser() -> argparse.ArgumentParser:
         help="delete an abandoned mission's leftover Jobs and PVCs (locally, its work directory's range data)",
         description="Delete the Jobs and PVCs the mission left on its backend, found by the mission's label "
         "(locally its attempt and data directories), keeping the volumes of ranges that can resume unless --all; "
-        "say how many GiB each choice frees first. Refused while a run of the mission is live, unless --force.",
+        "say how many GiB each choice frees first. Attempts no dispatcher recorded are recorded first. Refused, "
+        "unless --force, while a run is live or can retry (asked of DAGSTER_HOME's instance; without it: unchecked).",
     )
     cl.add_argument("--root", required=True, help="storage root (path or fsspec URL)")
     cl.add_argument("--mission", required=True)
     cl.add_argument("--settings", help="the deployment's catchup.json (backend, kubernetes, work_dir); default: local")
     cl.add_argument("--work-dir", help="local backend: its work directory (default: beside the storage root)")
     cl.add_argument("--all", action="store_true", help="also delete the volumes of ranges that can resume")
-    cl.add_argument("--force", action="store_true", help="clean up even while a run of the mission is live")
+    cl.add_argument("--force", action="store_true", help="clean up even while a run is live or unchecked")
     cl.add_argument("--dry-run", action="store_true", help="say what would be deleted and freed; delete nothing")
     cl.add_argument(
         "--wait",

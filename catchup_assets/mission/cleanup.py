@@ -6,13 +6,18 @@ A range can resume unless the records say it completed: an attempt of it done-ma
 Its volume holds the database a later run resumes from (the worker declines a volume
 without its range marker, so keeping one too many costs disk, never correctness).
 
+No attempt goes whose record is not durable (issue 36 item 9): one without a done mark is
+kept, and so is its range's volume, even with `all` (mission/cleanup_settle.py records the
+finished ones before the plan is made).
+
 A run of the mission is live, and cleanup refuses unless forced, when:
 - the backend still holds a live attempt of it (a Job not finished, a supervisor alive):
   a dispatcher may be running it, or a restarted one (run_retries, T2) would adopt it;
 - a claim of it younger than `claim_grace_seconds` has no done mark: a dispatcher's
   submit in flight (core/dispatch/claims.py);
-- a caller that knows of runs (the Dagster job: a run tagged with the mission not
-  finished) says so, through `also_live`.
+- a caller that knows of runs (a run tagged with the mission not finished, or failed and
+  awaiting its retry) says so, through `also_live`; one that could not ask Dagster says
+  so through `unchecked`, and that too is refused unless forced.
 """
 
 from __future__ import annotations
@@ -46,6 +51,12 @@ class CleanupPlan:
     keep: tuple[Leftover, ...]  # volumes of ranges that can resume
     live: tuple[str, ...] = ()  # why a run of the mission is judged live; empty: none is
     everything: bool = False
+    unrecorded: tuple[Leftover, ...] = ()  # attempts without a durable record: never deleted
+    unchecked: tuple[str, ...] = ()  # whose runs could not be asked about, and why
+
+    @property
+    def refused_without_force(self) -> bool:
+        return bool(self.live or self.unchecked)
 
     @property
     def freed_bytes(self) -> int:
@@ -59,9 +70,9 @@ class CleanupPlan:
         """What each choice frees, said before anything is deleted."""
         attempts = [o for o in self.delete if o.kind == Leftover.ATTEMPT]
         volumes = [o for o in self.delete if o.kind == Leftover.VOLUME]
-        live = sum(o.live for o in attempts)
+        live = sum(o.live for o in (*attempts, *self.unrecorded))
         out = [
-            f"mission {self.mission}: {len(attempts)} attempts ({live} live) and "
+            f"mission {self.mission}: {len(attempts) + len(self.unrecorded)} attempts ({live} live) and "
             f"{len(volumes) + len(self.keep)} volumes holding {gib(self.freed_bytes + self.kept_bytes)} left",
             f"  delete: {len(attempts)} attempts, {len(volumes)} volumes: frees {gib(self.freed_bytes)}",
         ]
@@ -74,8 +85,19 @@ class CleanupPlan:
             )
         elif not self.everything:
             out.append("  keep:   nothing: no range that can resume has a volume")
+        if self.unrecorded:
+            names = ", ".join(_attempt_name(o) for o in self.unrecorded[:5])
+            out.append(
+                f"  kept:   {len(self.unrecorded)} attempts without a durable record ({names}): a cleanup "
+                "records each finished one first, and deletes none it could not record"
+            )
         out += [f"  live:   {why}" for why in self.live]
+        out += [f"  unchecked: {why}" for why in self.unchecked]
         return out
+
+
+def _attempt_name(o: Leftover) -> str:
+    return f"{o.range_key} a{o.attempt:03d}" if o.range_key and o.attempt is not None else o.name
 
 
 @dataclass(frozen=True)
@@ -103,14 +125,19 @@ class CleanupResult:
 
     def lines(self) -> list[str]:
         if self.dry_run:
-            refused = " (a run is live: refused without --force)" if self.plan.live else ""
+            why = "a run is live" if self.plan.live else "Dagster's runs not checked" if self.plan.unchecked else ""
+            refused = f" ({why}: refused without --force)" if why else ""
             return [f"dry run: nothing deleted{refused}"]
         attempts = sum(o.kind == Leftover.ATTEMPT for o in self.deleted)
         volumes = sum(o.kind == Leftover.VOLUME for o in self.deleted)
         pending = f" so far, {gib(self.pending_bytes)} more once the rest go" if self.still_there else ""
         out = [
             f"deleted {attempts} attempts and {volumes} volumes, freeing {gib(self.freed_bytes)}{pending}"
-            + (" (forced past a live run)" if self.forced else "")
+            + (
+                (" (forced past a live run)" if self.plan.live else " (forced; Dagster's runs not checked)")
+                if self.forced
+                else ""
+            )
         ]
         # A claim a pod still mounts stays until that pod is gone (the kubernetes.io/pvc-protection
         # finalizer); the garbage collector ends a deleted Job's pods on its own, so these go by themselves.
@@ -159,6 +186,7 @@ def plan_cleanup(
     *,
     everything: bool = False,
     also_live: Iterable[str] = (),
+    unchecked: Iterable[str] = (),
     now: float | None = None,
     claim_grace_seconds: float = CLAIM_GRACE_SECONDS,
 ) -> CleanupPlan:
@@ -172,14 +200,18 @@ def plan_cleanup(
     found = backend.leftovers()
     recs, done = records.load()
     completed = completed_ranges(recs, done)
+    unrecorded = tuple(o for o in found if o.kind == Leftover.ATTEMPT and (o.range_key, o.attempt) not in done)
+    owed = {o.range_key for o in unrecorded}  # their volumes may hold their logs: kept, whatever `all` says
     resumable = [o for o in found if o.kind == Leftover.VOLUME and o.range_key and o.range_key not in completed]
-    keep = () if everything else tuple(resumable)
-    delete = tuple(o for o in found if o not in keep)
+    keep = tuple(
+        o for o in found if o.kind == Leftover.VOLUME and ((o in resumable and not everything) or o.range_key in owed)
+    )
+    delete = tuple(o for o in found if o not in keep and o not in unrecorded)
     live = [f"{what} (by the backend)" for what in _live_attempts(found)]
     if claims := young_claims(records, recs, done, now, claim_grace_seconds):
         live.append(f"claims younger than {claim_grace_seconds:g} s, submits in flight: {', '.join(claims[:5])}")
     live += list(also_live)
-    return CleanupPlan(mission, delete, keep, tuple(live), everything)
+    return CleanupPlan(mission, delete, keep, tuple(live), everything, unrecorded, tuple(unchecked))
 
 
 def _live_attempts(found: list[Leftover]) -> list[str]:
@@ -212,6 +244,11 @@ def cleanup(
             f"force: a run of mission {plan.mission} is live ({'; '.join(plan.live)}); "
             "stop it first (terminate the run), or force the cleanup"
         )
+    if plan.unchecked and not force:
+        raise MissionLive(
+            f"force: could not check whether a Dagster run of mission {plan.mission} can still run or retry "
+            f"({'; '.join(plan.unchecked)}); point DAGSTER_HOME at the deployment's instance, or force the cleanup"
+        )
     left = tuple(backend.remove(plan.delete))
     start = clock()
     while left and clock() - start < wait_seconds:
@@ -222,4 +259,4 @@ def cleanup(
         left = tuple(o for o in left if (o.kind, o.name) in there)
     there = {(o.kind, o.name) for o in left}
     gone = tuple(o for o in plan.delete if (o.kind, o.name) not in there)
-    return CleanupResult(plan, gone, left, forced=bool(plan.live))
+    return CleanupResult(plan, gone, left, forced=plan.refused_without_force)

@@ -15,8 +15,8 @@ from catchup_assets.backends.kubernetes.leftovers import _size
 from catchup_assets.backends.kubernetes.names import mission_selector
 from catchup_assets.core.dispatch.dispatch_config import DispatchConfig
 from catchup_assets.core.dispatch.reconciler import Dispatcher
-from catchup_assets.core.values.attempt_record import AttemptRecord
 from catchup_assets.mission.cleanup import MissionLive, cleanup, plan_cleanup
+from catchup_assets.mission.cleanup_settle import settled_plan
 from catchup_assets.mission.plan import prepare
 from catchup_assets.mission.run import run_mission
 from catchup_assets.mission.saved import save_mission
@@ -59,7 +59,7 @@ def stopped_mid_mission(api, kubelet, tmp_path, passes: int = 10):
     return cfg, clock
 
 
-def test_cleanup_refuses_while_the_run_is_live_and_force_deletes_every_job_and_pvc(tmp_path):
+def test_cleanup_refuses_while_the_run_is_live_and_force_stops_records_then_deletes_every_job_and_pvc(tmp_path):
     with sim_cluster() as (api, kubelet):
         cfg, clock = stopped_mid_mission(api, kubelet, tmp_path)
         b = backend(api, kubelet, tmp_path / "cleanup")
@@ -68,15 +68,18 @@ def test_cleanup_refuses_while_the_run_is_live_and_force_deletes_every_job_and_p
         with pytest.raises(MissionLive, match="^force: a run of mission m1 is live"):
             cleanup(plan, b)
         assert held(api) == (3, 3)  # refused: nothing deleted
-        plan = plan_cleanup(cfg.storage_root, "m1", b, everything=True, now=clock.time())
+        plan, settled = settled_plan(cfg.storage_root, "m1", b, everything=True, force=True, now=clock.time())
+        assert settled.stopped == 3 and held(api) == (0, 3)  # stopped as a stopping run stops them (L37)
+        records, done = RecordStore(Store(cfg.storage_root), "m1").load()
+        assert {k for k, a in done} == {A, B, C, D} and {records[(k, 1)].outcome for k in (A, B, C)} == {"stopped"}
         assert plan.freed_bytes == 3 * 100 * GiB and plan.keep == ()
         result = cleanup(plan, b, force=True)
         assert result.forced and held(api) == (0, 0)
         assert api.store.count("pods", NS, SELECTOR) == 0  # Background propagation took the pods
-        assert "deleted 3 attempts and 3 volumes, freeing 300.0 GiB (forced past a live run)" in result.lines()
+        assert "deleted 0 attempts and 3 volumes, freeing 300.0 GiB (forced past a live run)" in result.lines()
 
 
-def test_cleanup_after_a_terminated_run_keeps_resumable_pvcs_then_all_leaves_nothing(tmp_path):
+def test_cleanup_after_a_terminated_run_records_what_finished_keeps_resumable_pvcs_then_all_leaves_nothing(tmp_path):
     with sim_cluster() as (api, kubelet):
         cfg, clock = stopped_mid_mission(api, kubelet, tmp_path)
         clock.sleep(1000)  # nobody dispatches: A and B finish unrecorded, C still runs
@@ -84,24 +87,24 @@ def test_cleanup_after_a_terminated_run_keeps_resumable_pvcs_then_all_leaves_not
         b.shutdown(15)  # the terminated run's grace, as a Dagster termination does (L37): C's Job goes
         assert held(api) == (2, 3)
         clock.sleep(200)  # past the claims' grace
-        records = RecordStore(Store(cfg.storage_root), "m1")
-        # A completed range whose PVC a transient error kept (L3): not resumable, deleted by default.
-        records.write(AttemptRecord("m1", A, 9, outcome="ok"))
-        records.mark_done(A, 9)
         plan = plan_cleanup(cfg.storage_root, "m1", b, now=clock.time())
         assert plan.live == ()
-        assert sorted(o.range_key for o in plan.keep) == sorted([B, C])
-        assert (plan.freed_bytes, plan.kept_bytes) == (100 * GiB, 200 * GiB)
         lines = plan.lines()
         assert lines[0] == "mission m1: 2 attempts (0 live) and 3 volumes holding 300.0 GiB left"
-        assert lines[1] == "  delete: 2 attempts, 1 volumes: frees 100.0 GiB"
-        assert "(0059776001-0059840000, 0059840001-0059904000): 200.0 GiB" in lines[2]
-        assert "--all deletes them too, freeing 300.0 GiB" in lines[2]
+        assert lines[1] == "  delete: 0 attempts, 0 volumes: frees 0.0 GiB"  # no record, nothing goes (issue 36)
+        assert f"  kept:   2 attempts without a durable record ({B} a001, {A} a001)" in lines[3]
         assert cleanup(plan, b, dry_run=True).lines() == ["dry run: nothing deleted"] and held(api) == (2, 3)
+        plan, settled = settled_plan(cfg.storage_root, "m1", b, now=clock.time())
+        assert settled.recorded == (f"{B} a001 ok", f"{A} a001 ok")  # read and recorded as a dispatcher would
+        records, done = RecordStore(Store(cfg.storage_root), "m1").load()
+        assert {(A, 1), (B, 1)} <= done and (records[(A, 1)].seconds, records[(A, 1)].peak_anon_bytes) == (900, GiB)
+        assert held(api) == (0, 3)  # released once recorded, as the dispatcher releases them
+        assert [o.range_key for o in plan.keep] == [C]  # A and B completed: their PVCs go
+        assert (plan.freed_bytes, plan.kept_bytes) == (200 * GiB, 100 * GiB)
         cleanup(plan, b)
-        assert held(api) == (0, 2)  # every Job gone; the PVCs of B and C kept for a later run
+        assert held(api) == (0, 1)  # C's PVC kept for a later run
         plan = plan_cleanup(cfg.storage_root, "m1", b, everything=True, now=clock.time())
-        assert plan.freed_bytes == 200 * GiB
+        assert plan.freed_bytes == 100 * GiB
         cleanup(plan, b)
         assert held(api) == (0, 0)
 

@@ -25,23 +25,27 @@ from catchup_assets.store.root import Store
 
 DONE, LEFT, LIVE = "0000000001-0000000064", "0000000065-0000000128", "0000000129-0000000192"
 MiB = 1 << 20
-NAP = "import os, time; time.sleep(float(os.environ.get('NAP', '0')))"
+NAP = "import os, time; time.sleep(float(os.environ.get('NAP', '0'))); raise SystemExit(int(os.environ.get('RC', '0')))"
 
 
-def spec(key: str, nap: float = 0) -> AttemptSpec:
-    return AttemptSpec("m1", key, 1, 64, 64, 1 << 30, 1 << 30, "small", env={"NAP": str(nap)})
+def spec(key: str, nap: float = 0, rc: int = 0) -> AttemptSpec:
+    return AttemptSpec("m1", key, 1, 64, 64, 1 << 30, 1 << 30, "small", env={"NAP": str(nap), "RC": str(rc)})
 
 
 @pytest.fixture
-def abandoned(tmp_path):
+def abandoned(tmp_path, monkeypatch):
     """Mission m1 on a root whose work directory is beside it, as CatchupResource puts it: DONE
-    completed (its data kept by a release that failed), LEFT stopped unfinished, LIVE still running."""
+    completed (its data kept by a release that failed), LEFT ended unfinished (exit 1) and no
+    dispatcher recorded it, LIVE still running. The Dagster instance at DAGSTER_HOME runs nothing."""
+    (tmp_path / "home").mkdir()
+    (tmp_path / "home" / "dagster.yaml").write_text("")
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "home"))
     root = tmp_path / "storage"
     store = Store(str(root))
     save_mission(store, MissionConfig(mission="m1", span=MissionSpan(1, 192, 64, 0), storage_root=str(root)))
     b = LocalBackend(tmp_path / "work", "m1", command=[sys.executable, "-c", NAP], sample_interval=0.05)
-    for key in (DONE, LEFT):
-        b.submit(spec(key))
+    b.submit(spec(DONE))
+    b.submit(spec(LEFT, rc=1))
     b.submit(spec(LIVE, nap=60))
     for key, mib in ((DONE, 1), (LEFT, 3), (LIVE, 2)):
         (b.data_dir(key) / "bucket").write_bytes(b"x" * mib * MiB)
@@ -66,7 +70,9 @@ def test_cleanup_refuses_a_live_run_then_keeps_resumable_data_then_all_removes_t
     assert run(argv) == 2
     out, err = capsys.readouterr()
     assert "catchup-assets: error: force: a run of mission m1 is live (1 live attempts:" in err
-    assert "  delete: 3 attempts, 1 volumes: frees 0.0 GiB" in out  # said before the refusal
+    assert "  delete: 1 attempts, 1 volumes: frees 0.0 GiB" in out  # said before the refusal
+    # Refused, nothing is recorded either: a live dispatcher records its own attempts.
+    assert f"  kept:   2 attempts without a durable record ({LEFT} a001, {LIVE} a001)" in out
     assert len(work_holds(b)[0]) == 3 and len(work_holds(b)[1]) == 3  # nothing deleted
 
     assert run([*argv, "--dry-run"]) == 0
@@ -76,7 +82,13 @@ def test_cleanup_refuses_a_live_run_then_keeps_resumable_data_then_all_removes_t
     assert run(argv) == 0
     out = capsys.readouterr().out
     assert f"keep:   2 volumes of ranges that can resume ({LEFT}, {LIVE}): 0.0 GiB" in out
-    assert "deleted 3 attempts and 1 volumes" in out
+    # The two no dispatcher recorded were recorded first, done marks last, then released as a
+    # dispatcher releases them (issue 36 item 9); the plan, made after, deletes the third.
+    assert f"  recorded: 2 finished attempts no dispatcher recorded, then released ({LEFT} a001 failed, " in out
+    assert "deleted 1 attempts and 1 volumes" in out
+    records, done = RecordStore(Store(str(root)), "m1").load()
+    assert done == {(DONE, 1), (LEFT, 1), (LIVE, 1)}
+    assert records[(LEFT, 1)].outcome not in (None, "ok") and records[(LEFT, 1)].exit_code == 1
     assert work_holds(b) == ([], [LEFT, LIVE])  # the completed range's data went, the resumable stays
 
     assert run([*argv, "--all"]) == 0
@@ -88,6 +100,8 @@ def test_force_stops_the_live_attempt_and_removes_everything(abandoned, capsys):
     root, b = abandoned
     assert run(["cleanup", "--root", str(root), "--mission", "m1", "--all", "--force"]) == 0
     assert "(forced past a live run)" in capsys.readouterr().out
+    records, done = RecordStore(Store(str(root)), "m1").load()  # stopped and recorded before it went
+    assert done == {(DONE, 1), (LEFT, 1), (LIVE, 1)} and records[(LIVE, 1)].outcome == "stopped"
     assert not b.root.exists()
     assert b.observe() == []
 

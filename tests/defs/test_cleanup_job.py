@@ -9,6 +9,7 @@ job's own events.
 from __future__ import annotations
 
 import sys
+import time
 
 import dagster as dg
 import pytest
@@ -30,15 +31,20 @@ DONE, LEFT = "0000000001-0000000064", "0000000065-0000000128"
 
 @pytest.fixture
 def left_behind(tmp_path):
-    """m1 stopped: DONE completed, its data kept; LEFT unfinished; both attempts finished, unreleased."""
+    """m1 stopped: DONE completed, its data kept; LEFT unfinished (exit 1), no dispatcher recorded it;
+    both attempts finished, unreleased."""
     root = str(tmp_path / "storage")
     save_mission(Store(root), MissionConfig(mission="m1", span=MissionSpan(1, 128, 64, 0), storage_root=root))
-    b = LocalBackend(tmp_path / "work", "m1", command=[sys.executable, "-c", "pass"], sample_interval=0.05)
-    for key in (DONE, LEFT):
-        b.submit(AttemptSpec("m1", key, 1, 64, 64, 1 << 30, 1 << 30, "small"))
+    exits = "import os; raise SystemExit(int(os.environ['RC']))"
+    b = LocalBackend(tmp_path / "work", "m1", command=[sys.executable, "-c", exits], sample_interval=0.05)
+    for key, rc in ((DONE, "0"), (LEFT, "1")):
+        b.submit(AttemptSpec("m1", key, 1, 64, 64, 1 << 30, 1 << 30, "small", env={"RC": rc}))
         (b.data_dir(key) / "bucket").write_bytes(b"x" * 4096)
     RecordStore(Store(root), "m1").write(AttemptRecord("m1", DONE, 1, outcome="ok"))
     RecordStore(Store(root), "m1").mark_done(DONE, 1)
+    until = time.monotonic() + 30  # both end on their own (a shutdown now could stop one)
+    while any(s.live for s in b.observe()) and time.monotonic() < until:
+        time.sleep(0.05)
     b.shutdown(10)  # waits until both supervisors have written their verdicts
     return CatchupResource(storage_root=root, work_dir=str(tmp_path / "work")), b
 
@@ -77,7 +83,10 @@ def test_the_job_refuses_while_a_dagster_run_of_the_mission_is_live_then_cleans_
         assert run.success and run.dagster_run.tags[MISSION_TAG] == "m1"
         (output,) = [e for e in run.all_node_events if e.is_successful_output]
         meta = output.step_output_data.metadata
-        assert (meta["deleted_attempts"].value, meta["deleted_volumes"].value, meta["kept_volumes"].value) == (2, 1, 1)
+        assert (meta["deleted_attempts"].value, meta["deleted_volumes"].value, meta["kept_volumes"].value) == (1, 1, 1)
+        # LEFT's attempt was recorded first, then released as a dispatcher releases it (issue 36 item 9).
+        assert meta["recorded_first"].value == [f"{LEFT} a001 failed"]
+        assert RecordStore(Store(resource.storage_root), "m1").load()[1] == {(DONE, 1), (LEFT, 1)}
         assert [p.name for p in b.data_root.iterdir()] == [LEFT]  # the resumable range's data stays
         logs = [e.message for e in instance.all_logs(run.run_id) if e.user_message]
         assert any("keep:   1 volumes of ranges that can resume (0000000065-0000000128)" in m for m in logs)
@@ -96,3 +105,25 @@ def test_the_job_refuses_an_unknown_mission_naming_it(left_behind):
             raise_on_error=False,
         )
         assert not run.success and "mission: 'm2' has no mission.json" in failure(run)
+
+
+def test_issue36_item9_the_job_refuses_while_a_failed_run_awaits_its_retry_or_its_retry_runs(left_behind):
+    """A dead dispatcher's run, failed by run monitoring: the retry daemon will start it again, so it
+    can still run whatever its claims' age; then its retry runs; once that is over, cleanup goes on."""
+    resource, b = left_behind
+    with dg.DagsterInstance.ephemeral() as instance:
+        job = defs.resolve_job_def("range_catchup_job")
+        dead = instance.create_run_for_job(
+            job, tags={MISSION_TAG: "m1", "dagster/will_retry": "true"}, status=dg.DagsterRunStatus.FAILURE
+        )
+        run = launch(instance, resource)
+        assert f"Dagster run {dead.run_id} (range_catchup_job) failed and awaits its automatic retry" in failure(run)
+        retry = instance.create_run_for_job(job, tags={"dagster/retry_number": "1"}, status=dg.DagsterRunStatus.STARTED)
+        instance.add_run_tags(dead.run_id, {"dagster/auto_retry_run_id": retry.run_id})  # as the daemon tags it
+        run = launch(instance, resource)
+        assert f"Dagster run {retry.run_id} (range_catchup_job), retrying {dead.run_id}, is STARTED" in failure(run)
+        assert sorted(p.name for p in b.data_root.iterdir()) == [DONE, LEFT]  # nothing deleted
+        assert RecordStore(Store(resource.storage_root), "m1").load()[1] == {(DONE, 1)}  # nor recorded
+        instance.report_run_failed(instance.get_run_by_id(retry.run_id))  # no retries left: not tagged will_retry
+        assert launch(instance, resource).success
+        assert [p.name for p in b.data_root.iterdir()] == [LEFT]

@@ -21,8 +21,8 @@ from catchup_assets.core.dispatch.dispatch_config import DispatchConfig
 from catchup_assets.core.dispatch.range_book import past_attempts
 from catchup_assets.core.dispatch.reconciler import Dispatcher
 from catchup_assets.core.units import GiB
-from catchup_assets.core.values.attempt_record import AttemptRecord
-from catchup_assets.mission.cleanup import cleanup, plan_cleanup
+from catchup_assets.mission.cleanup import cleanup
+from catchup_assets.mission.cleanup_settle import settled_plan
 from catchup_assets.mission.plan import prepare
 from catchup_assets.mission.run import run_mission
 from catchup_assets.mission.saved import save_mission
@@ -162,7 +162,11 @@ def test_cleanup_from_the_cli_refuses_a_live_run_then_forced_leaves_nothing_on_t
         assert "waiting for 3 deleted objects to go (3 volumes, each released once its pods have ended): 0 s" in (
             forced.stdout
         )
-        assert "deleted 3 attempts and 3 volumes, freeing 300.0 GiB (forced past a live run)" in forced.stdout
+        # Forced, the live attempts are stopped as a stopped run stops them (their Jobs deleted, L37) and
+        # recorded before anything else goes (issue 36 item 9): what is left to delete is their volumes.
+        assert "  stopped:  the live attempts (forced): 3 attempts recorded by the stop, then released" in forced.stdout
+        assert "deleted 0 attempts and 3 volumes, freeing 300.0 GiB (forced past a live run)" in forced.stdout
+        assert {r.outcome for r in RecordStore(Store(cfg.storage_root), "m1").load()[0].values()} == {"ok", "stopped"}
         assert "still there" not in forced.stdout
         assert held(api, ns) == {"jobs": 0, "pods": 0, "pvcs": 0}
         assert remote.errors == 0
@@ -184,16 +188,15 @@ def test_cleanup_after_a_terminated_run_keeps_resumable_volumes_and_a_later_run_
         assert settles(lambda: held(api, ns)["jobs"], 2) == 2
         clock.sleep(200)  # past the claims' grace
         records = RecordStore(Store(cfg.storage_root), "m1")
-        # A completed range whose PVC a transient error kept (L3): not resumable, deleted by default.
-        records.write(AttemptRecord("m1", A, 9, outcome="ok"))
-        records.mark_done(A, 9)
-        plan = plan_cleanup(cfg.storage_root, "m1", b, now=clock.time())
-        assert plan.live == ()
-        assert sorted(o.range_key for o in plan.keep) == sorted([B, C])
-        assert (plan.freed_bytes, plan.kept_bytes) == (100 * GiB, 200 * GiB)
+        # A and B finished unrecorded: read and recorded first, as a dispatcher would (issue 36 item 9), so
+        # they are completed and their volumes go; C's Job went with the stop, its volume resumes.
+        plan, settled = settled_plan(cfg.storage_root, "m1", b, now=clock.time())
+        assert plan.live == () and sorted(settled.recorded) == sorted([f"{A} a001 ok", f"{B} a001 ok"])
+        assert [o.range_key for o in plan.keep] == [C]
+        assert (plan.freed_bytes, plan.kept_bytes) == (200 * GiB, 100 * GiB)
         cleanup(plan, b)
-        # Every Job gone with its pods; the volumes of B and C kept for a later run.
-        assert settles(lambda: held(api, ns), {"jobs": 0, "pods": 0, "pvcs": 2}) == {"jobs": 0, "pods": 0, "pvcs": 2}
+        # Every Job gone with its pods; the volume of C kept for a later run.
+        assert settles(lambda: held(api, ns), {"jobs": 0, "pods": 0, "pvcs": 1}) == {"jobs": 0, "pods": 0, "pvcs": 1}
 
         result = run_mission(prepare(cfg), real_backend(api, settings, access, tmp_path / "again", clock), clock=clock)
         assert result.condemned == {} and sorted(result.done) == sorted([A, B, C, D])

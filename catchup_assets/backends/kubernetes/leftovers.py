@@ -41,6 +41,12 @@ def _range_key(obj) -> str | None:
     return (obj.metadata.labels or {}).get(n.LABEL_RANGE_KEY)
 
 
+def _attempt(job) -> int | None:
+    """The Job's attempt number, from its label: what cleanup reads the attempt's record by."""
+    value = (job.metadata.labels or {}).get(n.LABEL_ATTEMPT, "")
+    return int(value) if value.isdigit() else None
+
+
 def _size(claim) -> int:
     requested = (claim.spec.resources.requests or {}) if claim.spec and claim.spec.resources else {}
     capacity = (claim.status.capacity or {}) if claim.status else {}
@@ -66,6 +72,7 @@ class Leftovers:
                 job.metadata.name,
                 _range_key(job),
                 live=not _finished(job) and job.metadata.deletion_timestamp is None,
+                attempt=_attempt(job),
             )
             for job in jobs
         ]

@@ -55,8 +55,18 @@ class LocalLeftovers:
         out = []
         for e in _dirs(self.attempts_dir):
             st = states.get(e.name)
-            key = st.range_key if st else e.name.rsplit("-a", 1)[0]
-            out.append(Leftover(Leftover.ATTEMPT, e.path, key, live=bool(st and st.live), size_bytes=_du(Path(e.path))))
+            key, _, number = e.name.rpartition("-a")
+            attempt = st.attempt if st else int(number) if number.isdigit() else None
+            out.append(
+                Leftover(
+                    Leftover.ATTEMPT,
+                    e.path,
+                    st.range_key if st else key or e.name,
+                    live=bool(st and st.live),
+                    size_bytes=_du(Path(e.path)),
+                    attempt=attempt,
+                )
+            )
         for e in _dirs(self.data_root):
             out.append(Leftover(Leftover.VOLUME, e.path, e.name, size_bytes=_du(Path(e.path))))
         return sorted(out, key=lambda o: (o.kind, o.name))

@@ -274,6 +274,7 @@ class Leftover:
     range_key: str | None  # None: not labelled with a range
     live: bool = False  # an attempt still running (a Job not finished, a supervisor alive)
     size_bytes: int = 0  # a volume's size: its claim's request or capacity, a directory's bytes
+    attempt: int | None = None  # an attempt's number (its record's), None if unlabelled
 
     ATTEMPT = "attempt"
     VOLUME = "volume"
