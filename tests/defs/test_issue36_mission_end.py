@@ -17,13 +17,19 @@ from catchup_assets.store.root import Store
 from dagster_defs import catchup, defs, plan_config
 
 RANGE = dg.AssetKey("range_catchup")
-DEPLOYMENT = dg.Definitions(
-    assets=defs.assets,
-    jobs=defs.jobs,
-    sensors=[mission_finished_sensor, next_mission_sensor],
-    resources={"catchup": CatchupResource(**catchup.model_dump())},
-    executor=dg.in_process_executor,
-)
+
+
+def deployment(**changes) -> dg.Definitions:
+    return dg.Definitions(
+        assets=defs.assets,
+        jobs=defs.jobs,
+        sensors=[mission_finished_sensor, next_mission_sensor],
+        resources={"catchup": CatchupResource(**{**catchup.model_dump(), **changes})},
+        executor=dg.in_process_executor,
+    )
+
+
+DEPLOYMENT = deployment()
 
 
 def tick(instance, sensor):
@@ -36,9 +42,9 @@ def tick(instance, sensor):
         return sensor.evaluate_tick(context)
 
 
-def run(instance, keys):
-    tags = {ASSET_PARTITION_RANGE_START_TAG: keys[0], ASSET_PARTITION_RANGE_END_TAG: keys[-1], MISSION_TAG: "m1"}
-    job = DEPLOYMENT.resolve_job_def("range_catchup_job")
+def run(instance, keys, mission="m1", d=DEPLOYMENT):
+    tags = {ASSET_PARTITION_RANGE_START_TAG: keys[0], ASSET_PARTITION_RANGE_END_TAG: keys[-1], MISSION_TAG: mission}
+    job = d.resolve_job_def("range_catchup_job")
     return job.execute_in_process(instance=instance, tags=tags, raise_on_error=False)
 
 
@@ -96,3 +102,44 @@ def test_issue36_a_completed_mission_passes_mission_complete_and_is_tagged_compl
     assert (record.tags["catchup/ended"], record.tags["catchup/ranges-left"]) == ("completed", "0")
     [verdict] = check_evaluations(instance, done.run_id, "mission_complete")
     assert verdict.passed and verdict.metadata["why"].value == "completed: all 2 ranges done"
+
+
+def partition_page(instance, key: str) -> dict:
+    """The partition's metadata as its page lists it: the newest observation's entries first, then the latest
+    materialization's, one per label (dagster-ui's AssetEventMetadataEntriesTable, `uniqBy` label)."""
+    one = dg.AssetRecordsFilter(asset_key=RANGE, asset_partitions=[key])
+    rows = [r.asset_observation.metadata for r in instance.fetch_observations(one, limit=100).records]  # newest first
+    rows += [r.asset_materialization.metadata for r in instance.fetch_materializations(one, limit=1).records]
+    page: dict = {}
+    for metadata in rows:
+        for label, value in metadata.items():
+            page.setdefault(label, value.value)
+    return page
+
+
+def test_issue36_a_condemned_range_s_page_shows_this_mission_s_attempt_and_names_the_earlier_one_s_completion(
+    instance,
+):
+    plan = DEPLOYMENT.resolve_job_def("mission_plan_job")
+    assert plan.execute_in_process(run_config=plan_config("m1", 1), instance=instance).success
+    [key] = instance.get_dynamic_partitions("ledger_ranges")
+    assert run(instance, [key]).success  # m1 completed it: the page's "Materialized" heading is m1's
+    [earlier] = instance.fetch_materializations(RANGE, limit=1).records
+    assert plan.execute_in_process(run_config=plan_config("m2", 1), instance=instance).success
+    broken = deployment(sim_fail_targets=[int(key[-10:])])
+    assert not run(instance, [key], "m2", broken).success  # m2 condemns it
+
+    page = partition_page(instance, key)
+    assert page["mission"] == "m2" and page["phase"] == "condemned" and page["kind"] == "condemned"
+    assert "failed budget spent" in page["cause"] and page["outcomes"] == "failed"
+    assert page["materialized_by"] == "mission m1: its completion, not this mission's attempt"
+    # None of m1's figures shows beside m2's cause: each label m1's materialization carries is m2's word.
+    m1 = earlier.asset_materialization.metadata
+    [condemned] = [
+        r.asset_observation.metadata
+        for r in instance.fetch_observations(
+            dg.AssetRecordsFilter(asset_key=RANGE, asset_partitions=[key]), limit=1
+        ).records
+    ]
+    assert set(m1) <= set(condemned), set(m1) - set(condemned)
+    assert page["seconds"] == "none: m2 did not complete it" and isinstance(m1["seconds"].value, float)

@@ -40,11 +40,33 @@ def range_metadata(mission: str, result, adopted: bool, scale: Scale = FULL) -> 
     return meta
 
 
-def failure_metadata(mission: str, result) -> dict[str, Any]:
+# What a completed range's materialization shows (range_metadata) that a condemned one's page must not
+# show from an earlier mission: the partition page lists the newest observation's entries first and
+# then the latest materialization's, one per label (the UI's AssetEventMetadataEntriesTable, uniqBy label).
+FIGURES = (
+    "seconds",
+    "wall_seconds",
+    "tx_apply_seconds",
+    "seconds_estimated",
+    "tx_apply_count",
+    "peak_anon_mib",
+    "peak_working_set_mib",
+    "peak_ephemeral_mib",
+    "recorded_by_earlier_run",
+    "scale",
+)
+
+
+def failure_metadata(mission: str, result, scale: Scale = FULL, earlier: str | None = None) -> dict[str, Any]:
     """A condemned range's evidence, on its partition: this mission's cause, the outcome of each
     attempt, stellar-core's last error line and the log's last lines, each short enough for the
-    UI to show in place (text, and Markdown under its inline limit) rather than behind a dialog."""
-    meta: dict[str, Any] = {"cause": result.reason, "outcomes": result.outcomes}
+    UI to show in place (text, and Markdown under its inline limit) rather than behind a dialog.
+
+    Issue 36: the page shows this mission's attempt first. Every figure a materialization carries is
+    this mission's here (what its attempts measured, or `none: <mission> did not complete it`), so none of an earlier
+    mission's seconds or peaks shows beside this cause; `earlier` names the mission whose completion
+    the page's "Materialized" heading still shows."""
+    meta: dict[str, Any] = {"cause": result.reason, "phase": "condemned", "outcomes": result.outcomes}
     if result.log_path:
         tail, last_error = log_tail(result.log_path)
         if last_error:
@@ -61,7 +83,20 @@ def failure_metadata(mission: str, result) -> dict[str, Any]:
     )
     if result.log_path:
         meta["log_path"] = dg.MetadataValue.path(result.log_path)
+    measured = range_metadata(mission, result, False, scale)
+    for label in FIGURES:
+        meta[label] = measured.get(label, f"none: {mission} did not complete it")
+    if earlier is not None:
+        meta["materialized_by"] = f"mission {earlier}: its completion, not this mission's attempt"
     return meta
+
+
+def materialized_by(instance: dg.DagsterInstance, asset_key: dg.AssetKey, key: str) -> str | None:
+    """The mission of the partition's latest materialization (the page's "Materialized" heading), if any."""
+    flt = dg.AssetRecordsFilter(asset_key=asset_key, asset_partitions=[key])
+    records = instance.fetch_materializations(flt, limit=1).records
+    mission = records[0].asset_materialization.metadata.get("mission") if records else None
+    return str(mission.value) if mission is not None else None
 
 
 def attempt_metadata(mission: str, event: AttemptEvent) -> dict[str, Any]:

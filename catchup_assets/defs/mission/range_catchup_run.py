@@ -33,7 +33,7 @@ from catchup_assets.core.plan.config import MissionConfig
 from catchup_assets.core.values.ledger_range import RangeKeyError, parse_key
 from catchup_assets.defs.assets.launchpad import policies
 from catchup_assets.defs.instance.ownership import SUPERSEDED, latest_marks
-from catchup_assets.defs.metadata.ranges import attempt_metadata, failure_metadata, range_metadata
+from catchup_assets.defs.metadata.ranges import attempt_metadata, failure_metadata, materialized_by, range_metadata
 from catchup_assets.defs.mission.mission_end import (
     MISSION_COMPLETE,
     cancel_for_stop,
@@ -179,7 +179,12 @@ class RangeCatchupRun:
                 dg.AssetObservation(
                     asset_key=context.asset_key,
                     partition=result.range_key,
-                    metadata=failure_metadata(self.mission, result),
+                    metadata=failure_metadata(
+                        self.mission,
+                        result,
+                        self.catchup.scale(),
+                        materialized_by(context.instance, context.asset_key, result.range_key),
+                    ),
                 )
             )
         if result.status is RangeStatus.DONE:
