@@ -21,7 +21,7 @@ FINISHED_EVENTS = (dg.DagsterEventType.RUN_SUCCESS, dg.DagsterEventType.RUN_FAIL
 
 
 def finished_status_changes(instance: dg.DagsterInstance, after: int | None) -> list[dg.EventLogRecord]:
-    """Success and failure events after `after`, in storage order, with no gap left behind."""
+    """Success, failure and cancel events after `after`, in storage order, with no gap left behind."""
     records, horizon = [], None
     for event_type in FINISHED_EVENTS:
         result = instance.fetch_run_status_changes(
