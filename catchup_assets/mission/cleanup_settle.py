@@ -23,7 +23,7 @@ from dataclasses import dataclass, replace
 from catchup_assets.core.classify.outcomes import RetryPolicy
 from catchup_assets.core.dispatch.dispatch_config import DispatchConfig, SystemClock
 from catchup_assets.core.dispatch.finish import Finisher
-from catchup_assets.core.dispatch.ports import AttemptState, Backend
+from catchup_assets.core.dispatch.ports import MAX_BYTES, AttemptState, Backend
 from catchup_assets.core.dispatch.range_book import RangeBook
 from catchup_assets.core.dispatch.stopping import stop_attempts
 from catchup_assets.mission.cleanup import CleanupPlan, plan_cleanup
@@ -73,9 +73,15 @@ def settle(root: str, mission: str, backend: Backend, *, stop_live: bool = False
     keys = sorted({s.range_key for s in states})
     if not keys:
         return Settled()
-    # Verdicts are the dispatcher's: the book is here for its records, done marks and writes.
-    book = RangeBook(keys, records, _holder(), RetryPolicy(), 0, lambda result, already: None)
-    book.recover()
+    # The book is here for its records, done marks and writes; verdicts are the dispatcher's, under the
+    # deployment's policies, so it is filled without judging (recover() would judge, and log a condemned
+    # range by a default policy that may not be the deployment's).
+    book = RangeBook(keys, records, _holder(), RetryPolicy(), MAX_BYTES, lambda result, already: None)
+    recs, done = records.load(keys)
+    for (key, attempt), rec in recs.items():
+        book.recs[key][attempt] = rec
+    for key, attempt in done:
+        book.done[key].add(attempt)
     finisher = Finisher(
         mission,
         backend,
