@@ -178,6 +178,39 @@ def test_L34_profile_job_of_an_unknown_mission_is_refused_and_writes_nothing(ins
     assert not list((tmp_path / "storage").glob("*/range_profile.parquet"))  # no empty profile left behind
 
 
+def step_failure(result: dg.ExecuteInProcessResult):
+    """The one step failure's error and the reason the UI shows beside it (its Failure's description)."""
+    [failed] = [e for e in result.all_events if e.event_type == dg.DagsterEventType.STEP_FAILURE]
+    data = failed.event_specific_data
+    return data.error, data.user_failure_data
+
+
+@pytest.mark.parametrize(
+    ("mission", "says"),
+    [("m9", "range_profile: mission 'm9' has no plan"), ("Bad;name", "partition 'Bad;name' of missions")],
+)
+def test_issue36_a_refusal_is_its_reason_with_no_exception_beneath_it(instance, mission, says):
+    """Issue 36 item 5: a refused input was a Failure raised `from` the error, whose own traceback the
+    run's log printed under "caused by"; now the reason, naming what was wrong, is the whole of it."""
+    plan(instance, "m1", 2)
+    instance.add_dynamic_partitions("missions", [mission])
+    result = defs.resolve_job_def("profile_job").execute_in_process(
+        instance=instance, partition_key=mission, raise_on_error=False
+    )
+    error, reason = step_failure(result)
+    assert error.cls_name == "Failure" and error.cause is None and error.context is None
+    assert says in reason.description and "\n" not in reason.description
+
+
+def test_issue36_a_condemned_range_fails_the_step_with_its_reason_and_no_exception_beneath_it(instance):
+    assert plan(instance, "m1", 2).success
+    keys = instance.get_dynamic_partitions("ledger_ranges")
+    result = run_ranges(instance, keys, "m1", with_resource(sim_fail_targets=[int(keys[0][-10:])]))
+    error, reason = step_failure(result)
+    assert error.cls_name == "Failure" and error.cause is None and error.context is None
+    assert reason.description.startswith(f"1 of 2 ranges did not complete:\n{keys[0]}: failed budget spent")
+
+
 def test_the_dispatcher_s_alerts_reach_the_run_s_event_log(logged_instance):
     """With the repository's instance config (python_logs), a condemned range's alert, logged by the
     dispatcher's module logger, is an event of the run: the UI shows it on the run's page."""

@@ -29,7 +29,7 @@ def profile_diff(
     try:
         out = build_profile_diff(catchup.root(), mission, config.band_ledgers, config.threshold)
     except ValueError as exc:
-        raise refused("profile_diff", exc) from exc
+        raise refused("profile_diff", exc) from None
     if out.diff is None:
         context.log.info(out.note)
     return dg.MaterializeResult(metadata=profile_diff_metadata(mission, out, catchup.memory_scale))

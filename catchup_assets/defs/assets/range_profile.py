@@ -41,7 +41,7 @@ def range_profile(context: dg.AssetExecutionContext, catchup: CatchupResource):
         require_plan(store, mission)
         out = build_profile(catchup.root(), mission)
     except ValueError as exc:
-        raise refused("range_profile", exc) from exc
+        raise refused("range_profile", exc) from None
     plan = read_table(store, layout.plan(mission))
     plan_keys = set(plan.column("range_key").to_pylist())
     rows = out.profile.to_pylist()
@@ -108,7 +108,7 @@ def tier_map(context: dg.AssetExecutionContext, catchup: CatchupResource):
     try:
         table, url = build_tier_map(catchup.root(), mission, catchup.placement())
     except ValueError as exc:
-        raise refused("tier_map", exc) from exc
+        raise refused("tier_map", exc) from None
     rows = table.to_pylist()
     known = {t.name for t in catchup.placement().tiers.all()}
     unplaced = [r["range_key"] for r in rows if r["tier"] not in known or not r["memory_request_bytes"]]

@@ -35,5 +35,5 @@ def tier_ladder(context: dg.AssetExecutionContext, catchup: CatchupResource):
         context.log.warning(f"tier_ladder of mission {mission}: {exc}; no ladder fitted")
         return
     except ValueError as exc:
-        raise refused("tier_ladder", exc) from exc
+        raise refused("tier_ladder", exc) from None
     yield dg.MaterializeResult(metadata=ladder_metadata(mission, out, catchup.placement(), catchup.scale()))

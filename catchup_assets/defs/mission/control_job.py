@@ -46,9 +46,9 @@ def set_mission_control(context: dg.OpExecutionContext, config: MissionControlCo
             cap_bytes=catchup.placement().ladder.cap_bytes,
         )
     except ConfigError as exc:
-        raise refused(f"mission_control_job for mission {config.mission!r} refused", exc) from exc
+        raise refused(f"mission_control_job for mission {config.mission!r} refused", exc) from None
     except ControlConflict as exc:  # others kept changing it: nothing written, the operator launches again
-        raise dg.Failure(description=f"mission_control_job for mission {config.mission!r}: {exc}") from exc
+        raise dg.Failure(description=f"mission_control_job for mission {config.mission!r}: {exc}") from None
     context.instance.add_run_tags(context.run.run_id, {MISSION_TAG: config.mission})
     for line in state.lines():
         context.log.info(line)

@@ -100,7 +100,7 @@ class RangeCatchupRun:
             for k in keys:
                 parse_key(k)
         except RangeKeyError as exc:
-            raise refused("range_catchup refused", exc) from exc
+            raise refused("range_catchup refused", exc) from None
         mission = current_mission(context, keys)
         try:
             store = Store(catchup.root())
@@ -109,7 +109,7 @@ class RangeCatchupRun:
             keys = marks.keys = skip_superseded(context, keys, {r.key for r in planned})
             prepared = prepare(cfg, keys, planned) if keys else None
         except (ValueError, RangeKeyError, ProfileRefused) as exc:
-            raise refused(f"range_catchup of mission {mission} refused", exc) from exc
+            raise refused(f"range_catchup of mission {mission} refused", exc) from None
         return cls(context, catchup, marks, mission, cfg, keys), prepared
 
     @property

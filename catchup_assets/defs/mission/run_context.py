@@ -25,7 +25,10 @@ PLAN_KEY = dg.AssetKey("mission_plan")
 
 
 def refused(what: str, exc: Exception) -> dg.Failure:
-    """Bad input stops the run before dispatch, with the reason and no retry (L34)."""
+    """Bad input stops the run before dispatch, with the reason and no retry (L34).
+
+    Raise it `from None`: a cause would put its own traceback beneath the reason in the run's log
+    (issue 36 item 5); the reason names the field, which is all the operator needs."""
     return dg.Failure(description=f"{what}: {exc}", allow_retries=False)
 
 
@@ -45,7 +48,7 @@ def current_mission(context: dg.AssetExecutionContext, keys: list[str] | None = 
     try:
         owner = owning_mission(keys or [], condemned_by(instance, keys) if keys else {}, newest_plan(instance))
     except MissionAmbiguous as exc:
-        raise dg.Failure(description=str(exc), allow_retries=False) from exc
+        raise dg.Failure(description=str(exc), allow_retries=False) from None
     context.log.info(f"run not tagged {MISSION_TAG}: mission {owner.mission}, {owner.why}")
     # Filtering runs by mission in the UI, and the sensors, find it from now on.
     instance.add_run_tags(context.run.run_id, {MISSION_TAG: owner.mission})
@@ -62,7 +65,7 @@ def mission_partition(context: dg.AssetExecutionContext) -> str:
     try:
         validate_mission(key)
     except ValueError as exc:
-        raise refused(f"partition {key!r} of {missions_partitions_def.name}", exc) from exc
+        raise refused(f"partition {key!r} of {missions_partitions_def.name}", exc) from None
     tagged = context.run.tags.get(MISSION_TAG)
     if tagged and tagged != key:
         raise dg.Failure(
