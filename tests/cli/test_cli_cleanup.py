@@ -11,6 +11,7 @@ import json
 import sys
 import time
 
+import dagster as dg
 import pytest
 
 from catchup_assets.backends.local.backend import LocalBackend
@@ -19,6 +20,8 @@ from catchup_assets.core.dispatch.ports import AttemptSpec
 from catchup_assets.core.plan.config import MissionConfig
 from catchup_assets.core.plan.ranges import MissionSpan
 from catchup_assets.core.values.attempt_record import AttemptRecord
+from catchup_assets.defs.definitions import defs
+from catchup_assets.defs.mission.run_context import MISSION_TAG
 from catchup_assets.mission.saved import save_mission
 from catchup_assets.store.records import RecordStore
 from catchup_assets.store.root import Store
@@ -119,3 +122,26 @@ def test_an_unknown_mission_or_bad_settings_are_refused_naming_the_field(tmp_pat
     assert run(["cleanup", "--root", root, "--mission", "m1", "--settings", str(tmp_path / "s.json")]) == 2
     assert "--settings:" in capsys.readouterr().err
     assert not (tmp_path / "work").exists()  # nothing was written
+
+
+def test_issue36_item9_the_cli_asks_dagster_home_s_instance_or_requires_force(abandoned, capsys, monkeypatch):
+    root, b = abandoned
+    b.shutdown(5)  # nothing runs on the backend: only Dagster can say a run is live
+    argv = ["cleanup", "--root", str(root), "--mission", "m1"]
+    with dg.DagsterInstance.get() as instance:  # the fixture's DAGSTER_HOME: a run of m1 started, not finished
+        job = defs.resolve_job_def("range_catchup_job")
+        live = instance.create_run_for_job(job, tags={MISSION_TAG: "m1"}, status=dg.DagsterRunStatus.STARTED)
+    assert run(argv) == 2
+    err = capsys.readouterr().err
+    assert f"force: a run of mission m1 is live (Dagster run {live.run_id} (range_catchup_job) is STARTED)" in err
+    assert len(work_holds(b)[0]) == 3  # nothing deleted
+
+    monkeypatch.delenv("DAGSTER_HOME")  # no instance to ask: said, and refused without --force
+    assert run(argv) == 2
+    out, err = capsys.readouterr()
+    assert "  unchecked: DAGSTER_HOME is not set, so Dagster's runs of the mission were not asked" in out
+    assert "error: force: could not check whether a Dagster run of mission m1 can still run or retry" in err
+    assert "Traceback" not in err and len(work_holds(b)[0]) == 3
+    assert run([*argv, "--force"]) == 0
+    assert "(forced; Dagster's runs not checked)" in capsys.readouterr().out
+    assert work_holds(b) == ([], [LEFT, LIVE])
