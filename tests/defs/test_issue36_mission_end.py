@@ -1,12 +1,18 @@
 """Issue 36 item 3: a drained mission is not green anywhere, says how many ranges are left, and no next mission
 follows it. Real runs on the local backend and a real temporary instance; what is asserted is what the instance
 holds (the run's status and tags, the check's evaluation, the partitions' statuses as the UI reads them, the
-profile's materialization) and what the sensors' ticks say. A stop (SIGTERM to a run worker) is pinned in
-tests/reliability/test_operator_stop.py, with its own run worker process."""
+profile's materialization) and what the sensors' ticks say. A stop (SIGTERM to a run worker) is pinned here
+in process, and in tests/reliability/test_operator_stop.py with a run worker process of its own (slow)."""
+
+import os
+import signal
+import threading
+import time
 
 import dagster as dg
 from dagster._core.storage.tags import ASSET_PARTITION_RANGE_END_TAG, ASSET_PARTITION_RANGE_START_TAG
 
+from catchup_assets.backends.local.backend import LocalBackend
 from catchup_assets.core.dispatch.mission_control import MissionControl
 from catchup_assets.defs.assets.range_assets import MISSION_TAG, ledger_ranges_partitions_def
 from catchup_assets.defs.resources import CatchupResource
@@ -143,3 +149,49 @@ def test_issue36_a_condemned_range_s_page_shows_this_mission_s_attempt_and_names
     ]
     assert set(m1) <= set(condemned), set(m1) - set(condemned)
     assert page["seconds"] == "none: m2 did not complete it" and isinstance(m1["seconds"].value, float)
+
+
+def test_L37_issue36_a_stopped_run_is_canceled_fails_no_range_and_no_next_mission_follows(instance):
+    """SIGTERM to this process while the run dispatches, as a run worker gets it: the run ends CANCELED, no
+    range is FAILED, the run is profiled and the sensor plans nothing after it, saying why."""
+    plan = DEPLOYMENT.resolve_job_def("mission_plan_job")
+    assert plan.execute_in_process(run_config=plan_config("m1", 6, parallelism=2), instance=instance).success
+    keys = instance.get_dynamic_partitions("ledger_ranges")
+    backend = LocalBackend(DEPLOYMENT.resources["catchup"].work(), "m1")
+    sent = threading.Event()
+
+    def stop_once_dispatching() -> None:
+        end = time.monotonic() + 60
+        while time.monotonic() < end and not any(s.live for s in backend.observe()):
+            time.sleep(0.05)
+        os.kill(os.getpid(), signal.SIGTERM)  # the dispatcher's handler takes it (mission/stop_signals.py)
+        sent.set()
+
+    # Ours while the run's is not installed, so a late signal ends nothing but the run it was meant for.
+    previous = signal.signal(signal.SIGTERM, lambda *_: None)
+    try:
+        threading.Thread(target=stop_once_dispatching, daemon=True).start()
+        stopped = run(instance, keys)
+        assert sent.wait(60)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+    record = instance.get_run_by_id(stopped.run_id)
+    assert record.status == dg.DagsterRunStatus.CANCELED and record.tags["catchup/ended"] == "stopped"
+    status = instance.get_status_by_partition(RANGE, keys, ledger_ranges_partitions_def)
+    values = [s and s.value for s in status.values()]
+    assert "FAILED" not in values and values.count(None) >= 1, values  # not red: stopped, not started
+    assert record.tags["catchup/ranges-left"] == str(values.count(None))
+    [verdict] = check_evaluations(instance, stopped.run_id, "mission_complete")
+    assert not verdict.passed and verdict.severity == dg.AssetCheckSeverity.WARN
+    assert verdict.metadata["why"].value.startswith(f"stopped: {values.count('MATERIALIZED')} of 6 ranges done")
+
+    [request] = [r for r in tick(instance, mission_finished_sensor).run_requests if r.partition_key == "m1"]
+    profile = DEPLOYMENT.resolve_job_def("profile_job")
+    assert profile.execute_in_process(instance=instance, partition_key="m1", tags=request.tags).success
+    skipped = tick(instance, next_mission_sensor)
+    assert not skipped.run_requests
+    assert skipped.skip_message.startswith(
+        f"no next mission after m1: its last run was stopped (stopped, {values.count(None)} ranges left, "
+        f"run {stopped.run_id})"
+    )
