@@ -17,15 +17,18 @@ import math
 import time
 from collections.abc import Callable, Iterator
 
-from prometheus_client.exposition import start_http_server
 from prometheus_client.metrics_core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.registry import Collector, CollectorRegistry
 from prometheus_client.utils import floatToGoString
 
 from catchup_assets.core.dispatch.gauges import SUPERSEDED, Snapshot
+from catchup_assets.mission import metrics_server
 
 log = logging.getLogger(__name__)
 
+# After the run's end, how long its endpoint waits for the scraper that watched it to read the final
+# figures: two of the PodMonitor's 30 s intervals.
+LINGER_SECONDS = 60.0
 PATH = "/metrics"  # prometheus_client serves its registry on every path; the chart's PodMonitor names this one
 FLAGS = {
     "breaker_tripped": "1 while new dispatches are stopped: the circuit breaker tripped, or a fault every attempt hits",
@@ -119,8 +122,18 @@ class MissionMetrics:
     """One mission's registry and, once served, its HTTP server. Hook it to a run with
     `run_mission(..., metrics=...)`; the caller closes it when the mission ends."""
 
-    def __init__(self, mission: str, *, superseded: int = 0, time_scale: float = 1.0, every_seconds: float = 5.0):
+    def __init__(
+        self,
+        mission: str,
+        *,
+        superseded: int = 0,
+        time_scale: float = 1.0,
+        every_seconds: float = 5.0,
+        linger_seconds: float = 0.0,
+    ):
         self.mission, self.superseded, self.time_scale = mission, superseded, time_scale
+        self.linger_seconds = linger_seconds
+        self.scrapes = 0  # requests served: a run whose endpoint was scraped waits for one scrape more at its end
         self.every_seconds = every_seconds  # a snapshot reads every record: not on each 1 s pass of 4000 ranges
         self.registry = CollectorRegistry(auto_describe=False)
         self.registry.register(_SnapshotCollector(self))
@@ -141,14 +154,24 @@ class MissionMetrics:
         if self._take is not None:
             self.snapshot, self._taken_at = self._take(), time.monotonic()
 
-    def serve(self, port: int, addr: str = "0.0.0.0") -> int:
+    def serve(self, port: int, addr: str = "0.0.0.0", timeout: float = metrics_server.TIMEOUT_SECONDS) -> int:
         """Serve /metrics on `port` (0: a free one) of `addr`; returns the port. Every interface by
-        default: Prometheus scrapes a pod by its IP."""
-        self._server, self._thread = start_http_server(port, addr, registry=self.registry)
+        default: Prometheus scrapes a pod by its IP. A connection silent for `timeout` s is dropped."""
+        self._server, self._thread = metrics_server.serve(port, addr, self.registry, self._scraped, timeout)
         self.port = self._server.server_port
         return self.port
 
+    def _scraped(self) -> None:
+        self.scrapes += 1
+
     def close(self) -> None:
+        """Stop serving; a run some scraper watched first waits (at most `linger_seconds`) for it to read the
+        final figures, which the last pass took after its previous scrape: an endpoint that vanished with
+        the run left Prometheus the counts of a few seconds before the end."""
+        if self._server is not None and self.scrapes:
+            seen, end = self.scrapes, time.monotonic() + self.linger_seconds
+            while self.scrapes == seen and time.monotonic() < end:
+                time.sleep(0.1)
         if self._server is not None:
             self._server.shutdown()
             self._server.server_close()
@@ -167,7 +190,7 @@ def serve_metrics(port: int, mission: str, addr: str = "0.0.0.0", **kw) -> Missi
     which is logged: a mission runs on without its metrics rather than fail over them."""
     if not port:
         return None
-    metrics = MissionMetrics(mission, **kw)
+    metrics = MissionMetrics(mission, **{"linger_seconds": LINGER_SECONDS, **kw})
     try:
         metrics.serve(port, addr)
     except OSError as exc:

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import statistics
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
 
 from catchup_assets.core.classify.outcomes import Outcome
@@ -73,8 +73,14 @@ def _slack(peaks: Iterable[int], limits: Iterable[int]) -> float | None:
     return 1 - sum(peaks) / total if total > 0 else None
 
 
-def sizing_kpis(records: Iterable, placement: Placement, time_scale: float = 1.0) -> SizingKpis:
-    """The KPIs of the finished attempt records of one mission (`time_scale`: measured to mission seconds)."""
+def sizing_kpis(
+    records: Iterable, placement: Placement, time_scale: float = 1.0, decided: Collection[str] | None = None
+) -> SizingKpis:
+    """The KPIs of the finished attempt records of one mission (`time_scale`: measured to mission seconds).
+
+    `decided`: while the mission runs, the ranges with a verdict: the shares per range (OOM-hit,
+    first-attempt success) are over those alone, and absent before the first, so an OOM early in a
+    range's first attempt does not read as every range hit. None: every range with a finished attempt."""
     finished = [r for r in records if r.outcome is not None]
     ok = [r for r in finished if r.outcome == Outcome.OK]
     measured = [r for r in ok if r.peak_anon_bytes is not None and r.memory_limit_bytes]
@@ -89,10 +95,11 @@ def sizing_kpis(records: Iterable, placement: Placement, time_scale: float = 1.0
 
     range_slacks = [s for rs in by_range.values() if (s := slack_of(rs)) is not None]
     ranges = {r.range_key for r in finished}
-    oom_ranges = {r.range_key for r in finished if r.outcome == Outcome.OOM}
+    judged = ranges if decided is None else ranges & set(decided)
+    oom_ranges = {r.range_key for r in finished if r.outcome == Outcome.OOM and r.range_key in judged}
     first: dict[str, object] = {}
     for r in sorted(finished, key=lambda r: r.attempt):
-        if r.outcome != Outcome.STOPPED:
+        if r.outcome != Outcome.STOPPED and r.range_key in judged:
             first.setdefault(r.range_key, r)
     known = {t.name: t for t in placement.tiers.all()}
     ideal = 0.0
@@ -112,7 +119,7 @@ def sizing_kpis(records: Iterable, placement: Placement, time_scale: float = 1.0
         memory_slack=slack_of(measured),
         median_range_slack=statistics.median(range_slacks) if range_slacks else None,
         slack_by_tier={t: s for t, rs in sorted(by_tier.items()) if (s := slack_of(rs)) is not None},
-        oom_hit_share=len(oom_ranges) / len(ranges) if ranges else None,
+        oom_hit_share=len(oom_ranges) / len(judged) if judged else None,
         first_attempt_success=(sum(1 for r in first.values() if r.outcome == Outcome.OK) / len(first))
         if first
         else None,

@@ -189,7 +189,8 @@ class Gauges:
         results = {k: r.status.value for k, r in book.results.items()}
         recs = finished(book.recs, book.done)
         buckets, peak_sum = peak_histogram(r.peak_anon_bytes for r in recs if r.peak_anon_bytes is not None)
-        kpis = sizing_kpis(recs, self.placement)  # its dollars are the mission's cost so far, priced once
+        # Its dollars are the mission's cost so far, priced once; its shares per range over those decided.
+        kpis = sizing_kpis(recs, self.placement, decided=book.results.keys())
         return Snapshot(
             mission=self.name,
             ranges=range_states(self.keys, results, mine, book.done),
