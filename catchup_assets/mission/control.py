@@ -26,6 +26,7 @@ from catchup_assets.core.dispatch.mission_control import (
 )
 from catchup_assets.core.dispatch.range_book import past_attempts
 from catchup_assets.core.errors import ConfigError, StateError
+from catchup_assets.core.values.attempt_record import AttemptRecord
 from catchup_assets.mission.plan import require_plan
 from catchup_assets.mission.saved import mission_cap, mission_doc
 from catchup_assets.store import layout
@@ -68,36 +69,57 @@ class MissionState:
         return out
 
 
-def mission_state(store: Store, mission: str, retry: RetryPolicy | None = None, cap_bytes: int | None = None):
+@dataclass(frozen=True)
+class RangeVerdicts:
+    """Each planned range's records, done marks and verdict, judged as the dispatcher judges them."""
+
+    keys: list[str]  # in dispatch order
+    records: dict[str, dict[int, AttemptRecord]]
+    done: dict[str, set[int]]
+    actions: dict[str, Action]
+
+
+def range_verdicts(store: Store, mission: str, retry: RetryPolicy | None = None, cap_bytes: int | None = None):
+    plan = read_table(store, layout.plan(mission)).sort_by("dispatch_rank")
+    keys = plan.column("range_key").to_pylist()
+    records = RecordStore(store, mission)
+    recs, marked = records.load(keys)
+    resets = records.load_resets(keys)
+    by_key: dict[str, dict[int, AttemptRecord]] = defaultdict(dict)
+    done_by_key: dict[str, set[int]] = defaultdict(set)
+    for (key, attempt), rec in recs.items():
+        by_key[key][attempt] = rec
+    for key, attempt in marked:
+        done_by_key[key].add(attempt)
+    actions = {
+        key: decide(
+            past_attempts(by_key[key], done_by_key[key], resets.get(key, 0)), retry or RetryPolicy(), cap_bytes
+        ).action
+        for key in keys
+    }
+    return RangeVerdicts(keys, by_key, done_by_key, actions)
+
+
+def mission_state(
+    store: Store, mission: str, retry: RetryPolicy | None = None, cap_bytes: int | None = None
+) -> MissionState:
     """The mission's control and range counts, judged from the records as the dispatcher judges them."""
     require_plan(store, mission)  # an unknown mission is refused, naming where its plan should be
     doc = mission_doc(store, mission) or {}
     planned = doc.get("parallelism")
     if isinstance(planned, bool) or not isinstance(planned, int) or planned < 1:
         raise ConfigError(f"mission: {mission!r} has no parallelism in its {layout.MISSION_FILE}: plan it first")
-    keys = read_table(store, layout.plan(mission)).column("range_key").to_pylist()
-    records = RecordStore(store, mission)
-    recs, marked = records.load(keys)
-    resets = records.load_resets(keys)
-    by_key: dict[str, dict] = defaultdict(dict)
-    done_by_key: dict[str, set[int]] = defaultdict(set)
-    for (key, attempt), rec in recs.items():
-        by_key[key][attempt] = rec
-    for key, attempt in marked:
-        done_by_key[key].add(attempt)
-    done = condemned = in_flight = 0
-    for key in keys:
-        history = past_attempts(by_key[key], done_by_key[key], resets.get(key, 0))
-        action = decide(history, retry or RetryPolicy(), cap_bytes).action
-        done += action is Action.DONE
-        condemned += action is Action.CONDEMNED
-        in_flight += action not in (Action.DONE, Action.CONDEMNED) and bool(set(by_key[key]) - done_by_key[key])
+    v = range_verdicts(store, mission, retry, cap_bytes)
+    decided = {k for k, a in v.actions.items() if a in (Action.DONE, Action.CONDEMNED)}
+    done = sum(a is Action.DONE for a in v.actions.values())
+    condemned = sum(a is Action.CONDEMNED for a in v.actions.values())
+    in_flight = sum(1 for k in v.keys if k not in decided and set(v.records[k]) - v.done[k])
     try:
         control = ControlStore(store, mission).read() or MissionControl()
     except StateError as exc:  # torn or edited: the dispatchers keep their last good one; a change replaces it
         log.warning("%s; the next change starts from no control", exc)
         control = MissionControl()
-    return MissionState(mission, control, planned, len(keys), done, condemned, in_flight)
+    return MissionState(mission, control, planned, len(v.keys), done, condemned, in_flight)
 
 
 def set_control(
