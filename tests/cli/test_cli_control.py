@@ -65,13 +65,13 @@ def test_issue36_a_record_edited_past_the_cap_does_not_block_a_pause(tmp_path, c
     assert (c.paused, c.parallelism, [h.line() for h in c.history]) == (True, CAP, ["pause (by cli:alice)"])
 
 
-def test_a_finished_mission_shows_its_counts_and_refuses_resume(tmp_path, capsys):
+@pytest.mark.parametrize("action", [["resume"], ["pause"], ["drain"], ["parallelism", "4"]])
+def test_issue36_a_finished_mission_refuses_every_control_in_one_line(tmp_path, capsys, action):
     store = planned(tmp_path, finished=True)
-    assert control(tmp_path, "resume") == 2
-    assert "action: resume refused: the mission is finished" in capsys.readouterr().err
-    assert not store.exists(layout.control("m1"))
-    assert control(tmp_path, "pause") == 0
-    assert "ranges: 10, done 10, condemned 0, in flight 0" in capsys.readouterr().out
+    assert control(tmp_path, *action) == 2
+    err = capsys.readouterr().err
+    assert f"action: {action[0]} refused: the mission is finished" in err and "Traceback" not in err
+    assert not store.exists(layout.control("m1"))  # nothing written
 
 
 @pytest.mark.parametrize(

@@ -24,7 +24,6 @@ DRAINING = MissionControl(drain=True)
         (RUNNING, "parallelism", CAP, False, False, False, CAP),  # the cap itself is allowed
         (RUNNING, "parallelism", 1, False, False, False, 1),
         (PAUSED, "parallelism", 3, False, True, False, 3),  # set while paused, used on resume
-        (RUNNING, "pause", None, True, True, False, None),  # a finished mission may still be paused
     ],
 )
 def test_transitions(start, action, value, finished, paused, drain, parallelism):
@@ -46,6 +45,9 @@ def test_transitions(start, action, value, finished, paused, drain, parallelism)
         (RUNNING, "stop", None, False, "action"),
         (PAUSED, "resume", None, True, "action"),  # nothing left to dispatch
         (DRAINING, "resume", None, True, "action"),
+        (RUNNING, "pause", None, True, "action"),  # issue 36: a finished mission takes no control at all
+        (RUNNING, "drain", None, True, "action"),
+        (RUNNING, "parallelism", 4, True, "action"),
     ],
 )
 def test_refusals_name_the_field(start, action, value, finished, field):

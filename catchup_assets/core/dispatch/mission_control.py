@@ -120,14 +120,18 @@ class MissionControl:
     ) -> MissionControl:
         """The control after `action`; refused (ConfigError naming the field) if it is not allowed.
 
-        A finished mission (every range done or condemned) cannot be resumed: nothing is left
-        to dispatch. A drained one whose run ended is not finished: resume is how its unstarted
-        ranges are let go again.
+        A finished mission (every range done or condemned) takes no control: nothing is left to
+        dispatch, pause, drain or cap, and a change accepted without effect would tell the operator
+        it did something (issue 36). A drained one whose run ended is not finished: resume is how
+        its unstarted ranges are let go again.
         """
         checked = check_action(action, value, max_parallelism)
         who = check_who(who)
-        if action == RESUME and finished:
-            raise ConfigError("action: resume refused: the mission is finished, every range is done or condemned")
+        if finished:
+            raise ConfigError(
+                f"action: {action} refused: the mission is finished, every range is done or condemned; "
+                "nothing is left to control"
+            )
         new = {
             PAUSE: lambda: replace(self, paused=True),
             RESUME: lambda: replace(self, paused=False, drain=False),
