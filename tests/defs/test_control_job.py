@@ -165,3 +165,16 @@ def test_a_paused_and_drained_run_shows_paused_fails_no_partition_and_a_later_ru
     assert job.execute_in_process(instance=instance, tags=tags, raise_on_error=False).success
     status = instance.get_status_by_partition(RANGE, keys, ledger_ranges_partitions_def)
     assert {s.value for s in status.values()} == {"MATERIALIZED"}
+
+
+def test_issue36_with_no_mission_given_the_job_controls_the_newest_planned_one(planned_in_dagster):
+    instance, store = planned_in_dagster
+    result = control(instance, "", "pause")
+    assert result.success and ControlStore(store, "m1").read().paused
+    assert instance.get_run_by_id(result.run_id).tags[MISSION_TAG] == "m1"
+
+
+def test_issue36_with_no_mission_given_and_none_planned_the_job_refuses_in_one_line(instance):
+    result = control(instance, "", "pause")
+    failure = " ".join(str(e.event_specific_data.error) for e in result.all_events if e.is_failure)
+    assert not result.success and "mission: none given and no mission planned yet" in failure

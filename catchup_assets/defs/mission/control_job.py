@@ -13,7 +13,7 @@ from pydantic import Field
 
 from catchup_assets.core.dispatch.mission_control import check_who
 from catchup_assets.core.errors import ConfigError
-from catchup_assets.defs.mission.run_context import MISSION_TAG, refused
+from catchup_assets.defs.mission.run_context import MISSION_TAG, newest_plan, refused
 from catchup_assets.defs.resources import CatchupResource
 from catchup_assets.mission.control import set_control
 from catchup_assets.store.control_record import ControlConflict
@@ -22,7 +22,9 @@ RANGE_CATCHUP_KEY = dg.AssetKey("range_catchup")
 
 
 class MissionControlConfig(dg.Config):
-    mission: str = Field(description="the mission to control (its name, as planned)")
+    mission: str = Field(
+        default="", description="the mission to control (its name, as planned); empty: the newest planned mission"
+    )
     action: Literal["pause", "resume", "drain", "parallelism"] = Field(
         description="pause: no new attempts; resume: dispatch again; drain: finish what is in flight, then end "
         "the run, the rest left for later; parallelism: the live cap on attempts in flight (needs value)"
@@ -33,11 +35,16 @@ class MissionControlConfig(dg.Config):
 @dg.op(description="write the mission's control record and log its state after the change")
 def set_mission_control(context: dg.OpExecutionContext, config: MissionControlConfig, catchup: CatchupResource):
     user = context.run.tags.get("dagster/user") or context.run.tags.get("user")
+    mission = config.mission or newest_plan(context.instance)
+    if not mission:
+        raise dg.Failure(description="mission: none given and no mission planned yet", allow_retries=False)
+    if not config.mission:
+        context.log.info(f"mission: none given: the newest planned, {mission}")
     try:
         who = f"dagster:run {context.run.run_id[:8]}" + (f" ({check_who(user, 'dagster/user tag')})" if user else "")
         state = set_control(
             catchup.root(),
-            config.mission,
+            mission,
             config.action,
             config.value,
             who=who,
@@ -46,10 +53,10 @@ def set_mission_control(context: dg.OpExecutionContext, config: MissionControlCo
             cap_bytes=catchup.placement().ladder.cap_bytes,
         )
     except ConfigError as exc:
-        raise refused(f"mission_control_job for mission {config.mission!r} refused", exc) from None
+        raise refused(f"mission_control_job for mission {mission!r} refused", exc) from None
     except ControlConflict as exc:  # others kept changing it: nothing written, the operator launches again
-        raise dg.Failure(description=f"mission_control_job for mission {config.mission!r}: {exc}") from None
-    context.instance.add_run_tags(context.run.run_id, {MISSION_TAG: config.mission})
+        raise dg.Failure(description=f"mission_control_job for mission {mission!r}: {exc}") from None
+    context.instance.add_run_tags(context.run.run_id, {MISSION_TAG: mission})
     for line in state.lines():
         context.log.info(line)
     c = state.control
@@ -57,7 +64,7 @@ def set_mission_control(context: dg.OpExecutionContext, config: MissionControlCo
         dg.AssetObservation(
             asset_key=RANGE_CATCHUP_KEY,
             metadata={
-                "mission": config.mission,
+                "mission": mission,
                 "control": c.history[-1].line(),
                 "paused": c.paused,
                 "draining": c.drain,
