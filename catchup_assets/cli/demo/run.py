@@ -118,7 +118,7 @@ def run_demo(settings: DemoSettings, out: TextIO = sys.stdout, log_level: str = 
         if settings.fail_ranges:
             print(
                 f"(--fail-ranges {settings.fail_ranges}: the simulated archive is corrupt there) to backfill them, "
-                f'repair it, then reload and backfill in the UI (README, "Try a failure"):\n'
+                f'repair it, then reload and backfill in the UI (docs/how-to.md, "Backfill failed ranges"):\n'
                 f"  {repair_command(settings.directory)}",
                 file=out,
             )
