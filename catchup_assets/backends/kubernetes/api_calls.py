@@ -87,23 +87,28 @@ class ApiCalls:
         return self._call(self.core.list_namespaced_event, self.ns, field_selector=field_selector, read=True)
 
     def _read_log(self, pod_name: str, since: str | None):
-        self._throttle()
+        """The pod's log since `since`, as a stream; retried as every call is (a 429's wait, the pass's
+        budget): spent, TransientBackendError, and the final read waits for a later pass (pod_logs.py)."""
         query = [("container", CONTAINER), ("timestamps", "true")]
         if since:
             query.append(("sinceTime", since))  # the generated client has no since_time
-        return self.core.api_client.call_api(
-            "/api/v1/namespaces/{namespace}/pods/{name}/log",
-            "GET",
-            path_params={"namespace": self.ns, "name": pod_name},
-            query_params=query,
-            # As client-go asks for a stream: kube-apiserver negotiates pods/log among its serializers and
-            # answers `Accept: text/plain` alone 406 (the body comes as text/plain either way).
-            header_params={"Accept": "application/json, */*"},
-            auth_settings=["BearerToken"],
-            _preload_content=False,
-            _return_http_data_only=True,
-            _request_timeout=self.timeout,
-        )
+
+        def read_namespaced_pod_log(_request_timeout):
+            return self.core.api_client.call_api(
+                "/api/v1/namespaces/{namespace}/pods/{name}/log",
+                "GET",
+                path_params={"namespace": self.ns, "name": pod_name},
+                query_params=query,
+                # As client-go asks for a stream: kube-apiserver negotiates pods/log among its serializers and
+                # answers `Accept: text/plain` alone 406 (the body comes as text/plain either way).
+                header_params={"Accept": "application/json, */*"},
+                auth_settings=["BearerToken"],
+                _preload_content=False,
+                _return_http_data_only=True,
+                _request_timeout=_request_timeout,
+            )
+
+        return self._call(read_namespaced_pod_log)
 
 
 def status_message(exc: ApiException) -> str:

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from catchup_assets.backends.shipping import SplitLog, lines, split_log
+from catchup_assets.core.dispatch.ports import TransientBackendError
 from catchup_assets.core.measure.logparse import iter_lines
 
 log = logging.getLogger(__name__)
@@ -35,6 +36,7 @@ class Cursor:
     since: str | None = None  # RFC3339 with fractional seconds, as the kubelet prints it
     at_since: set[str] = field(default_factory=set)
     failures: int = 0
+    failed: Exception | None = None  # why the last read failed
 
 
 _TS = re.compile(r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.(\d{1,9}))?Z ")
@@ -101,10 +103,10 @@ class LogSpool:
             with open(self.path(attempt_id), "a", encoding="utf-8") as out:
                 for text in new_lines(iter_lines(chunks), cur):
                     out.write(text + "\n")
-            cur.failures = 0
+            cur.failures, cur.failed = 0, None
             return True
         except Exception as exc:  # noqa: BLE001 - a bad read costs this poll only
-            cur.failures += 1
+            cur.failures, cur.failed = cur.failures + 1, exc
             log.info("log poll of %s failed (%d): %s", pod_name, cur.failures, exc)
             return False
 
@@ -113,12 +115,17 @@ class LogSpool:
         list(self._pool.map(lambda t: self.poll(*t), targets))
 
     def final_read(self, attempt_id: str, pod_name: str | None, tries: int = 3) -> None:
-        """The last read of a terminal pod, bounded (L31); a vanished pod has nothing left."""
+        """The last read of a terminal pod, bounded (L31); a vanished pod has nothing left. Raises
+        TransientBackendError when the API server could not answer now (throttled past the pass's wait
+        budget, issue 36): the attempt is collected on a later pass, never recorded without its log."""
         if pod_name is None:
             return
         for _ in range(tries):
             if self.poll(attempt_id, pod_name):
                 return
+        failed = self._cursors[attempt_id].failed
+        if isinstance(failed, TransientBackendError):
+            raise failed
 
     def split(self, attempt_id: str) -> SplitLog:
         """The attempt's own lines and the earlier logs its worker shipped, as files here (L31)."""
