@@ -13,9 +13,9 @@ that reads what the server has already queued and stops after `idle` seconds of
 silence, then resumes from where it stopped on the next pass.
 
 The idle is set on the socket once the response has begun, never as the request's read
-timeout: that timeout also bounds the wait for the response's headers, and urllib3 (the
-kubernetes client leaves its `retries` at urllib3's default) sends a GET whose headers
-timed out again, so on a loaded machine one poll became two watches. The headers get the
+timeout: that timeout also bounds the wait for the response's headers, and urllib3 (whose default
+retries connect.py keeps for connection and read errors, its status retries off) sends a GET
+whose headers timed out again, so on a loaded machine one poll became two watches. The headers get the
 connect timeout; an API server flushes them as soon as the watch is registered.
 
 What relists (the cache dropped and rebuilt from a fresh LIST): an ERROR event (a
