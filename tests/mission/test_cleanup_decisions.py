@@ -30,6 +30,7 @@ from catchup_assets.store.records import RecordStore
 from catchup_assets.store.root import Store
 
 OK, FAILED, UNRECORDED, FLUSHED, LIVE = (f"{64 * i + 1:010d}-{64 * (i + 1):010d}" for i in range(5))
+RETRIES = {"run_retries": {"enabled": True, "max_retries": 1}}  # the chart's instance retries a dead run
 WORKER = "import os, time; time.sleep(float(os.environ['NAP'])); raise SystemExit(int(os.environ['RC']))"
 
 # Each leftover's fate, whatever the runs: (kind, range) -> deleted or kept, and why.
@@ -72,14 +73,17 @@ def dagster_says(kind: str | None, instance: dg.DagsterInstance) -> list[str]:
     if kind in ("STARTED", "NOT_STARTED", "CANCELED", "SUCCESS"):
         instance.create_run_for_job(job, tags=tags, status=status[kind])
     elif kind in ("will retry", "no retry left"):
-        will = "true" if kind == "will retry" else "false"
-        instance.create_run_for_job(job, tags={**tags, "dagster/will_retry": will}, status=status.FAILURE)
+        # A dead dispatcher's run, failed as run monitoring fails it: Dagster itself tags it dagster/will_retry,
+        # true while it has retries left (the instance's max_retries 1; a run tagged dagster/max_retries 0 has none).
+        none_left = {"dagster/max_retries": "0"} if kind == "no retry left" else {}
+        instance.report_run_failed(instance.create_run_for_job(job, tags={**tags, **none_left}, status=status.STARTED))
     elif kind in ("retry running", "retry finished"):
+        dead = instance.create_run_for_job(job, tags=tags, status=status.STARTED)
+        instance.report_run_failed(dead)
         retry = instance.create_run_for_job(
             job, status=status.STARTED if kind == "retry running" else status.SUCCESS
         )  # the daemon's retry, not tagged with the mission: found by the id the failed run names
-        tags = {**tags, "dagster/will_retry": "true", "dagster/auto_retry_run_id": retry.run_id}
-        instance.create_run_for_job(job, tags=tags, status=status.FAILURE)
+        instance.add_run_tags(dead.run_id, {"dagster/auto_retry_run_id": retry.run_id})  # as the daemon tags it
     return live_runs(instance, "m1")
 
 
@@ -109,7 +113,7 @@ def test_issue36_item9_what_cleanup_decides_per_leftover(left, monkeypatch, runs
         monkeypatch.delenv("DAGSTER_HOME", raising=False)
         live, unchecked = dagster_runs("m1")
     else:
-        with dg.DagsterInstance.ephemeral() as instance:
+        with dg.DagsterInstance.ephemeral(settings=RETRIES) as instance:
             live, unchecked = dagster_says(runs, instance), []
     plan = plan_cleanup(root, "m1", b, also_live=live, unchecked=unchecked, now=time.time() + 3600)
     decided = {(o.kind, o.range_key): "delete" for o in plan.delete}
