@@ -38,6 +38,9 @@ def test_the_ui_dollars_node_hours_and_hours_equal_the_demo_summary(demo):
                 assert "no previous profile" in plan["predicted_cost"]
             else:
                 assert f"{plan['predicted_cost_usd']:,.2f}" == predicted[i]
+                # Issue 36: the band rounded as the figure beside it, never "975 - 1.02e+03".
+                p10, p90 = (number(x) for x in plan["makespan_p10_p90_hours"].split(" - "))
+                assert p10 <= plan["expected_makespan_hours"] <= p90 and "e+" not in plan["makespan_p10_p90_hours"]
                 assert f"{ui['predicted_cost_usd']:,.2f}" == predicted[i]
 
 
@@ -53,6 +56,8 @@ def test_a_range_partition_times_its_compute_as_the_core_times_tx_apply(demo):
             meta = {k: v.value for k, v in r.asset_materialization.metadata.items()}
             assert meta["seconds"] >= meta["tx_apply_seconds"] > 0, meta
             assert "x 3,000,000" in meta["scale"]
+            # Issue 36: the MiB beside production seconds say whose they are.
+            assert "MiB: this deployment's, each standing for 200 MiB in production" in meta["scale"]
 
 
 def table_cells(markdown: str) -> tuple[list[str], list[list[str]]]:

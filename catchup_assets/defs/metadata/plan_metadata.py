@@ -101,7 +101,8 @@ def band_metadata(prepared, scale: Scale = FULL) -> dict[str, Any]:
     hours = scale.time / 3600
     return {
         "expected_makespan_hours": reading(band.expected_seconds * hours),
-        "makespan_p10_p90_hours": f"{band.p10_seconds * hours:.3g} - {band.p90_seconds * hours:.3g}",
+        # Rounded as the expected figure beside it (issue 36: it read "975 - 1.02e+03").
+        "makespan_p10_p90_hours": f"{reading(band.p10_seconds * hours):,} - {reading(band.p90_seconds * hours):,}",
         "makespan_spread": f"runtime sigma {band.sigma:.3g} per range, peaks {band.memory_sigma:.3g}; "
         f"{band.draws} seeded draws; ~{band.expected_oom_retries:.1f} OOM retries",
     }

@@ -39,7 +39,7 @@ def profile_plot(rows: Sequence[dict[str, Any]], memory_scale: float = 1.0) -> d
     ax1.bar(xs, [r["peak_anon_bytes"] / memory_scale / GiB for r in rows], width=0.8 * _step(xs), color="#4a7bb7")
     ax1.set_ylabel("peak anon (GiB)")
     ax2.bar(xs, [(r["seconds"] or 0) / 3600 for r in rows], width=0.8 * _step(xs), color="#d9843b")
-    ax2.set_ylabel("seconds (h)")
+    ax2.set_ylabel("compute (hours)")
     ax2.set_xlabel("range end (million ledgers)")
     return png_markdown(fig)
 

@@ -35,8 +35,12 @@ def range_metadata(mission: str, result, adopted: bool, scale: Scale = FULL) -> 
             meta[field[: -len("_bytes")] + "_mib"] = mib(row[field])
     if result.log_path:
         meta["log_path"] = dg.MetadataValue.path(result.log_path)
-    if scale.time != 1:
-        meta["scale"] = f"seconds: measured x {scale.time:,.0f} (a simulated stellar-core), production's"
+    if scale.time != 1 or scale.memory != 1:
+        # Issue 36: one page, one scale said: seconds are production's, MiB the deployment's own.
+        meta["scale"] = (
+            f"seconds: measured x {scale.time:,.0f} (a simulated stellar-core), production's; "
+            f"MiB: this deployment's, each standing for {1 / scale.memory:,.4g} MiB in production"
+        )
     return meta
 
 
