@@ -5,6 +5,7 @@ import io
 import logging
 import os
 import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -53,22 +54,23 @@ def test_issue36_the_demo_prints_no_traceback(demo):
 
 
 @pytest.mark.slow  # `dagster dev` for its first sensor ticks, ~40 s: `uv run pytest -m slow`
-def test_issue36_dagster_dev_on_the_demo_prints_no_traceback(demo):
+def test_issue36_dagster_dev_on_the_demo_prints_no_traceback(demo, tmp_path):
     """Issue 36 item 5: `dagster dev` printed 62 "SQLite objects created in a thread" tracebacks in 17
     minutes, the first with the first sensor ticks: the same ephemeral instance, entered by a sensor's
     resource on a gRPC thread of the code server and closed by garbage collection on another."""
     d, _, _ = demo
+    home = shutil.copytree(d / "dagster_home", tmp_path / "dagster_home")  # any run a tick makes stays here
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    env = {k: v for k, v in os.environ.items() if k != "CATCHUP_STORAGE_ROOT"} | {
-        "DAGSTER_HOME": str(d / "dagster_home")
-    }
+    env = {k: v for k, v in os.environ.items() if k != "CATCHUP_STORAGE_ROOT"} | {"DAGSTER_HOME": str(home)}
     dev = Path(sys.executable).parent / "dagster"
     cmd = [str(dev), "dev", "-w", str(d / "workspace.yaml"), "-p", str(port)]
-    log_path = d / "dagster_dev.log"
+    log_path = tmp_path / "dagster_dev.log"
     with open(log_path, "wb") as log:
-        proc = subprocess.Popen(cmd, cwd=d, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        proc = subprocess.Popen(
+            cmd, cwd=tmp_path, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+        )
         try:
             # Every sensor running by default (notify, mission_plan, mission_finished) ticks once, then once more.
             deadline = time.monotonic() + 150
