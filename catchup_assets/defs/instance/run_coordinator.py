@@ -11,6 +11,9 @@ daemon, the sensors, the UI's launches), so here the ownership rule
 What the rule cannot decide (partitions of two missions, no mission planned) is left
 untagged: the run then refuses itself at start, saying how to choose, as before. Nothing
 here may stop a run from queueing: a failure to read the instance leaves it untagged too.
+But a mission_plan launch that breaks a bound its config class declares (`parallelism: 0`, a
+capitalised name: defs/instance/launch_check.py) fails here at once, naming the field, rather
+than when its process starts.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from collections.abc import Mapping, Sequence
 import dagster as dg
 from dagster._core.run_coordinator import QueuedRunCoordinator, SubmitRunContext
 
+from catchup_assets.defs.instance.launch_check import launch_refusal
 from catchup_assets.defs.instance.ownership import MissionAmbiguous, condemned_by, owning_mission
 from catchup_assets.defs.mission.live_runs import PARTITION_TAG, targets_range_catchup
 from catchup_assets.defs.mission.run_context import (
@@ -61,6 +65,9 @@ class MissionRunCoordinator(QueuedRunCoordinator):
 
     def submit_run(self, context: SubmitRunContext) -> dg.DagsterRun:
         run = context.dagster_run
+        if run.status == dg.DagsterRunStatus.NOT_STARTED and (refusal := _refusal(self, run)):
+            self._instance.report_run_failed(run, refusal)  # one line in the run's log; it never queues
+            return self._instance.get_run_by_id(run.run_id) or run
         if run.status == dg.DagsterRunStatus.NOT_STARTED:
             try:
                 found = launch_owner(self._instance, run)
@@ -73,3 +80,11 @@ class MissionRunCoordinator(QueuedRunCoordinator):
                 self._instance.report_engine_event(f"tagged {MISSION_TAG}={mission} at launch: {why}", run)
         # The queue reads the run back from storage, tags and all.
         return super().submit_run(context)
+
+
+def _refusal(coordinator: MissionRunCoordinator, run: dg.DagsterRun) -> str | None:
+    try:
+        return launch_refusal(run.run_config)
+    except Exception as exc:  # noqa: BLE001 - a check that cannot run leaves the run to refuse itself at start
+        coordinator._logger.warning(f"run {run.run_id}: its launch values could not be checked: {exc}")
+        return None

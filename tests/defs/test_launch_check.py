@@ -1,0 +1,68 @@
+"""Issue 36 item 5: a launch value out of its bounds is refused as the run is submitted, not ~17 s later.
+
+What Dagster 1.13 checks before a run exists is its config schema (types, fields, enums): the
+launchpad reads `parallelism: 0` as "No errors" (tests/defs/test_launch_form.py pins that). The
+instance's run coordinator (dagster.yaml's, the chart's) sees the run before it queues: here,
+through the real GraphQL API and the demo's code location behind a code server, a launch out of
+bounds is a FAILURE at once, its one line naming the field, and a good one queues.
+"""
+
+from __future__ import annotations
+
+import dagster as dg
+import pytest
+from dagster_graphql.client.query import LAUNCH_PIPELINE_EXECUTION_MUTATION
+from dagster_graphql.test.utils import define_out_of_process_context, execute_dagster_graphql, infer_job_selector
+
+from catchup_assets.cli.demo.settings import DemoSettings
+from catchup_assets.defs.location import write_location
+
+COORDINATOR = {"run_coordinator": {"module": "catchup_assets.defs.instance.run_coordinator",
+                                   "class": "MissionRunCoordinator"}}  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def launcher(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("launch")
+    write_location(tmp, DemoSettings(tmp, ranges=8, parallelism=4).catchup())
+    (tmp / "home").mkdir()
+    with dg.instance_for_test(temp_dir=str(tmp / "home"), overrides=COORDINATOR) as instance:
+        with define_out_of_process_context(str(tmp / "catchup_location.py"), None, instance) as context:
+            yield context, instance
+
+
+def launch(launcher, config: dict) -> dg.DagsterRun:
+    context, instance = launcher
+    params = {
+        "selector": infer_job_selector(context, "mission_plan_job"),
+        "runConfigData": {"ops": {"mission_plan": {"config": config}}},
+    }
+    answer = execute_dagster_graphql(context, LAUNCH_PIPELINE_EXECUTION_MUTATION, {"executionParams": params})
+    result = answer.data["launchPipelineExecution"]
+    assert result["__typename"] == "LaunchRunSuccess", result  # the schema check passed it
+    return instance.get_run_by_id(result["run"]["runId"])
+
+
+@pytest.mark.parametrize(
+    ("config", "named"),
+    [
+        (dict(parallelism=0), "parallelism: input should be greater than or equal to 1, got 0"),
+        (dict(first_ledger=-5), "first_ledger: input should be greater than or equal to 1, got -5"),
+        (dict(mission="Bad_Name"), "mission: 'Bad_Name' is invalid"),
+    ],
+    ids=["parallelism-0", "first-ledger-negative", "mission-name"],
+)
+def test_issue36_a_value_out_of_its_bounds_fails_the_run_as_it_is_submitted(launcher, config, named):
+    _, instance = launcher
+    run = launch(launcher, config)
+    assert run.status == dg.DagsterRunStatus.FAILURE  # at once: it never queued, no process started
+    [failure] = [e for e in instance.all_logs(run.run_id) if e.dagster_event_type == dg.DagsterEventType.RUN_FAILURE]
+    assert failure.message.startswith(f"mission_plan config refused: {named}") and "\n" not in failure.message
+    assert getattr(failure.dagster_event.event_specific_data, "error", None) is None  # a line, no traceback
+    assert instance.get_dynamic_partitions("ledger_ranges") == []
+
+
+def test_issue36_a_launch_within_its_bounds_queues(launcher):
+    """The deployment's cap (4) is the code location's: a value above it queues, and mission_plan refuses it."""
+    run = launch(launcher, dict(mission="fine", parallelism=5))
+    assert run.status == dg.DagsterRunStatus.QUEUED
