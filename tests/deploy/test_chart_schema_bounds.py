@@ -101,6 +101,18 @@ def test_a_secret_or_other_object_name_that_is_no_dns_subdomain_is_refused(chart
     assert f"at '{where}': 'a b/../c' does not match pattern" in refusal(chart, values)
 
 
+@pytest.mark.parametrize("channel", ["#ops\nWARNING forged", "a" * 100_000, "#Ops"], ids=["newline", "100k", "upper"])
+def test_issue36_a_slack_channel_slack_would_not_have_is_refused_naming_it(chart, channel):
+    assert "at '/slackChannel'" in refusal(chart, {"slackChannel": channel})
+    with pytest.raises(ValueError, match="slack_channel: .* is not a Slack channel"):
+        CatchupResource(slack_channel=channel)  # the code location, at load, the same
+
+
+def test_a_slack_channel_by_name_or_id_renders(chart):
+    for channel in ("#catchup-alerts", "catchup_alerts", "C024BE91L", ""):
+        render(chart, {"slackChannel": channel})
+
+
 @pytest.mark.parametrize(
     "values",
     [

@@ -36,7 +36,7 @@ from catchup_assets.defs.resources.policies import (
     bounds_schema,
     policy_of,
 )
-from catchup_assets.defs.resources.slack import check_slack_channel
+from catchup_assets.defs.resources.slack import CHANNEL_PATTERN, check_slack_channel
 from catchup_assets.mission.core_image import file_sha256, image_reference
 from catchup_assets.mission.tip import TIP_TIMEOUT_SECONDS, TipSource, parse_tip_source
 
@@ -122,7 +122,9 @@ class CatchupResource(dg.ConfigurableResource):
     )
     # Notifications (issue 23): notify_sensor posts with the `slack` resource's token ($SLACK_BOT_TOKEN).
     slack_channel: str = Field(
-        default="", description="the Slack channel mission notifications go to (#name or an id); empty: off"
+        default="",
+        description="the Slack channel mission notifications go to (#name or an id); empty: off",
+        json_schema_extra={"pattern": CHANNEL_PATTERN},  # for the chart; at load check_slack_channel says more
     )
     slack_condemned_ranges: int = Field(
         default=5, ge=1, description="a mission with this many ranges condemned is notified as condemned-heavy"

@@ -24,6 +24,8 @@ TOKEN_ENV = "SLACK_BOT_TOKEN"  # a bot token (xoxb-...) with chat:write, from a 
 # (conversations.create), given with or without its "#"; or a conversation id (C..., G..., D...).
 # Anything else would be posted to as given: a newline in it forges a line of the sensor's log.
 CHANNEL = re.compile(r"#?[a-z0-9_\-]{1,80}|[CGD][A-Z0-9]{8,15}")
+# The same rule as JSON Schema's (anchored, empty allowed): the chart's slackChannel, refused by helm too.
+CHANNEL_PATTERN = r"^$|^#?[a-z0-9_\-]{1,80}$|^[CGD][A-Z0-9]{8,15}$"
 CHANNEL_RULE = "a name of lowercase letters, digits, - and _ (at most 80, with or without its #), or a channel id"
 
 
