@@ -64,8 +64,7 @@ def prepare(
     )
     trusted = load_trusted_hashes(config.trusted_hashes, config.profile_timeout_seconds)
     if (gap := coverage_gap(previous, config.span)) is not None:
-        log.warning(gap)
-        previous.notes.append(gap)  # mission_plan logs the notes in its run: the operator who launched it sees it
+        log.warning(gap)  # in mission_plan's run too: every instance of ours manages catchup_assets' loggers
     cut, note = None, ""
     if planned is None and config.lengths == "profile":
         measures = previous.index.measures() if previous.index is not None else []
@@ -92,8 +91,9 @@ def prepare(
 def coverage_gap(previous: PreviousProfile, span: MissionSpan) -> str | None:
     """Why the plan is sized from ledgers it does not replay, when the profile measured none of the span's.
 
-    Sizing then takes each range's nearest measured range beyond the span (and a profile cut cuts
-    by those): every range is counted in `profiled_ranges`, though none of its ledgers was measured.
+    Sizing takes a range ending below the profile's last measured range from the nearest one above
+    it (and a profile cut cuts by those), counted in `profiled_ranges` though none of its ledgers
+    was measured; a range past the profile runs unprofiled.
     """
     if previous.index is None or not len(previous.index):
         return None
@@ -104,8 +104,9 @@ def coverage_gap(previous: PreviousProfile, span: MissionSpan) -> str | None:
         return None
     return (
         f"previous profile {redact_url(previous.source or '')} measured ledgers {lo}-{hi}, none of the span "
-        f"{span.first_ledger}-{span.last_ledger}: every range is sized from the nearest measured range outside "
-        "it and counted in profiled_ranges; plan with a profile of this span, or previous_profile none"
+        f"{span.first_ledger}-{span.last_ledger}: no range is sized from its own ledgers (one below {hi} from the "
+        "nearest measured range above it, counted in profiled_ranges); plan with a profile of this span, "
+        "or previous_profile none"
     )
 
 

@@ -211,6 +211,28 @@ def test_issue36_a_condemned_range_fails_the_step_with_its_reason_and_no_excepti
     assert reason.description.startswith(f"1 of 2 ranges did not complete:\n{keys[0]}: failed budget spent")
 
 
+def test_issue36_a_profile_that_measured_none_of_the_span_is_warned_of_once_in_the_plan_s_run(
+    logged_instance, tmp_path
+):
+    """It once cut and sized the grid in silence, with profiled_ranges counting every range."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from catchup_assets.store.tables import PROFILE_SCHEMA
+
+    row = {"range_key": "0050000001-0051250048", "last_ledger": 51250048, "peak_anon_bytes": 2**26, "seconds": 60.0}
+    far = [{name: None for name in PROFILE_SCHEMA.names} | row]
+    path = tmp_path / "far_profile.parquet"
+    pq.write_table(pa.Table.from_pylist(far, schema=PROFILE_SCHEMA), path)
+    result = plan(logged_instance, "m1", 2, previous_profile=str(path))  # ledgers 1-2500096
+    assert result.success
+    warnings = [e.user_message for e in logged_instance.all_logs(result.run_id) if e.level == logging.WARNING]
+    said = [m for m in warnings if "far_profile.parquet measured ledgers" in m and "none of the span" in m]
+    assert len(said) == 1, warnings
+    meta = result.asset_materializations_for_node("mission_plan")[0].metadata
+    assert meta["profiled_ranges"].value == 2  # each sized from the range above the span: what the warning says
+
+
 def test_the_dispatcher_s_alerts_reach_the_run_s_event_log(logged_instance):
     """With the repository's instance config (python_logs), a condemned range's alert, logged by the
     dispatcher's module logger, is an event of the run: the UI shows it on the run's page."""
