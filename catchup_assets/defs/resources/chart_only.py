@@ -176,6 +176,12 @@ CHART_ONLY = {
         "additionalProperties": False,
         "required": ["podMonitor", "prometheusRule"],
         "properties": {
+            "grafanaDashboard": {
+                "type": "object",
+                "additionalProperties": False,
+                "required": ["enabled"],
+                "properties": {"enabled": {"type": "boolean"}, "labels": LABELS},
+            },
             "podMonitor": {
                 "type": "object",
                 "additionalProperties": False,
