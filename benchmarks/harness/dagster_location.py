@@ -161,7 +161,8 @@ class VirtualCatchupResource(CatchupResource):
             _profiler = cProfile.Profile()
             _profiler.enable()
 
-    def backend_for(self, mission: str, disruption_seed: int | None = None) -> ReportingBackend:
+    def backend_for(self, mission: str, disruption_seed: int | None = None, sleeper=None) -> ReportingBackend:
+        # `sleeper`: the run's clock, for a real backend's API waits; the virtual backend waits on none.
         note(self.report, "backend_for", mission=mission)
         seed = disruption_seed if disruption_seed is not None else mission_seed(self.sim_seed, mission)
         workload = Workload(ranges=self.ranges)
