@@ -1,4 +1,4 @@
-"""The tutorial's failure walk (docs/tutorial.md), as a user tries it: `catchup-assets demo --fail-ranges 2` condemns two
+"""The tutorial's failure walk, as a user tries it: `catchup-assets demo --fail-ranges 2` condemns two
 ranges for real (the simulated archive is corrupt there), names them last and exits 1;
 `catchup-assets demo --repair` mends the archive; a backfill of exactly those partitions,
 launched as the UI launches it, materializes them."""
