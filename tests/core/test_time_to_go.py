@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
 from catchup_assets.core.forecast.time_to_go import Done, InFlight, pace, time_to_go
@@ -62,3 +64,20 @@ def test_issue36_pace_reads_only_the_ranges_the_profile_covers():
 def test_issue36_with_no_profile_and_nothing_completed_the_time_to_go_is_unknown_not_zero():
     eta = time_to_go([InFlight(None, 100.0)], [None, None], [], 2)
     assert not eta.known and eta.line() == "time to go unknown until a range completes (no profile)"
+
+
+NAN = float("nan")
+
+
+@pytest.mark.parametrize(
+    "why, in_flight, waiting, done",
+    [
+        ("a NaN prediction", [], [H, NAN], []),
+        ("a negative prediction", [], [H, -H], []),
+        ("a NaN measured range", [], [H, H], [Done(H, NAN)] * 3),
+        ("a NaN running time", [InFlight(H, NAN)], [H], []),
+    ],
+)
+def test_issue36_a_torn_figure_is_taken_as_unknown_never_a_nan_time_to_go(why, in_flight, waiting, done):
+    eta = time_to_go(in_flight, waiting, done, 1, sigma=0.0, draws=2)
+    assert math.isfinite(eta.expected_seconds) and eta.expected_seconds >= H and "nan" not in eta.line()

@@ -66,9 +66,18 @@ def _hours(seconds: float) -> str:
     return f"{seconds / 3600:.1f} h" if seconds >= 3600 else f"{seconds / 60:.0f} min"
 
 
+def _known(seconds: float | None) -> bool:
+    """A usable figure: a profile or a record may hold None, 0, a negative or a NaN (a torn row)."""
+    return seconds is not None and math.isfinite(seconds) and seconds > 0
+
+
 def pace(done: Sequence[Done]) -> float:
     """This mission's measured seconds over the profile's, over the completed ranges it covers."""
-    pairs = [(d.predicted_seconds, d.measured_seconds) for d in done if d.predicted_seconds and d.measured_seconds > 0]
+    pairs = [
+        (d.predicted_seconds, d.measured_seconds)
+        for d in done
+        if _known(d.predicted_seconds) and _known(d.measured_seconds)
+    ]
     if len(pairs) < MIN_PACE_SAMPLES:
         return 1.0
     return sum(m for _, m in pairs) / sum(p for p, _ in pairs)
@@ -76,12 +85,12 @@ def pace(done: Sequence[Done]) -> float:
 
 def _fill(predicted: Sequence[float | None], done: Sequence[Done]) -> list[float]:
     """Each range's seconds: its own prediction, else the median of the others', else of those done."""
-    known = [p for p in predicted if p]
+    known = [p for p in predicted if _known(p)]
     fallback = statistics.median(known) if known else None
     if fallback is None:
-        measured = [d.measured_seconds for d in done if d.measured_seconds > 0]
+        measured = [d.measured_seconds for d in done if _known(d.measured_seconds)]
         fallback = statistics.median(measured) if measured else 0.0
-    return [p if p else fallback for p in predicted]
+    return [p if _known(p) else fallback for p in predicted]
 
 
 def _schedule(in_flight: Sequence[float], waiting: Sequence[float], slots: int) -> float:
@@ -120,7 +129,7 @@ def time_to_go(
     if not any(seconds):
         return TimeToGo(0.0, 0.0, 0.0, k, left, known=False)
     flight_total, wait = seconds[: len(in_flight)], seconds[len(in_flight) :]
-    running = [f.running_seconds for f in in_flight]
+    running = [f.running_seconds if math.isfinite(f.running_seconds) else 0.0 for f in in_flight]
 
     def remaining(total: float, ran: float) -> float:
         return max(total - ran, FLOOR * total)
