@@ -13,7 +13,7 @@ from catchup_assets.core.dispatch.breaker import Breaker, Verdict, failure_signa
 from catchup_assets.core.dispatch.ports import AttemptState
 from catchup_assets.core.dispatch.results import DispatcherStuck
 from catchup_assets.core.plan.config import MissionConfig
-from catchup_assets.core.size.measures import ProfileIndex, measure_for
+from catchup_assets.core.size.measures import ProfileIndex, profiled_seconds
 from catchup_assets.core.values.attempt_record import AttemptRecord
 from catchup_assets.core.values.ledger_range import LedgerRange
 
@@ -46,7 +46,9 @@ class Watchdog:
         clock,
         on_health: Callable[[str, bool, str], None],
     ) -> None:
-        self.name, self._ranges, self._profile = mission.mission, ranges, profile
+        self.name = mission.mission
+        # Looked up once: an overdue check runs for every attempt in flight on every pass.
+        self._predicted = profiled_seconds(profile, ranges)
         self._stall_seconds, self._stall_factor = mission.stall_seconds, mission.stall_factor
         self.clock, self.on_health = clock, on_health
         self.breaker = Breaker(mission.breaker_attempts)
@@ -105,9 +107,7 @@ class Watchdog:
         return Watch(stragglers, stalled)
 
     def _profiled_seconds(self, key: str) -> float:
-        r = self._ranges[key]
-        m = measure_for(self._profile, r.first, r.last)  # a cut or merged range: what it overlaps
-        return m.seconds if m and m.seconds else 0.0
+        return self._predicted[key] or 0.0
 
     def overrun(self, st: AttemptState, now: float) -> float | None:
         """How far past its due time an attempt runs (running / due), or None while it is on time.

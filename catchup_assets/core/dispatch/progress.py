@@ -15,7 +15,7 @@ from catchup_assets.core.dispatch.ports import AttemptState, Phase
 from catchup_assets.core.dispatch.range_book import RangeBook
 from catchup_assets.core.dispatch.results import RangeStatus
 from catchup_assets.core.forecast.time_to_go import Done, InFlight, TimeToGo, time_to_go
-from catchup_assets.core.size.measures import ProfileIndex, measure_for
+from catchup_assets.core.size.measures import ProfileIndex, profiled_seconds
 from catchup_assets.core.values.ledger_range import LedgerRange
 
 
@@ -33,14 +33,9 @@ class Progress:
     ) -> None:
         self._ranges, self._book, self.clock = ranges, book, clock
         self._sigma, self.every_seconds = sigma, every_seconds
-        self._predicted = {k: self._profiled(profile, r) for k, r in ranges.items()}
+        self._predicted = profiled_seconds(profile, ranges)
         self.latest: TimeToGo | None = None
         self._at = float("-inf")
-
-    @staticmethod
-    def _profiled(profile: ProfileIndex | None, r: LedgerRange) -> float | None:
-        m = measure_for(profile, r.first, r.last)  # a cut or merged range: what it overlaps
-        return m.seconds if m and m.seconds else None
 
     def estimate(self, mine: list[AttemptState], slots: int) -> TimeToGo:
         """The time to go, new if the last is `every_seconds` old (or nothing was estimated yet)."""

@@ -11,11 +11,11 @@ import bisect
 import logging
 import math
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from catchup_assets.core.values.ledger_range import RangeKeyError, parse_key
+from catchup_assets.core.values.ledger_range import LedgerRange, RangeKeyError, parse_key
 
 log = logging.getLogger(__name__)
 
@@ -94,6 +94,12 @@ def measure_for(profile: ProfileIndex | None, first_ledger: int | None, last_led
     if profile is None or not len(profile):
         return None
     return profile.lookup(last_ledger) if first_ledger is None else profile.lookup_span(first_ledger, last_ledger)
+
+
+def profiled_seconds(profile: ProfileIndex | None, ranges: Mapping[str, LedgerRange]) -> dict[str, float | None]:
+    """Each range's profiled seconds by what it overlaps (a cut or merged range too); None: unprofiled."""
+    found = {k: measure_for(profile, r.first, r.last) for k, r in ranges.items()}
+    return {k: m.seconds if m and m.seconds else None for k, m in found.items()}
 
 
 def _largest(values) -> int | None:
