@@ -229,7 +229,7 @@ class Dispatcher:
             watch.stalled_seconds,
             self.control.state(),
             pending,
-            to_go.line() if to_go else "",
+            to_go,
         )
 
     # -- the loop -----------------------------------------------------------------

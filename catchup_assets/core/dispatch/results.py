@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from catchup_assets.core.errors import CatchupError
+from catchup_assets.core.forecast.time_to_go import TimeToGo
 
 
 class DispatcherStuck(CatchupError, RuntimeError):
@@ -47,7 +48,7 @@ class Status:
     # Of in_flight, the ranges whose attempt waits for a node or its worker's start (submitted, a pod
     # unschedulable): a mission whose pods cannot schedule must not look busy.
     pending: int = 0
-    to_go: str = ""  # the time to go with its p10-p90 band (progress.py); "": not estimated
+    to_go: TimeToGo | None = None  # the time to go with its p10-p90 band (progress.py); None: not estimated
 
     @property
     def running(self) -> int:
@@ -63,8 +64,8 @@ class Status:
             s += f", other dispatchers' live {self.other_live}"
         if self.control:
             s += f"; {self.control}"
-        if self.to_go:
-            s += f"; {self.to_go}"
+        if self.to_go is not None:
+            s += f"; {self.to_go.line()}"
         if self.stragglers:
             s += "; stragglers: " + ", ".join(self.stragglers)
         return s

@@ -17,6 +17,7 @@ from __future__ import annotations
 import dagster as dg
 
 from catchup_assets.core.dispatch.results import MissionResult, RangeStatus
+from catchup_assets.defs.mission.mission_page import MissionPage
 
 MISSION_COMPLETE = "mission_complete"
 ENDED_TAG = "catchup/ended"  # completed | drained | stopped | condemned | blocked | terminated
@@ -55,8 +56,11 @@ def ended(result: MissionResult, n: dict[str, int]) -> str:
     return "drained" if result.drained else "blocked"
 
 
-def end_of_mission(context: dg.AssetExecutionContext, mission: str, result: MissionResult) -> dg.AssetCheckResult:
-    """Tag the run with how the mission ended and what is left; the `mission_complete` check saying the same."""
+def end_of_mission(
+    context: dg.AssetExecutionContext, mission: str, result: MissionResult, page: MissionPage | None = None
+) -> dg.AssetCheckResult:
+    """Tag the run with how the mission ended and what is left, on the mission's page too; the
+    `mission_complete` check saying the same."""
     n = counts(result)
     how = ended(result, n)
     left = n["ranges"] - n["done"]
@@ -68,6 +72,8 @@ def end_of_mission(context: dg.AssetExecutionContext, mission: str, result: Miss
             f"({n['not_started']} not started, {n['stopped']} stopped, {n['condemned']} condemned)"
         )
         context.log.warning(f"mission {mission}: {why}")
+    if page is not None:
+        page.ended(how, why, n)
     operator = how in ("drained", "stopped")
     return dg.AssetCheckResult(
         check_name=MISSION_COMPLETE,
@@ -83,6 +89,8 @@ def cancel_for_stop(context: dg.AssetExecutionContext, why: str) -> None:
     context.instance.report_run_canceling(context.run, message=f"range_catchup: {why}")
 
 
-def tag_terminated(context: dg.AssetExecutionContext) -> None:
+def tag_terminated(context: dg.AssetExecutionContext, page: MissionPage | None = None) -> None:
     """Terminated from the UI (the run is canceling already): what is left is not counted, the next run knows."""
     context.instance.add_run_tags(context.run.run_id, {ENDED_TAG: "terminated"})
+    if page is not None:
+        page.terminated()

@@ -40,6 +40,7 @@ from catchup_assets.defs.mission.mission_end import (
     end_of_mission,
     tag_terminated,
 )
+from catchup_assets.defs.mission.mission_page import MissionPage
 from catchup_assets.defs.mission.range_events import RangeEvents
 from catchup_assets.defs.mission.run_context import current_mission, refused
 from catchup_assets.defs.resources import CatchupResource
@@ -87,6 +88,7 @@ class RangeCatchupRun:
         self.mission, self.cfg, self.keys = mission, cfg, keys
         self.seen: dict[str, tuple[bool, str]] = {}  # each health check's last word in this run
         self.metrics: MissionMetrics | None = None  # /metrics while the mission runs (None: off)
+        self.page: MissionPage | None = None  # the mission's counts and time to go, on its page
 
     @classmethod
     def open(
@@ -128,6 +130,7 @@ class RangeCatchupRun:
         # One clock for the dispatcher and the backend's waits for the API server: a stop wakes it, and a
         # wait ends at once (issue 36 item 8).
         clock = SystemClock()
+        self.page = MissionPage(context, self.mission, clock)
         backend = self.catchup.backend_for(self.mission, sleeper=clock.sleep)
         self.serve_metrics()
         try:
@@ -169,6 +172,8 @@ class RangeCatchupRun:
 
     def on_status(self, status: Status) -> None:
         self.context.log.info(status.line())
+        if self.page is not None:
+            self.page.running(status)
 
     def on_result(self, result: RangeResult, already: bool) -> None:
         context = self.context
@@ -233,7 +238,7 @@ class RangeCatchupRun:
         """Terminated from the UI: the attempts stopped first, bounded (L37); their data directories
         stay, so a later run resumes them. Not a retryable failure: a step retry would start them all again."""
         left = backend.shutdown(grace=TERMINATE_GRACE_SECONDS)
-        tag_terminated(self.context)
+        tag_terminated(self.context, self.page)
         return dg.Failure(
             description=f"run terminated: in-flight attempts stopped (still alive after the grace: {left})",
             allow_retries=False,
@@ -255,7 +260,7 @@ class RangeCatchupRun:
 
         The ranges a drain left unstarted are spared: neither materialized nor failed."""
         mission = self.mission
-        verdict = end_of_mission(self.context, mission, result)
+        verdict = end_of_mission(self.context, mission, result, self.page)
         if result.stopped:
             # SIGTERM or SIGINT to the run worker (mission/stop_signals.py): an operator's stop, not a failure
             # of any range: none gets a planned row now, and the run ends CANCELED (mission_end.py), unless
