@@ -61,7 +61,11 @@ class ProfileIndex:
         The range's own row when its key matches (or the row has no first ledger: `lookup`);
         else a measure combined from every row it overlaps: each peak the largest of theirs,
         seconds the setup of the row holding `first` plus each row's replay pro rata to the
-        ledgers shared (a row without `setup_seconds` counts as all replay). Nothing
+        ledgers shared (a row without `setup_seconds` counts as all replay). So a grid range
+        reads a cut profile (its pieces, or the merged row holding it) and a cut range a grid
+        profile alike: by the ledgers it covers. Ledgers inside the span no row measured (a
+        range of the profile that never completed) are sized as L25 sizes an unmeasured range:
+        at the replay rate of the nearest measured row above, whose peak counts too. Nothing
         overlapped: `lookup` (the nearest measured end above, L25).
         """
         own = self.lookup(last_ledger)
@@ -78,7 +82,7 @@ class ProfileIndex:
                 parts.append(m)
         if not parts:
             return own
-        return _combined(parts, first_ledger, last_ledger)
+        return _combined(parts, first_ledger, last_ledger, own)
 
     def measures(self) -> list[RangeMeasure]:
         """One measure per measured range end, lowest end first."""
@@ -107,17 +111,22 @@ def _largest(values) -> int | None:
     return max(present) if present else None
 
 
-def _combined(parts: list[RangeMeasure], first: int, last: int) -> RangeMeasure:
-    """One measure for `first..last` from the rows it overlaps, lowest first."""
+def _combined(parts: list[RangeMeasure], first: int, last: int, above: RangeMeasure) -> RangeMeasure:
+    """One measure for `first..last` from the rows it overlaps, lowest first; `above`, the nearest
+    measured row ending at or above `last`, sizes the ledgers above the last of them."""
+    if parts[-1].last_ledger < last and above.first_ledger is not None and above.first_ledger > last:
+        parts = [*parts, above]  # the span's top ledgers are unmeasured: sized as the row above them
     seconds: float | None = 0.0
+    cursor = first  # the lowest ledger of the span not yet counted
     for i, m in enumerate(parts):
         if m.seconds is None:
             seconds = None  # one unmeasured part: the span's time is unknown, never a partial sum
             break
         setup = min(m.setup_seconds or 0.0, m.seconds)
-        shared = min(last, m.last_ledger) - max(first, m.first_ledger) + 1
-        length = m.last_ledger - m.first_ledger + 1
-        seconds += (m.seconds - setup) * shared / length
+        top = min(last, m.last_ledger)
+        # The ledgers shared with this row, and any below them no row measured (L25: the row above).
+        seconds += (m.seconds - setup) / (m.last_ledger - m.first_ledger + 1) * (top - cursor + 1)
+        cursor = top + 1
         if i == 0:
             seconds += setup  # the span starts once, in the lowest row it overlaps
     return RangeMeasure(
