@@ -108,7 +108,8 @@ def test_diff_prints_the_band_table_the_regressions_and_both_images(root):
     assert rc == 0, err
     assert f"A  m-a  stellar-core {A_IMAGE['image']}" in out
     assert f"B  m-b  stellar-core {B_IMAGE['image']}" in out
-    assert "compared 3 ranges" in out and "left out: none" in out
+    assert "matched by key: 3 ranges" in out and "matched by band: 0 ranges of A, 0 of B" in out
+    assert "left out: none" in out
     first, second, third = (band_row(out, b) for b in ("0-5M", "5-10M", "10-15M"))
     # Equal peaks, and the memory requested dropped: 12 -> 3.5, (12 + 18) -> 18.5; the reclaimed
     # attempt of the third range is not the sizing's and is left out.

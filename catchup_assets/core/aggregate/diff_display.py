@@ -1,6 +1,6 @@
 """A profile diff shown: the same rounded tables and lines for the command line, the notebook and the Dagster UI.
 
-The comparison itself is diff.py; this reads its ProfileDiff and only formats.
+The comparison itself is band_diff.py; this reads its ProfileDiff and only formats.
 """
 
 from __future__ import annotations
@@ -31,13 +31,20 @@ def display_rows(diff: ProfileDiff, scale: float = 1.0, unit: tuple[str, int] | 
     def ratio(v) -> str:
         return "-" if v is None else f"{v:.2f}"
 
+    def per_ledger(v) -> str:
+        return "-" if v is None else f"{v * 1000:.3g}"
+
     columns = [
         "band",
         "ranges",
+        "by band A",
+        "by band B",
         "peak A",
         "peak B",
         "peak B/A med",
         "peak B/A max",
+        "ms/ledger A",
+        "ms/ledger B",
         "time B/A",
         "req A",
         "req B",
@@ -52,10 +59,14 @@ def display_rows(diff: ProfileDiff, scale: float = 1.0, unit: tuple[str, int] | 
             [
                 b["band"],
                 str(b["ranges"]),
+                str(b["ranges_a_by_band"]),
+                str(b["ranges_b_by_band"]),
                 mem(b["peak_a_max_bytes"]),
                 mem(b["peak_b_max_bytes"]),
                 ratio(b["peak_ratio_median"]),
                 ratio(b["peak_ratio_max"]),
+                per_ledger(b["seconds_per_ledger_a"]),
+                per_ledger(b["seconds_per_ledger_b"]),
                 ratio(b["seconds_ratio"]),
                 mem(b["requested_a_bytes"]),
                 mem(b["requested_b_bytes"]),
@@ -72,10 +83,13 @@ def legend(diff: ProfileDiff, scale: float = 1.0, unit: tuple[str, int] | None =
     name, _ = unit or memory_unit(diff, scale)
     scaled = "" if scale == 1 else f" (the measured figures x {1 / scale:g})"
     return (
-        f"memory in {name}{scaled}. peak: the band's highest measured peak (anon); peak B/A: per range, median "
-        "and max; time: compute seconds summed; req: memory requested by the attempts that completed and "
-        "those that OOMed (reclaims left out); OOM: OOMed attempts; regressed: ranges past the threshold or "
-        "with a new OOM"
+        f"memory in {name}{scaled}. ranges: matched by key (the same range in both), compared range by range; "
+        "by band A, B: ranges of each whose key the other lacks (cut otherwise), compared by band; peak: the "
+        "band's highest measured peak (anon); peak B/A: per range matched by key, median and max; ms/ledger: "
+        "compute seconds over the ledgers their ranges cover (x 1000); time B/A: of the seconds per ledger; req: "
+        "memory requested by the attempts that completed and those that OOMed (reclaims left out), B/A only "
+        "where every range matched by key; OOM: OOMed attempts; regressed: ranges past the threshold or with a "
+        "new OOM"
     )
 
 
@@ -115,10 +129,14 @@ def image_text(image: Mapping[str, Any] | None) -> str:
 def summary_lines(diff: ProfileDiff) -> list[str]:
     lo = diff.left_out
     left = ", ".join(f"{n} {why.replace('_', ' ')}" for why, n in lo.items() if n) or "none"
+    by_band = diff.by_band
     lines = [
         f"A  {diff.a.name}  stellar-core {image_text(diff.a.image)}",
         f"B  {diff.b.name}  stellar-core {image_text(diff.b.image)}",
-        f"compared {diff.compared} ranges measured from completed chains in both; left out: {left}",
+        f"matched by key: {diff.compared} ranges, measured from completed chains in both, compared range by range",
+        f"matched by band: {by_band.get('a', 0)} ranges of A, {by_band.get('b', 0)} of B, whose keys the other "
+        "lacks (cut otherwise), compared by ledger band: peaks maxed, seconds per ledger",
+        f"left out: {left}",
         f"bands of {diff.band_ledgers:,} ledgers, by each range's last ledger; every ratio is B/A",
     ]
     for side in (diff.a, diff.b):

@@ -23,8 +23,9 @@ class ProfileDiffConfig(dg.Config):
 def profile_diff(
     context: dg.AssetExecutionContext, config: ProfileDiffConfig, catchup: CatchupResource
 ) -> dg.MaterializeResult:
-    """This mission's profile against the previous mission's, by ledger band: peaks, time and
-    memory requested, the ranges that regressed and new OOMs, and the stellar-core each ran."""
+    """This mission's profile against the previous mission's, by ledger band whatever the cut of each
+    (ranges matched by key, else by band: peaks maxed, seconds per ledger): peaks, time and memory
+    requested, the ranges that regressed and new OOMs, and the stellar-core each ran."""
     mission = mission_partition(context)
     try:
         out = build_profile_diff(catchup.root(), mission, config.band_ledgers, config.threshold)

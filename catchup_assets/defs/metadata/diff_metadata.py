@@ -35,7 +35,7 @@ def profile_diff_plot(diff, memory_scale: float = 1.0) -> dg.MetadataValue:
     for column, label, marker in (
         ("requested_ratio", "requested", "o"),
         ("peak_ratio_median", "peak (median)", "s"),
-        ("seconds_ratio", "time", "^"),
+        ("seconds_ratio", "time per ledger", "^"),
     ):
         ax2.plot(xs, [b[column] if b[column] is not None else float("nan") for b in bands], marker=marker, label=label)
     ax2.axhline(1.0, color="black", linewidth=0.8)
@@ -88,6 +88,9 @@ def profile_diff_metadata(mission: str, out, memory_scale: float = 1.0) -> dict[
         "band_ledgers": diff.band_ledgers,
         "threshold": diff.threshold,
         "ranges_compared": diff.compared,
+        # How the ranges met: by key (the same range in both) and, where the cuts differ, by band.
+        "ranges_matched_by_key": diff.compared,
+        "ranges_matched_by_band": dg.MetadataValue.json({"a": diff.by_band.get("a", 0), "b": diff.by_band.get("b", 0)}),
         "left_out": dg.MetadataValue.json(diff.left_out),
         "requested_a_gib": gib(totals["requested_a_bytes"]),
         "requested_b_gib": gib(totals["requested_b_bytes"]),
