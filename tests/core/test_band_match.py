@@ -9,6 +9,7 @@ import pytest
 
 from catchup_assets.core.aggregate.band_diff import Side, compare
 from catchup_assets.core.aggregate.band_match import band_of, rows_by_key, span_of
+from catchup_assets.core.aggregate.diff_display import display_rows, summary_lines
 
 GiB = 1024**3
 BAND = 10_000
@@ -22,6 +23,7 @@ def r(first: int, last: int, completed: bool = True, setup: float = SETUP) -> di
         "last_ledger": last,
         "peak_anon_bytes": (1 + band_of(last, BAND)) * GiB,
         "seconds": setup + (last - first + 1),
+        "setup_seconds": setup,
         "oom_count": 0,
         "completed": completed,
         "mission": "m",
@@ -109,3 +111,56 @@ def test_a_row_s_ledgers_come_from_its_key_when_it_lacks_first_ledger():
     assert span_of(row) == (5001, 10_000)
     assert span_of({"range_key": "x", "last_ledger": 10}) is None
     assert list(rows_by_key([row, {"range_key": "y"}])) == [row["range_key"]]
+
+
+def grown(row: dict, **values) -> dict:
+    return {**row, **values}
+
+
+PIECE, TIP = r(15_001, 17_500), r(17_501, 20_000)  # the tip's grid range split in two
+# (what, B's rows, the regressions found as (range key, what, A, B) at threshold 1.25)
+REGRESSION_CASES = [
+    ("one history cut otherwise: none", [r(1, 10_000), GRID[2], PIECE, TIP], []),
+    (
+        "a piece's peak doubled: judged against its parent's",
+        [*GRID[:3], grown(PIECE, peak_anon_bytes=4 * GiB), TIP],
+        [(PIECE["range_key"], "peak", 2 * GiB, 4 * GiB)],
+    ),
+    (
+        "a merged range slower: against both rows' replay and one setup",
+        [grown(r(1, 10_000), seconds=20_200), *GRID[2:]],
+        [(r(1, 10_000)["range_key"], "seconds", 10_100, 20_200)],
+    ),
+    (
+        "a piece OOMed where its parent never did: a new OOM, completed or not",
+        [*GRID[:3], grown(PIECE, oom_count=1, completed=False), TIP],
+        [(PIECE["range_key"], "new_oom", 0, 1)],
+    ),
+]
+
+
+@pytest.mark.parametrize("b_rows, want", [c[1:] for c in REGRESSION_CASES], ids=[c[0] for c in REGRESSION_CASES])
+def test_issue37_a_range_of_b_whose_key_a_lacks_is_judged_against_a_s_ledgers(b_rows, want):
+    diff = compare(Side("a", GRID), Side("b", b_rows), BAND, threshold=1.25)
+    got = [(x["range_key"], x["what"], x["a"], x["b"]) for x in diff.regressions]
+    assert got == [(k, w, pytest.approx(a), pytest.approx(b)) for k, w, a, b in want]
+    assert sum(band["regressed"] for band in diff.bands) == len({k for k, *_ in want})
+
+
+def test_issue37_a_new_oom_is_none_where_a_s_ledgers_oomed_too():
+    a_rows = [*GRID[:3], grown(GRID[3], oom_count=2)]
+    diff = compare(Side("a", a_rows), Side("b", [*GRID[:3], grown(PIECE, oom_count=1), TIP]), BAND)
+    assert diff.new_ooms == []
+
+
+def test_issue37_the_display_counts_both_matches_and_shows_ms_per_ledger():
+    diff = compare(Side("a", GRID), Side("b", [r(1, 10_000), GRID[2], PIECE, TIP]), BAND)
+    columns, rows = display_rows(diff)
+    shown = {row[0]: dict(zip(columns, row, strict=True)) for row in rows}
+    assert [shown[b]["ranges"] for b in ("0-0.01M", "0.01-0.02M", "all")] == ["0", "1", "1"]
+    assert (shown["all"]["by band A"], shown["all"]["by band B"]) == ("3", "3")
+    assert shown["0-0.01M"]["ms/ledger A"] == "1,020"  # 1.02 s per ledger: no exponent
+    assert shown["0-0.01M"]["ms/ledger B"] == "1,010" and shown["0-0.01M"]["time B/A"] == "0.99"
+    lines = summary_lines(diff)
+    assert "matched by key: 1 ranges, measured from completed chains in both, compared range by range" in lines
+    assert any(line.startswith("matched by band: 3 ranges of A, 3 of B") for line in lines)

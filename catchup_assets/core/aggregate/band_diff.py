@@ -30,15 +30,18 @@ The demo's two missions replay the same simulated history, so their measured
 peaks are about equal; what sizing changes is the memory requested. Both are
 shown.
 
-Regressions (per range matched by key, `threshold` x): a range whose peak or
-seconds grew past the threshold, and a new OOM: a range that OOMed in B and not
-in A (any row of B, completed or not, against A's row of the range). A range
-matched by band alone has no one range to be judged against: its band's figures
-say how it went.
+Regressions (per range of B, `threshold` x): a range whose peak or seconds grew
+past the threshold, and a new OOM: a range that OOMed in B and not in A (any row
+of B, completed or not). A range matched by key is judged against A's row of the
+range; one of B's keys A lacks (cut otherwise), against A's rows over its
+ledgers, read as the next mission's sizing reads them (`ProfileIndex.lookup_span`:
+peaks maxed, seconds one setup and the replay pro rata), so a cut mission's
+heaviest ranges, whose keys the grid never had, are judged too.
 """
 
 from __future__ import annotations
 
+import bisect
 import json
 import math
 from collections import defaultdict
@@ -46,11 +49,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from catchup_assets.core.aggregate.band_figures import Group, coverage, figures, whole
+from catchup_assets.core.aggregate.band_figures import Group, Rows, coverage, figures, whole
 from catchup_assets.core.aggregate.band_figures import ratio as ratio_of
-from catchup_assets.core.aggregate.band_match import band_label, band_of, match, number, rows_by_key
+from catchup_assets.core.aggregate.band_match import band_label, band_of, match, number, rows_by_key, span_of
 from catchup_assets.core.classify.outcomes import Outcome
 from catchup_assets.core.errors import ConfigError
+from catchup_assets.core.size.measures import ProfileIndex, measures_from_rows
 
 DEFAULT_BAND_LEDGERS = 5_000_000  # 12 bands over ~60M ledgers
 DEFAULT_THRESHOLD = 1.25
@@ -161,6 +165,8 @@ def compare(
     rows = {"a": rows_by_key(a.rows), "b": rows_by_key(b.rows)}
     matches = match(rows["a"], rows["b"], band_ledgers)
     regressions = _regressions(matches.by_key, rows["a"], rows["b"], threshold)
+    regressions += _by_ledgers(set(matches.by_band["b"]), rows["a"], rows["b"], threshold)
+    regressions.sort(key=lambda r: (r["last_ledger"], r["what"]))
 
     def band(row: Mapping[str, Any]) -> int:
         return band_of(int(number(row["last_ledger"]) or 0), band_ledgers)
@@ -222,6 +228,36 @@ def _regressions(
         if ooms_b > 0 and ooms_a == 0:
             out.append(_regression(key, rows_b[key], "new_oom", ooms_a, ooms_b, None))
     return sorted(out, key=lambda r: (r["last_ledger"], r["what"]))
+
+
+def _by_ledgers(judged: set[str], rows_a: Rows, rows_b: Rows, threshold) -> list[dict[str, Any]]:
+    """Regressions of B's ranges whose keys A lacks: each of `judged` (matched by band) against A's
+    completed rows over its ledgers; every one of them, completed or not, for a new OOM."""
+    spans_a = sorted(((span, r) for r in rows_a.values() if (span := span_of(r)) is not None), key=lambda v: v[0])
+    lasts = [span[1] for span, _ in spans_a]  # a profile's rows do not overlap: ascending as their firsts
+    out: list[dict[str, Any]] = []
+    for key in sorted(rows_b.keys() - rows_a.keys()):
+        rb, span = rows_b[key], span_of(rows_b[key])
+        if span is None:
+            continue
+        over = []
+        for (first, _), ra in spans_a[bisect.bisect_left(lasts, span[0]) :]:
+            if first > span[1]:
+                break
+            over.append(ra)
+        done = [ra for ra in over if ra.get("completed") is True]
+        m = ProfileIndex(measures_from_rows(done)).lookup_span(*span) if key in judged and done else None
+        for what, va, vb in (
+            ("peak", m and m.peak_anon_bytes, number(rb.get("peak_anon_bytes"))),
+            ("seconds", m and m.seconds, number(rb.get("seconds"))),
+        ):
+            ratio = ratio_of(vb, number(va))
+            if ratio is not None and ratio > threshold:
+                out.append(_regression(key, rb, what, number(va), vb, ratio))
+        ooms_a, ooms_b = sum(number(ra.get("oom_count")) or 0 for ra in over), number(rb.get("oom_count")) or 0
+        if over and ooms_b > 0 and ooms_a == 0:
+            out.append(_regression(key, rb, "new_oom", ooms_a, ooms_b, None))
+    return out
 
 
 def _regression(key: str, row: Mapping[str, Any], what: str, a: float | None, b: float | None, ratio):

@@ -31,8 +31,8 @@ def display_rows(diff: ProfileDiff, scale: float = 1.0, unit: tuple[str, int] | 
     def ratio(v) -> str:
         return "-" if v is None else f"{v:.2f}"
 
-    def per_ledger(v) -> str:
-        return "-" if v is None else f"{v * 1000:.3g}"
+    def per_ledger(v) -> str:  # milliseconds, three figures (no exponent at the tip's thousand or more)
+        return "-" if v is None else f"{v * 1000:,.0f}" if v >= 1 else f"{v * 1000:.3g}"
 
     columns = [
         "band",
