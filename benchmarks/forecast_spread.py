@@ -47,6 +47,7 @@ def planned(w: Workload, slots: int):
         parallelism=slots,
         order="longest-first",
         previous_profile=store.url("previous/range_profile.parquet"),
+        lengths="uniform",  # the grid, as its figures were measured; auto's choice: benchmarks/range_lengths.py
     )
     return prepare(cfg)
 

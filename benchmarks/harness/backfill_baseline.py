@@ -36,6 +36,7 @@ def measure_direct(args, tmp: Path, previous: str) -> dict:
         parallelism=args.parallelism,
         order=args.order,
         previous_profile=previous,
+        lengths="uniform",  # the grid, as the baseline was measured (auto, the default since issue 37, may cut)
         **policies(res),
     )
     catchup_log = logging.getLogger("catchup_assets")

@@ -26,6 +26,7 @@ def command(args: argparse.Namespace) -> int:
     from collections import Counter
 
     from catchup_assets.core.forecast.forecast import forecast_rows, lengths_rows
+    from catchup_assets.core.plan.choose_lengths import CHOICE_DRAWS, choice_rows
     from catchup_assets.core.plan.config import MissionConfig
     from catchup_assets.core.plan.ranges import MissionSpan
     from catchup_assets.mission.plan import (
@@ -75,6 +76,12 @@ def command(args: argparse.Namespace) -> int:
     if uniform := uniform_forecast(prepared, args.what_if):
         print("\nThe profile cut beside the uniform grid, at the same slots:")
         print(records_table(lengths_rows(forecasts, uniform, cfg.parallelism)))
+    if (choice := prepared.lengths_choice) is not None and choice.cut is not None:
+        print(
+            f"\nlengths auto: both plans at {cfg.parallelism} slots under runtime spread sigma {choice.sigma:g} "
+            f"({CHOICE_DRAWS} seeded draws each):"
+        )
+        print(records_table(choice_rows(choice)))
     print(
         "\nPredicted from the profile's seconds with the dispatcher's own order; reclaims, OOM retries "
         "and node start-up come on top."
@@ -88,7 +95,7 @@ def command(args: argparse.Namespace) -> int:
 
 
 def lengths_line(prepared) -> str:
-    """How the span was cut, and its longest predicted range."""
+    """How the span was cut, and its longest predicted range; with auto, which plan it chose and why."""
     seconds = [s for s in prepared.plan.column("predicted_seconds").to_pylist() if s is not None]
     longest = f"; longest predicted range {max(seconds) / 3600:.2f} h" if seconds else ""
     cut = prepared.cut
@@ -98,7 +105,8 @@ def lengths_line(prepared) -> str:
         if cut is not None
         else f"uniform: {len(prepared.ordered)} ranges of {prepared.config.span.ledgers_per_range} ledgers"
     )
-    return f"lengths   {how}{longest}"
+    why = f"\n          {prepared.lengths_note}" if prepared.lengths_note else ""
+    return f"lengths   {how}{longest}{why}"
 
 
 def print_cost(cost, placement) -> None:

@@ -20,6 +20,13 @@ from catchup_assets.core.forecast.forecast import (
     what_if,
 )
 from catchup_assets.core.forecast.spread import DEFAULT_SIGMA, DRAWS, Band, makespan_band, spread_from_history
+from catchup_assets.core.plan.choose_lengths import (
+    CHOICE_DRAWS,
+    LengthsChoice,
+    PlanForecast,
+    choose_lengths,
+    plan_forecast,
+)
 from catchup_assets.core.plan.config import MissionConfig, validate_mission
 from catchup_assets.core.plan.cut import CutPlan, profile_cut
 from catchup_assets.core.plan.ranges import MissionSpan, plan_ranges
@@ -43,7 +50,8 @@ class PreparedMission:
     trusted: TrustedHashes | None = None  # the checkpoint hashes every range is checked against
     trusted_by_key: dict[str, tuple[int, str]] | None = None  # each range's: its checkpoint end, hash
     cut: CutPlan | None = None  # lengths profile: the cut, with the uniform grid's forecast beside it
-    lengths_note: str = ""  # how the lengths were chosen, when not as asked
+    lengths_note: str = ""  # how the lengths were chosen, when not as asked (auto: which and why)
+    lengths_choice: LengthsChoice | None = None  # lengths auto: both plans' forecasts and the choice
 
     @property
     def keys(self) -> list[str]:
@@ -56,8 +64,9 @@ def prepare(
     """Validate everything, load the previous profile, cut and order the ranges (L34, L35).
 
     `keys` narrows the mission to those ranges (a backfill of some partitions). `planned`: the
-    mission's ranges as saved (`saved.mission_ranges`); else cut now, as `config.lengths` says.
-    A profile cut asked of an unprofiled mission is the uniform grid, and `config` says so.
+    mission's ranges as saved (`saved.mission_ranges`); else cut now, as `config.lengths` says: `auto`
+    forecasts the grid and the cut and takes one (`choose`). The returned config says what was applied
+    (uniform or profile; a profile cut asked of an unprofiled mission is the grid) and what was asked.
     """
     previous = load_previous_profile(
         config.previous_profile, config.profile_timeout_seconds, config.previous_profile_sha256
@@ -65,15 +74,21 @@ def prepare(
     trusted = load_trusted_hashes(config.trusted_hashes, config.profile_timeout_seconds)
     if (gap := coverage_gap(previous, config.span)) is not None:
         log.warning(gap)  # in mission_plan's run too: every instance of ours manages catchup_assets' loggers
-    cut, note = None, ""
-    if planned is None and config.lengths == "profile":
+    cut, note, choice = None, "", None
+    if planned is None and config.lengths in ("profile", "auto"):
+        asked = config.lengths
         measures = previous.index.measures() if previous.index is not None else []
         seen = history_spread(Store(config.storage_root), previous)
         sigma = DEFAULT_SIGMA if seen is None else seen  # cut against the spread runtimes are seen to have
-        cut = profile_cut(measures, config.span, config.parallelism, sigma)
-        if cut is None:
+        cut = profile_cut(measures, config.span, config.parallelism, sigma, config.cut_node_hours_cap)
+        if asked == "auto":
+            choice = choose(config, previous, cut, sigma)
+            note = choice.why()
+            cut = cut if choice.lengths == "profile" else None
+        elif cut is None:
             note = "lengths profile: no previous profile times a range, so the uniform grid"
-            config = replace(config, lengths="uniform")
+        # What the plan applies, and what was asked: a backfill runs the one, the next mission asks the other.
+        config = replace(config, lengths="uniform" if cut is None else "profile", lengths_asked=asked)
     if planned is None:
         planned = list(cut.ranges) if cut is not None else plan_ranges(config.span)
     if keys is not None:
@@ -85,7 +100,28 @@ def prepare(
     ordered = _ordered(planned, config.order, previous)
     plan = plan_table(ordered, config.span.overlap, previous.index, config.placement)
     by_key = None if trusted is None else hashes_for(trusted, {r.key: r.last for r in ordered})
-    return PreparedMission(config, ordered, previous, plan, trusted, by_key, cut, note)
+    return PreparedMission(config, ordered, previous, plan, trusted, by_key, cut, note, choice)
+
+
+def choose(config: MissionConfig, previous: PreviousProfile, cut: CutPlan | None, sigma: float) -> LengthsChoice:
+    """`lengths: auto`: both plans forecast under `sigma` at the mission's slots, in its order, and chosen
+    between (core/plan/choose_lengths.py); with no cut (no profile times a range), the grid."""
+
+    def forecast_of(lengths: str, ranges: list[LedgerRange]) -> PlanForecast | None:
+        est = estimates(_ordered(ranges, config.order, previous), previous.index, config.placement)
+        if est is None:
+            return None
+        return plan_forecast(lengths, est, config.parallelism, sigma, config.placement, CHOICE_DRAWS)
+
+    grid = plan_ranges(config.span)
+    grid_forecast = forecast_of("uniform", grid)
+    if cut is None or grid_forecast is None:
+        empty = PlanForecast("uniform", len(grid), 0.0, 0.0, 0.0, 0.0, 0.0)
+        return choose_lengths(grid_forecast or empty, None, config.cut_node_hours_cap, sigma)
+    cap = config.cut_node_hours_cap
+    if not cut.cut and not cut.merged:  # the search kept the grid: its forecast is the grid's
+        return choose_lengths(grid_forecast, replace(grid_forecast, lengths="profile"), cap, sigma, cut_is_grid=True)
+    return choose_lengths(grid_forecast, forecast_of("profile", list(cut.ranges)), cap, sigma)
 
 
 def coverage_gap(previous: PreviousProfile, span: MissionSpan) -> str | None:

@@ -30,7 +30,8 @@ _SPEC_FIELDS = (
     "previous_profile_sha256",
     "deadline_seconds",
     "trusted_hashes",
-    "lengths",
+    "lengths",  # what the plan applied: uniform or profile (auto's choice), read by mission_ranges
+    "lengths_asked",  # what was asked (auto, say), when the plan applied another: the next mission asks it again
 )
 
 
@@ -89,6 +90,7 @@ def load_mission(store: Store, mission: str, **policies) -> MissionConfig:
         doc = json.loads(store.read_bytes(rel))
         span = MissionSpan(doc["first_ledger"], doc["last_ledger"], doc["ledgers_per_range"], doc["overlap"])
         fields = {f: doc.get(f) for f in _SPEC_FIELDS if f in doc or f == "previous_profile_sha256"}
+        fields.setdefault("lengths", "uniform")  # saved before missions saved it: only the grid was planned then
         return MissionConfig(span=span, storage_root=store.root, **fields, **policies)
     except FileNotFoundError:
         raise ConfigError(
@@ -99,9 +101,10 @@ def load_mission(store: Store, mission: str, **policies) -> MissionConfig:
 
 
 def mission_ranges(store: Store, cfg: MissionConfig) -> list[LedgerRange]:
-    """The mission's ranges, ascending: the grid of its span, or for a profile-cut mission its saved plan's
-    (a cut is not re-derived: the saved plan is the plan run, whatever the profile or slots say since)."""
-    if cfg.lengths != "profile":
+    """The mission's ranges, ascending: the grid of its span, or for a mission not planned on the grid (a
+    profile cut, auto's included) its saved plan's (a cut is not re-derived: the saved plan is the plan
+    run, whatever the profile or slots say since)."""
+    if cfg.lengths == "uniform":
         return plan_ranges(cfg.span)
     rel = layout.plan(cfg.mission)
     try:

@@ -70,7 +70,8 @@ def test_profile_and_tier_map_assets_pass_their_checks_and_feed_the_next_plan(in
     assert not (tmp_path / "storage/m1/profile_diff.parquet").exists()
     profile = meta["range_profile"]["profile_path"].value
     assert len(pd.read_parquet(profile)) == 3
-    nxt = plan(instance, "m2", 3, previous_profile=profile, order="longest-first")
+    # On the grid: auto (the default, issue 37) cuts the longest of 3 ranges at 4 slots.
+    nxt = plan(instance, "m2", 3, previous_profile=profile, order="longest-first", lengths="uniform")
     pmeta = nxt.asset_materializations_for_node("mission_plan")[0].metadata
     assert pmeta["profiled_ranges"].value == 3 and "nebula" not in pmeta["ranges_per_tier"].value
     assert pmeta["new_partitions"].value == 0  # same keys as m1: the grid is fixed

@@ -125,3 +125,34 @@ def test_issue25_lengths_profile_without_a_profile_plans_the_grid_and_says_so(in
     meta = result.asset_materializations_for_node("mission_plan")[0].metadata
     assert meta["lengths"].value.startswith("uniform (lengths profile: no previous profile")
     assert "ranges_cut" not in meta and len(instance.get_dynamic_partitions(PARTITIONS)) == 3
+
+
+def test_issue37_auto_the_default_is_saved_as_chosen_and_the_next_mission_asks_it_again(instance, profiled):
+    """Mission a was planned with no `lengths`: auto, unprofiled, the grid. The sensor carries auto (not the
+    grid it chose), and mission_plan, not the sensor, adds the keys of whatever auto then plans."""
+    grid, _ = profiled
+    first = instance.get_latest_materialization_event(dg.AssetKey("mission_plan")).asset_materialization.metadata
+    assert first["lengths"].value.startswith("uniform (auto: the uniform grid (no previous profile")
+    assert first["lengths_asked"].value == "auto" and "lengths_choice" not in first
+    with dg.build_sensor_context(
+        instance=instance, instance_ref=instance.get_ref(), definitions=defs, resources={"catchup": catchup}
+    ) as context:
+        data = next_mission_sensor.evaluate_tick(context)
+    [request] = data.run_requests
+    config = request.run_config["ops"]["mission_plan"]["config"]
+    assert config["lengths"] == "auto" and not data.dynamic_partitions_requests
+    result = defs.resolve_job_def("mission_plan_job").execute_in_process(
+        run_config=request.run_config, instance=instance, tags=request.tags, raise_on_error=False
+    )
+    assert result.success, failure_text(result)
+    meta = result.asset_materializations_for_node("mission_plan")[0].metadata
+    # Which one depends on the seconds a measured (the simulated history, run for real): either, saying why.
+    applied, why = meta["lengths"].value.split(" ", 1)
+    assert why.startswith({"uniform": "(auto: the uniform grid: ", "profile": "(auto: the profile cut, "}[applied])
+    # Both forecasts, and what the cut costs beside the time it saves, at production scale.
+    table = meta["lengths_choice"].value
+    assert "expected_makespan_h" in table and "p10_h" in table and "cost_usd" in table and "chosen" in table
+    assert {"cut_hours_saved", "cut_extra_node_hours", "cut_extra_usd", "cut_node_hours_ratio"} <= set(meta)
+    planned = pd.read_parquet(meta["plan_path"].value)["range_key"].tolist()
+    assert set(planned) <= set(instance.get_dynamic_partitions(PARTITIONS))
+    assert (sorted(planned) == sorted(grid)) == (applied == "uniform")

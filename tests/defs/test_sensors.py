@@ -66,6 +66,9 @@ def plan(env, mission: str, first: int, last: int, **config) -> int:
         "ledgers_per_range": R,
         "overlap": 0,
         "parallelism": 4,
+        # On the grid, whose keys the sensors add ahead of the plan (L38); auto, the default, is carried
+        # as asked and cut or not by mission_plan (tests/defs/test_profile_lengths.py, issue 37).
+        "lengths": "uniform",
         **config,
     }
     assert dg.materialize(

@@ -12,6 +12,11 @@ from catchup_assets.core.plan.ranges import CHECKPOINT_LEDGERS, MissionSpan, pla
 from catchup_assets.core.values.ledger_range import LedgerRange
 from catchup_assets.sim.model import HISTORY_LEDGERS
 
+# The demo's missions run on the grid, not `auto` (issue 37: production's default): each runs its plan as
+# one contiguous span of partition keys (mission.py), and its second mission is compared with its first
+# by key, so a cut's new keys would split the one run and share few keys.
+DEMO_LENGTHS = "uniform"
+
 
 @dataclass(frozen=True)
 class DemoSettings:
@@ -83,6 +88,7 @@ class DemoSettings:
                 overlap=self.span().overlap,
                 parallelism=self.parallelism,
                 max_parallelism=self.parallelism,
+                lengths=DEMO_LENGTHS,
             ),
         )
 
@@ -96,6 +102,7 @@ class DemoSettings:
             "ledgers_per_range": span.ledgers_per_range,
             "overlap": span.overlap,
             "order": order,
+            "lengths": DEMO_LENGTHS,
             "parallelism": self.parallelism,
             "previous_profile": previous_profile or "",
         }

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 from catchup_assets.core.classify.outcomes import RetryPolicy
 from catchup_assets.core.errors import ConfigError, bounded, check_bounds, check_value, declared_bounds, integer_fields
+from catchup_assets.core.plan.cut import DEFAULT_NODE_HOURS_CAP
 from catchup_assets.core.plan.ranges import LENGTHS, MissionSpan
 from catchup_assets.core.size.sizing import Placement
 from catchup_assets.core.values.ledger_range import ORDERS
@@ -89,16 +90,24 @@ class MissionConfig:
     # against it (each attempt its range's one hash: entrypoint.sh). None: untrusted, as
     # stellar-core warns.
     trusted_hashes: str | None = None
-    # How the span is cut (LENGTHS): uniform, or cut to the previous profile for `parallelism`
-    # slots; a backfill runs the saved plan's ranges, never a new cut.
-    lengths: str = "uniform"
+    # How the span is cut (LENGTHS): auto, uniform, or cut to the previous profile for `parallelism`
+    # slots; a backfill runs the saved plan's ranges, never a new cut. Once planned, what the plan
+    # applied (auto's choice; uniform when there was no profile to cut to), and `lengths_asked` what
+    # was asked, so the next mission asks it again (issue 37 item 1).
+    lengths: str = "auto"
+    lengths_asked: str | None = None
+    # auto takes a cut of at most this many times the grid's node-hours (the setups it pays again),
+    # and the cut itself is searched within it (core/plan/choose_lengths.py, issue 37 item 4).
+    cut_node_hours_cap: float = bounded(DEFAULT_NODE_HOURS_CAP, ge=1.0)
 
     def __post_init__(self) -> None:
         validate_mission(self.mission)
         if self.order not in ORDERS:
             raise ConfigError(f"order: unknown order {self.order!r}: choose one of {', '.join(ORDERS)}")
-        if self.lengths not in LENGTHS:
-            raise ConfigError(f"lengths: unknown {self.lengths!r}: choose one of {', '.join(LENGTHS)}")
-        check_bounds(self)  # parallelism, deadline_seconds and the dispatcher's settings
+        for name in ("lengths", "lengths_asked"):
+            value = getattr(self, name)
+            if value not in LENGTHS and not (name == "lengths_asked" and value is None):
+                raise ConfigError(f"{name}: unknown {value!r}: choose one of {', '.join(LENGTHS)}")
+        check_bounds(self)  # parallelism, deadline_seconds, cut_node_hours_cap and the dispatcher's settings
         if taken := sorted(TRUSTED_ENV & set(self.env)):
             raise ConfigError(f"env {taken[0]} is set by the dispatcher from trusted_hashes, not by hand")

@@ -230,7 +230,13 @@ def plan_cut(
     return CutPlan(tuple(ranges), tuple(secs), slots, make, bound, uniform_make, uniform_work, cut, merged, sigma)
 
 
-def profile_cut(measures: Sequence[RangeMeasure], span: MissionSpan, slots: int, sigma: float = 0.0) -> CutPlan | None:
+def profile_cut(
+    measures: Sequence[RangeMeasure],
+    span: MissionSpan,
+    slots: int,
+    sigma: float = 0.0,
+    node_hours_cap: float = DEFAULT_NODE_HOURS_CAP,
+) -> CutPlan | None:
     """`plan_cut` over the cost model of a profile's rows; None when no row has seconds and a first ledger."""
     segments = segments_from_measures(measures)
-    return plan_cut(LedgerCost(segments), span, slots, sigma=sigma) if segments else None
+    return plan_cut(LedgerCost(segments), span, slots, node_hours_cap, sigma=sigma) if segments else None

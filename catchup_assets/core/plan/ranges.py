@@ -18,8 +18,9 @@ DEFAULT_LEDGERS_PER_RANGE = 16000
 DEFAULT_OVERLAP = 320
 MAX_RANGES = 20_000  # per mission; the seed's full history was ~4800 at its finest grid
 MAX_LEDGER = 2**32 - 1  # ledger sequence numbers are uint32 in stellar-core
+# auto: whichever of the two below finishes sooner at a bounded cost (core/plan/choose_lengths.py);
 # uniform: the fixed grid; profile: the grid cut and merged to the previous profile (core/plan/cut.py).
-LENGTHS = ("uniform", "profile")
+LENGTHS = ("auto", "uniform", "profile")
 
 
 @dataclass(frozen=True)

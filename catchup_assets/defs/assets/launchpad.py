@@ -38,10 +38,12 @@ from catchup_assets.store.root import Store
 GRID_FIELDS = ("first_ledger", "ledgers_per_range", "overlap")
 LATEST, NONE = "latest", "none"
 ORDER = Literal["tip-first", "oldest-first", "longest-first"]
-LENGTHS = Literal["uniform", "profile"]
+LENGTHS = Literal["auto", "uniform", "profile"]
 LENGTHS_HELP = (
-    "uniform: the fixed grid of ledgers_per_range; profile: that grid cut where the previous profile's ranges "
-    "are slow and merged where they are fast, for `parallelism` slots (unprofiled: uniform)"
+    "auto: the profile cut when it is expected to finish at least 5% sooner at most "
+    "mission_defaults.cut_node_hours_cap x the grid's node-hours, else the grid (the plan's metadata says which "
+    "and why); uniform: the fixed grid of ledgers_per_range; profile: that grid cut where the previous profile's "
+    "ranges are slow and merged where they are fast, for `parallelism` slots (unprofiled: uniform)"
 )
 
 
@@ -110,7 +112,7 @@ class MissionPlanConfig(dg.Config):
     parallelism: int = Field(
         default=DEFAULT_PARALLELISM, ge=1, description="attempts in flight at once, across all runs of the mission"
     )
-    lengths: LENGTHS = Field(default="uniform", description=LENGTHS_HELP)
+    lengths: LENGTHS = Field(default="auto", description=LENGTHS_HELP)
     previous_profile: str = Field(
         default=LATEST,
         description="latest: the newest range_profile.parquet on this storage root; none: unprofiled; "
@@ -145,6 +147,7 @@ class MissionPlanConfig(dg.Config):
             parallelism=self.parallelism,
             order=self.order,
             lengths=self.lengths,
+            cut_node_hours_cap=catchup.mission_defaults.cut_node_hours_cap,  # the deployment's, for auto
             previous_profile=previous.path,
             deadline_seconds=self.deadline_seconds,
             trusted_hashes=self.trusted_hashes or None,

@@ -112,7 +112,12 @@ def lengths_metadata(cfg, prepared, forecasts, uniform, scale: Scale = FULL) -> 
     """How the span was cut; for a profile cut, its what-if beside the uniform grid's (production hours)."""
     from catchup_assets.core.forecast.forecast import lengths_rows
 
-    meta: dict[str, Any] = {"lengths": cfg.lengths + (f" ({prepared.lengths_note})" if prepared.lengths_note else "")}
+    choice = prepared.lengths_choice
+    note = prepared.lengths_note if choice is None else choice.scaled(scale.time).why()  # production hours
+    meta: dict[str, Any] = {"lengths": cfg.lengths + (f" ({note})" if note else "")}
+    if cfg.lengths_asked:
+        meta["lengths_asked"] = cfg.lengths_asked
+    meta |= choice_metadata(choice, scale)
     cut = prepared.cut
     if cut is None:
         return meta
@@ -124,6 +129,24 @@ def lengths_metadata(cfg, prepared, forecasts, uniform, scale: Scale = FULL) -> 
     if rows:
         meta["what_if_lengths"] = markdown_table(rows, list(rows[0]))
     return meta
+
+
+def choice_metadata(choice, scale: Scale = FULL) -> dict[str, Any]:
+    """lengths auto: both plans' forecasts, and what the cut costs beside the time it saves (issue 37 item 4)."""
+    from catchup_assets.core.plan.choose_lengths import choice_rows
+
+    if choice is None or choice.cut is None:
+        return {}
+    choice = choice.scaled(scale.time)
+    grid, cut = choice.grid, choice.cut
+    rows = choice_rows(choice)
+    return {
+        "lengths_choice": markdown_table(rows, list(rows[0])),
+        "cut_hours_saved": reading((grid.expected_seconds - cut.expected_seconds) / 3600),
+        "cut_extra_node_hours": reading(cut.node_hours - grid.node_hours),
+        "cut_extra_usd": reading(cut.dollars - grid.dollars),
+        "cut_node_hours_ratio": round(choice.node_hours_ratio, 3),
+    }
 
 
 def _scaled(forecasts, scale: Scale):

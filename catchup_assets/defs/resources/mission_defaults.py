@@ -6,6 +6,7 @@ from pydantic import Field, model_validator
 
 from catchup_assets.core.errors import ConfigError, declared_bounds
 from catchup_assets.core.plan.config import DEFAULT_PARALLELISM, MissionConfig
+from catchup_assets.core.plan.cut import DEFAULT_NODE_HOURS_CAP
 from catchup_assets.core.plan.ranges import DEFAULT_LEDGERS_PER_RANGE, DEFAULT_OVERLAP, MissionSpan
 from catchup_assets.defs.resources.policies import Strict
 
@@ -18,9 +19,15 @@ class MissionDefaultsConfig(Strict):
     ledgers_per_range: int = Field(default=DEFAULT_LEDGERS_PER_RANGE, gt=0)
     overlap: int = Field(default=DEFAULT_OVERLAP, ge=0)
     order: Literal["tip-first", "oldest-first", "longest-first"] = "longest-first"
-    # uniform: the grid; profile: cut to the previous profile for `parallelism` slots (docs/how-to.md,
-    # "Ranges cut to the profile").
-    lengths: Literal["uniform", "profile"] = "uniform"
+    # auto: the profile cut when it finishes sooner at a bounded cost, else the grid; uniform: the grid;
+    # profile: cut to the previous profile for `parallelism` slots (docs/how-to.md, "Ranges cut to the profile").
+    lengths: Literal["auto", "uniform", "profile"] = "auto"
+    cut_node_hours_cap: float = Field(
+        default=DEFAULT_NODE_HOURS_CAP,
+        description="lengths auto takes a profile cut of at most this many times the uniform grid's node-hours",
+        allow_inf_nan=False,
+        **declared_bounds(MissionConfig, "cut_node_hours_cap"),
+    )
     # Both within MissionConfig's own bounds for parallelism (at most a cluster's pods).
     parallelism: int = Field(
         default=DEFAULT_PARALLELISM,

@@ -45,7 +45,8 @@ def next_mission_config(previous: MissionConfig, profile_path: str, name: str, s
         "ledgers_per_range": span.ledgers_per_range,
         "overlap": span.overlap,
         "order": "longest-first",
-        "lengths": previous.lengths,  # the operator's choice carries; a cut is made anew from this profile
+        # The operator's choice carries (auto, not what auto chose last time); a cut is made anew from this profile.
+        "lengths": previous.lengths_asked or previous.lengths,
         "parallelism": previous.parallelism,
         "previous_profile": profile_path,
         "deadline_seconds": previous.deadline_seconds,
@@ -125,8 +126,9 @@ def next_mission_sensor(context: dg.SensorEvaluationContext, catchup: CatchupRes
             return skip(f"no next mission from {mission} up to the tip {tip.ledger}: {exc}")
     config = next_mission_config(previous, meta(record, "profile_path"), name, span)
     live = set(instance.get_dynamic_partitions(PARTITIONS))
-    # The grid's new keys, as mission_plan adds them; a cut's keys exist only once mission_plan cuts.
-    grid = plan_ranges(span) if previous.lengths == "uniform" else []
+    # The grid's new keys, as mission_plan adds them; a cut's keys (auto's, should it cut) exist only once
+    # mission_plan cuts.
+    grid = plan_ranges(span) if config["lengths"] == "uniform" else []
     new_keys = sorted(r.key for r in grid if r.key not in live)
     context.log.info(f"next mission {name} from {mission}'s profile: {json.dumps(config)}")
     return dg.SensorResult(
