@@ -24,7 +24,8 @@ from catchup_assets.core.size.sizing import Placement
 
 # The cut's expected makespan must be at least this share shorter than the grid's (issue 37 item 1).
 MIN_SAVING = 0.05
-# Draws per plan: the band of a 4000-range mission moves by well under 1% past ~50 (issue 37's figures).
+# Draws per plan: on the workload model at 2096 slots, 50 put the grid's expected makespan 0.5% and the
+# cut's 0.2% from 200 draws' (6.88 h, 3.33 h), against the 51% between them; a quarter of the time.
 CHOICE_DRAWS = 50
 CAP_FIELD = "cut_node_hours_cap"  # MissionConfig's and mission_defaults' name for the bound, named in the refusal
 
