@@ -85,7 +85,7 @@ def build_parser() -> argparse.ArgumentParser:
         default=0,
         metavar="N",
         help="corrupt the simulated archive at N ranges: stellar-core fails them and both missions condemn them, "
-        "to try the failure walk (README)",
+        "to try the failure walk (docs/tutorial.md)",
     )
     d.add_argument(
         "--metrics-port",

@@ -2,49 +2,41 @@
 
 The demo runs its two missions with one range whose simulated history archive is corrupt
 (`--fail-ranges 1`: stellar-core fails on it every time), so both missions condemn it and
-record their evidence on its partition. Then `dagster-webserver` serves that instance on a
-free loopback port, as the "Dagster UI" command of docs/tutorial.md does, and Debian's `chromium`
-(driven by Playwright, never a browser Playwright downloaded) walks it: the asset graph, the
-range partitions with the failed one, the failed partition's evidence with its log tail, the
-profile's and the tier map's plots, and `mission_plan`'s launchpad filled in for the next
-mission. Each view is checked for what it shows, then saved under `docs/ui/` (the
-screenshots docs/tutorial.md points at): `uv run pytest -m browser` regenerates them.
+record their evidence on its partition. Then `dagster dev` serves that instance on a free
+loopback port, as the "Dagster UI" command of docs/tutorial.md does, and Debian's `chromium`
+walks it (tests/kit/ui.py): the asset graph, the range partitions with the failed one, the
+failed partition's evidence with its log tail, the profile's and the tier map's plots,
+`mission_plan`'s launchpad filled in for the next mission, and last the failure walk of
+docs/tutorial.md: the archive repaired, the location reloaded, the failed range backfilled
+with the buttons the UI has, and green. Each view is checked for what it shows, then saved
+under `docs/ui/` (the screenshots docs/tutorial.md points at): `uv run pytest -m browser`
+regenerates them. `dagster dev`'s log holds no traceback at the end (issue 36 item 5).
 """
 
 import io
-import os
 import re
-import shutil
-import signal
-import socket
-import subprocess
-import sys
-import time
-import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
 import dagster as dg
 import pytest
 
+from catchup_assets.cli.demo.archive import repair
 from catchup_assets.cli.demo.run import run_demo
 from catchup_assets.cli.demo.settings import DemoSettings
 from catchup_assets.core.plan.ranges import MissionSpan
 from catchup_assets.defs.mission.range_events import planned_as_subset
+from kit.ui import CHROMIUM, browser_page, dagster_dev, metadata_row, shot, tracebacks, until
 
 pytestmark = pytest.mark.browser
 
-CHROMIUM = shutil.which("chromium")
 if CHROMIUM is None:
     pytest.skip("no chromium on PATH (Debian: apt-get install chromium)", allow_module_level=True)
 sync_api = pytest.importorskip("playwright.sync_api", reason="playwright not installed (dev group: uv sync)")
 expect = sync_api.expect
 
-SHOTS = Path(__file__).resolve().parents[2] / "docs" / "ui"
 RANGES = 6
-VIEWPORT = {"width": 1400, "height": 900}
 RANGE = dg.AssetKey("range_catchup")
-TIMEOUT_MS = 60_000  # 2 shared cores: the UI's first queries can take a while
 
 
 @dataclass(frozen=True)
@@ -82,81 +74,17 @@ def demo(tmp_path_factory) -> Demo:
     return Demo(directory, settings.span(), missions, key, evidence, latest.run_id)
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def ui(demo: Demo):
-    """`dagster-webserver` on the demo's instance and workspace; its base URL."""
-    port = _free_port()
-    env = {k: v for k, v in os.environ.items() if k not in ("DAGSTER_HOME", "CATCHUP_STORAGE_ROOT")}
-    env["DAGSTER_HOME"] = str(demo.directory / "dagster_home")
-    log_path = demo.directory / "webserver.log"
-    script = Path(sys.executable).parent / "dagster-webserver"
-    workspace = demo.directory / "workspace.yaml"
-    with open(log_path, "wb") as log:
-        proc = subprocess.Popen(
-            [str(script), "-h", "127.0.0.1", "-p", str(port), "-w", str(workspace)],
-            cwd=demo.directory,
-            env=env,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,  # its code server too is ended with its process group
-        )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 120
-        while True:
-            if proc.poll() is not None:
-                pytest.fail(f"dagster-webserver exited {proc.returncode}:\n{log_path.read_text()[-3000:]}")
-            try:
-                with urllib.request.urlopen(f"{url}/server_info", timeout=2) as r:
-                    if r.status == 200:
-                        break
-            except OSError:
-                pass
-            if time.monotonic() > deadline:
-                pytest.fail(f"dagster-webserver did not answer in 120 s:\n{log_path.read_text()[-3000:]}")
-            time.sleep(0.5)
+    """`dagster dev` on the demo's instance and workspace; its base URL."""
+    with dagster_dev(demo.directory, demo.directory / "dagster_dev.log") as url:
         yield url
-    finally:
-        for sig, wait in ((signal.SIGTERM, 30), (signal.SIGKILL, 10)):
-            try:
-                os.killpg(proc.pid, sig)
-            except ProcessLookupError:
-                break
-            try:
-                proc.wait(timeout=wait)
-                break
-            except subprocess.TimeoutExpired:
-                continue
 
 
 @pytest.fixture(scope="module")
 def page(ui):
-    SHOTS.mkdir(parents=True, exist_ok=True)
-    with sync_api.sync_playwright() as p:
-        # Debian's build, not one Playwright downloads. Playwright launches it with --no-sandbox
-        # (its default, chromium_sandbox=False), which Chromium needs when the tests run as root.
-        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True)
-        try:
-            page = browser.new_page(viewport=VIEWPORT, base_url=ui)
-            page.set_default_timeout(TIMEOUT_MS)
-            expect.set_options(timeout=TIMEOUT_MS)
-            yield page
-        finally:
-            browser.close()
-
-
-def shot(page, name: str) -> None:
-    page.screenshot(path=SHOTS / name, animations="disabled")
-
-
-def metadata_row(page, key: str):
-    return page.get_by_role("row").filter(has=page.get_by_role("cell", name=key, exact=True))
+    with browser_page(sync_api, expect, ui) as page:
+        yield page
 
 
 def show_markdown(page, key: str):
@@ -333,3 +261,35 @@ resources:
     expect(dialog.get_by_text("No errors")).to_have_count(0)
     expect(dialog.get_by_role("button", name="Materialize")).to_be_disabled()
     shot(page, "launchpad-refused.png")
+
+
+def test_issue36_the_failure_walk_backfills_the_repaired_range_with_the_buttons_the_ui_has(page, demo):
+    """Issue 36 item 11: docs/tutorial.md's failure walk, click by click, as it names the buttons."""
+    assert repair(demo.directory, out=io.StringIO()) == 0  # `catchup-assets demo --repair`
+    page.goto("/deployment/locations")
+    page.get_by_role("button", name="Reload all").click()  # Deployment > "Reload all"
+    page.goto("/assets/range_catchup?view=partitions")  # Catalog > range_catchup > Partitions
+    expect(page.get_by_text("Failed (1)")).to_be_visible()
+    page.get_by_role("button", name="Materialize…").click()  # "Materialize…"
+    dialog = page.get_by_role("dialog").filter(has_text="Launch runs to materialize range_catchup")
+    dialog.get_by_role("button", name="Failed", exact=True).click()  # Partition selection: "Failed"
+    expect(dialog.get_by_text("1 partition", exact=True)).to_be_visible()
+    expect(dialog).to_contain_text(demo.key)  # shown middle-truncated
+    shot(page, "09-failure-walk-backfill.png")
+    dialog.get_by_role("button", name="Launch 1 run").click()  # one range: "Launch 1 run"
+    expect(page.get_by_text(re.compile(r"^Launched run"))).to_be_visible()
+
+    # The daemon starts the queued run; the repaired archive lets stellar-core through.
+    def green() -> bool:
+        page.reload()
+        page.get_by_text(f"Materialized ({RANGES})").wait_for(timeout=10_000)
+        return True
+
+    assert until(green, 180), "the backfilled range never went green"
+    expect(page.get_by_text("Failed (0)")).to_be_visible()
+    shot(page, "10-failure-walk-green.png")
+
+
+def test_issue36_dagster_dev_logged_no_traceback_in_the_walk(ui, demo):
+    """Issue 36 item 5: the walk's `dagster dev` (webserver, daemon, runs) printed no traceback."""
+    assert tracebacks(demo.directory / "dagster_dev.log") == []

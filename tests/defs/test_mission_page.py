@@ -59,6 +59,8 @@ def test_issue36_a_missions_page_shows_its_counts_while_it_runs_then_how_it_ende
         "time_to_go": "ended",
     }
     assert instance.get_run_by_id(done.run_id).tags["catchup/progress"] == "completed: all 3 ranges done"
+    # Each links the page itself (the run's log shows the link): the partition's events.
+    assert {o["mission_page"] for o in seen} == {"/assets/range_profile?view=events&partition=m1"}
 
 
 def test_issue36_a_profiled_missions_page_shows_its_time_to_go_from_the_start(instance):

@@ -48,8 +48,8 @@ def repair(directory: Path, out: TextIO = sys.stdout) -> int:
     ledgers = ", ".join(str(t) for t in targets)
     print(
         f"repaired the demo's archive: stellar-core can catch up to ledger {ledgers} again ({path})\n"
-        "in the Dagster UI: Deployment > Reload (the code location reads it), then Assets > range_catchup > "
-        "Partitions, the Failed ones, Materialize selected",
+        'in the Dagster UI: Deployment > "Reload all" (the code location reads it), then Catalog > range_catchup > '
+        'Partitions, "Materialize…", Partition selection "Failed", "Launch backfill" ("Launch 1 run" for one range)',
         file=out,
     )
     return 0

@@ -5,13 +5,18 @@ mission had done 8), and a run shows no progress of its own. So a range_catchup 
 figures where an operator looks, from the dispatcher's status (`on_status`), at most every
 `every_seconds` and once at its end:
 - an `AssetObservation` of `range_profile`'s partition named after the mission, the page a mission's
-  profile lands on: `/assets/range_profile?view=events&partition=<mission>` shows the newest one, and
-  the run's log links it (one click from the run);
+  profile lands on: `/assets/range_profile?view=events&partition=<mission>` shows the newest one. Its
+  `mission_page` entry is that page's link, in the run's log too: one click from the run. (Dagster's
+  own "View Asset" link on the row opens the asset, not the partition's events.) A relative link:
+  the run does not know the UI's address, and the UI resolves it against its own;
 - the run's tag `catchup/progress`, the same in one line, in the runs list and on the run's page.
-The figures are this run's only (its ranges), never another mission's.
+The figures are this run's only (its ranges), never another mission's. A change of the operator's
+control (pause, drain, parallelism) is written at once, not at the next `every_seconds`.
 """
 
 from __future__ import annotations
+
+from urllib.parse import urlencode
 
 import dagster as dg
 
@@ -75,19 +80,25 @@ def ended_metadata(mission: str, how: str, why: str, n: dict[str, int]) -> dict:
     }
 
 
+def page_link(mission: str) -> str:
+    """The mission page's path in the UI: range_profile's events, of the mission's partition."""
+    return "/assets/range_profile?" + urlencode({"view": "events", "partition": mission})
+
+
 class MissionPage:
     """Writes one run's figures to its mission's page, throttled by `clock` (its `time()`, in seconds)."""
 
     def __init__(self, context: dg.AssetExecutionContext, mission: str, clock, every_seconds: float = EVERY_SECONDS):
         self.context, self.mission, self.clock, self.every_seconds = context, mission, clock, every_seconds
         self._at: float | None = None
+        self._control: str | None = None  # the control in force when last written
         add_missions(context.instance, [mission])  # a mission planned before missions were partitions
 
     def running(self, status: Status) -> None:
         now = self.clock.time()
-        if self._at is not None and now - self._at < self.every_seconds:
+        if self._at is not None and now - self._at < self.every_seconds and status.control == self._control:
             return
-        self._at = now
+        self._at, self._control = now, status.control
         self._write(running_metadata(self.mission, status), running_tag(status))
 
     def ended(self, how: str, why: str, n: dict[str, int]) -> None:
@@ -100,4 +111,7 @@ class MissionPage:
     def _write(self, metadata: dict, tag: str) -> None:
         context = self.context
         context.instance.add_run_tags(context.run.run_id, {PROGRESS_TAG: tag})
-        context.log_event(dg.AssetObservation(asset_key=PROFILE_KEY, partition=self.mission, metadata=metadata))
+        link = {"mission_page": dg.MetadataValue.url(page_link(self.mission))}
+        context.log_event(
+            dg.AssetObservation(asset_key=PROFILE_KEY, partition=self.mission, metadata={**metadata, **link})
+        )
