@@ -73,7 +73,7 @@ def test_L9_fail_ranges_condemns_them_and_after_the_repair_their_backfill_goes_g
         # The demo's own code location, loaded as `dagster dev -w demo/workspace.yaml` loads it.
         define_out_of_process_context(str(d / "catchup_location.py"), None, instance) as context,
     ):
-        # What the UI sends for "Launch backfill" (Materialize…, Partition selection "Failed") on the failed partitions (no mission tag).
+        # What the UI sends for "Launch backfill" on the Failed partitions (no mission tag).
         result = execute_dagster_graphql(
             context,
             LAUNCH_PARTITION_BACKFILL_MUTATION,

@@ -67,7 +67,7 @@ def test_backfill_of_failed_ranges_runs_exactly_those_sharing_the_mission_cap(tm
         assert sorted(k for k, s in st.items() if s == dg.AssetPartitionStatus.FAILED) == sorted(hit)
 
         with define_out_of_process_context(DEFS_FILE, None, instance) as context:
-            # What the UI sends for "Launch backfill" (Materialize…, Partition selection "Failed") on the failed partitions.
+            # What the UI sends for "Launch backfill" on the failed partitions (Partition selection "Failed").
             result = execute_dagster_graphql(
                 context,
                 LAUNCH_PARTITION_BACKFILL_MUTATION,
@@ -102,7 +102,7 @@ def test_backfill_of_failed_ranges_runs_exactly_those_sharing_the_mission_cap(tm
 
 
 def launch_backfill(context, keys) -> list[dg.DagsterRun]:
-    """What the UI sends for "Launch backfill" (Materialize…, the partitions selected) on `keys`, and the backfill daemon's pass: its runs, queued."""
+    """What the UI sends for "Launch backfill" on `keys`, and the backfill daemon's pass: its runs, queued."""
     result = execute_dagster_graphql(
         context,
         LAUNCH_PARTITION_BACKFILL_MUTATION,
