@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from catchup_assets.core.forecast.time_to_go import Done, InFlight, pace, time_to_go
+from catchup_assets.core.forecast.time_to_go import Done, InFlight, TimeToGo, pace, time_to_go
 
 H = 3600.0
 
@@ -81,3 +81,16 @@ NAN = float("nan")
 def test_issue36_a_torn_figure_is_taken_as_unknown_never_a_nan_time_to_go(why, in_flight, waiting, done):
     eta = time_to_go(in_flight, waiting, done, 1, sigma=0.0, draws=2)
     assert math.isfinite(eta.expected_seconds) and eta.expected_seconds >= H and "nan" not in eta.line()
+
+
+@pytest.mark.parametrize(
+    ("expected", "p10", "p90", "line"),
+    [
+        (3 * 3600, 2.5 * 3600, 3.6 * 3600, "~3.0 h to go (p10 2.5 h, p90 3.6 h; pace x1.00 of the profile)"),
+        (1800, 1500, 2400, "~30 min to go (p10 25 min, p90 40 min; pace x1.00 of the profile)"),
+        # A tail (or the demo) under a minute: seconds, never "0 min to go".
+        (4, 3.8, 70, "~4 s to go (p10 4 s, p90 1 min; pace x1.00 of the profile)"),
+    ],
+)
+def test_issue36_the_time_to_go_reads_in_hours_minutes_or_seconds(expected, p10, p90, line):
+    assert TimeToGo(expected, p10, p90, pace=1.0, left=3).line() == line

@@ -47,7 +47,7 @@ def test_issue36_a_missions_page_shows_its_counts_while_it_runs_then_how_it_ende
     seen = page(instance, "m1", done.run_id)
     first, last = seen[0], seen[-1]
     # The first status: not all done yet, every range of this run counted, and no profile to time them.
-    assert first["state"].startswith("running")
+    assert first["state"] == "running"
     assert first["done"] < first["ranges"] == 3
     assert first["done"] + first["running"] + first["pending"] + first["queued"] == 3
     assert first["time_to_go"] == "time to go unknown until a range completes (no profile)"
@@ -117,11 +117,13 @@ def test_issue36_the_time_to_go_on_the_page_in_hours_or_words(to_go, expected):
 def test_issue36_the_pages_counts_and_tag_are_the_status_lines():
     status = Status(
         passes=9, completed=120, in_flight=43, queued=237, condemned=2, total=402, other_live=0,
-        control="paused", pending=3, to_go=TO_GO,
+        control="paused, parallelism 40 (planned 400)", pending=3, to_go=TO_GO,
     )  # fmt: skip
     meta = running_metadata("m1", status)
-    assert {k: meta[k] for k in ("state", "progress", "done", "running", "pending", "queued", "condemned")} == {
-        "state": "running; paused",
+    keys = ("state", "control", "progress", "done", "running", "pending", "queued", "condemned")
+    assert {k: meta[k] for k in keys} == {
+        "state": "paused",
+        "control": "paused, parallelism 40 (planned 400)",
         "progress": "120 of 402 done",
         "done": 120,
         "running": 40,

@@ -63,7 +63,10 @@ class TimeToGo:
 
 
 def _hours(seconds: float) -> str:
-    return f"{seconds / 3600:.1f} h" if seconds >= 3600 else f"{seconds / 60:.0f} min"
+    # Under a minute in seconds: a demo's or a tail's "0 min to go" reads as done.
+    if seconds >= 3600:
+        return f"{seconds / 3600:.1f} h"
+    return f"{seconds / 60:.0f} min" if seconds >= 60 else f"{seconds:.0f} s"
 
 
 def _known(seconds: float | None) -> bool:

@@ -43,10 +43,11 @@ def to_go_metadata(to_go: TimeToGo | None) -> dict:
 
 def running_metadata(mission: str, status: Status) -> dict:
     """The page's figures while the mission runs."""
-    state = status.control or "dispatching"
+    held = status.control.split(",")[0] if status.control else ""
     return {
         "mission": mission,
-        "state": f"running; {state}",
+        "state": held if held in ("paused", "draining") else "running",  # mission_control.py's words
+        "control": status.control or "no control record read yet",
         "progress": f"{status.completed} of {status.total} done",
         "done": status.completed,
         "running": status.running,
@@ -113,5 +114,6 @@ class MissionPage:
         context.instance.add_run_tags(context.run.run_id, {PROGRESS_TAG: tag})
         link = {"mission_page": dg.MetadataValue.url(page_link(self.mission))}
         context.log_event(
-            dg.AssetObservation(asset_key=PROFILE_KEY, partition=self.mission, metadata={**metadata, **link})
+            # The link first: a log row shows the top of a long table, the rest behind "View full message".
+            dg.AssetObservation(asset_key=PROFILE_KEY, partition=self.mission, metadata={**link, **metadata})
         )
