@@ -2,6 +2,7 @@
 as a user sees it; the log lines printed while the bar shows stand on lines of their own, above it."""
 
 import fcntl
+import io
 import os
 import pty
 import re
@@ -11,9 +12,14 @@ import subprocess
 import sys
 import termios
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
+
+from catchup_assets.cli.demo.progress import ProgressBar
+from catchup_assets.core.dispatch.results import Status
+from catchup_assets.core.forecast.time_to_go import TimeToGo
 
 STAMP = r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} WARNING "
 
@@ -64,3 +70,16 @@ def test_Z1_log_lines_print_above_the_bar_never_into_it(tmp_path):
     assert min(bars[a]) < during < max(bars[a])
     for m in (a, b):
         assert re.search(r"done 4/4, in flight 0  queued 0  condemned 0", frames[max(bars[m])])
+    # Issue 36 item 2: the profiled mission's bar shows its time to go (`catchup-assets status`'s) as it runs.
+    assert any(re.search(r"~\d+ (s|min|\.\d h) to go \(p10 ", frames[i]) for i in bars[b]), [frames[i] for i in bars[b]]
+
+
+def test_issue36_the_bar_shows_the_time_to_go_when_there_is_one():
+    stream = io.StringIO()  # not a terminal: whole lines
+    bar = ProgressBar("m1", 10, stream=stream)
+    status = Status(passes=3, completed=4, in_flight=2, queued=4, condemned=0, total=10, other_live=0)
+    bar(replace(status, to_go=TimeToGo(1800, 1500, 2400, pace=1.0, left=6)), final=True)
+    bar(replace(status, completed=5, to_go=TimeToGo(0, 0, 0, pace=1.0, left=5, known=False)), final=True)
+    first, second = stream.getvalue().splitlines()
+    assert "done 4/10, in flight 2  queued 4  condemned 0  ~30 min to go (p10 25 min, p90 40 min; pace x1" in first
+    assert "to go" not in second  # unknown (no profile, nothing done yet): said nowhere rather than guessed

@@ -6,6 +6,7 @@ import contextlib
 import sys
 import threading
 import time
+from dataclasses import replace
 from typing import TextIO
 
 from tqdm import tqdm
@@ -14,7 +15,9 @@ from tqdm.contrib.logging import logging_redirect_tqdm
 
 from catchup_assets.cli.demo.observe import RangeStates, observe
 from catchup_assets.core.dispatch.results import Status
+from catchup_assets.core.forecast.time_to_go import TimeToGo
 from catchup_assets.defs.resources import CatchupResource
+from catchup_assets.mission.mission_status import mission_status
 
 # tqdm, not rich: both come with Dagster (uv.lock), but tqdm's logging_redirect_tqdm moves the log lines
 # above the bar through the handlers main.py configured (L36), where rich would want its own handler.
@@ -35,6 +38,8 @@ class ProgressBar:
 
     def __call__(self, s: Status, final: bool = False) -> None:
         rest = f"in flight {s.in_flight}  queued {s.queued}  condemned {s.condemned}"
+        if s.to_go is not None and s.to_go.left and s.to_go.known:
+            rest += f"  {s.to_go.line()}"
         if self.tty:
             self.bar.n = s.completed
             self.bar.set_postfix_str(rest, refresh=False)
@@ -61,20 +66,42 @@ class ProgressBar:
 
 
 class Poller(threading.Thread):
-    """Draws the progress bar from durable state while the run executes in the main thread."""
+    """Draws the progress bar from durable state while the run executes in the main thread.
 
-    def __init__(self, bar: ProgressBar, catchup: CatchupResource, mission: str, keys: list[str], every: float = 0.5):
+    The time to go is `catchup-assets status`'s (mission/mission_status.py), from the same durable state,
+    made anew every `eta_every` seconds: it reads the plan and every record, which a frame need not."""
+
+    def __init__(
+        self,
+        bar: ProgressBar,
+        catchup: CatchupResource,
+        mission: str,
+        keys: list[str],
+        every: float = 0.5,
+        eta_every: float = 5.0,
+    ):
         super().__init__(name=f"progress-{mission}", daemon=True)
         self.bar, self.catchup, self.mission, self.keys, self.every = bar, catchup, mission, keys, every
+        self.eta_every = eta_every
         self.finished = threading.Event()
         self.backend = catchup.backend_for(mission)
+        self._eta: TimeToGo | None = None
+        self._eta_at = float("-inf")
 
     def run(self) -> None:
         while not self.finished.wait(self.every):
             try:
-                self.bar(observe(self.catchup, self.mission, self.keys, self.backend).status(len(self.keys)))
+                status = observe(self.catchup, self.mission, self.keys, self.backend).status(len(self.keys))
+                self.bar(replace(status, to_go=self.time_to_go()))
             except Exception:  # noqa: BLE001 - a torn read costs one frame of the bar, never the run
                 continue
+
+    def time_to_go(self) -> TimeToGo | None:
+        now = time.monotonic()
+        if now - self._eta_at >= self.eta_every:
+            self._eta_at = now
+            self._eta = mission_status(self.catchup.root(), self.mission).to_go
+        return self._eta
 
     def stop(self) -> RangeStates:
         self.finished.set()
