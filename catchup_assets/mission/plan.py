@@ -80,7 +80,7 @@ def prepare(
         measures = previous.index.measures() if previous.index is not None else []
         seen = history_spread(Store(config.storage_root), previous)
         sigma = DEFAULT_SIGMA if seen is None else seen  # cut against the spread runtimes are seen to have
-        cut = profile_cut(measures, config.span, config.parallelism, sigma, config.cut_node_hours_cap)
+        cut = profile_cut(measures, config.span, config.parallelism, sigma, config.cut_node_hours_cap, config.placement)
         if asked == "auto":
             choice = choose(config, previous, cut, sigma)
             note = choice.why()

@@ -69,6 +69,20 @@ def test_range_lengths_smoke(tmp_path):
     assert "| 30 | 20 | profile |" in text and "| 30 | 20 | uniform |" in text
 
 
+def test_cut_generated_smoke(tmp_path):
+    """Issue 37 item 3: lengths auto on seeded generated profiles, at smoke size."""
+    from benchmarks import cut_generated
+
+    assert cut_generated.main(["--smoke", "--out", str(tmp_path)]) == 0
+    text = (tmp_path / "cut_generated.md").read_text()
+    rows = table_rows(text, "Plans")
+    assert [r[0] for r in rows] == ["1", "2"]  # one row a seed
+    assert {r[5] for r in rows} <= {"uniform", "profile"}
+    targets = [r[0] for r in table_rows(text, "Targets")]
+    assert targets[:3] == ["median / grid", "worst / bound", "worst node-hours / grid"]
+    assert targets[3] == "profiles within 1.12 x their bound"
+
+
 def test_forecast_spread_smoke(tmp_path):
     """Issue 26 item 5: the forecast's band against a replayed mission, at smoke size."""
     from benchmarks import forecast_spread

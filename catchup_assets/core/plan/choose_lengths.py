@@ -129,7 +129,9 @@ def choose_lengths(
     choice = LengthsChoice("uniform", grid, cut, node_hours_cap, sigma, min_saving, cut_is_grid)
     if cut_is_grid:
         return choice
-    if cut is not None and choice.saving >= min_saving and choice.node_hours_ratio <= node_hours_cap:
+    # The cut was searched within the cap on the same node shares (cut.py node_shares), summed in another
+    # order: a cut at the cap must not be refused by the last bits of a float.
+    if cut is not None and choice.saving >= min_saving and choice.node_hours_ratio <= node_hours_cap * (1 + 1e-9):
         return replace(choice, lengths="profile")
     return choice
 
