@@ -95,3 +95,8 @@ def test_issue37_a_heavy_band_mid_history_with_long_setups_cut_within_1_12_of_it
     assert plan.makespan_seconds <= 1.12 * plan.bound_seconds
     assert plan.makespan_seconds <= 0.6 * plan.uniform_makespan_seconds
     assert plan.work_seconds <= 1.10 * plan.uniform_work_seconds
+
+
+def test_issue37_a_profile_of_zero_seconds_plans_without_dividing_by_zero():
+    rows = [(0.0, 0.0, 4000, None, None), (0.0, 0.0, 4100, 0.5, 1.0)]
+    assert _robust(rows) == rows[0]  # every plan takes none: the fewer ranges

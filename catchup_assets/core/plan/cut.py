@@ -251,7 +251,11 @@ def _robust(found: Sequence[tuple]) -> tuple:
     """The candidate whose larger shortfall (its exact makespan over the best exact, its expected over the best
     expected) is least; ties: the fewer ranges. With no spread both are the exact makespan: the shortest wins."""
     best_exact, best_expected = min(f[0] for f in found), min(f[1] for f in found)
-    return min(found, key=lambda f: (max(f[0] / best_exact, f[1] / best_expected), f[2]))
+
+    def behind(got: float, best: float) -> float:
+        return got / best if best > 0 else 1.0  # a profile of zero seconds: every plan takes none
+
+    return min(found, key=lambda f: (max(behind(f[0], best_exact), behind(f[1], best_expected)), f[2]))
 
 
 def node_shares(measures: Sequence[RangeMeasure], placement: Placement) -> Callable[[LedgerRange], float]:
