@@ -5,10 +5,11 @@ instance (tests/kit/ui.py), and the walk does what an operator does: it launches
 `mission_plan`'s launchpad; `mission_plan_sensor` starts its range_catchup run; the operator pauses it
 with `catchup-assets control`, opens the run and, one click from it, the mission's page (range_profile's
 partition of the mission): this mission's counts and time to go, while range_catchup's partitions view
-counts every mission's greens. Then a drain ends the run, and the page says drained and how many ranges
-never started. Last, mission `ui-stop` is launched the same way and terminated from its run's page: the run
-ends Canceled (Dagster's local run launcher sends its worker SIGTERM: the operator's stop, L37), none
-of its ranges is Failed, and its page says stopped, with how many ranges were stopped and never started.
+counts every mission's greens. Then a drain ends the run Canceled, not a green Success, and the page says
+drained and how many ranges never started. Last, mission `ui-stop` is launched the same way and terminated
+from its run's page: the run ends Canceled (Dagster's local run launcher sends its worker SIGTERM: the
+operator's stop, L37), none of its ranges is Failed, and its page says stopped, with how many ranges were
+stopped and never started.
 
 The sim runs slower here than in the demo (`sim_speed` in the demo's catchup.json, which the code location
 reads), so a range takes seconds, and at parallelism 1 the mission is still running when the walk looks.
@@ -182,8 +183,12 @@ def test_issue36_a_drained_mission_is_not_green_and_its_page_counts_what_never_s
     expect(body).to_contain_text(re.compile(r"Evaluation result\s*(Warning|Failed)"))
     expect(body).to_contain_text(ended["why"])
     shot(page, "12b-mission-complete-drained.png")
-    page.goto("/runs")
-    expect(page.get_by_text("catchup/ended: drained").first).to_be_visible()
+    # And the run is not a green Success: Canceled, as a stop (no range failed).
+    with demo.instance() as instance:
+        assert until(lambda: instance.get_run_by_id(run_id).status == dg.DagsterRunStatus.CANCELED, 60)
+    page.goto(f"/runs/{run_id}")
+    expect(page.get_by_text("Canceled", exact=True).first).to_be_visible()  # the run's status, at its top
+    expect(page.get_by_text("Success", exact=True)).to_have_count(0)
 
 
 def test_issue36_L37_a_mission_terminated_from_its_run_page_is_canceled_and_none_of_its_ranges_failed(page, demo):

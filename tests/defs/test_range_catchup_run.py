@@ -329,10 +329,14 @@ CASES = [
     Case(
         "drain_spares_the_unstarted_ranges_neither_materialized_nor_failed",
         "drained",
+        failure="mission m1 drained by an operator: 2 of 3 ranges not started, left for a later run (resume the "
+        "mission, then run them)",
+        failure_metadata={"mission": MISSION, "not_started": 2},
         materialized={A: {"mission": MISSION}},
         checks=[*NO_ALERT, ("mission_complete", False, WARN, DRAINED)],  # issue 36: a drained run is not green
         warnings=[f"mission m1: {DRAINED}"],
         tags={"catchup/ended": "drained", "catchup/ranges-left": "2"},
+        run_status=dg.DagsterRunStatus.CANCELED,  # issue 36: not a green Success, and no range FAILED
         status={A: S.MATERIALIZED, B: None, C: None},
     ),
     Case(

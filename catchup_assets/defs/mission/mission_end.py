@@ -1,15 +1,16 @@
 """How a range_catchup run says how its mission ended: the `mission_complete` check, the run's tags, a stop's cancel.
 
-Issue 36 item 3. Dagster shows a drained run "Success" and its materialized ranges green, and a
+Issue 36 item 3. Dagster showed a drained run "Success" and its materialized ranges green, and a
 stopped run's started ranges FAILED, the red of a condemned one. So the run says itself what is left:
 - the `mission_complete` check on range_catchup fails unless every range of the run completed,
   WARN for a drain or a stop (an operator's choice), ERROR for condemned or blocked ranges, with the
   counts: done, not started, stopped (started, left unfinished), condemned;
 - the run's tags `catchup/ended` and `catchup/ranges-left`, in the runs list beside its status;
-- an operator's stop (SIGTERM or SIGINT to the run worker) ends the run CANCELED, as a termination
-  from the UI does: Dagster's status cache marks a partition FAILED only when the run of its newest
-  planned row ended FAILURE (docs/design.md, "Dagster facts the design rests on"), so the ranges the
-  stop left show their last status (missing: not started), and only condemned ranges are red.
+- an operator's stop (SIGTERM or SIGINT to the run worker), and a drain that left ranges unstarted,
+  end the run CANCELED, as a termination from the UI does: Dagster's status cache marks a partition
+  FAILED only when the run of its newest planned row ended FAILURE (docs/design.md, "Dagster facts
+  the design rests on"), so the ranges the stop or drain left show their last status (missing: not
+  started), and only condemned ranges are red. The runs list shows no green Success for either.
 """
 
 from __future__ import annotations
@@ -87,6 +88,18 @@ def cancel_for_stop(context: dg.AssetExecutionContext, why: str) -> None:
     """Mark the run canceling before its step fails: Dagster then ends it CANCELED, not FAILURE (api.py's
     `job_execution_iterator` reads the run's status as the step fails), so no range the stop left is FAILED."""
     context.instance.report_run_canceling(context.run, message=f"range_catchup: {why}")
+
+
+def drained(context: dg.AssetExecutionContext, mission: str, left: int, ranges: int) -> dg.Failure:
+    """The `Failure` that ends a drained run with ranges left CANCELED, as a stop does: not a green Success
+    (issue 36 item 3), and none of the ranges it never started FAILED."""
+    cancel_for_stop(context, f"drained by an operator, {left} ranges left")
+    return dg.Failure(
+        description=f"mission {mission} drained by an operator: {left} of {ranges} ranges not started, left for "
+        "a later run (resume the mission, then run them)",
+        metadata={"mission": mission, "not_started": left},
+        allow_retries=False,
+    )
 
 
 def tag_terminated(context: dg.AssetExecutionContext, page: MissionPage | None = None) -> None:

@@ -8,7 +8,8 @@ input and prepares the mission, `drive` runs it (mission/run.py's `run_mission`,
 - stopped by a signal to the run worker: a `Failure` of a run marked canceling, so it ends CANCELED,
   nothing condemned and no range FAILED (L37, mission_end.py);
 - ranges left unfinished: the run's check results, then a `Failure` naming each range and why (L9);
-- drained by an operator: the unstarted ranges spared, neither materialized nor failed.
+- drained by an operator: the unstarted ranges spared, neither materialized nor failed, and the run
+  ends CANCELED, as a stop does.
 
 Whichever way it ends, the `mission_complete` check and the run's tags say how, and how many ranges are left.
 
@@ -37,6 +38,7 @@ from catchup_assets.defs.metadata.ranges import attempt_metadata, failure_metada
 from catchup_assets.defs.mission.mission_end import (
     MISSION_COMPLETE,
     cancel_for_stop,
+    drained,
     end_of_mission,
     tag_terminated,
 )
@@ -258,7 +260,7 @@ class RangeCatchupRun:
     def finish(self, result: MissionResult) -> Iterator[dg.AssetCheckResult]:
         """A stop's `Failure`; else the checks, then a `Failure` naming each range left unfinished (L9).
 
-        The ranges a drain left unstarted are spared: neither materialized nor failed."""
+        The ranges a drain left unstarted are spared: neither materialized nor failed; the run ends CANCELED."""
         mission = self.mission
         verdict = end_of_mission(self.context, mission, result, self.page)
         if result.stopped:
@@ -293,3 +295,5 @@ class RangeCatchupRun:
                 metadata={"condemned": dg.MetadataValue.json(unfinished), "mission": mission},
                 allow_retries=False,
             )
+        if skip:  # drained with ranges left: CANCELED as a stop is (mission_end.py), never a green Success
+            raise drained(self.context, mission, len(skip), len(self.keys))

@@ -133,7 +133,7 @@ class Notifier:
             if mission and run.tags.get(WILL_RETRY_TAG) != "true":  # a run retried has not ended its mission
                 how = {dg.DagsterEventType.RUN_SUCCESS: "succeeded", dg.DagsterEventType.RUN_CANCELED: "was stopped"}
                 how = how.get(kind, "failed")
-                if run.tags.get(ENDED_TAG) in ("drained", "stopped"):  # issue 36: a drained run succeeds, not done
+                if run.tags.get(ENDED_TAG) in ("drained", "stopped"):  # issue 36: canceled by a drain or a stop
                     how += f" ({run.tags[ENDED_TAG]}, {run.tags.get(LEFT_TAG, '?')} ranges left)"
                 summary = self.summary(mission, run.run_id)
                 self.post(f"mission {mission} ended: its range_catchup run {run.run_id} {how}. {summary}")
