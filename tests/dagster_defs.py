@@ -41,6 +41,10 @@ def catchup_job():
 
 
 def plan_config(mission: str, n_ranges: int, first_range: int = 0, **extra) -> dict:
+    """mission_plan's run config over `n_ranges` grid ranges; `lengths=None` leaves the form's default (auto).
+
+    The grid unless asked: `auto` cuts or not by the seconds the previous mission measured, run for real
+    on a shared machine, so a test over the grid's keys would see them superseded on a loaded one."""
     cfg = {
         "mission": mission,
         "first_ledger": first_range * LEDGERS_PER_RANGE + 1,
@@ -48,6 +52,9 @@ def plan_config(mission: str, n_ranges: int, first_range: int = 0, **extra) -> d
         "ledgers_per_range": LEDGERS_PER_RANGE,
         "overlap": 0,
         "parallelism": 4,
+        "lengths": "uniform",
         **extra,
     }
+    if cfg["lengths"] is None:
+        del cfg["lengths"]
     return {"ops": {"mission_plan": {"config": cfg}}}

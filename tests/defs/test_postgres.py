@@ -130,7 +130,10 @@ def test_L9_mission_on_the_chart_s_postgres_instance_condemned_range_fails_alone
     assert all(r.storage_id < mats.get(p, float("inf")) for r, p in zip(planned.records, by_partition, strict=True))
     # Each attempt's start went in through the same batched INSERTs: every range shows its chain.
     observed = instance.get_records_for_run(run.run_id, of_type=dg.DagsterEventType.ASSET_OBSERVATION, limit=500)
-    assert {r.event_log_entry.dagster_event.partition for r in observed.records} == set(keys)
+    ranges = [r.event_log_entry.dagster_event for r in observed.records]
+    assert {e.partition for e in ranges if e.asset_key == dg.AssetKey("range_catchup")} == set(keys)
+    # And the mission's page (issue 36): its counts on range_profile's partition of the mission.
+    assert {e.partition for e in ranges if e.asset_key == dg.AssetKey("range_profile")} == {"pg"}
     # L9: condemning it did not stop the others; it alone shows FAILED.
     st = statuses(instance, keys)
     assert st[bad] == dg.AssetPartitionStatus.FAILED

@@ -37,7 +37,7 @@ def profile(instance, mission: str) -> str:
 @pytest.fixture
 def profiled(instance):
     """Mission a: N uniform ranges at the top of the simulated history, run and profiled."""
-    assert plan(instance, "a", N, first_range=FIRST, parallelism=4).success
+    assert plan(instance, "a", N, first_range=FIRST, parallelism=4, lengths=None).success  # the default: auto
     keys = instance.get_dynamic_partitions(PARTITIONS)
     assert run_ranges(instance, keys, "a").success
     return keys, profile(instance, "a")
