@@ -46,6 +46,7 @@ def plan_config(args, previous: str) -> dict:
         "overlap": OVERLAP,
         "parallelism": args.parallelism,
         "order": args.order,
+        "lengths": "uniform",  # `--ranges` partitions, the grid: auto (the default since issue 37) may cut them
         "previous_profile": previous,
     }
     return {"ops": {"mission_plan": {"config": cfg}}}
