@@ -8,6 +8,7 @@ import functools
 import ipaddress
 import json
 import os
+import random
 import re
 import secrets
 import shutil
@@ -78,6 +79,45 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+PORT_SLICE = 1500  # listen ports per xdist worker, below the kernel's ephemeral range
+
+
+def ephemeral_floor() -> int:
+    try:
+        return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768  # Linux's default
+
+
+def listen_ports(names) -> dict[str, int]:
+    """A free port for each of `names`, distinct, below the kernel's ephemeral range, in a slice of its own per
+    xdist worker.
+
+    A port bound to 0 and released comes from the ephemeral range, where every client connection takes its
+    local port: the planes' own (kube-apiserver to etcd, the controllers to kube-apiserver) took
+    kube-controller-manager's before it bound, on a run with two planes up at once. Below the range, only a
+    listener can take a port, and the other worker's planes pick from another slice."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0")[2:]
+    floor = ephemeral_floor()
+    low = floor - PORT_SLICE * (1 + (int(worker) % 8 if worker.isdigit() else 0))
+    if low < 1024:
+        return {name: free_port() for name in names}
+    ports: dict[str, int] = {}
+    candidates = iter(random.sample(range(low, low + PORT_SLICE), PORT_SLICE))
+    for name in names:
+        for port in candidates:
+            with socket.socket() as sock:
+                try:
+                    sock.bind(("127.0.0.1", port))
+                except OSError:
+                    continue
+            ports[name] = port
+            break
+        else:
+            raise ControlPlaneError(f"no free port in {low}-{low + PORT_SLICE - 1} for {name}")
+    return ports
+
+
 def listens(port: int) -> bool:
     try:
         socket.create_connection(("127.0.0.1", port), timeout=1).close()
@@ -128,7 +168,7 @@ class ControlPlane:
         self.client_cert, self.client_key = self.pki / "admin.crt", self.pki / "admin.key"
         self.admin_token = secrets.token_hex(16)
         names = ("etcd", "etcd-peer", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok")
-        self.ports = {name: free_port() for name in names if kwok or name != "kwok"}
+        self.ports = listen_ports([name for name in names if kwok or name != "kwok"])
         self.server = f"https://127.0.0.1:{self.ports['kube-apiserver']}"
         self.etcd_url = f"http://127.0.0.1:{self.ports['etcd']}"
         self.procs: dict[str, subprocess.Popen] = {}
