@@ -21,6 +21,7 @@ from catchup_assets.store.records import RecordStore
 from catchup_assets.store.root import Store
 from kit.k8s_backend import NS, SETTINGS, A, C, chain, mission
 from kit.real_plane import ScaledClock, real_backend, runner_access, virtual_nodes
+from kit.run_worker import wait_for
 from kit.twin import check_twin
 
 pytestmark = pytest.mark.k8s
@@ -43,8 +44,17 @@ def test_L4_L19_L22_the_twin_mission_ends_on_the_real_control_plane_as_on_kubesi
         # its volume bound by the real PV binder to what the virtual provisioner made.
         core = CoreV1Api(api)
         assert json.loads(BatchV1Api(api).list_namespaced_job(NS, _preload_content=False).data)["items"] == []
-        claims = core.list_namespaced_persistent_volume_claim(NS).items
-        assert [(c.metadata.name, c.status.phase) for c in claims] == [(pvc_name("m1", C), "Bound")]
+        # The others' deletes were sent; the real pvc-protection finalizer lets each go once its pod is gone,
+        # which a loaded machine saw after the mission ended: wait for that, bounded.
+        expected = [(pvc_name("m1", C), "Bound")]
+        seen: list = []
+
+        def only_the_condemned() -> bool:
+            claims = core.list_namespaced_persistent_volume_claim(NS).items
+            seen[:] = [(c.metadata.name, c.status.phase, c.metadata.deletion_timestamp) for c in claims]
+            return [(name, phase) for name, phase, _ in seen] == expected
+
+        assert wait_for(only_the_condemned, timeout=90.0, every=1.0), seen
 
 
 def test_L4_a_pod_the_real_pod_security_admission_refuses_ends_rejected_naming_the_refusal(control_plane, tmp_path):
