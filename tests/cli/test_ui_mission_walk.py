@@ -29,7 +29,7 @@ import pytest
 
 from catchup_assets.cli.demo.run import run_demo
 from catchup_assets.cli.demo.settings import DemoSettings
-from kit.ui import CHROMIUM, TIMEOUT_MS, browser_page, dagster_dev, metadata_row, shot, tracebacks, until
+from kit.ui import CHROMIUM, TIMEOUT_MS, metadata_row, shot, tracebacks, until
 
 pytestmark = pytest.mark.browser
 
@@ -66,18 +66,6 @@ def demo(tmp_path_factory) -> Demo:
     values = json.loads(path.read_text())
     path.write_text(json.dumps({**values, "sim_speed": 300_000, "status_every": 4}))
     return Demo(directory, settings)
-
-
-@pytest.fixture(scope="module")
-def ui(demo: Demo):
-    with dagster_dev(demo.directory, demo.directory / "dagster_dev.log") as url:
-        yield url
-
-
-@pytest.fixture(scope="module")
-def page(ui):
-    with browser_page(sync_api, expect, ui) as page:
-        yield page
 
 
 def launch(page, mission: str) -> None:

@@ -26,7 +26,7 @@ from catchup_assets.cli.demo.run import run_demo
 from catchup_assets.cli.demo.settings import DemoSettings
 from catchup_assets.core.plan.ranges import MissionSpan
 from catchup_assets.defs.mission.range_events import planned_as_subset
-from kit.ui import CHROMIUM, browser_page, dagster_dev, metadata_row, shot, tracebacks, until
+from kit.ui import CHROMIUM, metadata_row, shot, tracebacks, until
 
 pytestmark = pytest.mark.browser
 
@@ -72,19 +72,6 @@ def demo(tmp_path_factory) -> Demo:
     evidence = {k: v.value for k, v in latest.asset_observation.metadata.items()}
     assert evidence["mission"] == missions[-1]
     return Demo(directory, settings.span(), missions, key, evidence, latest.run_id)
-
-
-@pytest.fixture(scope="module")
-def ui(demo: Demo):
-    """`dagster dev` on the demo's instance and workspace; its base URL."""
-    with dagster_dev(demo.directory, demo.directory / "dagster_dev.log") as url:
-        yield url
-
-
-@pytest.fixture(scope="module")
-def page(ui):
-    with browser_page(sync_api, expect, ui) as page:
-        yield page
 
 
 def show_markdown(page, key: str):

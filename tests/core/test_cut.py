@@ -10,6 +10,7 @@ from catchup_assets.core.plan.ranges import MissionSpan, plan_ranges
 from catchup_assets.core.size.measures import RangeMeasure, measures_from_rows
 from catchup_assets.core.units import GiB
 from catchup_assets.core.values.ledger_range import LedgerRange
+from kit.cut_model import SPAN, cost_model
 
 
 @pytest.mark.parametrize(
@@ -27,18 +28,6 @@ def test_split_cuts_on_checkpoint_starts(r, pieces, firsts):
     assert [p.first for p in got] == firsts
     assert got[0].first == r.first and got[-1].last == r.last
     assert all(a.last + 1 == b.first for a, b in zip(got, got[1:], strict=False))
-
-
-SPAN = MissionSpan(1, 40 * 16000, 16000)
-
-
-def cost_model() -> LedgerCost:
-    # 40 grid ranges: 30 old ones of 100 s, then slower toward the tip, the tip 20000 s; setup 300 s at the tip.
-    grid = plan_ranges(SPAN)
-    secs = [100.0] * 30 + [1000.0 * 2**i for i in range(9)] + [20000.0]
-    return LedgerCost.from_measures(
-        [RangeMeasure(r.last, GiB, None, s, None, r.first) for r, s in zip(grid, secs, strict=True)], 300.0
-    )
 
 
 def test_the_same_profile_and_slots_give_the_same_keys():

@@ -14,6 +14,7 @@ from catchup_assets.core.size.measures import RangeMeasure, measures_from_rows
 from catchup_assets.core.size.sizing import Placement
 from catchup_assets.core.units import GiB
 from catchup_assets.core.values.ledger_range import LedgerRange
+from kit.cut_model import SPAN, cost_model
 
 H = 3600.0
 
@@ -35,18 +36,6 @@ ROBUST = [
 def test_issue37_the_cut_chosen_holds_whether_runtimes_wander_or_repeat(found, chosen):
     rows = [(e * H, x * H, n, 0.5, 1.0) for e, x, n in found]
     assert rows.index(_robust(rows)) == chosen
-
-
-SPAN = MissionSpan(1, 40 * 16000, 16000)
-
-
-def cost_model() -> LedgerCost:
-    # test_cut.py's: 30 old ranges of 100 s, then slower toward the tip, the tip 20000 s; setup 300 s.
-    grid = plan_ranges(SPAN)
-    secs = [100.0] * 30 + [1000.0 * 2**i for i in range(9)] + [20000.0]
-    return LedgerCost.from_measures(
-        [RangeMeasure(r.last, GiB, None, s, None, r.first) for r, s in zip(grid, secs, strict=True)], 300.0
-    )
 
 
 def merged_dear(r: LedgerRange) -> float:
