@@ -24,7 +24,7 @@ from pathlib import Path
 
 from benchmarks.harness.report import write_result
 from catchup_assets.core.forecast.ledger_cost import LedgerCost
-from catchup_assets.core.plan.cut import uncuttable_seconds
+from catchup_assets.core.plan.pieces import uncuttable_seconds
 from catchup_assets.core.plan.ranges import plan_ranges
 from catchup_assets.core.size.measures import measures_from_rows
 from catchup_assets.sim.workload import Workload, WorkloadShape

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from catchup_assets.core.forecast.ledger_cost import LedgerCost
-from catchup_assets.core.plan.cut import _pieces_for, cut_for, plan_cut, split
+from catchup_assets.core.plan.cut import plan_cut
+from catchup_assets.core.plan.pieces import cut_for, pieces_for, split
 from catchup_assets.core.plan.ranges import MissionSpan, plan_ranges
 from catchup_assets.core.size.measures import RangeMeasure, measures_from_rows
 from catchup_assets.core.units import GiB
@@ -142,5 +143,5 @@ def test_a_target_just_above_the_setup_cuts_to_checkpoints_at_once_at_test_scale
     seconds it started at 4 and grew by one piece a step, for minutes (a CI run hung there)."""
     r = LedgerRange(1, 1_250_048)
     cost = uniform_cost([r], 5.0, [0.5])
-    pieces = _pieces_for(cost, r, 0.5001)
+    pieces = pieces_for(cost, r, 0.5001)
     assert len(pieces) == 19_532 and pieces[0].first == 1 and pieces[-1].last == r.last

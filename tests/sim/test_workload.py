@@ -113,7 +113,7 @@ def test_issue25_a_profile_older_than_the_setup_columns_sizes_as_before(tmp_path
 
 def test_issue25_a_cut_piece_or_a_merged_run_costs_its_setup_then_its_ledgers(model):
     """What the replay runs a cut or merged range at: the setup of its first grid range, then its ledgers' replay."""
-    from catchup_assets.core.plan.cut import split
+    from catchup_assets.core.plan.pieces import split
     from catchup_assets.core.values.ledger_range import LedgerRange, format_key
 
     tip = model.costs[-1]

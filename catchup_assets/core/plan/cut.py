@@ -2,51 +2,51 @@
 
 Pure. The uniform grid (ranges.py) makes the tip's range the mission's
 makespan past ~1100 slots. Here each grid range is kept, cut into pieces, or
-merged with its neighbours, so the forecast's list schedule (longest first)
-comes close to max(total work with the added setups / slots, the longest
-piece that cannot be cut further).
+merged with its neighbours (pieces.py makes the ranges of one target length T
+and one merge limit), so the forecast's list schedule (longest first) comes
+close to max(total work with the added setups / slots, the longest piece that
+cannot be cut further).
 
-One target length T is tried at a time: a grid range predicted above T is
-cut into the fewest equal pieces (on the checkpoint grid) that each predict
-at most T, every piece paying its setup again (`LedgerCost.seconds`); a run of
-consecutive uncut grid ranges is merged, oldest first, while the merged range
-predicts at most a share of T (`MERGE_SHARES`, each tried), saving a setup, a Job and a volume each.
-Where pieces above T/2 outnumber the slots, the cheapest grid ranges are cut
-finer, to pieces of at most T/2 (`_fewer_long_pieces`): two long pieces in one
-slot overrun T, and the list schedule stacks them once every slot holds one.
-Of the targets (a geometric ladder down from the longest grid range to a
-quarter of the work per slot) whose node-hours stay within `node_hours_cap` x
-the uniform grid's, the one that holds both ways wins: short at the profile's
-own seconds and under the runtime spread (`_robust`, issue 37 item 3; ties:
-fewer ranges). Node-hours are each range's seconds times its node share
-(`node_shares`, as `lengths: auto` prices them: a piece lands on its parent's
-tier, a merged run on its heaviest member's); without a placement, work seconds.
+The search walks a geometric ladder of targets down from the longest grid
+range, then halves the step between the finest target within the cap and
+the first past it. At each target it merges as much as the packing allows: the
+largest merge limit whose list schedule ends no later than the target (or than
+no merging at all, where long pieces already overrun it), found by bisection.
+A merge saves a setup; a merged run too long to fill the gaps the long pieces
+leave stacks on one of them. Fixed shares of T (0.25, 0.5, 1 of it, before)
+were each wrong somewhere: on a heavy band mid-history with 55-min setups the
+best of them ended 1.17-1.21 of the bound, the limit the packing allows 1.11.
+Of the targets whose node-hours stay within `node_hours_cap` x the uniform
+grid's, the one that holds both ways wins: short at the profile's own seconds
+and under the runtime spread (`_robust`, issue 37 item 3; ties: fewer ranges).
+Node-hours are each range's seconds times its node share (`node_shares`, as
+`lengths: auto` prices them: a piece lands on its parent's tier, a merged run
+on its heaviest member's); without a placement, work seconds.
 
-Cuts and merges fall only on the uniform grid's boundaries or on checkpoint
-starts inside a grid range, so a range neither cut nor merged keeps its grid
-key exactly, and the same profile, span and slots give the same keys.
+The same profile, span and slots give the same keys.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from functools import cache
+from types import SimpleNamespace
 
 from catchup_assets.core.errors import ConfigError, check_number
 from catchup_assets.core.forecast.cost import node_share
-from catchup_assets.core.forecast.forecast import list_schedule
 from catchup_assets.core.forecast.ledger_cost import LedgerCost, segments_from_measures
 from catchup_assets.core.forecast.spread import makespan_band
-from catchup_assets.core.plan.ranges import CHECKPOINT_LEDGERS, MissionSpan, plan_ranges
+from catchup_assets.core.plan.pieces import cut_for, makespan, uncuttable_seconds
+from catchup_assets.core.plan.ranges import MissionSpan, plan_ranges
 from catchup_assets.core.size.measures import ProfileIndex, RangeMeasure
 from catchup_assets.core.size.sizing import Placement
 from catchup_assets.core.values.ledger_range import LedgerRange
 
 DEFAULT_NODE_HOURS_CAP = 1.10  # at most 10% more node-hours than the uniform grid
-# Merge limits tried, as shares of the target: on the workload model no one share wins at every setup.
-MERGE_SHARES = (0.25, 0.5, 1.0)
-TARGET_STEP = 0.96  # each target length this share of the one before
+TARGET_STEP = 0.96  # each target length on the ladder this share of the one before
+REFINE_STEPS = 4  # then targets around the winner, the step halved each time: to 0.25%
+MERGE_STEPS = 6  # the merge limit to 1/64 of the target
 # A target below a quarter of the work per slot only adds setups: the search stops there.
 LOWEST_TARGET_SHARE = 0.25
 SCORE_DRAWS = 16  # per candidate plan under noise: enough to rank them, ~0.05 s each at 4000 ranges
@@ -74,117 +74,19 @@ class CutPlan:
         return [r.key for r in self.ranges]
 
 
-def makespan(seconds: Sequence[float], slots: int) -> float:
-    """The forecast's list schedule with the longest first, as `longest-first` dispatches."""
-    return list_schedule(sorted(seconds, reverse=True), slots)
+@dataclass(frozen=True)
+class _Candidate:
+    exact: float  # makespan at the profile's seconds
+    expected: float  # under the runtime spread (the exact one with none)
+    count: int  # ranges
+    target: float | None  # None: the grid itself
+    merge_limit: float
+    priced: float  # node-hours (or work seconds) as the cap counts them
 
 
-def split(r: LedgerRange, pieces: int) -> list[LedgerRange]:
-    """`r` cut into `pieces` of near-equal length, each starting on a checkpoint (first ledger 1 + 64k)."""
-    checkpoints = -(-r.length // CHECKPOINT_LEDGERS)
-    pieces = max(1, min(pieces, checkpoints))
-    starts = [r.first + CHECKPOINT_LEDGERS * (i * checkpoints // pieces) for i in range(pieces)]
-    return [LedgerRange(a, b - 1) for a, b in zip(starts, starts[1:], strict=False)] + [LedgerRange(starts[-1], r.last)]
-
-
-def _pieces_for(cost: LedgerCost, r: LedgerRange, target: float) -> list[LedgerRange]:
-    """The fewest pieces of `r` that each predict at most `target`; all checkpoints if none does."""
-    setup = cost.setup(r.first)
-    if target <= setup:
-        return [r]  # no cut reaches the target: cutting would only add setups
-    # In float seconds (a profile at test scale times ranges in seconds) and never past one piece a checkpoint.
-    checkpoints = -(-r.length // CHECKPOINT_LEDGERS)
-    k = min(max(1, math.ceil(cost.replay(r.first, r.last) / (target - setup))), checkpoints)
-    while True:
-        pieces = split(r, k)
-        if len(pieces) < k or max(cost.seconds(p.first, p.last) for p in pieces) <= target:
-            return pieces
-        k += max(1, k // 16)  # rows of different rates inside r: a few steps, not one per piece
-
-
-def cut_for(cost: LedgerCost, grid: Sequence[LedgerRange], target: float, merge_limit: float, slots: int | None = None):
-    """The ranges for one target: grid ranges cut, merged or kept; and the counts cut and merged.
-
-    With `slots`, grid ranges are cut finer where pieces above half the target outnumber the slots
-    (`_fewer_long_pieces`)."""
-    groups: list[list[LedgerRange]] = []  # the pieces of one grid range, or one merged run
-    parents: dict[int, LedgerRange] = {}  # a group of one grid range (cut or kept): that range
-    run: list[LedgerRange] = []  # consecutive uncut grid ranges waiting to be merged
-    merged = 0
-
-    def flush() -> None:
-        nonlocal merged
-        if run:
-            if len(run) == 1:
-                parents[len(groups)] = run[0]
-            groups.append([LedgerRange(run[0].first, run[-1].last)])
-            merged += len(run) - 1
-            run.clear()
-
-    for r in grid:
-        seconds = cost.seconds(r.first, r.last)
-        if seconds > target:
-            flush()
-            parents[len(groups)] = r
-            groups.append(_pieces_for(cost, r, target))
-        elif run and cost.seconds(run[0].first, r.last) <= merge_limit:
-            run.append(r)
-        else:
-            flush()
-            run.append(r)
-    flush()
-    if slots is not None:
-        _fewer_long_pieces(cost, groups, parents, target, slots)
-    cut = sum(1 for i in parents if len(groups[i]) > 1)
-    return [p for g in groups for p in g], cut, merged
-
-
-def _fewer_long_pieces(
-    cost: LedgerCost, groups: list[list[LedgerRange]], parents: dict[int, LedgerRange], target: float, slots: int
-) -> None:
-    """Re-cut grid ranges into pieces of at most half the target while pieces above half outnumber the slots.
-
-    Two such pieces overrun the target in one slot, and the list schedule (longest first) stacks
-    them once every slot holds one: on the workload model at 2096 slots that alone kept the makespan
-    ~15% above work / slots. The grid ranges whose finer cut adds the fewest setup seconds per long
-    piece removed go first (the oldest: their setup is the smallest). A range is passed over only when
-    no piece of it can be that short (its setup alone is half the target): with 50-min setups, skipping
-    those whose pieces would be mostly setup left 127 long pieces stacked, 1.18 of the bound (issue 37
-    item 3); whether the setups they add are worth it is the node-hours cap's to say.
-    """
-    half = target / 2
-
-    def long(pieces: list[LedgerRange]) -> int:
-        return sum(1 for p in pieces if cost.seconds(p.first, p.last) > half)
-
-    excess = sum(long(g) for g in groups) - slots
-    if excess <= 0:
-        return
-    offers = []
-    for i, r in parents.items():
-        setup = cost.setup(r.first)
-        if not (now := long(groups[i])) or half <= setup:
-            continue  # no long piece, or no piece of it can be that short
-        # Its pieces at one setup and one rate (exact when it is one profile row): only to rank it; the cut is exact.
-        pieces = -(-cost.replay(r.first, r.last) // (half - setup))
-        offers.append(((pieces - len(groups[i])) * setup / now, r, i, now))
-    for _, r, i, now in sorted(offers, key=lambda o: o[:2]):
-        if excess <= 0:
-            break
-        finer = _pieces_for(cost, r, half)
-        if (gain := now - long(finer)) > 0:
-            groups[i] = finer
-            excess -= gain
-
-
-def uncuttable_seconds(cost: LedgerCost, grid: Sequence[LedgerRange]) -> float:
-    """The longest piece no cut can shorten: a grid range's setup and its costliest checkpoint."""
-
-    def ends(r: LedgerRange) -> tuple[LedgerRange, LedgerRange]:
-        tail = r.first + CHECKPOINT_LEDGERS * ((r.length - 1) // CHECKPOINT_LEDGERS)
-        return LedgerRange(r.first, min(r.first + CHECKPOINT_LEDGERS - 1, r.last)), LedgerRange(tail, r.last)
-
-    return max(cost.seconds(p.first, p.last) for r in grid for p in ends(r))
+def _remembered(cost: LedgerCost) -> SimpleNamespace:
+    """`cost` with its answers kept: every target and merge limit asks again for the same ranges."""
+    return SimpleNamespace(seconds=cache(cost.seconds), setup=cache(cost.setup), replay=cache(cost.replay))
 
 
 def plan_cut(  # noqa: PLR0913 (the search's settings, then the node share that prices its cap)
@@ -192,7 +94,6 @@ def plan_cut(  # noqa: PLR0913 (the search's settings, then the node share that 
     span: MissionSpan,
     slots: int,
     node_hours_cap: float = DEFAULT_NODE_HOURS_CAP,
-    merge_shares: Sequence[float] = MERGE_SHARES,
     sigma: float = 0.0,
     share: Callable[[LedgerRange], float] | None = None,
 ) -> CutPlan:
@@ -202,18 +103,16 @@ def plan_cut(  # noqa: PLR0913 (the search's settings, then the node share that 
     exp(N(0, sigma)) (core/forecast/spread.py, `SCORE_DRAWS` seeded draws): a mission of ~2000 pieces near
     the target ends with the slowest draw of them, ~3 sigma above (on the workload model at sigma 0.05,
     1.17 of the bound replayed against 1.04 predicted exactly). But ranked on that alone, the search spends
-    the whole cap on finer targets and leaves the pieces that fill the slots' gaps too coarse: on a heavy
-    band mid-history with 10-50 min setups, 1.13-1.26 of the bound at the profile's own seconds, the
-    cheaper plan only ~2% behind in the draws (issue 37 item 3). So the winner is the plan whose worse
-    shortfall, against the best expected makespan and against the best exact one, is least: a plan
-    that holds whether runtimes wander by sigma or repeat (`_robust`). `share`: each range's node share
-    (`node_shares`), so the cap is on node-hours as `lengths: auto` counts them; None: on work seconds."""
+    the whole cap on finer targets and leaves the pieces that fill the slots' gaps too coarse (issue 37
+    item 3). So the winner is the plan whose worse shortfall, against the best expected makespan and
+    against the best exact one, is least: a plan that holds whether runtimes wander by sigma or repeat
+    (`_robust`). `share`: each range's node share (`node_shares`), so the cap is on node-hours as
+    `lengths: auto` counts them; None: on work seconds."""
     if isinstance(slots, bool) or not isinstance(slots, int) or slots < 1:
         raise ConfigError(f"slots must be an integer >= 1, got {slots!r}")
     check_number("node_hours_cap", node_hours_cap, 1.0)
     check_number("sigma", sigma, 0.0)
-    for merge in merge_shares:
-        check_number("merge_shares", merge, 0.0)
+    known = _remembered(cost)
 
     def expected(secs: list[float]) -> float:
         return makespan_band(sorted(secs, reverse=True), slots, sigma, draws=SCORE_DRAWS).expected_seconds
@@ -222,40 +121,84 @@ def plan_cut(  # noqa: PLR0913 (the search's settings, then the node share that 
         return sum(secs) if share is None else sum(s * share(r) for r, s in zip(ranges, secs, strict=True))
 
     grid = plan_ranges(span)
-    uniform = [cost.seconds(r.first, r.last) for r in grid]
+    uniform = [known.seconds(r.first, r.last) for r in grid]
     uniform_work, uniform_make = sum(uniform), makespan(uniform, slots)
     cap = node_hours_cap * priced(grid, uniform)
-    # (exact makespan, expected under sigma, ranges, merge share, target); None, None: the grid itself.
-    found = [(uniform_make, expected(uniform) if sigma else uniform_make, len(grid), None, None)]
-    for merge in merge_shares:
-        target = max(uniform)
-        while target > LOWEST_TARGET_SHARE * uniform_work / slots:
-            target *= TARGET_STEP
-            ranges, _, _ = cut_for(cost, grid, target, merge * target, slots)
-            if len(ranges) > span.max_ranges:
-                break  # finer targets only cut more
-            secs = [cost.seconds(r.first, r.last) for r in ranges]
-            if priced(ranges, secs) > cap:
-                continue
-            exact = makespan(secs, slots)
-            found.append((exact, expected(secs) if sigma else exact, len(ranges), merge, target))
-    _, _, _, merge, target = _robust(found)
-    ranges, cut, merged = (grid, 0, 0) if target is None else cut_for(cost, grid, target, merge * target, slots)
-    secs = [cost.seconds(r.first, r.last) for r in ranges]
+
+    @cache
+    def at(target: float, merge: float) -> tuple[float, float, int]:
+        """The plan at `target` and merge limit `merge`: its makespan, its price and its count of ranges."""
+        ranges, _, _ = cut_for(known, grid, target, merge, slots)
+        secs = [known.seconds(r.first, r.last) for r in ranges]
+        return makespan(secs, slots), priced(ranges, secs), len(ranges)
+
+    def largest(low: float, high: float, holds: Callable[[float], bool]) -> float:
+        """The largest merge limit in [low, high] that `holds`, by bisection (`low` holds); `high` tried first."""
+        if holds(high):
+            return high
+        for _ in range(MERGE_STEPS):
+            mid = (low + high) / 2
+            low, high = (mid, high) if holds(mid) else (low, mid)
+        return low
+
+    def packed(target: float) -> _Candidate | None:
+        """The plan at `target` merging as much as the packing and the cap allow; None: more ranges than the
+        span allows."""
+        make0, price0, count0 = at(target, 0.0)
+        if count0 > span.max_ranges:
+            return None
+        # Merging may lengthen the schedule up to the target, or to where long pieces already overran it.
+        limit = max(target, make0)
+        merge = largest(0.0, target, lambda m: at(target, m)[0] <= limit)
+        if at(target, merge)[1] > cap and price0 < at(target, merge)[1]:
+            # Merged runs priced above their members (a heavier tier's share): merge only what the cap allows.
+            merge = largest(0.0, merge, lambda m: at(target, m)[1] <= cap) if price0 <= cap else 0.0
+        exact, price, count = at(target, merge)
+        return _Candidate(exact, exact, count, target, merge, price)
+
+    def scored(c: _Candidate) -> _Candidate:
+        return replace(c, expected=expected(_seconds_of(c, grid, known, slots))) if sigma else c
+
+    found = [scored(_Candidate(uniform_make, uniform_make, len(grid), None, 0.0, priced(grid, uniform)))]
+    target = max(uniform)
+    while target > LOWEST_TARGET_SHARE * uniform_work / slots:
+        target *= TARGET_STEP
+        if (c := packed(target)) is None:
+            break  # finer targets only cut more
+        if c.priced <= cap:
+            found.append(scored(c))
+    # Then around the winner, the step halved each time: where the cap or the two figures set the choice.
+    win, step = _robust(found), 1.0 - TARGET_STEP
+    for _ in range(REFINE_STEPS):
+        step /= 2
+        if win.target is None:
+            break
+        for t in (win.target * (1.0 - step), win.target * (1.0 + step)):
+            if (c := packed(t)) is not None and c.priced <= cap:
+                found.append(scored(c))
+        win = _robust(found)
+    chosen = (grid, 0, 0) if win.target is None else cut_for(known, grid, win.target, win.merge_limit, slots)
+    ranges, cut, merged = chosen
+    secs = [known.seconds(r.first, r.last) for r in ranges]
     make = makespan(secs, slots)
-    bound = max(sum(secs) / slots, uncuttable_seconds(cost, grid))
+    bound = max(sum(secs) / slots, uncuttable_seconds(known, grid))
     return CutPlan(tuple(ranges), tuple(secs), slots, make, bound, uniform_make, uniform_work, cut, merged, sigma)
 
 
-def _robust(found: Sequence[tuple]) -> tuple:
+def _seconds_of(c: _Candidate, grid: Sequence[LedgerRange], known: SimpleNamespace, slots: int) -> list[float]:
+    ranges = grid if c.target is None else cut_for(known, grid, c.target, c.merge_limit, slots)[0]
+    return [known.seconds(r.first, r.last) for r in ranges]
+
+
+def _robust(found: Sequence[_Candidate]) -> _Candidate:
     """The candidate whose larger shortfall (its exact makespan over the best exact, its expected over the best
     expected) is least; ties: the fewer ranges. With no spread both are the exact makespan: the shortest wins."""
-    best_exact, best_expected = min(f[0] for f in found), min(f[1] for f in found)
+    best_exact, best_expected = min(f.exact for f in found), min(f.expected for f in found)
 
     def behind(got: float, best: float) -> float:
         return got / best if best > 0 else 1.0  # a profile of zero seconds: every plan takes none
 
-    return min(found, key=lambda f: (max(behind(f[0], best_exact), behind(f[1], best_expected)), f[2]))
+    return min(found, key=lambda f: (max(behind(f.exact, best_exact), behind(f.expected, best_expected)), f.count))
 
 
 def node_shares(measures: Sequence[RangeMeasure], placement: Placement) -> Callable[[LedgerRange], float]:
