@@ -116,5 +116,5 @@ def test_issue37_with_no_lengths_a_4000_range_mission_cuts_at_2096_slots_and_kee
     capsys.readouterr()
     cut = auto(capsys, out, 2096)
     check_auto(cut, "profile")
-    assert "lengths   profile: 4119 ranges" in cut
+    assert "lengths   profile: 5020 ranges" in cut
     check_auto(auto(capsys, out, 400), "uniform")
