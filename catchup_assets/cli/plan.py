@@ -60,7 +60,7 @@ def command(args: argparse.Namespace) -> int:
         previous_profile=args.profile,
         lengths=args.lengths,
     )
-    prepared = prepare(cfg)
+    prepared = prepare(cfg, previous=previous)  # read once: its rows' warnings once
     forecasts = forecast_mission(prepared, args.what_if)
     if not forecasts:
         raise ConfigError(f"--profile: {args.profile} has no seconds to time a mission with")

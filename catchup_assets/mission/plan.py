@@ -59,7 +59,10 @@ class PreparedMission:
 
 
 def prepare(
-    config: MissionConfig, keys: list[str] | None = None, planned: list[LedgerRange] | None = None
+    config: MissionConfig,
+    keys: list[str] | None = None,
+    planned: list[LedgerRange] | None = None,
+    previous: PreviousProfile | None = None,
 ) -> PreparedMission:
     """Validate everything, load the previous profile, cut and order the ranges (L34, L35).
 
@@ -67,10 +70,14 @@ def prepare(
     mission's ranges as saved (`saved.mission_ranges`); else cut now, as `config.lengths` says: `auto`
     forecasts the grid and the cut and takes one (`choose`). The returned config says what was applied
     (uniform or profile; a profile cut asked of an unprofiled mission is the grid) and what was asked.
+    `previous`: the profile at `config.previous_profile` as already loaded (the command line's), so its rows
+    are not read and warned of twice.
     """
-    previous = load_previous_profile(
-        config.previous_profile, config.profile_timeout_seconds, config.previous_profile_sha256
-    )
+    pinned = config.previous_profile_sha256
+    if previous is None or previous.source != config.previous_profile or pinned not in (None, previous.sha256):
+        previous = load_previous_profile(
+            config.previous_profile, config.profile_timeout_seconds, config.previous_profile_sha256
+        )
     trusted = load_trusted_hashes(config.trusted_hashes, config.profile_timeout_seconds)
     if (gap := coverage_gap(previous, config.span)) is not None:
         log.warning(gap)  # in mission_plan's run too: every instance of ours manages catchup_assets' loggers

@@ -76,3 +76,25 @@ def test_L34_flags_checked_together_are_refused_naming_each_flag(profile, flags,
     assert run(["plan", "--profile", profile, *flags]) == 2
     err = capsys.readouterr().err
     assert re.search(f"catchup-assets: error: {says}", err) and "Traceback" not in err, err
+
+
+def test_L35_plan_warns_of_each_skipped_row_once(tmp_path, caplog):
+    """`plan --profile` read the profile twice (its own check, then the plan's), and warned of each row twice."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from catchup_assets.core.values.ledger_range import format_key
+    from catchup_assets.store.tables import PROFILE_SCHEMA
+
+    def row(i: int, **changed) -> dict:
+        first, last = i * 16000 + 1, (i + 1) * 16000
+        return {"range_key": format_key(first, last), "first_ledger": first, "last_ledger": last,
+                "peak_anon_bytes": 2**26, "seconds": 10.0, "mission": "m0"} | changed  # fmt: skip
+
+    path = tmp_path / "range_profile.parquet"
+    rows = [row(i) for i in range(10)] + [row(2), row(10, last_ledger=2**62)]
+    pq.write_table(pa.Table.from_pylist(rows, schema=PROFILE_SCHEMA), path)
+    assert run(["plan", "--profile", str(path), "--parallelism", "4"]) == 0
+    warned = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert sum("row 12 (0000160001-0000176000) skipped: last_ledger" in m for m in warned) == 1, warned
+    assert sum("1 range key(s) repeated" in m for m in warned) == 1, warned

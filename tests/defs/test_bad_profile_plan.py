@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import gc
 import re
+from pathlib import Path
 
 import dagster as dg
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+import yaml
 
 from catchup_assets.cli.demo.settings import DemoSettings
 from catchup_assets.core.values.ledger_range import format_key
@@ -39,7 +41,10 @@ def demo(tmp_path):
     settings = DemoSettings(tmp_path, ranges=8, parallelism=4)
     write_location(tmp_path, settings.catchup())
     (tmp_path / "home").mkdir()
-    with dg.instance_for_test(temp_dir=str(tmp_path / "home")) as instance:
+    # As every instance of ours runs: the package's loggers managed (dagster.yaml's python_logs), so what the
+    # store warns of reaches the run's log, and once.
+    logs = yaml.safe_load((Path(__file__).resolve().parents[2] / "dagster.yaml").read_text())["python_logs"]
+    with dg.instance_for_test(temp_dir=str(tmp_path / "home"), overrides={"python_logs": logs}) as instance:
         yield load_location(tmp_path), instance
         # The run's sqlite connections go while the instance is open, not at a later test's collection.
         gc.collect()
@@ -66,6 +71,9 @@ def test_L35_mission_plan_warns_of_skipped_and_repeated_rows_in_its_run_log(demo
     assert any(f"{path}: 1 range key(s) repeated, the last row of each is kept" in m and f"{key} rows 3, 11" in m
                for m in logged), logged  # fmt: skip
     assert any(re.search(rf"{path}: row 12 \(\S+\) skipped: last_ledger 4611686018427387904", m) for m in logged)
+    # Each once: the run re-logged what the store's logger had already put there.
+    assert sum("skipped: last_ledger" in m for m in logged) == 1, logged
+    assert sum("range key(s) repeated" in m for m in logged) == 1, logged
 
 
 def test_L35_mission_plan_refuses_a_peak_stored_as_a_string_naming_the_column(demo, tmp_path):

@@ -119,9 +119,8 @@ def plan_mission(
     instance.add_dynamic_partitions(ledger_ranges_partitions_def.name, new_keys)
     # Its own view in the catalog, and the views of missions planned before missions were partitions.
     add_missions(instance, [cfg.mission, *unadopted(instance, store)])
-    # The store logs them too, but only the run's own log reaches the operator who launched it.
-    for note in filter(None, [prepared.previous.warning, *prepared.previous.notes]):
-        context.log.warning(note)
+    # The profile's notes (rows skipped, keys repeated, no profile) reach this run's log once, from the store's
+    # own logger: every instance of ours manages catchup_assets' loggers (dagster.yaml, the chart's values).
     return dg.MaterializeResult(
         metadata={
             **plan_metadata(
