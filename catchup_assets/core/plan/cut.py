@@ -8,8 +8,9 @@ close to max(total work with the added setups / slots, the longest piece that
 cannot be cut further).
 
 The search walks a geometric ladder of targets down from the longest grid
-range, then halves the step between the finest target within the cap and
-the first past it. At each target it merges as much as the packing allows: the
+range, then tries targets either side of the winner, the step halved each
+time (where the cap, or the exact and expected figures, set the choice). At
+each target it merges as much as the packing allows: the
 largest merge limit whose list schedule ends no later than the target (or than
 no merging at all, where long pieces already overrun it), found by bisection.
 A merge saves a setup; a merged run too long to fill the gaps the long pieces
