@@ -346,3 +346,22 @@ def test_Z4_a_stall_and_a_block_are_checks_and_alerts_of_the_run(logged_instance
     assert dispatch[-1][0] is False
     alerts = [e.user_message for e in inst.all_logs(blocked.run_id) if e.level >= logging.WARNING]
     assert any("mission m2: circuit breaker" in m for m in alerts)
+
+
+def test_an_operator_s_control_change_is_warned_once_in_the_run_s_event_log(logged_instance, tmp_path):
+    """The dispatcher's control reader logs each change (a managed logger: the run's log), and the run's own
+    callback warned it again: with the repository's instance config each change read twice on the run's page."""
+    from catchup_assets.core.dispatch.mission_control import MissionControl
+    from catchup_assets.store.control_record import ControlStore
+    from catchup_assets.store.root import Store
+
+    inst = logged_instance
+    assert plan(inst, "m1", 2).success
+    keys = inst.get_dynamic_partitions("ledger_ranges")
+    lowered = MissionControl().apply("parallelism", 1, who="op", at=0.0, max_parallelism=100)
+    ControlStore(Store(tmp_path / "storage"), "m1").write(lowered)  # as `catchup-assets control` writes it
+    result = run_ranges(inst, keys, "m1")
+    assert result.success
+    warnings = [e.user_message for e in inst.all_logs(result.run_id) if e.level == logging.WARNING]
+    said = [m for m in warnings if "mission m1: control: parallelism 1 (by op)" in m]
+    assert len(said) == 1, warnings

@@ -390,13 +390,13 @@ CASES = [
         ],
     ),
     Case(
-        "an_operator_s_control_change_is_observed_on_the_asset_and_warned",
+        # Warned once, by the control reader's own logger: test_assets.py's test with the instance's python_logs.
+        "an_operator_s_control_change_is_observed_on_the_asset",
         "control",
         materialized=dict.fromkeys(KEYS, {"mission": MISSION}),
         observed=[
             (None, {"mission": MISSION, "control": "pause (by ops)", "now": "paused, parallelism 2 (planned 4)"})
         ],
-        warnings=["mission m1: control: pause (by ops): now paused, parallelism 2 (planned 4)"],
     ),
     Case(
         "L23_each_attempt_s_start_is_observed_on_its_partition_and_the_status_line_logged",

@@ -224,10 +224,10 @@ class RangeCatchupRun:
         )
 
     def on_control(self, control: MissionControl, what: str) -> None:
-        # Each change of the operator's control, as this run's dispatcher first sees it.
+        # Each change of the operator's control, as this run's dispatcher first sees it. Observed, not warned:
+        # the control reader's own logger (managed: the run's log) has warned it already (core/dispatch/obey.py).
         context, mission = self.context, self.mission
         state = control.state(self.cfg.parallelism)
-        context.log.warning(f"mission {mission}: control: {what}: now {state}")
         context.log_event(
             dg.AssetObservation(
                 asset_key=context.asset_key, metadata={"mission": mission, "control": what, "now": state}
