@@ -63,11 +63,29 @@ CASES = [
         [],
     ),
     (
-        "a torn record keeps the last good one",
+        "a torn record keeps the last good one, and the state line says why",
         [ctl(PAUSE), ValueError("torn"), OSError("gone")],
+        (PLANNED, True, "paused, parallelism 8; control record unreadable (the last good one kept): gone"),
+        ["pause"],
+        [(False, "paused by an operator: pause (by op)")],
+    ),
+    (
+        "a record read again clears the unreadable",
+        [ctl(PAUSE), ValueError("torn"), ctl(PAUSE)],
         (PLANNED, True, "paused, parallelism 8"),
         ["pause"],
         [(False, "paused by an operator: pause (by op)")],
+    ),
+    (
+        "unreadable before any good read: run as planned, and said",
+        [ValueError("parallelism 10^12 is not an integer from 1 to 150000")],
+        (
+            PLANNED,
+            False,
+            "control record unreadable (running as planned): parallelism 10^12 is not an integer from 1 to 150000",
+        ),
+        [],
+        [],
     ),
     (
         "a new reader tells only the last change",

@@ -89,6 +89,9 @@ def test_issue36_an_unreadable_record_keeps_the_last_good_control(tmp_path):
     reader.read()
     reader.read()
     assert reader.control.paused and reader.live_cap() == 2 and heard == ["pause (by ops)"]
+    # The status line (so the mission page's `control`) says the pause holds and why the new record did not take.
+    assert reader.state().startswith("paused, parallelism 2; control record unreadable (the last good one kept): ")
+    assert f"parallelism {10**12} is not an integer from 1 to 150000" in reader.state()
     store.write_bytes(layout.control("m1"), hand_edited(7, paused=True))  # readable, above the cap
     reader.read()
     assert reader.live_cap() == CAP and reader.state() == f"paused, parallelism {CAP} (planned 2)"

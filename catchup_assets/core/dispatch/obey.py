@@ -6,7 +6,8 @@ whatever the record says: a record above it is clamped, and that is said once.
 Each change is logged once, as this dispatcher first sees it, and reported through
 `on_control`; while paused the `dispatching` health check reads "paused". A record
 that cannot be read (torn, or a value out of range) costs itself, not the pass: the
-last good one stays in force, and why is said once.
+last good one stays in force, why is said once in the log, and the state line says it until
+the record reads again.
 """
 
 from __future__ import annotations
@@ -101,5 +102,11 @@ class ControlReader:
         return min(self.control.live_parallelism(self.parallelism), self.cap.limit)
 
     def state(self) -> str:
-        """The control's state for the status line; empty while no record was ever read."""
-        return self.control.state(self.parallelism) if self._control else ""
+        """The control's state for the status line (and so the mission page's `control`); empty while no record
+        was ever read. While the record cannot be read, that too: an operator whose change did not take sees why
+        where they look, not only in the run's log."""
+        said = self.control.state(self.parallelism) if self._control else ""
+        if self._error is None:
+            return said
+        kept = "the last good one kept" if self._control else "running as planned"
+        return f"{said}; " * bool(said) + f"control record unreadable ({kept}): {self._error}"
