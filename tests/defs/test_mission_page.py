@@ -11,6 +11,7 @@ from catchup_assets.core.dispatch.results import Status
 from catchup_assets.core.forecast.time_to_go import TimeToGo
 from catchup_assets.defs.assets.range_assets import MISSION_TAG
 from catchup_assets.defs.mission.mission_page import running_metadata, running_tag, to_go_metadata
+from catchup_assets.store import layout
 from catchup_assets.store.control_record import ControlStore
 from catchup_assets.store.root import Store
 from dagster_defs import defs, plan_config
@@ -135,3 +136,16 @@ def test_issue36_the_pages_counts_and_tag_are_the_status_lines():
         "120/402 done, 40 running, 3 pending, 237 queued, 2 condemned; "
         "~3.0 h to go (p10 2.5 h, p90 3.6 h; pace x1.00 of the profile)"
     )
+
+
+def test_issue36_an_unreadable_control_record_is_said_on_the_page(instance, tmp_path):
+    """A record edited by hand to a value no deployment allows: the run goes on as planned, and its page says why
+    the record was not obeyed (it was only a warning in the run's log)."""
+    keys = plan(instance, "m1", 3)
+    record = b'{"paused": false, "parallelism": 1000000000000, "drain": false, "history": []}'
+    Store(tmp_path / "storage").write_bytes(layout.control("m1"), record)
+    done = run(instance, keys, "m1")
+    assert done.success
+    said = [e["control"] for e in page(instance, "m1", done.run_id) if "control" in e]
+    assert said and all(c.startswith("control record unreadable (running as planned): ") for c in said), said
+    assert "parallelism 1000000000000 is not an integer from 1 to" in said[0]
