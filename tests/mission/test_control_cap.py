@@ -99,3 +99,17 @@ def test_issue36_an_unreadable_record_keeps_the_last_good_control(tmp_path):
         "control record changed with no change in its history; "
         f"its parallelism 7 is above the cap {CAP} (the test's deployment): clamped to {CAP}"
     )
+
+
+def test_issue36_an_unreadable_record_s_cause_is_bounded_where_it_is_shown(tmp_path, caplog):
+    """A value of 4000 digits is quoted back by the record's check: the state line (the mission page's control,
+    every pass) and the warning carry at most 300 characters of why."""
+    store = Store(tmp_path)
+    dog = Watchdog(mission_config(), {}, None, FakeClock(), lambda c, p, w: None)
+    reader = ControlReader("m1", 2, Cap(CAP, "the test's deployment"), ControlStore(store, "m1").read, print, dog)
+    store.write_bytes(layout.control("m1"), hand_edited(int("9" * 4000)))
+    with caplog.at_level(logging.WARNING):
+        reader.read()
+    assert reader.state().startswith("control record unreadable (running as planned): ")
+    assert len(reader.state()) <= len("control record unreadable (running as planned): ") + 300
+    assert "9" * 300 not in caplog.text

@@ -23,6 +23,7 @@ log = logging.getLogger(__name__)
 
 PAUSED = "paused"  # how the dispatching check's reason begins while an operator holds dispatch
 DRAINED = "drained: left unstarted for a later run"  # a drained run's unstarted ranges
+MAX_CAUSE_CHARS = 300  # of why a record could not be read, as logged and on the state line
 
 
 class ControlReader:
@@ -57,7 +58,9 @@ class ControlReader:
         try:
             new = self._read()
         except (ValueError, OSError) as exc:  # torn or unreachable: the last good control stays
-            cause = str(exc)
+            # Bounded: a hand-edited value of 4000 digits is quoted back in the message, and the state line
+            # carries it every pass, onto the mission page.
+            cause = " ".join(str(exc).split())[:MAX_CAUSE_CHARS]
             if cause != self._error:
                 self._error = cause
                 log.warning("mission %s: control record unreadable, keeping the last good one: %s", self.name, cause)
@@ -109,4 +112,5 @@ class ControlReader:
         if self._error is None:
             return said
         kept = "the last good one kept" if self._control else "running as planned"
-        return f"{said}; " * bool(said) + f"control record unreadable ({kept}): {self._error}"
+        unreadable = f"control record unreadable ({kept}): {self._error}"
+        return f"{said}; {unreadable}" if said else unreadable
