@@ -126,11 +126,16 @@ def plan_cut(  # noqa: PLR0913 (the search's settings, then the node share that 
     uniform_work, uniform_make = sum(uniform), makespan(uniform, slots)
     cap = node_hours_cap * priced(grid, uniform)
 
+    def plan_at(target: float | None, merge: float) -> tuple[list[LedgerRange], list[float], int, int]:
+        """The ranges at `target` and merge limit `merge` (None: the grid), their seconds, and the counts
+        cut and merged."""
+        ranges, cut, merged = (grid, 0, 0) if target is None else cut_for(known, grid, target, merge, slots)
+        return ranges, [known.seconds(r.first, r.last) for r in ranges], cut, merged
+
     @cache
     def at(target: float, merge: float) -> tuple[float, float, int]:
         """The plan at `target` and merge limit `merge`: its makespan, its price and its count of ranges."""
-        ranges, _, _ = cut_for(known, grid, target, merge, slots)
-        secs = [known.seconds(r.first, r.last) for r in ranges]
+        ranges, secs, _, _ = plan_at(target, merge)
         return makespan(secs, slots), priced(ranges, secs), len(ranges)
 
     def largest(low: float, high: float, holds: Callable[[float], bool]) -> float:
@@ -158,7 +163,7 @@ def plan_cut(  # noqa: PLR0913 (the search's settings, then the node share that 
         return _Candidate(exact, exact, count, target, merge, price)
 
     def scored(c: _Candidate) -> _Candidate:
-        return replace(c, expected=expected(_seconds_of(c, grid, known, slots))) if sigma else c
+        return replace(c, expected=expected(plan_at(c.target, c.merge_limit)[1])) if sigma else c
 
     found = [scored(_Candidate(uniform_make, uniform_make, len(grid), None, 0.0, priced(grid, uniform)))]
     target = max(uniform)
@@ -178,17 +183,10 @@ def plan_cut(  # noqa: PLR0913 (the search's settings, then the node share that 
             if (c := packed(t)) is not None and c.priced <= cap:
                 found.append(scored(c))
         win = _robust(found)
-    chosen = (grid, 0, 0) if win.target is None else cut_for(known, grid, win.target, win.merge_limit, slots)
-    ranges, cut, merged = chosen
-    secs = [known.seconds(r.first, r.last) for r in ranges]
+    ranges, secs, cut, merged = plan_at(win.target, win.merge_limit)
     make = makespan(secs, slots)
     bound = max(sum(secs) / slots, uncuttable_seconds(known, grid))
     return CutPlan(tuple(ranges), tuple(secs), slots, make, bound, uniform_make, uniform_work, cut, merged, sigma)
-
-
-def _seconds_of(c: _Candidate, grid: Sequence[LedgerRange], known: SimpleNamespace, slots: int) -> list[float]:
-    ranges = grid if c.target is None else cut_for(known, grid, c.target, c.merge_limit, slots)[0]
-    return [known.seconds(r.first, r.last) for r in ranges]
 
 
 def _robust(found: Sequence[_Candidate]) -> _Candidate:
