@@ -21,7 +21,8 @@ ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("catchup_assets", "kubesim")
 STDLIB = sys.stdlib_module_names
 STORAGE_LIBS = {"pyarrow", "fsspec", "s3fs", "upath", "aiohttp"}
-MAX_LINES = 300
+# A sanity line, not a cut: a module is as long as its concept (issue 47); one past this grew by accident.
+MAX_LINES = 800
 
 
 @dataclass(frozen=True)
@@ -213,32 +214,13 @@ def test_the_package_root_holds_at_most_three_modules():
 
 
 SIZE_RULED = ("catchup_assets", "kubesim", "benchmarks")  # the package, its test harness, its benchmarks
-_SIZE_EXCEPTION = re.compile(r"`((?:catchup_assets|kubesim|benchmarks)/[\w/]+\.py)`")
 
 
-def _size_exceptions(text: str | None = None) -> set[str]:
-    """Modules docs/design.md names as allowed past 300 lines, each with its reason."""
-    text = (ROOT / "docs" / "design.md").read_text() if text is None else text
-    block = text[text.index("### Modules over 300 lines") :].split("\n## ")[0]
-    return set(_SIZE_EXCEPTION.findall(block))
-
-
-def test_the_size_exceptions_are_read_from_their_section_only():
-    text = (
-        "### Modules over 300 lines\n\n- `kubesim/kubelet.py`: why.\n- `benchmarks/harness/meter.py`: why.\n"
-        "- `catchup_assets/core/units.py`: why.\n\n## Errors\n\n`catchup_assets/cli/main.py`\n"
-    )
-    named = {"kubesim/kubelet.py", "benchmarks/harness/meter.py", "catchup_assets/core/units.py"}
-    assert _size_exceptions(text) == named  # and not catchup_assets/cli/main.py, below the section
-
-
-def test_no_module_is_over_300_lines_but_the_named_exceptions():
-    exceptions = _size_exceptions()
-    assert len(exceptions) <= 3, exceptions
+def test_no_module_grew_past_the_sanity_line():
     files = [p for top in SIZE_RULED for p in _files(top)]
     assert {p.relative_to(ROOT).parts[0] for p in files} == set(SIZE_RULED)  # each folder was walked
     long = {str(p.relative_to(ROOT)): n for p in files if (n := len(p.read_text().splitlines())) > MAX_LINES}
-    assert set(long) <= exceptions, {k: v for k, v in long.items() if k not in exceptions}
+    assert not long, long
 
 
 CORE = [_module_name(p) for p in _files() if _under(_module_name(p), "catchup_assets.core")]
