@@ -61,7 +61,7 @@ def load_trusted_hashes(spec: str | None, timeout: float) -> TrustedHashes | Non
     try:
         root = loads(data, max_depth=2)  # an array of pairs: no deeper, no NaN
     except StateError as exc:
-        raise ConfigError(f"trusted_hashes {shown} is {exc}") from None
+        raise ConfigError(f"trusted_hashes {shown} is not JSON: {str(exc).removeprefix('not valid JSON: ')}") from None
     if not isinstance(root, list):
         raise ConfigError(f"trusted_hashes {shown}: expected a top-level array of [ledger, hash] pairs")
     n = 0

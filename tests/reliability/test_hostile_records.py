@@ -250,7 +250,7 @@ def mission_file_nested_deep(tmp):
 def trusted_hashes_nested_deep(tmp):
     path = tmp / "trusted.json"
     path.write_bytes(b"[" * 100_000 + b"]" * 100_000)
-    with pytest.raises(ConfigError, match="trusted_hashes .*trusted.json is not valid JSON: nested more than 2"):
+    with pytest.raises(ConfigError, match="trusted_hashes .*trusted.json is not JSON: nested more than 2"):
         load_trusted_hashes(str(path), timeout=5)
 
 
