@@ -335,11 +335,17 @@ def streaming_forever():
 @pytest.mark.timeout(30)
 def test_issue45_f9_a_profile_streamed_forever_is_cut_at_the_byte_cap(streaming_forever):
     """The read stops at profile_max_bytes, seconds before profile_timeout_seconds, and names the cap."""
+    Forever.sent.clear()
     cap = 4 * 1024 * 1024
     start = time.monotonic()
     with pytest.raises(ProfileRefused, match=f"larger than its cap of {cap} bytes \\(profile_max_bytes\\)"):
         load_previous_profile(streaming_forever, timeout=20.0, max_bytes=cap)
     assert time.monotonic() - start < 10.0  # cut by the cap, not the 20 s timeout
+    deadline = time.monotonic() + 5
+    while not Forever.sent and time.monotonic() < deadline:
+        time.sleep(0.05)
+    # The client hung up near the cap (the rest is socket buffers), not after buffering 1 GiB in 10 s.
+    assert Forever.sent and Forever.sent[-1] < 64 * 1024 * 1024, Forever.sent
 
 
 def million_rows(tmp) -> str:
@@ -399,3 +405,28 @@ def test_issue45_item3_the_deployment_sets_the_profile_caps_and_the_plan_is_refu
     for bad in ({"profile_max_rows": 0}, {"profile_max_bytes": 0}, {"profile_max_bytes": 2**60}):
         with pytest.raises(Exception, match=next(iter(bad))):
             CatchupResource(storage_root=str(tmp_path / "root"), **bad)
+
+
+@pytest.mark.timeout(120)
+def test_issue45_on_s3_a_record_or_profile_past_its_cap_is_refused_from_its_info(s3_bucket, tmp_path):
+    """On an object store (moto's S3 server) the type and size are what the driver's info says: a control
+    record over its cap keeps nothing of it and a change replaces it through the conditional PUT (f6, f4);
+    a profile past profile_max_bytes or profile_max_rows is refused naming the setting (f8, f10)."""
+    import fsspec
+
+    store = Store(f"s3://{s3_bucket}/root")
+    store.write_bytes(layout.control("m1"), json.dumps(good_control()).encode() + b" " * (2 * 1024 * 1024))
+    records = ControlStore(store, "m1")
+    with pytest.raises(StateError, match="control.json is not a control record: .*larger than its cap of 1048576"):
+        records.read()
+    resumed = records.change(lambda c: c.apply("resume", None, who="ops", at=1.0, max_parallelism=8))
+    assert "larger than its cap" in records.replaced and records.read() == resumed and not resumed.paused
+
+    url = f"s3://{s3_bucket}/profiles/range_profile.parquet"
+    with open(profile_of(tmp_path / "p.parquet", 10), "rb") as f:
+        fsspec.filesystem("s3").pipe_file(url, f.read())
+    with pytest.raises(ProfileRefused, match=r"larger than its cap of 100 bytes \(profile_max_bytes\)"):
+        load_previous_profile(url, max_bytes=100)
+    with pytest.raises(ProfileRefused, match=r"holds 10 rows, above its cap of 5 \(profile_max_rows\)"):
+        load_previous_profile(url, max_rows=5)
+    assert len(load_previous_profile(url).rows) == 10
