@@ -49,6 +49,7 @@ class MissionState:
     done: int
     condemned: int
     in_flight: int  # ranges with an attempt started and not yet recorded as ended
+    replaced: str | None = None  # why the record this change wrote over could not be read
 
     @property
     def finished(self) -> bool:
@@ -63,6 +64,8 @@ class MissionState:
             f"ranges: {self.ranges}, done {self.done}, condemned {self.condemned}, in flight {self.in_flight}, "
             f"not started or waiting {self.ranges - self.done - self.condemned - self.in_flight}",
         ]
+        if self.replaced:
+            out.append(f"replaced an unreadable control record ({self.replaced}) with a fresh one")
         if c.history:
             last = c.history[-1]
             out.append(f"last change: {last.line()} at {time.strftime('%Y-%m-%d %H:%M:%S', time.gmtime(last.at))}Z")
@@ -149,7 +152,8 @@ def set_control(
         cap = lower
     at = time.time() if now is None else now
     check_action(action, value, cap)
-    control = ControlStore(store, mission, cap).change(
+    records = ControlStore(store, mission, cap)
+    control = records.change(
         lambda current: current.apply(action, value, who=who, at=at, max_parallelism=cap, finished=before.finished)
     )
-    return MissionState(**{**before.__dict__, "control": control})
+    return MissionState(**{**before.__dict__, "control": control, "replaced": records.replaced})

@@ -16,6 +16,8 @@ from catchup_assets.store import layout
 from catchup_assets.store.control_record import ControlStore
 from catchup_assets.store.profiles import PreviousProfile
 from catchup_assets.store.root import Store
+from catchup_assets.store.safe_read import MISSION_FILE_MAX_BYTES
+from catchup_assets.store.strict_json import loads
 from catchup_assets.store.tables import read_table
 from catchup_assets.store.trusted import TrustedHashes, trust_label
 
@@ -87,7 +89,7 @@ def load_mission(store: Store, mission: str, **policies) -> MissionConfig:
     validate_mission(mission)
     rel = layout.mission_file(mission)
     try:
-        doc = json.loads(store.read_bytes(rel))
+        doc = _read_doc(store, mission)
         span = MissionSpan(doc["first_ledger"], doc["last_ledger"], doc["ledgers_per_range"], doc["overlap"])
         fields = {f: doc.get(f) for f in _SPEC_FIELDS if f in doc or f == "previous_profile_sha256"}
         fields.setdefault("lengths", "uniform")  # saved before missions saved it: only the grid was planned then
@@ -96,8 +98,21 @@ def load_mission(store: Store, mission: str, **policies) -> MissionConfig:
         raise ConfigError(
             f"mission {mission!r} has no {layout.MISSION_FILE} under {store.root}: plan it first"
         ) from None
-    except (KeyError, TypeError, json.JSONDecodeError) as exc:
+    except (KeyError, TypeError) as exc:
         raise StateError(f"{store.url(rel)} is not a mission file: {exc}") from exc
+
+
+def _read_doc(store: Store, mission: str) -> dict:
+    """The mission's mission.json as a dict, read defensively (a regular file of at most MISSION_FILE_MAX_BYTES,
+    strict JSON): the one place it is parsed. FileNotFoundError if there is none; StateError naming it else."""
+    rel = layout.mission_file(mission)
+    try:
+        doc = loads(store.read_bytes(rel, MISSION_FILE_MAX_BYTES))
+    except StateError as exc:  # UnreadableFile too: a FIFO, a device, too large
+        raise StateError(f"{store.url(rel)} is not a mission file: {exc}") from None
+    if not isinstance(doc, dict):
+        raise StateError(f"{store.url(rel)} is not a mission file: not a JSON object")
+    return doc
 
 
 def mission_ranges(store: Store, cfg: MissionConfig) -> list[LedgerRange]:
@@ -120,13 +135,12 @@ def mission_doc(store: Store, mission: str) -> dict | None:
     """The mission's saved mission.json as a dict; None if it has none (or it is not JSON)."""
     validate_mission(mission)
     try:
-        doc = json.loads(store.read_bytes(layout.mission_file(mission)))
+        return _read_doc(store, mission)
     except FileNotFoundError:
         return None
-    except (ValueError, UnicodeDecodeError) as exc:
-        log.warning("%s is not a mission file: %s", store.url(layout.mission_file(mission)), exc)
+    except StateError as exc:
+        log.warning("%s", exc)
         return None
-    return doc if isinstance(doc, dict) else None
 
 
 def mission_cap(store: Store, mission: str, deployment: Cap | None = None) -> Cap:

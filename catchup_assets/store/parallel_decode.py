@@ -18,6 +18,7 @@ from multiprocessing import get_context
 
 from catchup_assets.core.values.attempt_record import AttemptRecord
 from catchup_assets.store.record_codec import decode
+from catchup_assets.store.safe_read import RECORD_MAX_BYTES, read_local
 
 log = logging.getLogger(__name__)
 
@@ -27,12 +28,11 @@ MAX_WORKERS = 4
 Decoded = tuple[AttemptRecord | None, str | None]  # the record, or why it could not be read
 
 
-def _decode_chunk(paths: Sequence[str]) -> list[Decoded]:
+def _decode_chunk(root: str, paths: Sequence[str]) -> list[Decoded]:
     out: list[Decoded] = []
     for path in paths:
         try:
-            with open(path, "rb") as f:
-                out.append((decode(f.read()), None))
+            out.append((decode(read_local(path, RECORD_MAX_BYTES, within=root)), None))
         except Exception as exc:  # noqa: BLE001 - reported to the caller, which warns (L12)
             out.append((None, f"{type(exc).__name__}: {exc}"))
     return out
@@ -42,8 +42,9 @@ def workers() -> int:
     return max(1, min(MAX_WORKERS, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1))
 
 
-def decode_files(paths: Sequence[str]) -> list[Decoded] | None:
-    """Every file's record (or its error), in order; None if no pool could run (the caller reads them itself)."""
+def decode_files(paths: Sequence[str], root: str) -> list[Decoded] | None:
+    """Every file's record (or its error), in order, each read as a regular file under `root`
+    (store/safe_read.py); None if no pool could run (the caller reads them itself)."""
     n = workers()
     if n < 2 or len(paths) < PARALLEL_MIN_FILES:
         return None
@@ -51,7 +52,7 @@ def decode_files(paths: Sequence[str]) -> list[Decoded] | None:
     chunks = [paths[i : i + size] for i in range(0, len(paths), size)]
     try:
         with ProcessPoolExecutor(n, mp_context=get_context("spawn")) as pool:
-            return [d for part in pool.map(_decode_chunk, chunks) for d in part]
+            return [d for part in pool.map(_decode_chunk, [root] * len(chunks), chunks) for d in part]
     except Exception as exc:  # noqa: BLE001 - no pool here (a sandbox, no /dev/shm): read serially
         log.warning("record files read one by one: no process pool (%s)", exc)
         return None

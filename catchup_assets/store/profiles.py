@@ -5,8 +5,11 @@ unprofiled mission (a warning). A profile that was given is required: missing,
 unreachable, empty or unusable (not Parquet, lacking a column the sizer reads or
 holding one of the wrong type, no measured range), it is refused, naming the URL,
 before anything is dispatched; a typo in the URL must not quietly run every range
-unprofiled. The whole read has one deadline. A row that cannot size a range is
-skipped, and repeats and mixes warned (core/size/measures.py's vet_rows).
+unprofiled. The whole read has one deadline, and is bounded: a regular file only (a
+FIFO or a device is refused), at most profile_max_bytes, streamed and cut there, and at
+most profile_max_rows, counted from the footer before a row is read (issue 45 item 3).
+A row that cannot size a range is skipped, and repeats and mixes warned
+(core/size/measures.py's vet_rows).
 """
 
 from __future__ import annotations
@@ -22,14 +25,17 @@ import fsspec
 
 from catchup_assets.core.aggregate.profile_table import PROFILE_COLUMNS, check_profile_columns
 from catchup_assets.core.errors import ConfigError
-from catchup_assets.core.plan.config import PROFILE_TIMEOUT_SECONDS
+from catchup_assets.core.plan.config import PROFILE_MAX_BYTES, PROFILE_MAX_ROWS, PROFILE_TIMEOUT_SECONDS
 from catchup_assets.core.redact import redact_url
 from catchup_assets.core.size.measures import ProfileIndex, measures_from_rows, vet_rows
 from catchup_assets.store import layout
 from catchup_assets.store.root import Store
-from catchup_assets.store.tables import NotATable, parse_table, wrong_kinds
+from catchup_assets.store.safe_read import UnreadableFile, read_fs, read_local
+from catchup_assets.store.tables import NotATable, parquet_rows, parse_table, wrong_kinds
 
 log = logging.getLogger(__name__)
+
+_CHUNK = 1024 * 1024  # bytes asked of a stream at a time
 
 
 class ProfileRefused(ConfigError):
@@ -55,28 +61,52 @@ class PreviousProfile:
         return {r["range_key"]: r["seconds"] for r in self.rows if r.get("seconds") is not None}
 
 
-def _fetch(spec: str, timeout: float) -> bytes:
-    """The file's bytes, one GET over http(s): `fsspec.open` probes the size first, and each request had
-    the whole timeout to itself (a silent server held `plan` 2.3x its timeout)."""
-    options = {}
-    if spec.startswith(("http://", "https://")):
-        import aiohttp
-
-        options = {"client_kwargs": {"timeout": aiohttp.ClientTimeout(total=timeout, connect=min(timeout, 10.0))}}
-    fs, path = fsspec.core.url_to_fs(spec, **options)
-    return fs.cat_file(path)
+def _local_path(spec: str) -> str | None:
+    if "://" not in spec:
+        return spec
+    return spec.removeprefix("file://") if spec.startswith("file://") else None
 
 
-def read_bounded(spec: str, timeout: float) -> bytes:
-    """A file's bytes by path or URL (`_fetch`) under one deadline for the whole read, whatever the driver
-    does inside it (probes, retries)."""
-    if "://" not in spec or spec.startswith("file://"):
-        return _fetch(spec, timeout)  # a local file: nothing to wait for
+def _fetch(spec: str, timeout: float, cap: int, setting: str) -> bytes:
+    """The file's bytes, at most `cap`, streamed: past it UnreadableFile naming the cap and `setting`, read no
+    further. A local path must be a regular file (store/safe_read.py: a FIFO opens at once and is refused,
+    /dev/zero is never read). Over http(s) one streamed GET: `fsspec.open` probes the size first, and each
+    request had the whole timeout to itself (a silent server held `plan` 2.3x its timeout); a server that
+    streams forever is cut at the cap. Elsewhere (S3) the driver's `info`, then a ranged read of cap + 1."""
+    shown = redact_url(spec)
+    if (path := _local_path(spec)) is not None:
+        return read_local(path, cap, setting=setting)
+    if not spec.startswith(("http://", "https://")):
+        fs, path = fsspec.core.url_to_fs(spec)
+        return read_fs(fs, path, cap, shown=shown, setting=setting)[0]
+    import aiohttp
+
+    timeouts = aiohttp.ClientTimeout(total=timeout, connect=min(timeout, 10.0))
+    fs, path = fsspec.core.url_to_fs(spec, client_kwargs={"timeout": timeouts})
+    # block_size 0 is fsspec's streaming file; a size given spares the probe it would make first.
+    parts, total = [], 0
+    with fs.open(path, "rb", block_size=0, size=cap + 1) as f:
+        while total <= cap:
+            chunk = f.read(min(_CHUNK, cap + 1 - total))
+            if not chunk:
+                break
+            parts.append(chunk)
+            total += len(chunk)
+    if total > cap:
+        raise UnreadableFile(f"{shown} is larger than its cap of {cap} bytes ({setting}): read no further")
+    return b"".join(parts)
+
+
+def read_bounded(spec: str, timeout: float, cap: int, setting: str) -> bytes:
+    """A file's bytes by path or URL (`_fetch`), at most `cap` (`setting` names where it is set), under one
+    deadline for the whole read, whatever the driver does inside it (probes, retries)."""
+    if _local_path(spec) is not None:
+        return _fetch(spec, timeout, cap, setting)  # a regular local file: nothing to wait for
     done: dict[str, Any] = {}
 
     def fetch() -> None:
         try:
-            done["data"] = _fetch(spec, timeout)
+            done["data"] = _fetch(spec, timeout, cap, setting)
         except BaseException as exc:  # noqa: BLE001 - handed to the caller's thread as it was
             done["error"] = exc
 
@@ -92,15 +122,23 @@ def read_bounded(spec: str, timeout: float) -> bytes:
 
 
 def load_previous_profile(
-    spec: str | None, timeout: float = PROFILE_TIMEOUT_SECONDS, expect_sha256: str | None = None
+    spec: str | None,
+    timeout: float = PROFILE_TIMEOUT_SECONDS,
+    expect_sha256: str | None = None,
+    max_bytes: int = PROFILE_MAX_BYTES,
+    max_rows: int = PROFILE_MAX_ROWS,
 ) -> PreviousProfile:
-    """The profile at `spec`; with `expect_sha256`, refused unless it is exactly the file a plan saw."""
+    """The profile at `spec`; with `expect_sha256`, refused unless it is exactly the file a plan saw. Refused past
+    `max_bytes` (read no further) or `max_rows` (counted from the Parquet footer, before any row is read): the
+    deployment's profile_max_bytes and profile_max_rows."""
     if not spec or not str(spec).strip():
         return _unprofiled(spec, "no previous profile given: every range runs on the no-profile tier")
     spec = str(spec).strip()
     shown = redact_url(spec)  # what a message or a log says: never a password the URL carries
     try:
-        data = read_bounded(spec, timeout)
+        data = read_bounded(spec, timeout, max_bytes, "profile_max_bytes")
+    except UnreadableFile as exc:  # a FIFO, a device, a directory, past the byte cap
+        raise ProfileRefused(redact_url(f"previous profile {shown} refused: {exc}")) from None
     except FileNotFoundError as exc:
         # Over http(s), fsspec's answer to a 404: the file is not there, or the URL names the wrong place.
         where = "does not exist" if "://" not in spec or spec.startswith("file://") else "is missing or unreachable"
@@ -118,6 +156,11 @@ def load_previous_profile(
             f"(sha256 {digest[:12]}..., the plan saw {expect_sha256[:12]}...): plan the mission again"
         )
     try:
+        rows = parquet_rows(data)  # from the footer: a 10^6-row table is refused before its rows are read
+        if rows > max_rows:
+            raise ProfileRefused(
+                f"previous profile {shown} holds {rows} rows, above its cap of {max_rows} (profile_max_rows): not read"
+            )
         table = parse_table(data)
     except NotATable as exc:
         raise ProfileRefused(f"previous profile {shown} is not a Parquet table: {exc}") from exc

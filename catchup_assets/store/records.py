@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import re
 from collections.abc import Iterable, Mapping
 
@@ -29,7 +30,9 @@ from catchup_assets.store import layout
 from catchup_assets.store.parallel_decode import decode_files
 from catchup_assets.store.record_codec import decode, encode
 from catchup_assets.store.root import Store
+from catchup_assets.store.safe_read import CLAIM_MAX_BYTES, RECORD_MAX_BYTES
 from catchup_assets.store.snapshot_log import SnapshotLog
+from catchup_assets.store.strict_json import loads
 
 log = logging.getLogger(__name__)
 
@@ -72,7 +75,7 @@ class RecordStore:
     def read_one(self, range_key: str, attempt: int) -> AttemptRecord | None:
         rel = self._rel(range_key, attempt, "parquet")
         try:
-            return self._checked(decode(self.store.read_bytes(rel)), range_key, attempt, rel)
+            return self._checked(decode(self.store.read_bytes(rel, RECORD_MAX_BYTES)), range_key, attempt, rel)
         except FileNotFoundError:
             return None
         except Exception as exc:  # noqa: BLE001 - a bad file costs one attempt (L12)
@@ -137,12 +140,13 @@ class RecordStore:
     def _decode_many(self, rels: list[str]) -> list[tuple[AttemptRecord | None, str | None]]:
         """Each file's record or why not: on a process pool when there are thousands on a local
         root and `parallel` is on (the cold read: store/parallel_decode.py), else one by one."""
-        if self.parallel and self.store.local and (pooled := decode_files([self.store.path(r) for r in rels])):
+        paths = [self.store.path(r) for r in rels]
+        if self.parallel and self.store.local and (pooled := decode_files(paths, self.store.base)):
             return pooled
         out: list[tuple[AttemptRecord | None, str | None]] = []
         for rel in rels:
             try:
-                out.append((decode(self.store.read_bytes(rel)), None))
+                out.append((decode(self.store.read_bytes(rel, RECORD_MAX_BYTES)), None))
             except Exception as exc:  # noqa: BLE001 - a bad file costs one attempt (L12)
                 out.append((None, f"{type(exc).__name__}: {exc}"))
         return out
@@ -177,9 +181,18 @@ class RecordStore:
     def claim_holder(self, range_key: str, attempt: int) -> str | None:
         """Who holds the attempt's claim; None if there is none or it cannot be read."""
         try:
-            return json.loads(self.store.read_bytes(self._claim_rel(range_key, attempt))).get("holder")
+            holder = self._read_claim(self._claim_rel(range_key, attempt)).get("holder")
         except Exception:  # noqa: BLE001 - unreadable: not provably anyone's
             return None
+        return holder if isinstance(holder, str) else None
+
+    def _read_claim(self, rel: str) -> dict:
+        """A claim's JSON object, read defensively (a regular file of at most CLAIM_MAX_BYTES, strict JSON):
+        the one place a claim is parsed; StateError naming it if it is not one."""
+        doc = loads(self.store.read_bytes(rel, CLAIM_MAX_BYTES), self.store.url(rel))
+        if not isinstance(doc, dict):
+            raise StateError(f"{self.store.url(rel)} is not a claim: not a JSON object")
+        return doc
 
     def _claim_rel(self, range_key: str, attempt: int) -> str:
         return layout.claim(self.mission, range_key, attempt)
@@ -197,9 +210,9 @@ class RecordStore:
             tail = rel[len(prefix) :] if rel.startswith(prefix) else rel
             if c := _CLAIM_FILE.match(tail):
                 try:
-                    claim = json.loads(self.store.read_bytes(rel))
+                    claim = self._read_claim(rel)
                     if other_than is None or claim.get("holder") != other_than:
-                        claims[int(c.group(2))] = float(claim["at"])
+                        claims[int(c.group(2))] = _claimed_at(claim["at"])
                 except Exception as exc:  # noqa: BLE001 - a torn claim still claims (L12)
                     log.warning("claim %s unreadable (%s): taken as made now", rel, exc)
                     claims[int(c.group(2))] = float("inf")
@@ -232,3 +245,10 @@ class RecordStore:
         if (rec.mission, rec.range_key, rec.attempt) != (self.mission, key, attempt):
             raise StateError(f"{rel} describes {rec.mission}/{rec.range_key}/a{rec.attempt}, not its own path")
         return rec
+
+
+def _claimed_at(at: object) -> float:
+    """A claim's time: a finite number (a NaN would make the claim never young and never old)."""
+    if isinstance(at, bool) or not isinstance(at, int | float) or not math.isfinite(at):
+        raise StateError(f"its time {at!r} is not a finite number")
+    return float(at)

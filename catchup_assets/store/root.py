@@ -21,6 +21,7 @@ import fsspec
 from fsspec.implementations.local import LocalFileSystem
 
 from catchup_assets.core.errors import CatchupError
+from catchup_assets.store.safe_read import STORED_FILE_MAX_BYTES, UnreadableFile, read_fs, read_local
 
 _CHECK_THEN_WRITE = threading.Lock()  # serialises this process's claims where the driver cannot
 _WARNED: dict[str, bool] = {}
@@ -132,23 +133,34 @@ class Store:
             self.fs.pipe_file(p, data)
             return True
 
-    def read_versioned(self, rel: str) -> tuple[bytes | None, str | None]:
-        """The bytes at `rel` and the version `write_if` compares against; (None, None) if absent.
+    def read_versioned(self, rel: str, cap: int = STORED_FILE_MAX_BYTES) -> tuple[bytes | None, str | None]:
+        """The bytes at `rel` (a regular file of at most `cap` bytes: `read_bytes`) and the version `write_if`
+        compares against; (None, None) if absent. A file that is there but cannot be read raises
+        UnreadableFile carrying its version, so a writer can still replace it whole.
 
         On S3 the version is the object's ETag, read before its bytes: a write between the two
         leaves a version older than the bytes, so their write_if fails and is retried; it never
         passes over a change. Elsewhere it is the bytes' sha256."""
         p = self.path(rel)
         try:
-            etag = None if self.local else self.fs.info(p).get("ETag")
-            data = self.fs.cat_file(p)
+            if self.local:
+                data, etag = read_local(p, cap, within=self.base), ""
+            else:
+                data, etag = read_fs(self.fs, p, cap, shown=self.url(rel))
         except FileNotFoundError:
             return None, None
         return data, etag or hashlib.sha256(data).hexdigest()
 
-    def write_if(self, rel: str, data: bytes, version: str | None) -> bool:
-        """Write `rel` only if it is still at `version` (None: still absent); False if another
-        writer changed it since it was read (a compare-and-swap: the caller reads again).
+    def _version(self, rel: str, cap: int) -> str | None:
+        """What is at `rel` now, as `read_versioned` with the same cap names it, readable or not."""
+        try:
+            return self.read_versioned(rel, cap)[1]
+        except UnreadableFile as exc:
+            return exc.version
+
+    def write_if(self, rel: str, data: bytes, version: str | None, cap: int = STORED_FILE_MAX_BYTES) -> bool:
+        """Write `rel` only if it is still at `version` (None: still absent; `cap`: as it was read with);
+        False if another writer changed it since it was read (a compare-and-swap: the caller reads again).
 
         Locally under an exclusive flock on the file's directory, held across the compare and
         the atomic replace, which every writer in any process on this host takes. On S3 a
@@ -160,7 +172,7 @@ class Store:
             fd = os.open(os.path.dirname(p), os.O_RDONLY)
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX)  # released when fd closes
-                if self.read_versioned(rel)[1] != version:
+                if self._version(rel, cap) != version:
                     return False
                 self.write_bytes(rel, data)
                 return True
@@ -184,13 +196,18 @@ class Store:
                     "%s has no conditional write: compare-and-swap holds within this process only",
                     type(self.fs).__name__,
                 )
-            if self.read_versioned(rel)[1] != version:
+            if self._version(rel, cap) != version:
                 return False
             self.write_bytes(rel, data)
             return True
 
-    def read_bytes(self, rel: str) -> bytes:
-        return self.fs.cat_file(self.path(rel))
+    def read_bytes(self, rel: str, cap: int = STORED_FILE_MAX_BYTES) -> bytes:
+        """The bytes of the regular file at `rel`, at most `cap` (store/safe_read.py): a FIFO, a device, a
+        link out of the root or a larger file is an UnreadableFile naming it, and nothing of it is read."""
+        p = self.path(rel)
+        if self.local:
+            return read_local(p, cap, within=self.base)
+        return read_fs(self.fs, p, cap, shown=self.url(rel))[0]
 
     def exists(self, rel: str) -> bool:
         return self.fs.exists(self.path(rel))

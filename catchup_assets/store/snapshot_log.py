@@ -37,6 +37,7 @@ from catchup_assets.core.values.attempt_record import SCHEMA_VERSION, AttemptRec
 from catchup_assets.store import layout
 from catchup_assets.store.record_codec import SCHEMA, row_record
 from catchup_assets.store.root import Store
+from catchup_assets.store.safe_read import SNAPSHOT_MAX_BYTES
 
 log = logging.getLogger(__name__)
 
@@ -111,7 +112,8 @@ class SnapshotLog:
     def _read_file(self, rel: str) -> dict[Ident, AttemptRecord] | None:
         """One file's finished records of this mission; None, with a warning naming it, if unreadable."""
         try:
-            table = pq.ParquetFile(pa.BufferReader(self.store.read_bytes(rel))).read(use_threads=False)
+            data = self.store.read_bytes(rel, SNAPSHOT_MAX_BYTES)
+            table = pq.ParquetFile(pa.BufferReader(data)).read(use_threads=False)
             rows = table.to_pylist()
             stamp = (table.schema.metadata or {}).get(DIGEST_KEY.encode(), b"").decode()
             if stamp != digest(rows):

@@ -11,13 +11,14 @@ naming it, before anything is dispatched (an unverified run must not pass for on
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 from dataclasses import dataclass
 
-from catchup_assets.core.errors import ConfigError
+from catchup_assets.core.errors import ConfigError, StateError
 from catchup_assets.core.redact import redact_url
 from catchup_assets.store.profiles import read_bounded
+from catchup_assets.store.safe_read import TRUSTED_HASHES_MAX_BYTES
+from catchup_assets.store.strict_json import loads
 
 _HEX = re.compile(r"^[0-9a-fA-F]{64}$")
 # One pair as verify-checkpoints writes it (`[LEDGER, "HEX"]`), found without building the
@@ -53,13 +54,14 @@ def load_trusted_hashes(spec: str | None, timeout: float) -> TrustedHashes | Non
     spec = str(spec).strip()
     shown = redact_url(spec)  # what a message, mission.json and the metadata say: never a password
     try:
-        data = read_bounded(spec, timeout)  # one deadline for the whole read, as a profile's
+        # One deadline for the whole read, as a profile's; a regular file of at most TRUSTED_HASHES_MAX_BYTES.
+        data = read_bounded(spec, timeout, TRUSTED_HASHES_MAX_BYTES, "TRUSTED_HASHES_MAX_BYTES, store/safe_read.py")
     except Exception as exc:  # noqa: BLE001 - any driver's failure, named with the URL
         raise ConfigError(redact_url(f"trusted_hashes {shown} cannot be read ({type(exc).__name__}: {exc})")) from None
     try:
-        root = json.loads(data)
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"trusted_hashes {shown} is not JSON: {exc}") from None
+        root = loads(data, max_depth=2)  # an array of pairs: no deeper, no NaN
+    except StateError as exc:
+        raise ConfigError(f"trusted_hashes {shown} is not JSON: {str(exc).removeprefix('not valid JSON: ')}") from None
     if not isinstance(root, list):
         raise ConfigError(f"trusted_hashes {shown}: expected a top-level array of [ledger, hash] pairs")
     n = 0

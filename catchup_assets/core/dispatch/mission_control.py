@@ -17,6 +17,7 @@ every writer refuses a value above it, and the dispatcher clamps to it whatever 
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
 
 from catchup_assets.core.errors import ConfigError, StateError
@@ -91,6 +92,17 @@ def check_action(action: object, value: object, max_parallelism: Cap | int) -> i
     if value > cap.limit:
         raise ConfigError(f"parallelism: {value} is above {cap.line()}")
     return value
+
+
+def _change_of(doc: dict) -> Change:
+    """One change of a stored record's history, checked: `at` a finite time (a NaN compares false with every
+    bound, and a string is not a time), `value` a whole number or none."""
+    at, value = doc["at"], doc.get("value")
+    if isinstance(at, bool) or not isinstance(at, int | float) or not math.isfinite(at):
+        raise TypeError(f"history at {at!r} is not a finite time")
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+        raise TypeError(f"history value {value!r} is not an integer")
+    return Change(float(at), str(doc["who"]), str(doc["action"]), value)
 
 
 @dataclass(frozen=True)
@@ -173,9 +185,7 @@ class MissionControl:
                 isinstance(par, bool) or not isinstance(par, int) or not 1 <= par <= MAX_PARALLELISM
             ):
                 raise TypeError(f"parallelism {par!r} is not an integer from 1 to {MAX_PARALLELISM}")
-            history = tuple(
-                Change(float(c["at"]), str(c["who"]), str(c["action"]), c.get("value")) for c in doc["history"]
-            )
+            history = tuple(_change_of(c) for c in doc["history"])
             if any(c.action not in ACTIONS for c in history):
                 raise TypeError("unknown action in history")
             if any(not c.who.isprintable() for c in history):  # told in log lines: one line each

@@ -57,7 +57,9 @@ class ControlReader:
             return
         try:
             new = self._read()
-        except (ValueError, OSError) as exc:  # torn or unreachable: the last good control stays
+        # Torn, hostile or unreachable: the last good control stays. The store says why as a ValueError;
+        # RecursionError too, should a reader ever hand one on (a record nested 100 000 deep).
+        except (ValueError, OSError, RecursionError) as exc:
             # Bounded: a hand-edited value of 4000 digits is quoted back in the message, and the state line
             # carries it every pass, onto the mission page.
             cause = " ".join(str(exc).split())[:MAX_CAUSE_CHARS]

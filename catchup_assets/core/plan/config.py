@@ -15,6 +15,7 @@ from catchup_assets.core.errors import ConfigError, bounded, check_bounds, check
 from catchup_assets.core.plan.cut import DEFAULT_NODE_HOURS_CAP
 from catchup_assets.core.plan.ranges import LENGTHS, MissionSpan
 from catchup_assets.core.size.sizing import Placement
+from catchup_assets.core.units import GiB, MiB
 from catchup_assets.core.values.ledger_range import ORDERS
 
 # Attempts in flight at once, across every run of the mission (the seed ran 1000-2096).
@@ -23,6 +24,10 @@ DEFAULT_PARALLELISM = 1000
 # (kubernetes.io/docs/setup/best-practices/cluster-large/, "no more than 150,000 total pods").
 MAX_PARALLELISM = 150_000
 PROFILE_TIMEOUT_SECONDS = 60.0  # a server that never answers, or drips, must not hold a launch
+# A previous profile is read to at most this many bytes and rows, or refused (issue 45 item 3): a server that streams
+# forever, /dev/zero or a 10^6-row table must not fill the plan's memory. A real profile is ~4000-6000 rows, ~0.3 MB.
+PROFILE_MAX_BYTES = 256 * MiB
+PROFILE_MAX_ROWS = 200_000
 # A DNS-1123 label of <= 40 characters; the launchpad's config class carries the same pattern.
 MISSION_PATTERN = r"^[a-z0-9]([a-z0-9-]{0,38}[a-z0-9])?$"
 MISSION_RULE = "1-40 lowercase letters, digits and '-', starting and ending with a letter or digit"
@@ -42,7 +47,8 @@ def validate_mission(name: str) -> str:
 
 # The dispatcher's settings, each also a CatchupResource field (defs/resources/resource.py).
 DISPATCH_SETTINGS = (
-    "poll_seconds", "status_every", "profile_timeout_seconds", "stall_seconds", "stall_factor", "breaker_attempts",
+    "poll_seconds", "status_every", "profile_timeout_seconds", "profile_max_bytes", "profile_max_rows",
+    "stall_seconds", "stall_factor", "breaker_attempts",
 )  # fmt: skip
 
 
@@ -77,6 +83,9 @@ class MissionConfig:
     env: Mapping[str, str] = field(default_factory=dict)
     # Connect and total, a profile over http(s).
     profile_timeout_seconds: float = bounded(PROFILE_TIMEOUT_SECONDS, gt=0)
+    # The most bytes and rows of a previous profile read (local, http(s), object store); past either it is refused.
+    profile_max_bytes: int = bounded(PROFILE_MAX_BYTES, ge=1, le=16 * GiB)
+    profile_max_rows: int = bounded(PROFILE_MAX_ROWS, ge=1, le=100_000_000)
     # An attempt is overdue past stall_factor x its profiled seconds, and never before
     # stall_seconds (the whole threshold for an unprofiled range); the mission has stalled
     # (Z4) when nothing completed for stall_seconds and every attempt in flight is overdue.

@@ -165,6 +165,8 @@ def policies(catchup: CatchupResource) -> dict:
         stall_factor=catchup.stall_factor,
         breaker_attempts=catchup.breaker_attempts,
         profile_timeout_seconds=catchup.profile_timeout_seconds,
+        profile_max_bytes=catchup.profile_max_bytes,
+        profile_max_rows=catchup.profile_max_rows,
         env=catchup.attempt_env(),
     )
 

@@ -100,6 +100,12 @@ class CatchupResource(dg.ConfigurableResource):
     profile_timeout_seconds: float = _dispatch(
         "profile_timeout_seconds", "connect and total, previous profile over http(s)"
     )
+    profile_max_bytes: int = _dispatch(
+        "profile_max_bytes", "a previous profile larger than this is refused, read no further (local, http(s), S3)"
+    )
+    profile_max_rows: int = _dispatch(
+        "profile_max_rows", "a previous profile of more rows than this is refused, from its footer (real: ~4000-6000)"
+    )
     ladder: LadderConfig = Field(default_factory=LadderConfig, description="the OOM memory ladder (L6)")
     disk: DiskConfig = Field(
         default_factory=DiskConfig, description="ephemeral storage mode: disk from the profile, up after evictions"
