@@ -51,12 +51,12 @@ from catchup_assets.store.log_archive import archive
 log = logging.getLogger(__name__)
 
 ENTRYPOINT = Path(__file__).resolve().parents[1] / "worker" / "entrypoint.sh"
-_SAFE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+_SAFE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")  # fullmatch: "$" passes a trailing newline
 LOG_CHUNK = 1 << 20
 
 
 def _safe(name: str, what: str) -> str:
-    if not _SAFE.match(name):
+    if not isinstance(name, str) or not _SAFE.fullmatch(name):
         raise ConfigError(f"{what} {name!r} is not a safe path component")
     return name
 

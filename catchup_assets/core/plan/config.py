@@ -23,7 +23,8 @@ DEFAULT_PARALLELISM = 1000
 # (kubernetes.io/docs/setup/best-practices/cluster-large/, "no more than 150,000 total pods").
 MAX_PARALLELISM = 150_000
 PROFILE_TIMEOUT_SECONDS = 60.0  # a server that never answers, or drips, must not hold a launch
-# A DNS-1123 label of <= 40 characters; the launchpad's config class carries the same pattern.
+# A DNS-1123 label of <= 40 characters; the launchpad's config class carries the same pattern. Checked
+# with fullmatch: `$` alone also passes "m1\n", and a name with a newline would become a directory.
 MISSION_PATTERN = r"^[a-z0-9]([a-z0-9-]{0,38}[a-z0-9])?$"
 MISSION_RULE = "1-40 lowercase letters, digits and '-', starting and ending with a letter or digit"
 _MISSION_RE = re.compile(MISSION_PATTERN)
@@ -35,7 +36,7 @@ TRUSTED_ENV = frozenset({"CATCHUP_TRUSTED_LEDGER", "CATCHUP_TRUSTED_HASH"})
 
 def validate_mission(name: str) -> str:
     """Mission names go into paths and Kubernetes labels: DNS-1123 label, <= 40 chars."""
-    if not isinstance(name, str) or not _MISSION_RE.match(name):
+    if not isinstance(name, str) or not _MISSION_RE.fullmatch(name):
         raise ConfigError(f"mission name {name!r} is invalid: use {MISSION_RULE}")
     return name
 
