@@ -213,7 +213,9 @@ class LocalBackend(LocalLeftovers, LocalLiveLog):  # LocalLiveLog: a live attemp
             from catchup_assets.core.measure.logparse import iter_lines, parse_worker_log
 
             with open(parts.own, "rb") as f:
-                facts = parse_worker_log(iter_lines(iter(lambda: f.read(LOG_CHUNK), b"")))
+                facts = parse_worker_log(
+                    iter_lines(iter(lambda: f.read(LOG_CHUNK), b"")), source=f"attempt {state.attempt_id}"
+                )
         except Exception as e:  # noqa: BLE001 - a log never kills the pass (L29); the archive is kept
             log.warning("log of %s not parsed: %s", state.attempt_id, e)
         if facts is None:
