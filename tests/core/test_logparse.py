@@ -44,7 +44,7 @@ TX_APPLY_CASES = [
     ("L24 later header ends the block", block("10", None) + OTHER, (10, None)),
     ("L24 other metric before ours is ignored", OTHER + block("10", "10ms"), (10, 0.01)),
     ("L24 missing sum gives count only", block("42", None), (42, None)),
-    # stellar-core writes one exit report: one after it is not the core's (issue 45, failure 22)
+    # stellar-core writes one exit report: one after it is not the core's (issue 45, failure 25)
     ("L24 issue45 two blocks: the first, the core's, is taken", block("1", "1ms") + block("2", "2e+03ms"), (1, 0.001)),
     ("L24 no block", [FOREIGN, P + "  count = 5", P + "  sum = 5ms"], (None, None)),
     (
