@@ -97,7 +97,7 @@ class RecordStore:
             if not m and (_RESET_FILE.fullmatch(rel[len(prefix) :]) or _CLAIM_FILE.fullmatch(rel[len(prefix) :])):
                 continue
             if not m:
-                log.warning("ignoring unexpected file under attempts: %s", rel)
+                log.warning("ignoring unexpected file under attempts: %r", rel)  # repr: a name may hold a newline
                 continue
             key, attempt, ext = m.group(1), int(m.group(2) or m.group(4)), m.group(3) or m.group(5)
             if wanted is not None and key not in wanted:

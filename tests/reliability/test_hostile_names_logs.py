@@ -164,14 +164,21 @@ def test_issue45_failure21_no_mission_directory_is_made_for_a_hostile_name(tmp_p
 
 
 @pytest.mark.timeout(30)
-def test_issue45_failure20_a_record_file_whose_name_is_not_whole_is_not_read(tmp_path):
+def test_issue45_failure20_a_record_file_whose_name_is_not_whole_is_not_read(tmp_path, caplog):
     """Failure 20: a record and done mark listed from the storage root under a name with a trailing
-    newline (a careless copy, a tenant of the bucket) are no files of the mission's."""
+    newline (a careless copy, a tenant of the bucket) are no files of the mission's: each is
+    skipped with a warning quoting its name, the newline shown, not printed into the log."""
+    caplog.set_level(logging.WARNING)
     store = Store(tmp_path / "root")
     rel = layout.attempt_file("m1", KEY, 1, "parquet")
     store.write_bytes(rel + "\n", encode(AttemptRecord("m1", KEY, 1, "ok", seconds=5.0)))
     store.write_bytes(layout.attempt_file("m1", KEY, 1, "done") + "\n", b"")
     assert RecordStore(store, "m1").load() == ({}, set())
+    skipped = sorted(r.getMessage() for r in caplog.records if "unexpected file" in r.getMessage())
+    assert skipped == [
+        f"ignoring unexpected file under attempts: {layout.attempt_file('m1', KEY, 1, ext) + chr(10)!r}"
+        for ext in ("done", "parquet")
+    ]
     store.write_bytes(rel, encode(AttemptRecord("m1", KEY, 1, "ok", seconds=5.0)))
     assert list(RecordStore(store, "m1").load()[0]) == [(KEY, 1)]
 
