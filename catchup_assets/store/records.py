@@ -36,9 +36,13 @@ from catchup_assets.store.strict_json import loads
 
 log = logging.getLogger(__name__)
 
-_RESET_FILE = re.compile("^" + layout.ATTEMPTS_DIR + r"/(\d{10}-\d{10})/_reset-a(\d{3,})$")
-_CLAIM_FILE = re.compile("^" + layout.ATTEMPTS_DIR + r"/(\d{10}-\d{10})/_claim-a(\d{3,})$")
-_ATTEMPT_FILE = re.compile("^" + layout.ATTEMPTS_DIR + r"/(\d{10}-\d{10})/(?:a(\d{3,})\.(parquet)|_a(\d{3,})\.(done))$")
+# Matched whole (fullmatch) and in ASCII digits: a listed name with a trailing newline, or another
+# script's digits that int() would still read, is no file of ours.
+_RESET_FILE = re.compile(layout.ATTEMPTS_DIR + r"/([0-9]{10}-[0-9]{10})/_reset-a([0-9]{3,})")
+_CLAIM_FILE = re.compile(layout.ATTEMPTS_DIR + r"/([0-9]{10}-[0-9]{10})/_claim-a([0-9]{3,})")
+_ATTEMPT_FILE = re.compile(
+    layout.ATTEMPTS_DIR + r"/([0-9]{10}-[0-9]{10})/(?:a([0-9]{3,})\.(parquet)|_a([0-9]{3,})\.(done))"
+)
 
 
 class RecordStore:
@@ -92,11 +96,11 @@ class RecordStore:
         files: list[tuple[str, int, str]] = []
         prefix = f"{self.mission}/"
         for rel in self.store.find(layout.attempts(self.mission)):
-            m = _ATTEMPT_FILE.match(rel[len(prefix) :]) if rel.startswith(prefix) else None
-            if not m and (_RESET_FILE.match(rel[len(prefix) :]) or _CLAIM_FILE.match(rel[len(prefix) :])):
+            m = _ATTEMPT_FILE.fullmatch(rel[len(prefix) :]) if rel.startswith(prefix) else None
+            if not m and (_RESET_FILE.fullmatch(rel[len(prefix) :]) or _CLAIM_FILE.fullmatch(rel[len(prefix) :])):
                 continue
             if not m:
-                log.warning("ignoring unexpected file under attempts: %s", rel)
+                log.warning("ignoring unexpected file under attempts: %r", rel)  # repr: a name may hold a newline
                 continue
             key, attempt, ext = m.group(1), int(m.group(2) or m.group(4)), m.group(3) or m.group(5)
             if wanted is not None and key not in wanted:
@@ -208,7 +212,7 @@ class RecordStore:
         prefix = f"{self.mission}/"
         for rel in self.store.find(layout.attempts(self.mission, range_key)):
             tail = rel[len(prefix) :] if rel.startswith(prefix) else rel
-            if c := _CLAIM_FILE.match(tail):
+            if c := _CLAIM_FILE.fullmatch(tail):
                 try:
                     claim = self._read_claim(rel)
                     if other_than is None or claim.get("holder") != other_than:
@@ -217,7 +221,7 @@ class RecordStore:
                     log.warning("claim %s unreadable (%s): taken as made now", rel, exc)
                     claims[int(c.group(2))] = float("inf")
                 continue
-            m = _ATTEMPT_FILE.match(tail)
+            m = _ATTEMPT_FILE.fullmatch(tail)
             if not m or m.group(1) != range_key:
                 continue
             attempt = int(m.group(2) or m.group(4))
@@ -236,7 +240,7 @@ class RecordStore:
         out: dict[str, int] = {}
         prefix = f"{self.mission}/"
         for rel in self.store.find(layout.attempts(self.mission)):
-            m = _RESET_FILE.match(rel[len(prefix) :]) if rel.startswith(prefix) else None
+            m = _RESET_FILE.fullmatch(rel[len(prefix) :]) if rel.startswith(prefix) else None
             if m and (wanted is None or m.group(1) in wanted):
                 out[m.group(1)] = max(out.get(m.group(1), 0), int(m.group(2)))
         return out

@@ -20,7 +20,7 @@ from catchup_assets.store.profiles import read_bounded
 from catchup_assets.store.safe_read import TRUSTED_HASHES_MAX_BYTES
 from catchup_assets.store.strict_json import loads
 
-_HEX = re.compile(r"^[0-9a-fA-F]{64}$")
+_HEX = re.compile(r"[0-9a-fA-F]{64}")
 # One pair as verify-checkpoints writes it (`[LEDGER, "HEX"]`), found without building the
 # ~1M-element list a full-history file decodes to.
 _PAIR = re.compile(rb'\[\s*(\d+)\s*,\s*"([0-9a-fA-F]{64})"\s*\]')
@@ -67,7 +67,7 @@ def load_trusted_hashes(spec: str | None, timeout: float) -> TrustedHashes | Non
     n = 0
     for i, pair in enumerate(root):
         ok = isinstance(pair, list) and len(pair) == 2 and type(pair[0]) is int and isinstance(pair[1], str)
-        if not ok or not (pair == [0, ""] or (pair[0] > 0 and _HEX.match(pair[1]))):
+        if not ok or not (pair == [0, ""] or (pair[0] > 0 and _HEX.fullmatch(pair[1]))):
             raise ConfigError(f'trusted_hashes {shown}: entry {i} is {pair!r}, not [ledger, "64 hex digits"]')
         n += pair[0] > 0
     if not n:

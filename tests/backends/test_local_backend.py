@@ -87,8 +87,8 @@ def test_collect_to_fsspec_url_and_feeds_log_parser_L29_L31(tmp_path, monkeypatc
         seen["bytes"] = data
         return iter(data.decode().splitlines())
 
-    def parse_worker_log(lines):
-        seen["lines"] = list(lines)
+    def parse_worker_log(lines, source=None):
+        seen["lines"], seen["source"] = list(lines), source
         return types.SimpleNamespace(
             resumed_from_ledger=1000, fresh_start=False, already_complete=False, tx_apply_count=7, tx_apply_seconds=1.5
         )
@@ -104,6 +104,7 @@ def test_collect_to_fsspec_url_and_feeds_log_parser_L29_L31(tmp_path, monkeypatc
     with fsspec.open("memory://archive/m1/a1.log.gz", "rb", compression="gzip") as f:
         assert f.read() == b"line one\nline two\n"
     assert seen["lines"] == ["line one", "line two"]
+    assert seen["source"] == f"attempt {s.attempt_id}"  # the parser's warnings name the attempt (issue 45)
     assert (c.tx_apply_count, c.tx_apply_seconds, c.resumed_from_ledger, c.fresh_start) == (7, 1.5, 1000, False)
 
 

@@ -44,7 +44,8 @@ TX_APPLY_CASES = [
     ("L24 later header ends the block", block("10", None) + OTHER, (10, None)),
     ("L24 other metric before ours is ignored", OTHER + block("10", "10ms"), (10, 0.01)),
     ("L24 missing sum gives count only", block("42", None), (42, None)),
-    ("L24 two blocks: the last wins", block("1", "1ms") + block("2", "2e+03ms"), (2, 2.0)),
+    # stellar-core writes one exit report: one after it is not the core's (issue 45, failure 25)
+    ("L24 issue45 two blocks: the first, the core's, is taken", block("1", "1ms") + block("2", "2e+03ms"), (1, 0.001)),
     ("L24 no block", [FOREIGN, P + "  count = 5", P + "  sum = 5ms"], (None, None)),
     (
         "L24 bare medida lines without a log prefix",
@@ -273,3 +274,34 @@ def test_L4_the_worker_s_verdict_and_a_verification_failure_are_what_the_log_say
         "[History ERROR] Catchup material failed verification - hash mismatch, propagating failure"
     )
     assert verify.last_error == "[History ERROR] One or more of history archives may be corrupted."
+
+
+def _parser_warnings(caplog) -> list[str]:
+    return [r.getMessage() for r in caplog.records if r.name == "catchup_assets.core.measure.logparse"]
+
+
+def test_issue45_failure22_a_count_that_did_not_parse_is_not_replaced_by_a_later_count_line(caplog):
+    """Failure 22: the block's first `count` line is its count: one that does not parse leaves the
+    count out (one warning, one note), and a second `count` line further down is not taken for it."""
+    lines = REAL[:2] + [D + "           count = 15\ufffd32"] + REAL[3:11] + [D + "           count = 7"] + REAL[11:]
+    facts = parse_worker_log(lines, source="attempt K-a003")
+    assert facts.tx_apply_count is None and facts.tx_apply_seconds == pytest.approx(1470.73)
+    assert facts.notes == ("tx-apply count '15\ufffd32' unparsed",)
+    (warning,) = _parser_warnings(caplog)
+    assert (
+        warning.startswith("worker log of attempt K-a003: ledger.transaction.apply count") and "15\ufffd32" in warning
+    )
+
+
+def test_issue45_failure25_later_exit_reports_are_one_warning_and_never_read(caplog):
+    """Failure 25: three reports, the later two garbage: the first is taken, its figures kept; one
+    warning names every later report's line, and nothing in them is parsed or warned of."""
+    garbage = REAL[:2] + [D + "           count = NaN"] + REAL[3:11] + [D + "             sum = nan"] + REAL[12:]
+    lines = REAL + garbage + garbage
+    facts = parse_worker_log(lines, source="attempt K-a001")
+    assert (facts.tx_apply_count, facts.tx_apply_seconds) == (1532, pytest.approx(1470.73))
+    later = [2 + len(REAL), 2 + 2 * len(REAL)]
+    assert facts.notes == (f"exit report 1 of 3 taken (line 2; later: {later[0]}, {later[1]})",)
+    (warning,) = _parser_warnings(caplog)
+    assert "3 ledger.transaction.apply exit reports; the first (line 2) taken" in warning
+    assert f"(line {later[0]}, {later[1]})" in warning

@@ -260,7 +260,7 @@ class KubernetesBackend(ApiCalls, Leftovers, PodLiveLog, NamespaceCheck):  # api
         archive(parts.own, log_dest)
         if stored := ship(parts, state.attempt, log_url):
             log.info("attempt %s shipped the logs of attempts %s", aid, stored)
-        facts = parse_worker_log(lines(parts.own))
+        facts = parse_worker_log(lines(parts.own), source=f"attempt {aid}")
         return Collected.from_log(facts, self._peaks.get(aid, Peaks()), log_dest)
 
     def release(self, state: AttemptState) -> None:

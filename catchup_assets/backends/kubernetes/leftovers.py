@@ -44,7 +44,7 @@ def _range_key(obj) -> str | None:
 def _attempt(job) -> int | None:
     """The Job's attempt number, from its label: what cleanup reads the attempt's record by."""
     value = (job.metadata.labels or {}).get(n.LABEL_ATTEMPT, "")
-    return int(value) if value.isdigit() else None
+    return int(value) if value.isascii() and value.isdigit() else None
 
 
 def _size(claim) -> int:

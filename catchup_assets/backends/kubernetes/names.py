@@ -27,8 +27,8 @@ CAPACITY_TYPE_LABEL = "karpenter.sh/capacity-type"
 
 CONTAINER = "catchup"
 
-MISSION_RE = re.compile(r"^[a-z0-9]([a-z0-9-]{0,38}[a-z0-9])?$")
-RANGE_KEY_RE = re.compile(r"^(\d{10})-(\d{10})$")
+MISSION_RE = re.compile(r"[a-z0-9]([a-z0-9-]{0,38}[a-z0-9])?")  # always fullmatch: "$" passes a trailing newline
+RANGE_KEY_RE = re.compile(r"([0-9]{10})-([0-9]{10})")  # [0-9]: \d takes any Unicode digit
 HASH_CHARS = 8
 MAX_ATTEMPT = 99_999
 

@@ -19,7 +19,7 @@ from catchup_assets.core.dispatch.ports import AttemptState, Peaks, Phase
 
 # A pod that waits for one of these will never start: the mission's config is wrong.
 CONFIG_ERRORS = frozenset({"ErrImagePull", "ImagePullBackOff", "InvalidImageName", "CreateContainerConfigError"})
-_EXIT_IN_MESSAGE = re.compile(r"exit code (\d+)")
+_EXIT_IN_MESSAGE = re.compile(r"exit code (\d+)", re.ASCII)
 
 
 @dataclass(frozen=True)

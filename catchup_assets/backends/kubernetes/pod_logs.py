@@ -39,7 +39,7 @@ class Cursor:
     failed: Exception | None = None  # why the last read failed
 
 
-_TS = re.compile(r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.(\d{1,9}))?Z ")
+_TS = re.compile(r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.(\d{1,9}))?Z ", re.ASCII)
 
 
 def split_timestamped(line: str) -> tuple[str | None, str]:

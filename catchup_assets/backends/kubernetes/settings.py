@@ -130,7 +130,7 @@ class K8sSettings:
                 raise bad(field, "must be a bool")
         if self.run_as_non_root and self.run_as_user == 0:
             raise bad("run_as_user", "is root while run_as_non_root is set")
-        m = re.fullmatch(r"1\.(\d+)", self.cluster_version) if isinstance(self.cluster_version, str) else None
+        m = re.fullmatch(r"1\.([0-9]+)", self.cluster_version) if isinstance(self.cluster_version, str) else None
         if not m or int(m.group(1)) < 25:
             raise bad("cluster_version", "must be 'MAJOR.MINOR', 1.25 or later")
 

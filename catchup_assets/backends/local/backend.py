@@ -51,12 +51,12 @@ from catchup_assets.store.log_archive import archive
 log = logging.getLogger(__name__)
 
 ENTRYPOINT = Path(__file__).resolve().parents[1] / "worker" / "entrypoint.sh"
-_SAFE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+_SAFE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")  # fullmatch: "$" passes a trailing newline
 LOG_CHUNK = 1 << 20
 
 
 def _safe(name: str, what: str) -> str:
-    if not _SAFE.match(name):
+    if not isinstance(name, str) or not _SAFE.fullmatch(name):
         raise ConfigError(f"{what} {name!r} is not a safe path component")
     return name
 
@@ -213,7 +213,9 @@ class LocalBackend(LocalLeftovers, LocalLiveLog):  # LocalLiveLog: a live attemp
             from catchup_assets.core.measure.logparse import iter_lines, parse_worker_log
 
             with open(parts.own, "rb") as f:
-                facts = parse_worker_log(iter_lines(iter(lambda: f.read(LOG_CHUNK), b"")))
+                facts = parse_worker_log(
+                    iter_lines(iter(lambda: f.read(LOG_CHUNK), b"")), source=f"attempt {state.attempt_id}"
+                )
         except Exception as e:  # noqa: BLE001 - a log never kills the pass (L29); the archive is kept
             log.warning("log of %s not parsed: %s", state.attempt_id, e)
         if facts is None:

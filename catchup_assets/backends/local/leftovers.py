@@ -56,7 +56,7 @@ class LocalLeftovers:
         for e in _dirs(self.attempts_dir):
             st = states.get(e.name)
             key, _, number = e.name.rpartition("-a")
-            attempt = st.attempt if st else int(number) if number.isdigit() else None
+            attempt = st.attempt if st else int(number) if number.isascii() and number.isdigit() else None
             out.append(
                 Leftover(
                     Leftover.ATTEMPT,

@@ -30,7 +30,7 @@ log = logging.getLogger("catchup_assets.backends.local.backend")
 # A dispatcher that died between creating an attempt and starting its
 # supervisor leaves a directory nobody runs; after this long it is judged lost.
 START_TIMEOUT = 60.0
-_NAME = re.compile(r"^(?P<range>.+)-a(?P<attempt>\d{3,})$")
+_NAME = re.compile(r"(?P<range>.+)-a(?P<attempt>[0-9]{3,})")  # fullmatch, ASCII digits
 
 
 def peaks_of(d: dict | None) -> Peaks:
@@ -122,7 +122,7 @@ class Registry:
             self._specs[aid] = spec
             range_key, attempt = spec["range_key"], int(spec["attempt"])
         else:
-            m = _NAME.match(aid)
+            m = _NAME.fullmatch(aid)
             if not m:
                 self.warn(aid, f"attempt directory {aid} has no spec and no attempt name")
                 return None
@@ -181,7 +181,7 @@ class Registry:
                     **running,
                 )
             owner = gate_owner(d)
-            if owner is not None and owner.isdigit() and pid_alive(int(owner), None):
+            if owner is not None and owner.isascii() and owner.isdigit() and pid_alive(int(owner), None):
                 return AttemptState(phase=Phase.PENDING, **running)  # it took the gate: its record follows
         if mtime is None and status_path.exists():
             # Its verdict landed between the two looks (it writes status.json, then exits): read it.

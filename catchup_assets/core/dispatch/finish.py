@@ -29,9 +29,13 @@ log = logging.getLogger(__name__)
 
 
 def _reason(obs, collected: Collected, outcome: Outcome) -> str:
-    """The record's reason: the observation, and for a failure stellar-core's own last error
-    (its verification failure first: the last line after it only says an archive may be bad)."""
+    """The record's reason: the observation, what the log's exit report left out or which of
+    several was taken (issue 45), and for a failure stellar-core's own last error (its
+    verification failure first: the last line after it only says an archive may be bad). The
+    log's notes go before the last error, which the breaker's signature reads alone."""
     text = obs.summary() if obs is not None else "no observation"
+    if collected.log_notes:
+        text += "; log: " + "; ".join(collected.log_notes)
     error = collected.verification_failed or collected.last_error
     if outcome is not Outcome.OK and error:
         text += f"{LAST_ERROR}{error}"

@@ -137,6 +137,7 @@ class Collected:
     last_error: str | None = None  # the worker log's last ERROR/FATAL line
     verification_failed: str | None = None  # its line saying catchup failed verification
     setup_seconds: float | None = None  # start to first replayed checkpoint (measure/phases.py)
+    log_notes: tuple[str, ...] = ()  # what the log's exit report left out or which one was taken
 
     @classmethod
     def from_log(cls, facts, peaks: Peaks, log_path: str | None) -> Collected:
@@ -152,6 +153,7 @@ class Collected:
             last_error=getattr(facts, "last_error", None),
             verification_failed=getattr(facts, "verification_failed", None),
             setup_seconds=getattr(facts, "setup_seconds", None),
+            log_notes=tuple(getattr(facts, "notes", ())),
         )
 
 

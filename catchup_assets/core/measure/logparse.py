@@ -69,14 +69,18 @@ INT64_MAX = 2**63 - 1  # what a record column holds: a larger value would crash 
 MAX_LEDGER = 2**32 - 1  # ledger sequence numbers are uint32
 
 
-def _plausible(value, limit: float, what: str, line: str | None = None):
+def _whose(source: str | None) -> str:
+    return f"worker log of {source}" if source else "worker log"
+
+
+def _plausible(value, limit: float, what: str, line: str | None = None, source: str | None = None):
     """`value` if finite and within [0, limit], else None with a warning naming it and its line: a
     forged or corrupt number in a log must cost its one measurement, never the record or the pass."""
     if value is None:
         return None
     if isinstance(value, float) and not math.isfinite(value) or not 0 <= value <= limit:
         where = f" in line {line.strip()[:200]!r}" if line is not None else ""
-        log.warning("worker log: %s %r out of range, dropped%s", what, value, where)
+        log.warning("%s: %s %r out of range, dropped%s", _whose(source), what, value, where)
         return None
     return value
 
@@ -88,11 +92,17 @@ _NAME = r"[A-Za-z_][\w\-]*(?:\.[\w\-]+)+"
 _HEADER = re.compile(rf"(?:^|\s)(?:metric\s+'({_NAME})'|({_NAME})):\s*$")
 # stellar-core's log prefix ends in "[Partition LEVEL]" (src/util/Logging.cpp).
 _PARTITION = re.compile(r"\[([A-Za-z]+) [A-Za-z]+\]")
-# A field line is the field alone, after an optional "[Partition LEVEL]" prefix.
+# A field line is the field alone, after an optional "[Partition LEVEL]" prefix: medida's
+# ConsoleReporter::Impl::Process(Timer&) (stellar-core's lib/libmedida, reporting/console_reporter.cc)
+# writes `count = ` then the timer's uint64 count, and `sum = ` then a C++ double and the duration unit.
 _PREFIX = r"^(?:.*\[[A-Za-z]+ [A-Za-z]+\])?\s*"
+# Which of the two fields a line is, whatever its value: a value that does not parse is then warned
+# of and left out, never passed over as if the line were not there.
+_FIELD = re.compile(_PREFIX + r"(count|sum)\s*=\s*(.*?)\s*$")
+# ASCII digits only: \d takes any script's digits, which int() and float() would read.
 # A sign is read so that `count = -5` is warned of and dropped, not passed over as no count at all.
-_COUNT = re.compile(_PREFIX + r"count\s*=\s*([-+]?\d{1,30})\s*$")
-_SUM = re.compile(_PREFIX + r"sum\s*=\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*(ms|us|µs|ns|s)\s*$")
+_COUNT = re.compile(r"[-+]?[0-9]{1,30}")
+_SUM = re.compile(r"([-+]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?)\s*(ms|us|µs|ns|s)")
 _UNIT_SECONDS = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6, "ns": 1e-9}
 
 
@@ -102,50 +112,103 @@ def _partition(line: str) -> str | None:
 
 
 class _TxApplyScanner:
-    """Line-at-a-time reader of the LAST `ledger.transaction.apply` block.
+    """Line-at-a-time reader of the FIRST `ledger.transaction.apply` block: the exit report.
+
+    stellar-core writes its metric report once, from ~ApplicationImpl (reportCfgMetrics, then
+    "Application destroyed": src/main/ApplicationImpl.cpp), and the worker runs one core with
+    `--metric` (catchup; offline-info's output is captured, entrypoint.sh): after the catchup's
+    report the log holds only the worker's own verdict lines. So a report after the first is not
+    the core's: it is counted, warned of and named in the record (`notes`), never read.
 
     Other threads' lines may land between the header and `sum` (91 once): they
     are skipped, not a reason to give up, and a line from another log
     partition than the header's is never taken for a field of the block. A
     later metric header ends the block, so another metric's `count`/`sum` is
-    never taken for ours (L24).
+    never taken for ours (L24). A `count` or `sum` line whose value does not
+    parse (invalid bytes, NaN, no unit) is warned of once, naming the field and
+    the line, and its value left out.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, source: str | None = None) -> None:
+        self.source = source  # the attempt, for the warnings
         self.count: int | None = None
         self.seconds: float | None = None
+        self.report_lines: list[int] = []  # the line number of each tx-apply header
+        self.notes: list[str] = []  # what the record should say of the report
+        self._count_read = False
         self._open = False
         self._partition: str | None = None
 
-    def feed(self, line: str) -> None:
+    def feed(self, line: str, number: int | None = None) -> None:
         header = _HEADER.search(line) if line.rstrip().endswith(":") else None
         if header:
-            self._open = (header.group(1) or header.group(2)) == TX_APPLY_METRIC
+            ours = (header.group(1) or header.group(2)) == TX_APPLY_METRIC
+            if ours:
+                self.report_lines.append(number if number is not None else len(self.report_lines) + 1)
+            self._open = ours and len(self.report_lines) == 1
             if self._open:
-                self.count, self.seconds = None, None
                 self._partition = _partition(line)
             return
         if not self._open:
             return
         if self._partition is not None and _partition(line) not in (None, self._partition):
             return  # another thread's line, whatever it says
-        if self.count is None and "count" in line:
-            m = _COUNT.match(line)
-            if m:
-                self.count = _plausible(int(m.group(1)), INT64_MAX, "tx-apply count", line)
+        field = _FIELD.match(line) if ("count" in line or "sum" in line) else None
+        if field is None:
+            return
+        name, value = field.groups()
+        if name == "count":
+            if self._count_read:
                 return
-        m = _SUM.match(line) if "sum" in line else None
-        if m:
-            seconds = float(m.group(1)) * _UNIT_SECONDS[m.group(2)]
-            self.seconds = _plausible(seconds, 1e12, "tx-apply seconds", line)
-            self._open = False
+            self._count_read = True
+            if _COUNT.fullmatch(value):
+                self.count = _plausible(int(value), INT64_MAX, "tx-apply count", line, self.source)
+            else:
+                self._unparsed("count", value, line)
+            return
+        self._open = False  # `sum` is the block's last field we read
+        m = _SUM.fullmatch(value)
+        if m is None:
+            self._unparsed("sum", value, line)
+            return
+        seconds = float(m.group(1)) * _UNIT_SECONDS[m.group(2)]
+        self.seconds = _plausible(seconds, 1e12, "tx-apply seconds", line, self.source)
+
+    def _unparsed(self, field: str, value: str, line: str) -> None:
+        log.warning(
+            "%s: %s %s %r does not parse, left out (line %r)",
+            _whose(self.source),
+            TX_APPLY_METRIC,
+            field,
+            value[:60],
+            line.strip()[:200],
+        )
+        self.notes.append(f"tx-apply {field} {value[:40]!r} unparsed")
+
+    def finish(self) -> tuple[str, ...]:
+        """The notes for the record, warning once of every report after the first."""
+        if len(self.report_lines) > 1:
+            first, later = self.report_lines[0], self.report_lines[1:]
+            shown = ", ".join(map(str, later[:5])) + (", ..." if len(later) > 5 else "")
+            log.warning(
+                "%s: %d %s exit reports; the first (line %d) taken, the later ones (line %s) are not the core's:"
+                " stellar-core writes one, at exit",
+                _whose(self.source),
+                len(self.report_lines),
+                TX_APPLY_METRIC,
+                first,
+                shown,
+            )
+            self.notes.insert(0, f"exit report 1 of {len(self.report_lines)} taken (line {first}; later: {shown})")
+        return tuple(self.notes)
 
 
-def parse_tx_apply(lines: Iterable[str]) -> tuple[int | None, float | None]:
-    """(count, sum in seconds) of the last tx-apply block; None where absent."""
-    scanner = _TxApplyScanner()
-    for line in lines:
-        scanner.feed(line)
+def parse_tx_apply(lines: Iterable[str], source: str | None = None) -> tuple[int | None, float | None]:
+    """(count, sum in seconds) of the first tx-apply block, the core's exit report; None where absent."""
+    scanner = _TxApplyScanner(source)
+    for number, line in enumerate(lines, 1):
+        scanner.feed(line, number)
+    scanner.finish()
     return scanner.count, scanner.seconds
 
 
@@ -167,11 +230,14 @@ class WorkerLogFacts:
     verification_failed: str | None = None
     # Start of the attempt to its first replayed checkpoint (phases.py); None if unreadable.
     setup_seconds: float | None = None
+    # What the record's reason says of the exit report: which one was taken of several, a
+    # field that did not parse (each also warned of once).
+    notes: tuple[str, ...] = ()
 
 
-# Searched, not anchored: a collector may prefix each line with a timestamp.
-_RESUMED = re.compile(r"(?:^|\s)RESUME: range .* from LCL (\d{1,30}) toward target \d+\s*$")
-_COMPLETE = re.compile(r"(?:^|\s)RESUME: range .* already complete: LCL (\d{1,30}) >= target \d+\s*$")
+# Searched, not anchored: a collector may prefix each line with a timestamp. ASCII digits only.
+_RESUMED = re.compile(r"(?:^|\s)RESUME: range .* from LCL (\d{1,30}) toward target \d+\s*$", re.ASCII)
+_COMPLETE = re.compile(r"(?:^|\s)RESUME: range .* already complete: LCL (\d{1,30}) >= target \d+\s*$", re.ASCII)
 _DECLINED = re.compile(r"(?:^|\s)RESUME DECLINED:")
 # stellar-core's levels (src/util/Logging.cpp): ERROR and FATAL are the ones that say why it stopped;
 # and the worker's own verdict on a catchup that exited 0 short of its target (entrypoint.sh).
@@ -180,16 +246,17 @@ _ERROR = re.compile(r"\[[A-Za-z]+ (?:ERROR|FATAL)\] |(?:^|\s)(?=WORKER FAILED: )
 _VERIFY_FAILED = re.compile(r"\[History ERROR\] Catchup material failed verification")
 
 
-def parse_worker_log(lines: Iterable[str]) -> WorkerLogFacts:
-    """What one attempt's log says about the resume decision and tx apply (L16, L24)."""
-    scanner = _TxApplyScanner()
+def parse_worker_log(lines: Iterable[str], source: str | None = None) -> WorkerLogFacts:
+    """What one attempt's log says about the resume decision and tx apply (L16, L24); `source`
+    (the attempt) names it in each warning."""
+    scanner = _TxApplyScanner(source)
     setup = SetupScanner()
     resumed: int | None = None
     fresh: bool | None = None
     complete = False
     last_error: str | None = None
     verify: str | None = None
-    for line in lines:
+    for number, line in enumerate(lines, 1):
         setup.feed(line)
         if (m := _ERROR.search(line)) is not None:
             last_error = line[m.start() :].strip()[:500]
@@ -197,17 +264,26 @@ def parse_worker_log(lines: Iterable[str]) -> WorkerLogFacts:
                 verify = line[v.start() :].strip()[:500]
         if "RESUME" in line:
             if m := _RESUMED.search(line):
-                resumed, fresh, complete = _plausible(int(m.group(1)), MAX_LEDGER, "resume LCL", line), False, False
+                resumed, fresh, complete = (
+                    _plausible(int(m.group(1)), MAX_LEDGER, "resume LCL", line, source),
+                    False,
+                    False,
+                )
                 continue
             if m := _COMPLETE.search(line):
-                resumed, fresh, complete = _plausible(int(m.group(1)), MAX_LEDGER, "resume LCL", line), False, True
+                resumed, fresh, complete = (
+                    _plausible(int(m.group(1)), MAX_LEDGER, "resume LCL", line, source),
+                    False,
+                    True,
+                )
                 continue
             if _DECLINED.search(line):
                 resumed, fresh, complete = None, True, False
                 continue
-        scanner.feed(line)
+        scanner.feed(line, number)
+    notes = scanner.finish()
     return WorkerLogFacts(
-        resumed, fresh, complete, scanner.count, scanner.seconds, last_error, verify, setup.setup_seconds
+        resumed, fresh, complete, scanner.count, scanner.seconds, last_error, verify, setup.setup_seconds, notes
     )
 
 

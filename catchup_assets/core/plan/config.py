@@ -28,7 +28,8 @@ PROFILE_TIMEOUT_SECONDS = 60.0  # a server that never answers, or drips, must no
 # forever, /dev/zero or a 10^6-row table must not fill the plan's memory. A real profile is ~4000-6000 rows, ~0.3 MB.
 PROFILE_MAX_BYTES = 256 * MiB
 PROFILE_MAX_ROWS = 200_000
-# A DNS-1123 label of <= 40 characters; the launchpad's config class carries the same pattern.
+# A DNS-1123 label of <= 40 characters; the launchpad's config class carries the same pattern. Checked
+# with fullmatch: `$` alone also passes "m1\n", and a name with a newline would become a directory.
 MISSION_PATTERN = r"^[a-z0-9]([a-z0-9-]{0,38}[a-z0-9])?$"
 MISSION_RULE = "1-40 lowercase letters, digits and '-', starting and ending with a letter or digit"
 _MISSION_RE = re.compile(MISSION_PATTERN)
@@ -40,7 +41,7 @@ TRUSTED_ENV = frozenset({"CATCHUP_TRUSTED_LEDGER", "CATCHUP_TRUSTED_HASH"})
 
 def validate_mission(name: str) -> str:
     """Mission names go into paths and Kubernetes labels: DNS-1123 label, <= 40 chars."""
-    if not isinstance(name, str) or not _MISSION_RE.match(name):
+    if not isinstance(name, str) or not _MISSION_RE.fullmatch(name):
         raise ConfigError(f"mission name {name!r} is invalid: use {MISSION_RULE}")
     return name
 

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from catchup_assets.core.errors import ConfigError
 from catchup_assets.core.plan.config import validate_mission
 
-_SEQUENCE = re.compile(r"^(?P<base>.+)-n(?P<n>[0-9]+)$")
+_SEQUENCE = re.compile(r"(?P<base>.+)-n(?P<n>[0-9]+)")
 MAX_NAME = 40
 MAX_TRIES = 1000  # names taken in a row before giving up: far beyond any chain of missions
 
@@ -21,7 +21,7 @@ MAX_TRIES = 1000  # names taken in a row before giving up: far beyond any chain 
 def next_mission_name(previous: str, taken: Callable[[str], bool] = lambda _: False) -> str:
     """The first free name after `previous`: its base with `-n<sequence>`, the sequence one past its own (else 2)."""
     validate_mission(previous)
-    m = _SEQUENCE.match(previous)
+    m = _SEQUENCE.fullmatch(previous)
     base, n = (m["base"], int(m["n"]) + 1) if m else (previous, 2)
     for seq in range(n, n + MAX_TRIES):
         suffix = f"-n{seq}"

@@ -14,7 +14,8 @@ from catchup_assets.core.errors import ConfigError
 
 ORDERS = ("tip-first", "oldest-first", "longest-first")
 
-_KEY_RE = re.compile(r"^(\d{10})-(\d{10})$")
+# [0-9], not \d: \d also takes Arabic-Indic and other Unicode digits, which int() reads as ledgers.
+_KEY_RE = re.compile(r"([0-9]{10})-([0-9]{10})")
 
 
 class RangeKeyError(ConfigError):
