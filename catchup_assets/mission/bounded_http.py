@@ -31,6 +31,8 @@ from dataclasses import dataclass
 import uvicorn
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
+from catchup_assets.core.errors import bounded, check_bounds
+
 log = logging.getLogger(__name__)
 
 STARTUP_SECONDS = 5.0  # from the thread's start to its socket served: milliseconds, unless something is wrong
@@ -40,14 +42,16 @@ STARTUP_SECONDS = 5.0  # from the thread's start to its socket served: milliseco
 class Bounds:
     """How long a connection may take to send a request, and how many may be waiting for theirs."""
 
-    request_deadline_seconds: float = 3.0  # a scrape's request is one packet: seconds are plenty, over any network
-    waiting_connections: int = 256  # each an fd and a parser, no thread; past it the oldest is shed
-    max_request_head_bytes: int = 16 * 1024  # h11's bound on an unfinished head: a bigger one is answered 400
-    listen_backlog: int = 128  # a burst of connections is accepted, then bounded as above
+    # A scrape's request is one packet: seconds are plenty, over any network.
+    request_deadline_seconds: float = bounded(3.0, "seconds for a whole request", gt=0, le=600)
+    # Each an fd and a parser, no thread; past it the oldest is shed.
+    waiting_connections: int = bounded(256, "connections waiting for their request", ge=1, le=10_000)
+    # h11's bound on an unfinished head: a bigger one is answered 400.
+    max_request_head_bytes: int = bounded(16 * 1024, "bytes of a request's head", ge=1024, le=1024 * 1024)
+    listen_backlog: int = bounded(128, "connections accepted in a burst", ge=1, le=4096)
 
     def __post_init__(self) -> None:
-        if not self.request_deadline_seconds > 0 or self.waiting_connections < 1:
-            raise ValueError(f"Bounds: a deadline above 0 and at least one waiting connection, not {self}")
+        check_bounds(self, "http bound")
 
 
 def _protocol(bounds: Bounds) -> type[H11Protocol]:

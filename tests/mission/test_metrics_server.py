@@ -11,6 +11,7 @@ import urllib.request
 
 import pytest
 
+from catchup_assets.core.errors import ConfigError
 from catchup_assets.mission.bounded_http import Bounds
 from catchup_assets.mission.metrics import MissionMetrics
 
@@ -216,3 +217,13 @@ def test_issue45_item7_a_port_in_use_is_an_error_to_the_caller_and_the_mission_r
         with pytest.raises(OSError):
             MissionMetrics("m1").serve(taken.getsockname()[1], "127.0.0.1")
         assert serve_metrics(taken.getsockname()[1], "m1", addr="127.0.0.1") is None
+
+
+@pytest.mark.parametrize(
+    "field,value",
+    [("request_deadline_seconds", 0), ("request_deadline_seconds", float("nan")), ("waiting_connections", 0)],
+)
+def test_issue45_item7_a_bound_that_would_serve_nothing_is_refused_naming_it(field, value):
+    """The bounds are for any endpoint of ours (the console's too): one that could never answer is refused."""
+    with pytest.raises(ConfigError, match=field):
+        Bounds(**{field: value})
