@@ -4,6 +4,8 @@ issue 45 item 7), over real sockets on 127.0.0.1."""
 from __future__ import annotations
 
 import http.client
+import os
+import signal
 import socket
 import threading
 import time
@@ -13,7 +15,8 @@ import pytest
 
 from catchup_assets.core.errors import ConfigError
 from catchup_assets.mission.bounded_http import Bounds
-from catchup_assets.mission.metrics import MissionMetrics
+from catchup_assets.mission.metrics import MissionMetrics, serve_metrics
+from catchup_assets.mission.stop_signals import stop_on_signals
 
 WAITING = Bounds().waiting_connections
 DEADLINE = Bounds().request_deadline_seconds
@@ -209,8 +212,6 @@ def test_issue36_a_watched_endpoint_waits_at_the_end_for_one_more_scrape_and_no_
 
 def test_issue45_item7_a_port_in_use_is_an_error_to_the_caller_and_the_mission_runs_on_without_metrics():
     """serve_metrics's contract (a mission runs on without its metrics): the bind fails in the caller."""
-    from catchup_assets.mission.metrics import serve_metrics
-
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
         taken.listen(1)
@@ -227,3 +228,21 @@ def test_issue45_item7_a_bound_that_would_serve_nothing_is_refused_naming_it(fie
     """The bounds are for any endpoint of ours (the console's too): one that could never answer is refused."""
     with pytest.raises(ConfigError, match=field):
         Bounds(**{field: value})
+
+
+@pytest.mark.timeout(30)
+def test_issue45_item7_uvicorn_in_its_thread_leaves_the_dispatcher_s_sigterm_handling_alone():
+    """The server's thread installs no signal handler: a SIGTERM while /metrics is served and scraped
+    reaches the dispatcher's stop (stop_signals.py), and the endpoint still answers after it."""
+    stops: list[str] = []
+    with stop_on_signals(stops.append), MissionMetrics("m1", every_seconds=0, linger_seconds=0) as metrics:
+        ours = signal.getsignal(signal.SIGTERM)
+        port = metrics.serve(0, "127.0.0.1")
+        assert scrape(port) == ""
+        assert signal.getsignal(signal.SIGTERM) is ours
+        os.kill(os.getpid(), signal.SIGTERM)
+        deadline = time.monotonic() + 5
+        while not stops and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert stops == ["stopped by the operator (SIGTERM)"]
+        assert timed_scrape(port) is not None
