@@ -1,9 +1,10 @@
 """A mission on the simulated cluster that can be killed anywhere and run twice at once (R1, R2).
 
-The real dispatcher and `KubernetesBackend` (official client over HTTP) against the
-simulated API server and kubelet, in virtual time. A `Killer` ends the dispatcher the
-way SIGKILL does (a BaseException no handler sees) at a chosen call inside a chosen
-part of a pass; `Watch` samples what the cluster and the records hold between passes.
+The real dispatcher and `KubernetesBackend` (official client over HTTP, configured as
+production's: connect.py's `backend_client`, issue 45 item 8) against the simulated API
+server and kubelet, in virtual time. A `Killer` ends the dispatcher the way SIGKILL does
+(a BaseException no handler sees) at a chosen call inside a chosen part of a pass;
+`Watch` samples what the cluster and the records hold between passes.
 """
 
 from __future__ import annotations
@@ -14,8 +15,6 @@ import uuid
 from collections import Counter
 from contextlib import contextmanager
 from dataclasses import dataclass, fields
-
-from kubernetes.client import BatchV1Api, CoreV1Api
 
 from catchup_assets.backends.kubernetes.backend import KubernetesBackend
 from catchup_assets.backends.kubernetes.names import LABEL_ATTEMPT, LABEL_RANGE_KEY
@@ -33,7 +32,7 @@ from catchup_assets.mission.plan import prepare
 from catchup_assets.sim.core_log import tx_apply_report
 from catchup_assets.store.records import RecordStore
 from catchup_assets.store.root import Store
-from kit.k8s_backend import WATCH_IDLE, tier_nodes
+from kit.k8s_backend import WATCH_IDLE, production_apis, tier_nodes
 from kubesim.kube_api import KubeApiServer
 from kubesim.kube_script import Script, Usage
 from kubesim.kubelet import Kubelet
@@ -126,19 +125,20 @@ def mission(root) -> MissionConfig:
     return MissionConfig("m1", SPAN, str(root / "storage"), parallelism=3, poll_seconds=10)
 
 
-def backend(api, kubelet, spool, **kw) -> KubernetesBackend:
+def backend(api, kubelet, spool, sleeper=lambda s: None, **kw) -> KubernetesBackend:
+    batch_api, core_api = production_apis(api)
     return KubernetesBackend(
         "m1",
         SETTINGS,
         Tiers(),
-        batch_api=BatchV1Api(api.api_client),
-        core_api=CoreV1Api(api.api_client),
+        batch_api=batch_api,
+        core_api=core_api,
         kubelet=KubeletAccess(
             ca_file=kubelet.endpoints.ca_file, token_file=str(kubelet.endpoints.token_files[SA_USER])
         ),
         spool_dir=spool,
         clock=kubelet.clock,
-        sleeper=lambda s: None,
+        sleeper=sleeper,
         stats_interval=10,
         watch_idle=WATCH_IDLE,
         **kw,

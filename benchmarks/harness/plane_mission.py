@@ -82,6 +82,7 @@ def _real_dispatcher(shape: Shape, target: RealTarget, tmp: Path):
 
     from benchmarks.harness.k8s_mission import SETTINGS
     from catchup_assets.backends.kubernetes.backend import KubernetesBackend
+    from catchup_assets.backends.kubernetes.connect import backend_client
     from catchup_assets.backends.kubernetes.stats import KubeletAccess
     from catchup_assets.core.dispatch.reconciler import Dispatcher
     from catchup_assets.core.size.sizing import Tiers
@@ -90,7 +91,7 @@ def _real_dispatcher(shape: Shape, target: RealTarget, tmp: Path):
 
     config = k8s.Configuration(host=target.server, ssl_ca_cert=target.ca_file)
     config.api_key = {"authorization": "Bearer " + Path(target.token_file).read_text().strip()}
-    api = k8s.ApiClient(config)
+    api = backend_client(config)  # as a run configures it (issue 45 item 8)
     backend = KubernetesBackend(
         "m1",
         SETTINGS,

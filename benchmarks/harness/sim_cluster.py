@@ -174,11 +174,14 @@ class ClusterProcess:
         return self._ask("count", (plural, namespace))
 
     def api_client(self):
+        """A client configured as a run's is (connect.py), urllib3's status retries off (issue 45 item 8)."""
         import kubernetes.client
+
+        from catchup_assets.backends.kubernetes.connect import backend_client
 
         cfg = kubernetes.client.Configuration()
         cfg.host = self.host
-        return kubernetes.client.ApiClient(cfg)
+        return backend_client(cfg)
 
 
 class VirtualClock:

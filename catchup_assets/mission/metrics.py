@@ -141,7 +141,7 @@ class MissionMetrics:
         self.port: int | None = None
         self._take: Callable[[], Snapshot] | None = None
         self._taken_at = -math.inf
-        self._server = self._thread = None
+        self._server = None
 
     def on_pass(self, take: Callable[[], Snapshot]) -> None:
         """The dispatcher's hook, in its thread: take a snapshot when one is due."""
@@ -156,9 +156,10 @@ class MissionMetrics:
 
     def serve(self, port: int, addr: str = "0.0.0.0", timeout: float = metrics_server.TIMEOUT_SECONDS) -> int:
         """Serve /metrics on `port` (0: a free one) of `addr`; returns the port. Every interface by
-        default: Prometheus scrapes a pod by its IP. A connection silent for `timeout` s is dropped."""
-        self._server, self._thread = metrics_server.serve(port, addr, self.registry, self._scraped, timeout)
-        self.port = self._server.server_port
+        default: Prometheus scrapes a pod by its IP. A connection that has not sent a whole request
+        within `timeout` s (of opening, or of its last answer) is closed, however it trickles."""
+        self._server = metrics_server.serve(port, addr, self.registry, self._scraped, timeout)
+        self.port = self._server.port
         return self.port
 
     def _scraped(self) -> None:
@@ -173,10 +174,8 @@ class MissionMetrics:
             while self.scrapes == seen and time.monotonic() < end:
                 time.sleep(0.1)
         if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
-            self._thread.join(timeout=5)
-            self._server = self._thread = None
+            self._server.close()
+            self._server = None
 
     def __enter__(self) -> MissionMetrics:
         return self

@@ -1,36 +1,24 @@
-"""The /metrics endpoint's HTTP server: a bounded pool with a timeout per connection (issue 36 item 7).
+"""The /metrics endpoint's HTTP server: prometheus_client's ASGI app on the bounded server (issue 45 item 7).
 
-prometheus_client's `start_http_server` serves each connection on a thread of its own
-(`ThreadingWSGIServer`): 400 idle, half-sent requests made 402 threads in the dispatcher's
-process. Here a few workers serve, a few connections more wait their turn, and any beyond
-are closed at once; a connection that sends nothing for `timeout` seconds is dropped. A
-Prometheus scrape is one short request every interval: it never needs more.
+prometheus_client's `start_http_server` serves each connection on a thread of its own: 400 idle,
+half-sent requests made 402 threads in the dispatcher's process (issue 36). The pool that bounded
+them could be filled by 20 clients trickling a byte every 3 s (issue 45). bounded_http.py serves
+it instead: no thread per connection, a deadline for each whole request, the waiting connections
+bounded. A Prometheus scrape is one short request every interval: it never needs more.
 """
 
 from __future__ import annotations
 
-import logging
-import socket
-import threading
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
-from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
+from dataclasses import replace
 
-from prometheus_client.exposition import make_wsgi_app
+from prometheus_client import make_asgi_app
 from prometheus_client.registry import CollectorRegistry
 
-log = logging.getLogger(__name__)
+from catchup_assets.mission.bounded_http import BoundedServer, Bounds
 
-WORKERS = 4  # connections served at once
-QUEUED = 16  # connections more held until a worker is free; any beyond are closed
-TIMEOUT_SECONDS = 5.0  # a connection silent this long is dropped
-
-
-class _QuietHandler(WSGIRequestHandler):
-    timeout = TIMEOUT_SECONDS  # StreamRequestHandler.setup() puts it on the connection
-
-    def log_message(self, format, *args):  # noqa: A002 - the base class's signature
-        """One line per scrape would fill the run's log: nothing, as prometheus_client's handler does."""
+BOUNDS = Bounds()
+TIMEOUT_SECONDS = BOUNDS.request_deadline_seconds  # a connection without a whole request this long is closed
 
 
 def serve(
@@ -39,43 +27,18 @@ def serve(
     registry: CollectorRegistry,
     on_scrape: Callable[[], None],
     timeout: float = TIMEOUT_SECONDS,
-) -> tuple[WSGIServer, threading.Thread]:
-    """Serve `registry` on `addr`:`port` (0: a free port) from a pool of WORKERS; `on_scrape` after each."""
-    workers = WORKERS
-    pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="metrics")
-    slots = threading.BoundedSemaphore(workers + QUEUED)
-    inner = make_wsgi_app(registry)
+) -> BoundedServer:
+    """Serve `registry` on `addr`:`port` (0: a free port); `on_scrape` as each answer is sent."""
+    inner = make_asgi_app(registry)
 
-    def app(environ, start_response):
-        body = inner(environ, start_response)
-        on_scrape()
-        return body
+    async def app(scope, receive, send):
+        async def answer(message):
+            # Counted before it is sent, as the scraper may read it and be asked again before this resumes:
+            # a run's end waits for a scrape after the last counted one (metrics.py), so none may count late.
+            if message["type"] == "http.response.body" and not message.get("more_body"):
+                on_scrape()
+            await send(message)
 
-    class Server(WSGIServer):
-        address_family = socket.AF_INET6 if ":" in addr else socket.AF_INET
-        request_queue_size = 128  # the listen backlog: a burst is accepted (and refused or queued) at once
+        await inner(scope, receive, answer)
 
-        def process_request(self, request, client_address):
-            if not slots.acquire(blocking=False):
-                self.shutdown_request(request)  # full: closed now rather than queued without bound
-                return
-            pool.submit(self._serve_one, request, client_address)
-
-        def _serve_one(self, request, client_address):
-            try:
-                self.finish_request(request, client_address)
-            except OSError as exc:  # a client that went silent (the timeout) or away: its loss alone
-                log.debug("metrics connection from %s dropped: %s", client_address, exc)
-            finally:
-                self.shutdown_request(request)
-                slots.release()
-
-        def server_close(self):
-            super().server_close()
-            pool.shutdown(wait=False, cancel_futures=True)
-
-    handler = type("Handler", (_QuietHandler,), {"timeout": timeout})
-    httpd = make_server(addr, port, app, Server, handler_class=handler)
-    thread = threading.Thread(target=httpd.serve_forever, name="metrics-accept", daemon=True)
-    thread.start()
-    return httpd, thread
+    return BoundedServer(app, port, addr, replace(BOUNDS, request_deadline_seconds=timeout), name="metrics")

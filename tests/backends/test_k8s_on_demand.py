@@ -10,7 +10,6 @@ cost splits accordingly.
 from __future__ import annotations
 
 import pytest
-from kubernetes.client import BatchV1Api, CoreV1Api
 
 from catchup_assets.backends.kubernetes.backend import KubernetesBackend
 from catchup_assets.backends.kubernetes.settings import K8sSettings
@@ -25,6 +24,7 @@ from catchup_assets.mission.report import attempt_uses
 from catchup_assets.mission.run import run_mission
 from catchup_assets.store.records import RecordStore
 from catchup_assets.store.root import Store
+from kit.k8s_backend import production_apis
 from kubesim.kube_api import KubeApiServer
 from kubesim.kube_script import Script
 from kubesim.kubelet import Kubelet
@@ -84,12 +84,13 @@ def test_a_range_reclaimed_3_times_runs_its_4th_attempt_on_demand(tmp_path):
             poll_seconds=10,
             placement=placement,
         )
+        batch_api, core_api = production_apis(api)
         backend = KubernetesBackend(
             "m1",
             SETTINGS,
             placement.tiers,
-            batch_api=BatchV1Api(api.api_client),
-            core_api=CoreV1Api(api.api_client),
+            batch_api=batch_api,
+            core_api=core_api,
             spool_dir=tmp_path / "spool",
             clock=kubelet.clock,
             sleeper=lambda s: None,

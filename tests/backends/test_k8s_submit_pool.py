@@ -51,7 +51,7 @@ def test_issue26_a_parallel_first_pass_starts_each_attempt_once_each_behind_its_
     cfg = mission(tmp_path)  # every range at once: the first pass submits them all
     seen: list = []
     b = backend(api, kubelet, tmp_path, submit_concurrency=8)
-    b.batch = RecordFirstBatchApi(api.api_client, RecordStore(Store(cfg.storage_root), "m1"), seen)
+    b.batch = RecordFirstBatchApi(b.batch.api_client, RecordStore(Store(cfg.storage_root), "m1"), seen)  # its client
     b._jobs.list_fn = b.batch.list_namespaced_job
     result = run_mission(prepare(cfg), b, clock=SimClock(kubelet))
     assert result.condemned.keys() == {C} and outcomes(cfg) == OUTCOMES  # as the serial run's

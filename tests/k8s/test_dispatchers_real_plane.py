@@ -10,6 +10,7 @@ import kubernetes.client
 import pytest
 from kubernetes.client import BatchV1Api
 
+from catchup_assets.backends.kubernetes.connect import backend_client
 from catchup_assets.core.dispatch.dispatch_config import DispatchConfig
 from catchup_assets.core.dispatch.reconciler import Dispatcher
 from catchup_assets.core.units import GiB
@@ -37,7 +38,7 @@ def test_L11_two_dispatchers_share_one_cap_counted_from_the_real_servers_jobs(co
     ):
         config = kubernetes.client.Configuration(host=proxy.host)
         config.api_key = {"authorization": f"Bearer {control_plane.admin_token}"}
-        with kubernetes.client.ApiClient(config) as api:
+        with backend_client(config) as api:
             access = runner_access(control_plane, remote, tmp_path, NS)
             settings = replace(SETTINGS, namespace=NS, storage_mode="ephemeral")
             cfg = mission(tmp_path, parallelism=2)

@@ -20,6 +20,7 @@ from dataclasses import replace
 import kubernetes.client
 import pytest
 
+from catchup_assets.backends.kubernetes.connect import backend_client
 from catchup_assets.mission.plan import prepare
 from catchup_assets.mission.profile import build_profile
 from catchup_assets.mission.run import run_mission
@@ -85,7 +86,7 @@ def run(plane: ControlPlane, tmp_path, seed: int | None):
             injected += remote.endpoints.faults.at_random(RATE, seed + 1000, HANG)
         config = kubernetes.client.Configuration(host=proxy.host)
         config.api_key = {"authorization": f"Bearer {plane.admin_token}"}  # passed through to the server
-        with kubernetes.client.ApiClient(config) as api, Compactor(plane, every=0.5 if seed else 1e9) as compactor:
+        with backend_client(config) as api, Compactor(plane, every=0.5 if seed else 1e9) as compactor:
             access = runner_access(plane, remote, tmp_path, ns)
             settings = replace(SETTINGS, namespace=ns)
             backend = real_backend(api, settings, access, tmp_path, clock, stats_interval=10, request_timeout=1.0)

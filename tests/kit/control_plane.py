@@ -29,6 +29,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID
 
 # The simulated cluster's certificate helpers serve the real one's as well.
+from catchup_assets.backends.kubernetes.connect import backend_client, kube_configuration
 from kubesim.kube_tls import _builder, _key_pem, _name
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -347,13 +348,14 @@ class ControlPlane:
         return head
 
     def api_client(self, token: str | None = None):
-        """An official kubernetes ApiClient: the admin kubeconfig's, or one presenting `token`."""
+        """An official kubernetes ApiClient: the admin kubeconfig's, or one presenting `token`; configured as
+        a run's is (connect.py), as the backends the real-plane suites build on it must be (issue 45 item 8)."""
         if token is None:
-            return kubernetes.config.new_client_from_config(config_file=str(self.kubeconfig))
+            return backend_client(kube_configuration(str(self.kubeconfig), ""))
         config = kubernetes.client.Configuration(host=self.server, ssl_ca_cert=str(self.ca_file))
         # The prefix inside the value: kubernetes 36 looks the prefix up under another key than this one.
         config.api_key = {"authorization": f"Bearer {token}"}
-        return kubernetes.client.ApiClient(config)
+        return backend_client(config)
 
     def create_namespace(self, name: str, labels: dict[str, str] | None = None, exist_ok: bool = False) -> None:
         """A namespace, returned once its `default` ServiceAccount exists (no pod is admitted before)."""

@@ -7,6 +7,7 @@ from contextlib import contextmanager
 from kubernetes.client import BatchV1Api, CoreV1Api
 
 from catchup_assets.backends.kubernetes.backend import KubernetesBackend
+from catchup_assets.backends.kubernetes.connect import backend_client
 from catchup_assets.backends.kubernetes.settings import K8sSettings
 from catchup_assets.backends.kubernetes.stats import KubeletAccess
 from catchup_assets.core.plan.config import MissionConfig
@@ -115,13 +116,21 @@ def kubelet_access(kubelet: Kubelet, **kw) -> KubeletAccess:
     return KubeletAccess(**{"ca_file": kubelets.ca_file, "token_file": str(kubelets.token_files[SA_USER]), **kw})
 
 
+def production_apis(api: KubeApiServer) -> tuple[BatchV1Api, CoreV1Api]:
+    """The simulated server's Batch and Core clients, configured as a run's are (connect.py): kubesim's own
+    `api_client` keeps urllib3's default Retry, which sleeps out every Retry-After itself (issue 45 item 8)."""
+    client = backend_client(api.configuration())
+    return BatchV1Api(client), CoreV1Api(client)
+
+
 def backend(api, kubelet, tmp_path, settings=SETTINGS, access: KubeletAccess | None = None, **kw) -> KubernetesBackend:
+    batch_api, core_api = production_apis(api)
     return KubernetesBackend(
         "m1",
         settings,
         Tiers(),
-        batch_api=BatchV1Api(api.api_client),
-        core_api=CoreV1Api(api.api_client),
+        batch_api=batch_api,
+        core_api=core_api,
         kubelet=access or kubelet_access(kubelet),
         spool_dir=tmp_path / "spool",
         clock=kubelet.clock,

@@ -13,10 +13,12 @@ profile must be the clean run's.
 from __future__ import annotations
 
 import logging
+import time
 from collections import Counter
 
 import pytest
 
+from catchup_assets.core.dispatch.ports import TransientBackendError
 from chaos import KEYS, SimClock, Watch, backend, cluster, dispatcher, mission, profile
 
 C = KEYS[2]
@@ -58,3 +60,24 @@ def test_R2_L5_faults_on_a_tenth_of_requests_change_no_outcome(tmp_path, clean, 
     print(f"R2 seed {seed}: {injected.total()} faults in {requests} requests: {dict(injected)}")
     assert injected.total() >= 0.05 * requests  # the faults did happen
     assert len(injected) == 9  # every kind, in each seed
+
+
+@pytest.mark.timeout(30)
+def test_issue45_item8_the_chaos_backend_gives_a_pass_up_at_the_wait_budget_under_429_retry_after_3600(tmp_path):
+    """Issue 45, failure 29: the harness's backend is production's client (connect.py), so every call
+    answered `429 Retry-After: 3600` ends the pass at the 60 s wait budget, on the injected clock, in
+    the backend's tries. Its own ApiClient's urllib3 Retry slept each Retry-After out in wall
+    time (an hour here: the timeout fails it) under the backend's tries."""
+    with cluster() as (api, kubelet, _):
+        api.faults.add(status=429, count=10**6, retry_after=3600, apf=True)  # every verb, every resource
+        clock = SimClock(kubelet)
+        be = backend(api, kubelet, tmp_path / "spool", sleeper=clock.sleep)
+        simulated, wall = clock.time(), time.monotonic()
+        with pytest.raises(TransientBackendError, match="api_wait_budget_seconds"):
+            be.observe()
+        assert clock.time() - simulated == 60.0  # two waits, each capped at 30 s: the budget, spent
+        assert time.monotonic() - wall < 10
+        # What the server received: the namespace check's three tries (30 s and 30 s between them), then the
+        # LIST's one, refused by the spent budget. Each try one request: urllib3 re-sent none.
+        asked = [(verb, resource, code) for _, _, verb, resource, code in api.requests.recent]
+        assert asked == [("get", "namespaces", 429)] * 3 + [("list", "jobs", 429)]
