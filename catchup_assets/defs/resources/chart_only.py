@@ -26,7 +26,11 @@ from catchup_assets.defs.resources.chart_k8s import (
     optional,
 )
 
-QUANTITY = {"pattern": r"^[0-9]+(\.[0-9]+)?(Ki|Mi|Gi|Ti|Pi|Ei|k|M|G|T|P|E)?$"}
+# A quantity of bytes, never zero (K8sSettings refuses it; templates/_validate.tpl holds its upper bound).
+QUANTITY = {
+    "pattern": r"^[0-9]+(\.[0-9]+)?(Ki|Mi|Gi|Ti|Pi|Ei|k|M|G|T|P|E)?$",
+    "not": {"pattern": r"^0+(\.0+)?[A-Za-z]*$"},
+}
 SHAPE_NAME = {"minLength": 1, "maxLength": 63, "pattern": r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$"}
 ADDRESS_TYPES = ["Hostname", "InternalIP", "ExternalIP", "InternalDNS", "ExternalDNS"]
 
@@ -93,6 +97,13 @@ CHART_ONLY = {
         "type": "object",
         "additionalProperties": False,
         "properties": {"name": optional(DNS_SUBDOMAIN), "key": CONFIGMAP_KEY},
+    },
+    # The Secret whose keys are the storage root's credentials as env vars (AWS_ACCESS_KEY_ID, ...): the code
+    # server's and the run pods' envFrom. storageRoot itself may hold none (templates/_validate.tpl).
+    "storageCredentialsSecret": {
+        "type": "object",
+        "additionalProperties": False,
+        "properties": {"name": optional(DNS_SUBDOMAIN)},
     },
     # {name, create}; or the older form, a name alone: a namespace the operator made (create: false).
     "missionNamespace": {
@@ -222,8 +233,8 @@ CONSTRAINTS = {
     "pvcSize": QUANTITY,
     "ephemeralRequest": QUANTITY,
     "ephemeralLimit": QUANTITY,
-    "cpuLimit": {"pattern": r"^([0-9]+(\.[0-9]+)?m?)?$"},  # empty: no CPU limit
-    "clusterVersion": {"pattern": r"^1\.[0-9]+$"},
+    "cpuLimit": {"pattern": r"^([0-9]+(\.[0-9]+)?m?)?$", "not": {"pattern": r"^0+(\.0+)?m?$"}},  # empty: no limit
+    "clusterVersion": {"pattern": r"^1\.(2[5-9]|[3-9][0-9]|[1-9][0-9]{2,})$"},  # 1.25 or later, as K8sSettings
     "coreConfigKey": {**CONFIGMAP_KEY, "not": {"anyOf": [CONFIGMAP_KEY["not"], {"const": ENTRYPOINT_KEY}]}},
     "storageClass": optional(DNS_SUBDOMAIN),
     "priorityClassName": optional(DNS_SUBDOMAIN),
