@@ -184,6 +184,18 @@ REFUSED = [
         {"mission_defaults": {"last_ledger": 64 * 20_001, "ledgers_per_range": 64, "overlap": 0}},
     ),
     (
+        "tip-source-port-out-of-range",
+        {"tipSource": "https://history.example.org:99999/archive"},
+        "at '/tipSource'",
+        {"tip_source": "https://history.example.org:99999/archive"},
+    ),
+    (
+        "kubelet-token-file-empty",
+        {"kubelet": {"tokenFile": ""}},
+        "at '/kubelet/tokenFile'",
+        {"kubernetes": {"kubelet_token_file": ""}},
+    ),
+    (
         "selector-on-the-tier-label",
         {"extraNodeSelector": {"catchup.stellar.org/tier": "giant"}},
         "extraNodeSelector: catchup.stellar.org/tier is tierNodeLabel",
@@ -422,6 +434,7 @@ PAIRS_AND_PRODUCTION = {
         "ephemeralLimit": "65536Gi",
         "cpuLimit": "1024",
     },
+    "tip-source-at-the-top-port": {"tipSource": "https://[2001:db8::1]:65535/archive"},
     "api-wait-cap-at-budget": {"apiWaitCapSeconds": 45, "apiWaitBudgetSeconds": 45},
     "last-at-first": {"firstLedger": 640, "lastLedger": 640},
     "overlap-one-below-a-range": {"ledgersPerRange": 320, "overlap": 319},

@@ -248,10 +248,12 @@ CONSTRAINTS = {
     "toleration.key": TOLERATION["properties"]["key"],
     "toleration.value": LABEL_VALUE,
     "kubelet.preferredAddressTypes": {"minItems": 1, "uniqueItems": True, "items": {"enum": ADDRESS_TYPES}},
+    "kubelet.tokenFile": {"minLength": 1},  # KubeletAccess: a path
     "tier.name": DNS_LABEL,
     "tier.shape": SHAPE_NAME,
     "shape.name": SHAPE_NAME,
 }
+_PORT = "(6553[0-5]|655[0-2][0-9]|65[0-4][0-9]{2}|6[0-4][0-9]{3}|[1-5][0-9]{4}|[0-9]{1,4})"
 # Values whose schema is not their field's: a ledger number may be given as a number (`--set tipSource=60000000`).
 REPLACED = {
     "tipSource": {
@@ -259,7 +261,8 @@ REPLACED = {
         "oneOf": [
             {"type": "string", "maxLength": 0},
             {"type": "string", "pattern": "^[1-9][0-9]{0,9}$"},
-            {"type": "string", "pattern": r"^https?://[^\s/?#@]+(/[^\s?#]*)?$"},
+            # A host (or [IPv6]) and a port urllib can read (0-65535): parse_tip_source refuses any other.
+            {"type": "string", "pattern": rf"^https?://([^\s/?#@:\[\]]+|\[[0-9A-Fa-f:.]+\])(:{_PORT})?(/[^\s?#]*)?$"},
             {"type": "integer", "minimum": 1, "maximum": 4294967295},
         ],
     },

@@ -118,8 +118,8 @@ def _flat(model, names: dict[str, str]) -> dict:
 
 def _parallelism_cap() -> dict:
     """maxParallelism unset: MissionDefaultsConfig's default, which parallelism may not pass. (Its validator
-    compares the two; a JSON schema compares a value with a constant only, so when both are set, the code
-    location's load is the check.)"""
+    compares the two; a JSON schema compares a value with a constant only, so when both are set,
+    templates/_validate.tpl is the check.)"""
     names = {f: chart_keys.values_name(f) for f in ("parallelism", "max_parallelism")}
     cap = MissionDefaultsConfig.model_fields["max_parallelism"].default
     return {
