@@ -190,6 +190,12 @@ REFUSED = [
         {"tip_source": "https://history.example.org:99999/archive"},
     ),
     (
+        "kubelet-ca-and-insecure",
+        {"kubelet": {"caFile": "/etc/ca.crt", "insecureSkipTLSVerify": True}},
+        "at '/kubelet': 'not' failed",
+        {"kubernetes": {"kubelet_ca_file": "/etc/ca.crt", "kubelet_insecure_skip_tls_verify": True}},
+    ),
+    (
         "kubelet-token-file-empty",
         {"kubelet": {"tokenFile": ""}},
         "at '/kubelet/tokenFile'",
@@ -531,6 +537,28 @@ def test_issue45_the_walk_covers_every_numeric_value_and_each_has_an_upper_bound
     unbounded = [p for p, prop in leaves.items() if "maximum" not in prop and "exclusiveMaximum" not in prop]
     assert unbounded == []
     assert len(EDGES) >= 2 * len(leaves)
+    # And the chart's own numbers (replicas, uids, alert thresholds), which no resource field holds.
+    everywhere = [path for path, prop in _every_number(json.loads(SCHEMA_PATH.read_text()), "")]
+    assert "/codeLocation/replicas" in everywhere
+    # (A quantity, `type: [string, number]`, is the API server's to bound: the code location's own pod resources.)
+    numbers = [
+        (p, prop)
+        for p, prop in _every_number(json.loads(SCHEMA_PATH.read_text()), "")
+        if "string" not in str(prop["type"])
+    ]
+    assert [p for p, prop in numbers if "maximum" not in prop and "exclusiveMaximum" not in prop] == []
+
+
+def _every_number(node, path: str):
+    """Every numeric schema anywhere in `node`, with where it is."""
+    if isinstance(node, dict):
+        if _numeric(node):
+            yield path, node
+        for key, sub in node.items():
+            yield from _every_number(sub, f"{path}/{key}" if key not in ("properties", "anyOf", "oneOf") else path)
+    elif isinstance(node, list):
+        for sub in node:
+            yield from _every_number(sub, path)
 
 
 def test_issue45_f13_storage_credentials_come_from_a_secret_and_no_rendered_manifest_holds_them(chart):

@@ -72,7 +72,7 @@ TOLERATION = {
         "operator": {"enum": ["Equal", "Exists"]},
         "value": LABEL_VALUE,
         "effect": {"enum": ["", "NoSchedule", "PreferNoSchedule", "NoExecute"]},
-        "tolerationSeconds": {"type": "integer"},
+        "tolerationSeconds": {"type": "integer", "maximum": 2**63 - 1},  # an int64
     },
 }
 # Affinity's three parts, each passed as it is (the API server checks them).

@@ -6,6 +6,7 @@ bound: those come from the field.
 """
 
 from catchup_assets.backends.kubernetes.settings import ENTRYPOINT_KEY
+from catchup_assets.core.plan.config import MAX_DURATION_SECONDS
 from catchup_assets.defs.resources.chart_k8s import (
     AFFINITY,
     ANNOTATIONS,
@@ -147,7 +148,7 @@ CHART_ONLY = {
         "properties": {
             "name": {"$ref": "#/definitions/dnsLabel"},
             "port": PORT,
-            "replicas": {"type": "integer", "minimum": 0},
+            "replicas": {"type": "integer", "minimum": 0, "maximum": 100},
             "resources": RESOURCES,
             "nodeSelector": LABELS,
             "tolerations": {"type": "array", "items": TOLERATION},
@@ -158,7 +159,9 @@ CHART_ONLY = {
             "securityContext": {
                 "type": "object",
                 "additionalProperties": False,
-                "properties": dict.fromkeys(("runAsUser", "runAsGroup", "fsGroup"), {"type": "integer", "minimum": 1}),
+                "properties": dict.fromkeys(
+                    ("runAsUser", "runAsGroup", "fsGroup"), {"type": "integer", "minimum": 1, "maximum": 2**31 - 1}
+                ),
             },
         },
     },
@@ -212,8 +215,12 @@ CHART_ONLY = {
                     "enabled": {"type": "boolean"},
                     "labels": LABELS,
                     "ruleLabels": {**LABELS, "not": {"required": ["severity"]}},  # each alert sets its own
-                    "unschedulableSeconds": {"type": ["number", "null"], "exclusiveMinimum": 0},
-                    "noCompletionFactor": {"type": "number", "exclusiveMinimum": 0},
+                    "unschedulableSeconds": {
+                        "type": ["number", "null"],
+                        "exclusiveMinimum": 0,
+                        "maximum": MAX_DURATION_SECONDS,
+                    },
+                    "noCompletionFactor": {"type": "number", "exclusiveMinimum": 0, "maximum": 1000},
                     "for": {
                         "type": "object",
                         "additionalProperties": False,
