@@ -11,8 +11,8 @@ from catchup_assets.core.size.sizing import MemoryLadder, SizingPolicy
 NAN, INF = float("nan"), float("inf")
 
 CASES = [
-    (SizingPolicy, {"margin": NAN}, "sizing 'margin' must be a finite number >= 1, got nan"),
-    (SizingPolicy, {"margin": INF}, "sizing 'margin' must be a finite number >= 1, got inf"),
+    (SizingPolicy, {"margin": NAN}, "sizing 'margin' must be a finite number >= 1 and <= 10, got nan"),
+    (SizingPolicy, {"margin": INF}, "sizing 'margin' must be a finite number >= 1 and <= 10, got inf"),
     (SizingPolicy, {"cache_bump_ratio": NAN}, "sizing 'cache_bump_ratio'"),
     (SizingPolicy, {"cpu_request": 0}, "sizing 'cpu_request' must be a finite number > 0"),
     (SizingPolicy, {"cpu_request": INF}, "sizing 'cpu_request'"),
@@ -20,7 +20,7 @@ CASES = [
     (MemoryLadder, {"factor": NAN}, "memory ladder 'factor'"),
     (DiskPolicy, {"margin": NAN}, "disk 'margin'"),
     (DiskPolicy, {"factor": INF}, "disk 'factor'"),
-    (RetryPolicy, {"environmental": -1}, "retry budget 'environmental' must be >= 0, got -1"),
+    (RetryPolicy, {"environmental": -1}, "retry budget 'environmental' must be >= 0 and <= 1000, got -1"),
     (RetryPolicy, {"oom_rungs": 0}, "'oom_rungs' must be >= 1"),
 ]
 

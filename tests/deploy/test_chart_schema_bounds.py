@@ -18,6 +18,7 @@ from catchup_assets.core.errors import declared_bounds, integer_fields
 from catchup_assets.core.plan.config import DISPATCH_SETTINGS, MissionConfig
 from catchup_assets.core.size.disk import DiskPolicy
 from catchup_assets.core.size.sizing import MemoryLadder, SizingPolicy
+from catchup_assets.core.units import GiB
 from catchup_assets.defs.resources import CatchupResource
 from catchup_assets.defs.resources.chart_keys import values_name
 from kit.chart import render
@@ -159,6 +160,7 @@ def _declared():
         for f in fields(policy):
             for bound, at in declared_bounds(policy, f.name).items():
                 key = f.name.removesuffix("_bytes") + "_gib" if f.name.endswith("_bytes") else f.name
+                at = at / GiB if key != f.name else at  # a `*_bytes` bound, as its `*_gib` value says it
                 value = _past(bound, at, f.name in integer_fields(policy) and key == f.name)
                 out.append((f"{block}/{key}", {block: {key: value}}, {block: {key: value}}, f.name))
     for name in (*DISPATCH_SETTINGS, "parallelism", "deadline_seconds"):
@@ -181,6 +183,9 @@ def test_the_walk_finds_every_kind_of_bound():
     paths = {p for p, *_ in DECLARED}
     assert {"pollSeconds", "parallelism", "retry/oom_rungs", "sizing/margin", "ladder/cap_gib"} <= paths
     assert {"disk/factor", "ttlSecondsAfterFinished", "runAsUser", "breakerAttempts"} <= paths
+    # Issue 45 failures 18 and 19: every bound has its upper side too, `retry.failed` and `ladder.cap_gib` among them.
+    ids = {f"{p}={v}" for p, v, *_ in DECLARED}
+    assert "retry/failed={'retry': {'failed': 101}}" in ids and "ladder/cap_gib={'ladder': {'cap_gib': 32768.5}}" in ids
 
 
 @pytest.mark.parametrize("path, values, config, field", DECLARED, ids=[f"{p}={v}" for p, v, *_ in DECLARED])

@@ -56,6 +56,7 @@ CASES = {
     "run_as_user": (2000, {"runAsUser": 2000}, 2000),
     "cluster_version": ("1.31", {"clusterVersion": "1.31"}, "1.31"),
     "priority_class_name": ("catchup-batch", {"priorityClassName": "catchup-batch"}, "catchup-batch"),
+    "allow_broad_tolerations": (True, {"allowBroadTolerations": True}, True),
 }
 
 

@@ -53,8 +53,8 @@ ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 CONFIGMAP_MAX_BYTES = 1024 * 1024
 
 
-def _toleration(spec: Mapping[str, Any]) -> k.V1Toleration:
-    return k.V1Toleration(**check_toleration(spec))
+def _toleration(spec: Mapping[str, Any], allow_broad: bool) -> k.V1Toleration:
+    return k.V1Toleration(**check_toleration(spec, allow_broad))
 
 
 def _meta(name: str, settings: K8sSettings, labels_: Mapping[str, str]) -> k.V1ObjectMeta:
@@ -90,7 +90,7 @@ def _env(spec: AttemptSpec, settings: K8sSettings) -> list[k.V1EnvVar]:
 
 def _placement(tier: Tier | None, settings: K8sSettings) -> tuple[dict[str, str] | None, list[k.V1Toleration]]:
     """L15: in pooled clusters every tier, catch-alls included, is a labelled, tainted pool."""
-    extra = [_toleration(t) for t in settings.extra_tolerations]
+    extra = [_toleration(t, settings.allow_broad_tolerations) for t in settings.extra_tolerations]
     chosen = dict(settings.extra_node_selector)
     if not settings.pooled:
         return chosen or None, extra

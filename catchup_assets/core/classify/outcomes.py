@@ -160,10 +160,12 @@ class RetryPolicy:
     base * 1.5**0 .. base * 1.5**4 and the fifth OOM condemns.
     """
 
-    environmental: int = bounded(20, ge=0)
-    oom_rungs: int = bounded(5, ge=1)
-    ordinary: int = bounded(5, ge=0)
-    failed: int = bounded(0, ge=0)
+    # Upper bounds (issue 45 item 5): past them a budget is a typo, not a policy. Spot reclaims
+    # are many over a long mission; a 50th OOM rung is 1.5**49 times the base, far past any cap.
+    environmental: int = bounded(20, ge=0, le=1000)
+    oom_rungs: int = bounded(5, ge=1, le=50)
+    ordinary: int = bounded(5, ge=0, le=100)
+    failed: int = bounded(0, ge=0, le=100)
 
     def __post_init__(self) -> None:
         check_bounds(self, "retry budget")

@@ -23,6 +23,8 @@ DEFAULT_PARALLELISM = 1000
 # No more than Kubernetes' tested limit of pods in one cluster: a range's attempt is a pod
 # (kubernetes.io/docs/setup/best-practices/cluster-large/, "no more than 150,000 total pods").
 MAX_PARALLELISM = 150_000
+# The longest any one duration setting may be (issue 45 item 5): a week, past every range's ~6 h.
+MAX_DURATION_SECONDS = 7 * 24 * 3600
 PROFILE_TIMEOUT_SECONDS = 60.0  # a server that never answers, or drips, must not hold a launch
 # A previous profile is read to at most this many bytes and rows, or refused (issue 45 item 3): a server that streams
 # forever, /dev/zero or a 10^6-row table must not fill the plan's memory. A real profile is ~4000-6000 rows, ~0.3 MB.
@@ -78,24 +80,27 @@ class MissionConfig:
     previous_profile_sha256: str | None = None
     retry: RetryPolicy = RetryPolicy()
     placement: Placement = Placement()
-    deadline_seconds: int | None = bounded(None, ge=1)
-    poll_seconds: float = bounded(1.0, gt=0)
-    status_every: int = bounded(30, ge=1)  # passes between status lines: thin, not a line per pod (L36)
+    # Upper bounds (issue 45 item 5), each a sanity line past which a value is a typo: a week for
+    # any duration but a pass's, an hour between passes, no breaker past 10^5 failures.
+    deadline_seconds: int | None = bounded(None, ge=1, le=MAX_DURATION_SECONDS)
+    poll_seconds: float = bounded(1.0, gt=0, le=3600)
+    # Passes between status lines: thin, not a line per pod (L36); 10**9: never, in practice (the benchmarks').
+    status_every: int = bounded(30, ge=1, le=10**9)
     env: Mapping[str, str] = field(default_factory=dict)
     # Connect and total, a profile over http(s).
-    profile_timeout_seconds: float = bounded(PROFILE_TIMEOUT_SECONDS, gt=0)
+    profile_timeout_seconds: float = bounded(PROFILE_TIMEOUT_SECONDS, gt=0, le=3600)
     # The most bytes and rows of a previous profile read (local, http(s), object store); past either it is refused.
     profile_max_bytes: int = bounded(PROFILE_MAX_BYTES, ge=1, le=16 * GiB)
     profile_max_rows: int = bounded(PROFILE_MAX_ROWS, ge=1, le=100_000_000)
     # An attempt is overdue past stall_factor x its profiled seconds, and never before
     # stall_seconds (the whole threshold for an unprofiled range); the mission has stalled
     # (Z4) when nothing completed for stall_seconds and every attempt in flight is overdue.
-    stall_seconds: float = bounded(3600.0, gt=0)
-    stall_factor: float = bounded(2.0, ge=1)
+    stall_seconds: float = bounded(3600.0, gt=0, le=MAX_DURATION_SECONDS)
+    stall_factor: float = bounded(2.0, ge=1, le=1000)
     # Circuit breaker: this many finished attempts in a row failing with one signature
     # (outcome, exit code, stellar-core's last error) pause dispatch with that cause;
     # those ranges' budgets are not spent. 0: off.
-    breaker_attempts: int = bounded(5, ge=0)  # 0: off
+    breaker_attempts: int = bounded(5, ge=0, le=100_000)  # 0: off
     # stellar-core verify-checkpoints output (a path or URL): every range's catchup is checked
     # against it (each attempt its range's one hash: entrypoint.sh). None: untrusted, as
     # stellar-core warns.
@@ -108,7 +113,7 @@ class MissionConfig:
     lengths_asked: str | None = None
     # auto takes a cut of at most this many times the grid's node-hours (the setups it pays again),
     # and the cut itself is searched within it (core/plan/choose_lengths.py, issue 37 item 4).
-    cut_node_hours_cap: float = bounded(DEFAULT_NODE_HOURS_CAP, ge=1.0)
+    cut_node_hours_cap: float = bounded(DEFAULT_NODE_HOURS_CAP, ge=1.0, le=10.0)
 
     def __post_init__(self) -> None:
         validate_mission(self.mission)

@@ -36,6 +36,9 @@ SPOT_SHARE = 0.40
 # the kubelet will not report as capacity (firmware, kernel).
 VM_MEMORY_OVERHEAD = 0.075
 EVICTION_HARD_BYTES = 100 * MiB  # the kubelet's default memory.available<100Mi
+KUBE_RESERVED_MIB, KUBE_RESERVED_MIB_PER_POD = 255, 11  # EKS's kube-reserved memory
+# EKS's kube-reserved CPU: this share of each of the first cores, then CPU_RESERVED_REST of each other.
+CPU_RESERVED_FIRST, CPU_RESERVED_REST = (0.06, 0.01, 0.005, 0.005), 0.0025
 
 
 def eks_allocatable(memory_bytes: int, cpu: float, max_pods: int) -> tuple[int, float]:
@@ -47,10 +50,10 @@ def eks_allocatable(memory_bytes: int, cpu: float, max_pods: int) -> tuple[int, 
     the next two and 0.25% of the rest. DaemonSets' own requests come on top.
     """
     capacity = int(memory_bytes * (1 - VM_MEMORY_OVERHEAD))
-    memory = capacity - (255 + 11 * max_pods) * MiB - EVICTION_HARD_BYTES
+    memory = capacity - (KUBE_RESERVED_MIB + KUBE_RESERVED_MIB_PER_POD * max_pods) * MiB - EVICTION_HARD_BYTES
     reserved = 0.0
     for i in range(int(cpu)):
-        reserved += 0.06 if i == 0 else 0.01 if i == 1 else 0.005 if i < 4 else 0.0025
+        reserved += CPU_RESERVED_FIRST[i] if i < len(CPU_RESERVED_FIRST) else CPU_RESERVED_REST
     return memory, round(cpu - reserved, 4)
 
 

@@ -17,16 +17,19 @@ from dataclasses import dataclass
 from catchup_assets.core.errors import bounded, check_bounds
 from catchup_assets.core.units import GiB
 
+# The upper bound of a range's disk (issue 45 item 5): 64 TiB, the largest one volume (EBS io2/gp3) holds.
+MAX_DISK_BYTES = 64 * 1024 * GiB
+
 
 @dataclass(frozen=True)
 class DiskPolicy:
-    margin: float = bounded(1.25, ge=1)
+    margin: float = bounded(1.25, ge=1, le=10)
     # Per eviction of the range's own disk; 1.0 would retry an evicted range at the very limit it was
     # evicted at (as L6 for memory).
-    factor: float = bounded(1.5, gt=1)
-    cap_bytes: int = bounded(200 * GiB, gt=0)  # what a node's disk can give one range
+    factor: float = bounded(1.5, gt=1, le=10)
+    cap_bytes: int = bounded(200 * GiB, gt=0, le=MAX_DISK_BYTES)  # what a node's disk can give one range
     # Where an unmeasured range climbs from after an eviction: the chart's flat ephemeralLimit.
-    unprofiled_bytes: int = bounded(40 * GiB, gt=0)
+    unprofiled_bytes: int = bounded(40 * GiB, gt=0, le=MAX_DISK_BYTES)
 
     def __post_init__(self) -> None:
         check_bounds(self, "disk")

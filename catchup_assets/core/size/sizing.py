@@ -17,6 +17,10 @@ from catchup_assets.core.size.disk import DiskPolicy
 from catchup_assets.core.size.measures import ProfileIndex, RangeMeasure, measure_for
 from catchup_assets.core.units import GiB
 
+# The most memory and CPUs any one node has (the largest cloud instances hold 24 TiB and 448 vCPUs): the
+# upper bound of every memory and CPU setting, a sanity line against a typo (`cap_gib: 1e9`), issue 45 item 5.
+MAX_NODE_MEMORY_BYTES = 32 * 1024 * GiB
+MAX_NODE_CPU = 1024
 TIER_NAME = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
 
 
@@ -115,15 +119,16 @@ class Tiers:
 
 @dataclass(frozen=True)
 class SizingPolicy:
-    margin: float = bounded(1.25, ge=1)
-    cache_headroom_bytes: int = bounded(1 * GiB, ge=0)
+    # Upper bounds (issue 45 item 5): no node holds more than MAX_NODE_MEMORY_BYTES; a margin past 10x is a typo.
+    margin: float = bounded(1.25, ge=1, le=10)
+    cache_headroom_bytes: int = bounded(1 * GiB, ge=0, le=MAX_NODE_MEMORY_BYTES)
     # A working set above this share of the tier's cut means the page cache is
     # starved there: one tier up.
-    cache_bump_ratio: float = bounded(1.0, gt=0)
-    unprofiled_memory_bytes: int = bounded(12 * GiB, gt=0)
-    cpu_request: float | None = bounded(None, gt=0)  # None: the tier's cpu
+    cache_bump_ratio: float = bounded(1.0, gt=0, le=10)
+    unprofiled_memory_bytes: int = bounded(12 * GiB, gt=0, le=MAX_NODE_MEMORY_BYTES)
+    cpu_request: float | None = bounded(None, gt=0, le=MAX_NODE_CPU)  # None: the tier's cpu
     # After this many `disrupted` attempts of a range its next ones run on-demand (capacity.py); 0: never.
-    reclaims_before_on_demand: int = bounded(3, ge=0)
+    reclaims_before_on_demand: int = bounded(3, ge=0, le=1000)
 
     def __post_init__(self) -> None:
         check_bounds(self, "sizing")
@@ -150,8 +155,8 @@ def base_memory(measure: RangeMeasure, policy: SizingPolicy) -> int:
 class MemoryLadder:
     """How an OOMed range's memory climbs: by its OOM count, never its attempt number (L6)."""
 
-    factor: float = bounded(1.5, gt=1)  # 1.0 would retry an OOM at the very limit that OOMed (L6)
-    cap_bytes: int = bounded(48 * GiB, gt=0)
+    factor: float = bounded(1.5, gt=1, le=10)  # 1.0 would retry an OOM at the very limit that OOMed (L6)
+    cap_bytes: int = bounded(48 * GiB, gt=0, le=MAX_NODE_MEMORY_BYTES)
 
     def __post_init__(self) -> None:
         check_bounds(self, "memory ladder")

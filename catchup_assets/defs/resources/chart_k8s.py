@@ -8,6 +8,7 @@ chart_only.py puts these where the chart's values hold such a thing.
 
 from catchup_assets.backends.kubernetes.settings import (
     CONFIGMAP_KEY_FMT,
+    DEFAULT_NAMESPACE,
     DNS1123_LABEL_FMT,
     DNS1123_SUBDOMAIN_FMT,
     ENV_VAR_NAME_FMT,
@@ -47,8 +48,9 @@ def optional(name: dict) -> dict:
     return {**name, "minLength": 0, "pattern": f"^({name['pattern'][1:-1]})?$"}
 
 
-# A namespace the chart may put range Jobs in: never one Kubernetes keeps for itself (K8sSettings refuses them too).
-NAMESPACE = {**DNS_LABEL, "not": {"enum": list(SYSTEM_NAMESPACES)}}
+# A namespace the chart may put range Jobs in: never one Kubernetes keeps for itself, nor `default`
+# (K8sSettings refuses them too).
+NAMESPACE = {**DNS_LABEL, "not": {"enum": [*SYSTEM_NAMESPACES, DEFAULT_NAMESPACE]}}
 
 # A resource quantity (resource.Quantity's serialized form, as the API's OpenAPI schema writes it), or a number.
 QUANTITY_ANY = {
@@ -70,7 +72,7 @@ TOLERATION = {
         "operator": {"enum": ["Equal", "Exists"]},
         "value": LABEL_VALUE,
         "effect": {"enum": ["", "NoSchedule", "PreferNoSchedule", "NoExecute"]},
-        "tolerationSeconds": {"type": "integer"},
+        "tolerationSeconds": {"type": "integer", "maximum": 2**63 - 1},  # an int64
     },
 }
 # Affinity's three parts, each passed as it is (the API server checks them).

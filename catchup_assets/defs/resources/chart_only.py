@@ -6,6 +6,7 @@ bound: those come from the field.
 """
 
 from catchup_assets.backends.kubernetes.settings import ENTRYPOINT_KEY
+from catchup_assets.core.plan.config import MAX_DURATION_SECONDS
 from catchup_assets.defs.resources.chart_k8s import (
     AFFINITY,
     ANNOTATIONS,
@@ -26,7 +27,11 @@ from catchup_assets.defs.resources.chart_k8s import (
     optional,
 )
 
-QUANTITY = {"pattern": r"^[0-9]+(\.[0-9]+)?(Ki|Mi|Gi|Ti|Pi|Ei|k|M|G|T|P|E)?$"}
+# A quantity of bytes, never zero (K8sSettings refuses it; templates/_validate.tpl holds its upper bound).
+QUANTITY = {
+    "pattern": r"^[0-9]+(\.[0-9]+)?(Ki|Mi|Gi|Ti|Pi|Ei|k|M|G|T|P|E)?$",
+    "not": {"pattern": r"^0+(\.0+)?[A-Za-z]*$"},
+}
 SHAPE_NAME = {"minLength": 1, "maxLength": 63, "pattern": r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$"}
 ADDRESS_TYPES = ["Hostname", "InternalIP", "ExternalIP", "InternalDNS", "ExternalDNS"]
 
@@ -94,6 +99,13 @@ CHART_ONLY = {
         "additionalProperties": False,
         "properties": {"name": optional(DNS_SUBDOMAIN), "key": CONFIGMAP_KEY},
     },
+    # The Secret whose keys are the storage root's credentials as env vars (AWS_ACCESS_KEY_ID, ...): the code
+    # server's and the run pods' envFrom. storageRoot itself may hold none (templates/_validate.tpl).
+    "storageCredentialsSecret": {
+        "type": "object",
+        "additionalProperties": False,
+        "properties": {"name": optional(DNS_SUBDOMAIN)},
+    },
     # {name, create}; or the older form, a name alone: a namespace the operator made (create: false).
     "missionNamespace": {
         "oneOf": [
@@ -136,7 +148,7 @@ CHART_ONLY = {
         "properties": {
             "name": {"$ref": "#/definitions/dnsLabel"},
             "port": PORT,
-            "replicas": {"type": "integer", "minimum": 0},
+            "replicas": {"type": "integer", "minimum": 0, "maximum": 100},
             "resources": RESOURCES,
             "nodeSelector": LABELS,
             "tolerations": {"type": "array", "items": TOLERATION},
@@ -147,7 +159,9 @@ CHART_ONLY = {
             "securityContext": {
                 "type": "object",
                 "additionalProperties": False,
-                "properties": dict.fromkeys(("runAsUser", "runAsGroup", "fsGroup"), {"type": "integer", "minimum": 1}),
+                "properties": dict.fromkeys(
+                    ("runAsUser", "runAsGroup", "fsGroup"), {"type": "integer", "minimum": 1, "maximum": 2**31 - 1}
+                ),
             },
         },
     },
@@ -201,8 +215,12 @@ CHART_ONLY = {
                     "enabled": {"type": "boolean"},
                     "labels": LABELS,
                     "ruleLabels": {**LABELS, "not": {"required": ["severity"]}},  # each alert sets its own
-                    "unschedulableSeconds": {"type": ["number", "null"], "exclusiveMinimum": 0},
-                    "noCompletionFactor": {"type": "number", "exclusiveMinimum": 0},
+                    "unschedulableSeconds": {
+                        "type": ["number", "null"],
+                        "exclusiveMinimum": 0,
+                        "maximum": MAX_DURATION_SECONDS,
+                    },
+                    "noCompletionFactor": {"type": "number", "exclusiveMinimum": 0, "maximum": 1000},
                     "for": {
                         "type": "object",
                         "additionalProperties": False,
@@ -222,8 +240,8 @@ CONSTRAINTS = {
     "pvcSize": QUANTITY,
     "ephemeralRequest": QUANTITY,
     "ephemeralLimit": QUANTITY,
-    "cpuLimit": {"pattern": r"^([0-9]+(\.[0-9]+)?m?)?$"},  # empty: no CPU limit
-    "clusterVersion": {"pattern": r"^1\.[0-9]+$"},
+    "cpuLimit": {"pattern": r"^([0-9]+(\.[0-9]+)?m?)?$", "not": {"pattern": r"^0+(\.0+)?m?$"}},  # empty: no limit
+    "clusterVersion": {"pattern": r"^1\.(2[5-9]|[3-9][0-9]|[1-9][0-9]{2,})$"},  # 1.25 or later, as K8sSettings
     "coreConfigKey": {**CONFIGMAP_KEY, "not": {"anyOf": [CONFIGMAP_KEY["not"], {"const": ENTRYPOINT_KEY}]}},
     "storageClass": optional(DNS_SUBDOMAIN),
     "priorityClassName": optional(DNS_SUBDOMAIN),
@@ -237,10 +255,12 @@ CONSTRAINTS = {
     "toleration.key": TOLERATION["properties"]["key"],
     "toleration.value": LABEL_VALUE,
     "kubelet.preferredAddressTypes": {"minItems": 1, "uniqueItems": True, "items": {"enum": ADDRESS_TYPES}},
+    "kubelet.tokenFile": {"minLength": 1},  # KubeletAccess: a path
     "tier.name": DNS_LABEL,
     "tier.shape": SHAPE_NAME,
     "shape.name": SHAPE_NAME,
 }
+_PORT = "(6553[0-5]|655[0-2][0-9]|65[0-4][0-9]{2}|6[0-4][0-9]{3}|[1-5][0-9]{4}|[0-9]{1,4})"
 # Values whose schema is not their field's: a ledger number may be given as a number (`--set tipSource=60000000`).
 REPLACED = {
     "tipSource": {
@@ -248,7 +268,8 @@ REPLACED = {
         "oneOf": [
             {"type": "string", "maxLength": 0},
             {"type": "string", "pattern": "^[1-9][0-9]{0,9}$"},
-            {"type": "string", "pattern": r"^https?://[^\s/?#@]+(/[^\s?#]*)?$"},
+            # A host (or [IPv6]) and a port urllib can read (0-65535): parse_tip_source refuses any other.
+            {"type": "string", "pattern": rf"^https?://([^\s/?#@:\[\]]+|\[[0-9A-Fa-f:.]+\])(:{_PORT})?(/[^\s?#]*)?$"},
             {"type": "integer", "minimum": 1, "maximum": 4294967295},
         ],
     },

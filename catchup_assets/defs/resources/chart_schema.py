@@ -1,7 +1,7 @@
 """The chart's values.schema.json and files/keys.json, generated from the resource's config models.
 
-    uv run python -m catchup_assets.defs.resources.chart_schema          # write both
-    uv run python -m catchup_assets.defs.resources.chart_schema --check  # exit 1 if either is stale
+    uv run python -m catchup_assets.defs.resources.chart_schema          # write all three
+    uv run python -m catchup_assets.defs.resources.chart_schema --check  # exit 1 if any is stale
 
 As the official dagster chart generates its schema from pydantic models, every
 value that becomes a resource field takes its type, bounds, enum and
@@ -10,7 +10,10 @@ camelCase names); a new field is a new value with no edit here. A field made
 from a dataclass takes the bounds the dataclass declares (policies.py,
 `bounds_schema`), so helm refuses what the code location would refuse at load.
 `tests/deploy/test_chart_schema.py` fails when the committed files are not what this
-writes. Written by hand, here and only here: the chart's own values (images,
+writes. The third, files/rules.json, holds what the chart's cross-field checks
+(templates/_validate.tpl: a JSON schema compares a value with a constant only) need
+of the code: each compared value's default and the limits the code holds them to.
+Written by hand, here and only here: the chart's own values (images,
 accounts, the code location, Karpenter: no resource model holds them) and the
 install-time checks a field's type cannot say (a quantity, a label key: chart_only.py,
 with Kubernetes' own formats from chart_k8s.py). Every object is closed
@@ -24,6 +27,19 @@ import json
 import sys
 from pathlib import Path
 
+from catchup_assets.backends.kubernetes.settings import CONTROL_PLANE_TAINTS
+from catchup_assets.core.plan.ranges import CHECKPOINT_LEDGERS, MAX_LEDGER, MAX_RANGES
+from catchup_assets.core.size.catalog import (
+    CPU_RESERVED_FIRST,
+    CPU_RESERVED_REST,
+    DEFAULT_CATALOG,
+    EVICTION_HARD_BYTES,
+    KUBE_RESERVED_MIB,
+    KUBE_RESERVED_MIB_PER_POD,
+    VM_MEMORY_OVERHEAD,
+)
+from catchup_assets.core.size.disk import MAX_DISK_BYTES
+from catchup_assets.core.size.sizing import MAX_NODE_CPU
 from catchup_assets.defs.resources import chart_keys
 from catchup_assets.defs.resources.chart_only import (
     CHART_ONLY,
@@ -41,6 +57,7 @@ from catchup_assets.defs.resources.resource import CatchupResource
 
 CHART = Path(__file__).resolve().parents[3] / "charts" / "catchup-assets"
 SCHEMA_PATH, KEYS_PATH = CHART / "values.schema.json", CHART / "files" / "keys.json"
+RULES_PATH = CHART / "files" / "rules.json"
 REQUIRED = ("storageRoot", "workDir", "storageMode", "pvcSize", "tierNodeLabel", "tierTaintKey", "tiers",
             "noProfileTier", "unprofiledTier", "kubelet")  # fmt: skip
 PASS_THROUGH = {"retry": RetryConfig, "sizing": SizingConfig, "ladder": LadderConfig, "disk": DiskConfig}
@@ -101,8 +118,8 @@ def _flat(model, names: dict[str, str]) -> dict:
 
 def _parallelism_cap() -> dict:
     """maxParallelism unset: MissionDefaultsConfig's default, which parallelism may not pass. (Its validator
-    compares the two; a JSON schema compares a value with a constant only, so when both are set, the code
-    location's load is the check.)"""
+    compares the two; a JSON schema compares a value with a constant only, so when both are set,
+    templates/_validate.tpl is the check.)"""
     names = {f: chart_keys.values_name(f) for f in ("parallelism", "max_parallelism")}
     cap = MissionDefaultsConfig.model_fields["max_parallelism"].default
     return {
@@ -144,10 +161,56 @@ def schema() -> dict:
     }
 
 
+def rules() -> dict:
+    """What templates/_validate.tpl compares against: the default of each value a rule compares (a null
+    value takes it), and the code's limits, so the template never states a number of its own."""
+    keys = chart_keys.keys()
+    models = {"catchup": CatchupResource, "missionDefaults": MissionDefaultsConfig, "kubernetes": KubernetesConfig}
+    defaults = {}
+    for block, model in models.items():
+        for key, field in keys[block].items():
+            default = model.model_fields[field].get_default(call_default_factory=True)
+            if isinstance(default, str | int | float | bool) or default is None:
+                defaults[key] = default
+    waits = {"apiWaitCapSeconds", "apiWaitBudgetSeconds"}
+    assert waits <= set(defaults), sorted(waits - set(defaults))
+    return {
+        "defaults": defaults,
+        "limits": {
+            "maxRanges": MAX_RANGES,
+            "checkpointLedgers": CHECKPOINT_LEDGERS,
+            "maxLedger": MAX_LEDGER,
+            "maxDiskBytes": MAX_DISK_BYTES,
+            "maxNodeCpu": MAX_NODE_CPU,
+        },
+        "controlPlaneTaints": list(CONTROL_PLANE_TAINTS),
+        # The shapes a tier names when the values give no catalog, as the code resolves them (sizing.resolve_shape).
+        "defaultCatalog": [
+            {
+                "name": s.name,
+                "memoryBytes": s.memory_bytes,
+                "allocatableMemoryBytes": s.allocatable_memory_bytes,
+                "allocatableCpu": s.allocatable_cpu,
+                "onDemandHourly": s.on_demand_hourly,
+            }
+            for s in DEFAULT_CATALOG.shapes
+        ],
+        # catalog.eks_allocatable's figures, for a shape the values give without its allocatable.
+        "allocatable": {
+            "vmMemoryOverhead": VM_MEMORY_OVERHEAD,
+            "kubeReservedMiB": KUBE_RESERVED_MIB,
+            "kubeReservedMiBPerPod": KUBE_RESERVED_MIB_PER_POD,
+            "evictionHardBytes": EVICTION_HARD_BYTES,
+            "cpuReservedFirst": list(CPU_RESERVED_FIRST),
+            "cpuReservedRest": CPU_RESERVED_REST,
+        },
+    }
+
+
 def texts() -> dict[Path, str]:
     """Each generated file and the text it should hold."""
     dump = lambda doc: json.dumps(doc, indent=2, ensure_ascii=False) + "\n"  # noqa: E731
-    return {SCHEMA_PATH: dump(schema()), KEYS_PATH: dump(chart_keys.keys())}
+    return {SCHEMA_PATH: dump(schema()), KEYS_PATH: dump(chart_keys.keys()), RULES_PATH: dump(rules())}
 
 
 def main(argv: list[str]) -> int:

@@ -11,6 +11,7 @@ from pydantic import Field
 from catchup_assets.backends.kubernetes.backoff import WaitPolicy
 from catchup_assets.backends.kubernetes.settings import K8sSettings
 from catchup_assets.backends.kubernetes.stats import KubeletAccess
+from catchup_assets.core.plan.config import MAX_DURATION_SECONDS
 from catchup_assets.defs.resources.policies import Strict, bounds_schema
 
 # Every K8sSettings and KubeletAccess default, declared there once; the config below takes them from here.
@@ -39,7 +40,7 @@ class TolerationConfig(Strict):
     operator: Literal["Equal", "Exists"] = "Equal"
     value: str = ""
     effect: Literal["", "NoSchedule", "PreferNoSchedule", "NoExecute"] = ""
-    toleration_seconds: int | None = None
+    toleration_seconds: int | None = Field(default=None, ge=0, le=MAX_DURATION_SECONDS)
 
     def spec(self) -> dict:
         return {k: v for k, v in self.model_dump().items() if v not in ("", None)}
@@ -98,13 +99,16 @@ class _DeclaredKubernetesConfig(Strict):
     )
     kubeconfig: str = Field(default="", description="empty: in-cluster config")
     context: str = ""
-    stats_interval_seconds: float = Field(default=10.0, gt=0)
-    unschedulable_seconds: float = Field(default=900.0, gt=0)
+    # Upper bounds (issue 45 item 5): sanity lines past which a value is a typo, not a choice.
+    stats_interval_seconds: float = Field(default=10.0, gt=0, le=3600)
+    unschedulable_seconds: float = Field(default=900.0, gt=0, le=MAX_DURATION_SECONDS)
     # The client's request rate (throttle.py), as client-go's rest.Config QPS/Burst. 200/400: a
     # first pass of 2000 submits (4000 creates) in ~18 s, near the Job controller's own design
     # rate (5000 pods a minute, ~170 requests a second); lower it on a small control plane.
-    api_qps: float = Field(default=200.0, gt=0, description="API requests per second, the client's steady rate")
-    api_burst: int = Field(default=400, ge=1, description="API requests sent at once before api_qps applies")
+    api_qps: float = Field(
+        default=200.0, gt=0, le=10_000, description="API requests per second, the client's steady rate"
+    )
+    api_burst: int = Field(default=400, ge=1, le=20_000, description="API requests sent at once before api_qps applies")
     submit_concurrency: int = Field(
         default=8, ge=1, le=64, description="attempts submitted at once (each: its record, then its PVC and Job)"
     )
@@ -127,9 +131,11 @@ class _DeclaredKubernetesConfig(Strict):
     kubelet_token_file: str = Field(
         default=_KUBELET["token_file"], description="the bearer token kubelets see; default: the pod's ServiceAccount's"
     )
-    kubelet_connect_timeout: float = Field(default=_KUBELET["connect_timeout"], gt=0)
-    kubelet_read_timeout: float = Field(default=_KUBELET["read_timeout"], gt=0)
-    kubelet_concurrency: int = Field(default=_KUBELET["concurrency"], ge=1, description="summaries read at once")
+    kubelet_connect_timeout: float = Field(default=_KUBELET["connect_timeout"], gt=0, le=300)
+    kubelet_read_timeout: float = Field(default=_KUBELET["read_timeout"], gt=0, le=300)
+    kubelet_concurrency: int = Field(
+        default=_KUBELET["concurrency"], ge=1, le=1024, description="summaries read at once"
+    )
 
     def kubelet_access(self) -> KubeletAccess:
         """The KubeletAccess these `kubelet_*` fields make, every field taken by name; it checks them."""

@@ -7,17 +7,20 @@ from pydantic import Field, model_validator
 from catchup_assets.core.errors import ConfigError, declared_bounds
 from catchup_assets.core.plan.config import DEFAULT_PARALLELISM, MissionConfig
 from catchup_assets.core.plan.cut import DEFAULT_NODE_HOURS_CAP
-from catchup_assets.core.plan.ranges import DEFAULT_LEDGERS_PER_RANGE, DEFAULT_OVERLAP, MissionSpan
+from catchup_assets.core.plan.ranges import DEFAULT_LEDGERS_PER_RANGE, DEFAULT_OVERLAP, MAX_LEDGER, MissionSpan
 from catchup_assets.defs.resources.policies import Strict
 
 
 class MissionDefaultsConfig(Strict):
     """What the launchpad offers for mission_plan in this deployment, and the limits no plan passes."""
 
-    first_ledger: int = Field(default=1, ge=1)
-    last_ledger: int = Field(default=0, ge=0, description="the tip; 0: no default, the launchpad asks for it")
-    ledgers_per_range: int = Field(default=DEFAULT_LEDGERS_PER_RANGE, gt=0)
-    overlap: int = Field(default=DEFAULT_OVERLAP, ge=0)
+    # Ledger numbers are uint32 (MAX_LEDGER): the upper bound of each ledger setting (issue 45 item 5).
+    first_ledger: int = Field(default=1, ge=1, le=MAX_LEDGER)
+    last_ledger: int = Field(
+        default=0, ge=0, le=MAX_LEDGER, description="the tip; 0: no default, the launchpad asks for it"
+    )
+    ledgers_per_range: int = Field(default=DEFAULT_LEDGERS_PER_RANGE, gt=0, le=MAX_LEDGER)
+    overlap: int = Field(default=DEFAULT_OVERLAP, ge=0, le=MAX_LEDGER)
     order: Literal["tip-first", "oldest-first", "longest-first"] = "longest-first"
     # auto: the profile cut when it finishes sooner at a bounded cost, else the grid; uniform: the grid;
     # profile: cut to the previous profile for `parallelism` slots (docs/how-to.md, "Ranges cut to the profile").

@@ -7,20 +7,27 @@ from pydantic import Field
 
 from catchup_assets.core.errors import ConfigError
 from catchup_assets.core.size.catalog import Catalog, NodeShape, eks_allocatable
-from catchup_assets.core.size.sizing import Tier
+from catchup_assets.core.size.sizing import MAX_NODE_CPU, MAX_NODE_MEMORY_BYTES, Tier
 from catchup_assets.core.units import GiB
 from catchup_assets.defs.resources.policies import Strict
+
+MAX_NODE_MEMORY_GIB = MAX_NODE_MEMORY_BYTES // GiB
+MAX_PODS_PER_NODE = 1000  # past Kubernetes' tested 110 and EKS's largest prefix-delegated 737
+MAX_HOURLY_USD = 1000.0
 
 
 class TierConfig(dg.Config):
     name: str
-    memory_cut_gib: float = Field(gt=0)
-    node_memory_gib: float | None = Field(default=None, gt=0, description="empty: the shape's")
-    cpu: float = Field(gt=0, description="each range pod's CPU request")
+    # Upper bounds (issue 45 item 5): no node holds more (core/size/sizing.py).
+    memory_cut_gib: float = Field(gt=0, le=MAX_NODE_MEMORY_GIB)
+    node_memory_gib: float | None = Field(default=None, gt=0, le=MAX_NODE_MEMORY_GIB, description="empty: the shape's")
+    cpu: float = Field(gt=0, le=MAX_NODE_CPU, description="each range pod's CPU request")
     shape: str = Field(default="", description="the catalog shape (instance type); empty: by node_memory_gib")
     capacity_type: Literal["spot", "on-demand"] = "spot"
     exclusive: bool = Field(default=False, description="one range per node; else ranges pack by their requests")
-    pods_per_node: int | None = Field(default=None, ge=1, description="a fixed number of ranges per node")
+    pods_per_node: int | None = Field(
+        default=None, ge=1, le=MAX_PODS_PER_NODE, description="a fixed number of ranges per node"
+    )
 
     def tier(self, catalog: Catalog) -> Tier:
         where = f"tier {self.name!r}"
@@ -51,13 +58,16 @@ class ShapeConfig(Strict):
     """A node shape of the price catalog (docs/cost.md); allocatable, when left out, estimated as Karpenter does."""
 
     name: str = Field(min_length=1, description="the instance type, e.g. r6i.xlarge")
-    memory_gib: float = Field(gt=0)
-    cpu: float = Field(gt=0)
-    on_demand_hourly: float = Field(gt=0, description="USD per hour")
-    spot_hourly: float = Field(gt=0, description="USD per hour")
-    allocatable_memory_gib: float | None = Field(default=None, gt=0)
-    allocatable_cpu: float | None = Field(default=None, gt=0)
-    max_pods: int = Field(default=110, ge=1, description="for the allocatable estimate (kube-reserved)")
+    memory_gib: float = Field(gt=0, le=MAX_NODE_MEMORY_GIB)
+    cpu: float = Field(gt=0, le=MAX_NODE_CPU)
+    # The dearest instance lists at ~220 USD an hour.
+    on_demand_hourly: float = Field(gt=0, le=MAX_HOURLY_USD, description="USD per hour")
+    spot_hourly: float = Field(gt=0, le=MAX_HOURLY_USD, description="USD per hour")
+    allocatable_memory_gib: float | None = Field(default=None, gt=0, le=MAX_NODE_MEMORY_GIB)
+    allocatable_cpu: float | None = Field(default=None, gt=0, le=MAX_NODE_CPU)
+    max_pods: int = Field(
+        default=110, ge=1, le=MAX_PODS_PER_NODE, description="for the allocatable estimate (kube-reserved)"
+    )
 
     def shape(self) -> NodeShape:
         memory = int(self.memory_gib * GiB)

@@ -20,6 +20,7 @@ from catchup_assets.core.classify.outcomes import RetryPolicy
 from catchup_assets.core.dispatch.ports import Backend
 from catchup_assets.core.errors import ConfigError
 from catchup_assets.core.plan.config import DISPATCH_SETTINGS, MissionConfig, check_dispatch_settings
+from catchup_assets.core.plan.ranges import MAX_RANGES
 from catchup_assets.core.size.catalog import DEFAULT_CATALOG, Catalog
 from catchup_assets.core.size.disk import DiskPolicy
 from catchup_assets.core.size.scale import Scale
@@ -119,6 +120,7 @@ class CatchupResource(dg.ConfigurableResource):
     tip_timeout_seconds: float = Field(
         default=TIP_TIMEOUT_SECONDS,
         gt=0,
+        le=3600,
         description="connect and each read of the archive's root HAS; the whole read ends within about twice this",
     )
     allow_after_failure: bool = Field(
@@ -133,7 +135,10 @@ class CatchupResource(dg.ConfigurableResource):
         json_schema_extra={"pattern": CHANNEL_PATTERN},  # for the chart; at load check_slack_channel says more
     )
     slack_condemned_ranges: int = Field(
-        default=5, ge=1, description="a mission with this many ranges condemned is notified as condemned-heavy"
+        default=5,
+        ge=1,
+        le=MAX_RANGES,
+        description="a mission with this many ranges condemned is notified as condemned-heavy",
     )
     # Sizing (L27).
     sizing: SizingConfig = Field(default_factory=SizingConfig, description="sizing from the profile (L27)")

@@ -169,6 +169,8 @@ it by name whatever its number. */}}
 {{- define "catchup.runContainerContext" -}}
 {{- $k8s := dict "namespace" .Release.Namespace "service_account_name" (include "catchup.serviceAccountName" .) "image_pull_policy" .Values.image.pullPolicy -}}
 {{- $_ := set $k8s "env_vars" (list (printf "CATCHUP_STORAGE_ROOT=%s" .Values.storageRoot)) -}}
+{{- /* The storage root's credentials: the Secret's keys as the run pod's env (envFrom), never a value here. */ -}}
+{{- with .Values.storageCredentialsSecret }}{{- if .name }}{{- $_ := set $k8s "env_secrets" (list .name) -}}{{- end }}{{- end -}}
 {{- /* The run pod's root filesystem is read-only (catchup.runPodSecurity): what a run worker writes
 goes to emptyDirs of its own, /tmp (also HOME in the image), DAGSTER_HOME (the instance's local
 artifact storage and compute logs) and the work dir, as on the code server. */ -}}
