@@ -76,7 +76,10 @@ def prepare(
     pinned = config.previous_profile_sha256
     if previous is None or previous.source != config.previous_profile or pinned not in (None, previous.sha256):
         previous = load_previous_profile(
-            config.previous_profile, config.profile_timeout_seconds, config.previous_profile_sha256
+            config.previous_profile,
+            config.profile_timeout_seconds,
+            config.previous_profile_sha256,
+            secret_env=config.previous_profile_secret_env,
         )
     trusted = load_trusted_hashes(config.trusted_hashes, config.profile_timeout_seconds)
     if (gap := coverage_gap(previous, config.span)) is not None:

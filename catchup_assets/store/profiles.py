@@ -26,6 +26,7 @@ from catchup_assets.core.plan.config import PROFILE_TIMEOUT_SECONDS
 from catchup_assets.core.redact import redact_url
 from catchup_assets.core.size.measures import ProfileIndex, measures_from_rows, vet_rows
 from catchup_assets.store import layout
+from catchup_assets.store.credentials import ProfileAccess, profile_access
 from catchup_assets.store.root import Store
 from catchup_assets.store.tables import NotATable, parse_table, wrong_kinds
 
@@ -55,28 +56,29 @@ class PreviousProfile:
         return {r["range_key"]: r["seconds"] for r in self.rows if r.get("seconds") is not None}
 
 
-def _fetch(spec: str, timeout: float) -> bytes:
+def _fetch(access: ProfileAccess, timeout: float) -> bytes:
     """The file's bytes, one GET over http(s): `fsspec.open` probes the size first, and each request had
     the whole timeout to itself (a silent server held `plan` 2.3x its timeout)."""
-    options = {}
-    if spec.startswith(("http://", "https://")):
+    options = dict(access.storage_options)
+    if access.url.startswith(("http://", "https://")):
         import aiohttp
 
-        options = {"client_kwargs": {"timeout": aiohttp.ClientTimeout(total=timeout, connect=min(timeout, 10.0))}}
-    fs, path = fsspec.core.url_to_fs(spec, **options)
+        options["client_kwargs"] = {"timeout": aiohttp.ClientTimeout(total=timeout, connect=min(timeout, 10.0))}
+    fs, path = fsspec.core.url_to_fs(access.url, **options)
     return fs.cat_file(path)
 
 
-def read_bounded(spec: str, timeout: float) -> bytes:
-    """A file's bytes by path or URL (`_fetch`) under one deadline for the whole read, whatever the driver
-    does inside it (probes, retries)."""
+def read_bounded(spec: str, timeout: float, access: ProfileAccess | None = None) -> bytes:
+    """A file's bytes by path or URL (`_fetch`, with the credentials `access` carries) under one deadline for
+    the whole read, whatever the driver does inside it (probes, retries)."""
+    access = access or ProfileAccess(spec)
     if "://" not in spec or spec.startswith("file://"):
-        return _fetch(spec, timeout)  # a local file: nothing to wait for
+        return _fetch(access, timeout)  # a local file: nothing to wait for
     done: dict[str, Any] = {}
 
     def fetch() -> None:
         try:
-            done["data"] = _fetch(spec, timeout)
+            done["data"] = _fetch(access, timeout)
         except BaseException as exc:  # noqa: BLE001 - handed to the caller's thread as it was
             done["error"] = exc
 
@@ -92,15 +94,20 @@ def read_bounded(spec: str, timeout: float) -> bytes:
 
 
 def load_previous_profile(
-    spec: str | None, timeout: float = PROFILE_TIMEOUT_SECONDS, expect_sha256: str | None = None
+    spec: str | None,
+    timeout: float = PROFILE_TIMEOUT_SECONDS,
+    expect_sha256: str | None = None,
+    secret_env: str | None = None,
 ) -> PreviousProfile:
-    """The profile at `spec`; with `expect_sha256`, refused unless it is exactly the file a plan saw."""
+    """The profile at `spec`; with `expect_sha256`, refused unless it is exactly the file a plan saw.
+    `secret_env`: the environment variable holding its credentials, read now and sent only (credentials.py)."""
     if not spec or not str(spec).strip():
         return _unprofiled(spec, "no previous profile given: every range runs on the no-profile tier")
     spec = str(spec).strip()
     shown = redact_url(spec)  # what a message or a log says: never a password the URL carries
+    access = profile_access(spec, secret_env)
     try:
-        data = read_bounded(spec, timeout)
+        data = read_bounded(spec, timeout, access)
     except FileNotFoundError as exc:
         # Over http(s), fsspec's answer to a 404: the file is not there, or the URL names the wrong place.
         where = "does not exist" if "://" not in spec or spec.startswith("file://") else "is missing or unreachable"

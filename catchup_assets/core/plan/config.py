@@ -69,6 +69,9 @@ class MissionConfig:
     previous_profile: str | None = None
     # Set when the mission was planned: the previous profile must still be exactly that file.
     previous_profile_sha256: str | None = None
+    # The environment variable holding the previous profile's credentials (store/credentials.py):
+    # a name, read as the profile is read; the credentials are never a field of anything kept.
+    previous_profile_secret_env: str | None = None
     retry: RetryPolicy = RetryPolicy()
     placement: Placement = Placement()
     deadline_seconds: int | None = bounded(None, ge=1)
