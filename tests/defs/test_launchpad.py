@@ -200,3 +200,11 @@ def test_issue45_a_profile_url_resolved_from_an_env_var_with_credentials_is_refu
     assert "previous_profile_secret_env" in said and "hunter2" not in said
     assert instance.get_dynamic_partitions(PARTITIONS) == []
     assert "hunter2" not in str(result.dagster_run.run_config)  # what Dagster keeps: the reference
+
+
+def test_issue45_the_profile_choice_line_names_a_storage_root_without_its_credentials():
+    """The choice's line is logged and kept as metadata (failure 4.2's event log): a root URL's password stays out."""
+    from catchup_assets.defs.assets.launchpad import choose_profile
+
+    choice = choose_profile("latest", "memory://ops:hunter2-pw@empty-root/missions")
+    assert choice.path is None and "memory://***@empty-root/missions" in choice.why and "hunter2" not in choice.why

@@ -94,9 +94,12 @@ def choose_profile(spec: str, root: str) -> ProfileChoice:
         return ProfileChoice(spec, f"previous_profile {redact_url(spec)}")  # the line is logged and kept
     newest = newest_profile(Store(root))
     if newest is None:
-        return ProfileChoice(None, f"previous_profile latest: no mission on {root} has a profile yet: unprofiled")
+        shown = redact_url(root)  # a root URL's own credentials stay out of the line too
+        return ProfileChoice(None, f"previous_profile latest: no mission on {shown} has a profile yet: unprofiled")
     mission, url = newest
-    return ProfileChoice(url, f"previous_profile latest: {url}, mission {mission}'s, the newest on this storage root")
+    return ProfileChoice(
+        url, f"previous_profile latest: {redact_url(url)}, mission {mission}'s, the newest on this storage root"
+    )
 
 
 def applied_order(order: str, profiled: bool) -> str:
