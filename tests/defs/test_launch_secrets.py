@@ -26,12 +26,13 @@ import dagster as dg
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+import yaml
 from dagster_graphql.client.query import LAUNCH_PIPELINE_EXECUTION_MUTATION
 from dagster_graphql.test.utils import define_out_of_process_context, execute_dagster_graphql, infer_job_selector
 
 from catchup_assets.cli.demo.settings import DemoSettings
 from catchup_assets.core.plan.ranges import plan_ranges
-from catchup_assets.defs.location import write_location
+from catchup_assets.defs.location import INSTANCE_YAML, write_location
 from catchup_assets.store.tables import PROFILE_SCHEMA
 
 PASSWORD = "hunter2-pw-7f3a9c"
@@ -43,8 +44,9 @@ SIGNED_QUERY = (
     f"&X-Amz-Signature={SIGNATURE}"
 )
 BASIC_ENV, SIGNED_ENV = "CATCHUP_TEST_PROFILE_BASIC", "CATCHUP_TEST_PROFILE_SIGNED"
-COORDINATOR = {"run_coordinator": {"module": "catchup_assets.defs.instance.run_coordinator",
-                                   "class": "MissionRunCoordinator"}}  # fmt: skip
+# The project's own instance config (dagster.yaml's): its run coordinator, and the catchup_assets loggers
+# captured into the event log at INFO, as every instance of ours has them.
+INSTANCE = yaml.safe_load(INSTANCE_YAML)
 SECRETS = (PASSWORD, SIGNATURE, SECURITY_TOKEN)
 
 
@@ -102,7 +104,7 @@ def deployment(tmp_path, monkeypatch):
     server = PrivateProfile(profile_bytes([r.key for r in plan_ranges(settings.span())]))
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
-        with dg.instance_for_test(temp_dir=str(tmp_path / "home"), overrides=COORDINATOR) as instance:
+        with dg.instance_for_test(temp_dir=str(tmp_path / "home"), overrides=INSTANCE) as instance:
             with define_out_of_process_context(str(tmp_path / "catchup_location.py"), None, instance) as context:
                 yield context, instance, server
     finally:
