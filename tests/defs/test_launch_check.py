@@ -104,3 +104,24 @@ def test_issue45_mission_plan_job_refuses_inline_credentials_before_a_run_exists
         )
         assert "hunter2" not in result["message"] and "=5ig" not in result["message"]
     assert len(instance.get_runs()) == runs
+
+
+@pytest.mark.parametrize(
+    ("config", "said"),
+    [
+        ({"previous_profile": "https://ops:hunter2@h/p"}, "carries credentials inline (userinfo)"),
+        ({"previous_profile": "https://h/p?sv=1&sig=hunter2"}, "carries credentials inline (sig)"),
+        ({"previous_profile": "s3://b/p?X-Amz-Security-Token=hunter2"}, "inline (X-Amz-Security-Token)"),
+        ({"previous_profile": "https://h/p", "previous_profile_secret_env": "ops:hunter2"}, "not an environment var"),
+        ({"previous_profile": "latest", "previous_profile_secret_env": "AUTH"}, "but previous_profile is latest"),
+        ({"previous_profile": "https://h/p", "previous_profile_secret_env": "AUTH"}, None),
+        ({"previous_profile": "https://h/p?page=2"}, None),
+        ({"previous_profile": "none"}, None),
+    ],
+)
+def test_issue45_the_launch_values_credentials_inline_are_named_never_quoted(config, said):
+    """Failure 4.1's check as every door runs it (mission_plan_job's mapping, the submit, the run's config)."""
+    from catchup_assets.defs.assets.launchpad import inline_credentials
+
+    why = inline_credentials(config)
+    assert (why is None) if said is None else (said in why and "hunter2" not in why)

@@ -69,6 +69,11 @@ def inline_credentials(config: Mapping[str, Any]) -> str | None:
             f"where every UI user reads it: {HOW_TO_PASS}"
         )
     name = config.get(SECRET_ENV_FIELD)
+    if isinstance(name, str) and name and isinstance(profile, str) and profile.strip() in ("", LATEST, NONE):
+        return (
+            f"{SECRET_ENV_FIELD} names credentials for a previous_profile URL, but previous_profile is "
+            f"{profile.strip() or 'empty'}, which reads none: leave {SECRET_ENV_FIELD} empty or give the URL"
+        )
     if isinstance(name, str) and name and not ENV_NAME.fullmatch(name):
         return (
             f"{SECRET_ENV_FIELD} is not an environment variable's name (letters, digits and _, not first a digit): "
