@@ -208,3 +208,19 @@ def test_issue45_the_profile_choice_line_names_a_storage_root_without_its_creden
 
     choice = choose_profile("latest", "memory://ops:hunter2-pw@empty-root/missions")
     assert choice.path is None and "memory://***@empty-root/missions" in choice.why and "hunter2" not in choice.why
+
+
+def test_issue45_a_secret_env_the_run_does_not_have_is_refused_naming_the_variable(demo, monkeypatch):
+    """The by-reference path's own failure: the variable is missing from the run's environment. The plan is
+    refused before anything is read or planned, naming the field and the variable and how to give it."""
+    _, defs, instance = demo
+    monkeypatch.delenv("CATCHUP_TEST_NO_SUCH_SECRET", raising=False)
+    result = launch(
+        defs,
+        instance,
+        {"previous_profile": "https://h.example/m1/range_profile.parquet",
+         "previous_profile_secret_env": "CATCHUP_TEST_NO_SUCH_SECRET"},
+    )  # fmt: skip
+    said = failure(result)
+    assert "previous_profile_secret_env: the environment variable CATCHUP_TEST_NO_SUCH_SECRET is not set" in said
+    assert "Kubernetes Secret" in said and instance.get_dynamic_partitions(PARTITIONS) == []
