@@ -130,21 +130,25 @@ def definitions_for(catchup: CatchupResource) -> dg.Definitions:
     """The project's definitions with `catchup` (a CatchupResource or a subclass) as the resource."""
     from catchup_assets.defs.assets.launchpad import mission_plan_config
     from catchup_assets.defs.assets.range_assets import PLAN_KEY, build_mission_plan
-    from catchup_assets.defs.definitions import defs as base
+    from catchup_assets.defs.definitions import unguarded_definitions
+    from catchup_assets.defs.mission.plan_job import with_plan_guard
 
+    base = unguarded_definitions()
     # The launchpad pre-fills mission_plan with this deployment's defaults, not production's.
     plan = build_mission_plan(mission_plan_config(catchup.mission_defaults))
     assets = [plan if isinstance(a, dg.AssetsDefinition) and a.key == PLAN_KEY else a for a in base.assets or []]
-    return dg.Definitions(
-        assets=assets,
-        asset_checks=base.asset_checks,
-        jobs=base.jobs,
-        sensors=base.sensors,
-        schedules=base.schedules,
-        loggers=base.loggers,
-        executor=base.executor,
-        metadata=base.metadata,
-        resources={**(base.resources or {}), "catchup": deployment_resource(catchup)},
+    return with_plan_guard(
+        dg.Definitions(
+            assets=assets,
+            asset_checks=base.asset_checks,
+            jobs=base.jobs,
+            sensors=base.sensors,
+            schedules=base.schedules,
+            loggers=base.loggers,
+            executor=base.executor,
+            metadata=base.metadata,
+            resources={**(base.resources or {}), "catchup": deployment_resource(catchup)},
+        )
     )
 
 

@@ -81,6 +81,7 @@ def prepare(
             config.previous_profile_sha256,
             config.profile_max_bytes,
             config.profile_max_rows,
+            secret_env=config.previous_profile_secret_env,
         )
     trusted = load_trusted_hashes(config.trusted_hashes, config.profile_timeout_seconds)
     if (gap := coverage_gap(previous, config.span)) is not None:

@@ -29,6 +29,7 @@ from catchup_assets.core.plan.config import PROFILE_MAX_BYTES, PROFILE_MAX_ROWS,
 from catchup_assets.core.redact import redact_url
 from catchup_assets.core.size.measures import ProfileIndex, measures_from_rows, vet_rows
 from catchup_assets.store import layout
+from catchup_assets.store.credentials import ProfileAccess, profile_access
 from catchup_assets.store.root import Store
 from catchup_assets.store.safe_read import UnreadableFile, read_fs, read_local
 from catchup_assets.store.tables import NotATable, parquet_rows, parse_table, wrong_kinds
@@ -67,22 +68,25 @@ def _local_path(spec: str) -> str | None:
     return spec.removeprefix("file://") if spec.startswith("file://") else None
 
 
-def _fetch(spec: str, timeout: float, cap: int, setting: str) -> bytes:
-    """The file's bytes, at most `cap`, streamed: past it UnreadableFile naming the cap and `setting`, read no
-    further. A local path must be a regular file (store/safe_read.py: a FIFO opens at once and is refused,
-    /dev/zero is never read). Over http(s) one streamed GET: `fsspec.open` probes the size first, and each
-    request had the whole timeout to itself (a silent server held `plan` 2.3x its timeout); a server that
-    streams forever is cut at the cap. Elsewhere (S3) the driver's `info`, then a ranged read of cap + 1."""
+def _fetch(access: ProfileAccess, timeout: float, cap: int, setting: str) -> bytes:
+    """The file's bytes, with the credentials `access` carries, at most `cap`, streamed: past it UnreadableFile
+    naming the cap and `setting`, read no further. A local path must be a regular file (store/safe_read.py: a
+    FIFO opens at once and is refused, /dev/zero is never read). Over http(s) one streamed GET: `fsspec.open`
+    probes the size first, and each request had the whole timeout to itself (a silent server held `plan` 2.3x
+    its timeout); a server that streams forever is cut at the cap. Elsewhere (S3) the driver's `info`, then a
+    ranged read of cap + 1."""
+    spec = access.url
     shown = redact_url(spec)
     if (path := _local_path(spec)) is not None:
         return read_local(path, cap, setting=setting)
+    options = dict(access.storage_options)
     if not spec.startswith(("http://", "https://")):
-        fs, path = fsspec.core.url_to_fs(spec)
+        fs, path = fsspec.core.url_to_fs(spec, **options)
         return read_fs(fs, path, cap, shown=shown, setting=setting)[0]
     import aiohttp
 
-    timeouts = aiohttp.ClientTimeout(total=timeout, connect=min(timeout, 10.0))
-    fs, path = fsspec.core.url_to_fs(spec, client_kwargs={"timeout": timeouts})
+    options["client_kwargs"] = {"timeout": aiohttp.ClientTimeout(total=timeout, connect=min(timeout, 10.0))}
+    fs, path = fsspec.core.url_to_fs(spec, **options)
     # block_size 0 is fsspec's streaming file; a size given spares the probe it would make first.
     parts, total = [], 0
     with fs.open(path, "rb", block_size=0, size=cap + 1) as f:
@@ -97,16 +101,18 @@ def _fetch(spec: str, timeout: float, cap: int, setting: str) -> bytes:
     return b"".join(parts)
 
 
-def read_bounded(spec: str, timeout: float, cap: int, setting: str) -> bytes:
-    """A file's bytes by path or URL (`_fetch`), at most `cap` (`setting` names where it is set), under one
-    deadline for the whole read, whatever the driver does inside it (probes, retries)."""
+def read_bounded(spec: str, timeout: float, cap: int, setting: str, access: ProfileAccess | None = None) -> bytes:
+    """A file's bytes by path or URL (`_fetch`, with the credentials `access` carries), at most `cap`
+    (`setting` names where it is set), under one deadline for the whole read, whatever the driver does inside
+    it (probes, retries)."""
+    access = access or ProfileAccess(spec)
     if _local_path(spec) is not None:
-        return _fetch(spec, timeout, cap, setting)  # a regular local file: nothing to wait for
+        return _fetch(access, timeout, cap, setting)  # a regular local file: nothing to wait for
     done: dict[str, Any] = {}
 
     def fetch() -> None:
         try:
-            done["data"] = _fetch(spec, timeout, cap, setting)
+            done["data"] = _fetch(access, timeout, cap, setting)
         except BaseException as exc:  # noqa: BLE001 - handed to the caller's thread as it was
             done["error"] = exc
 
@@ -127,16 +133,19 @@ def load_previous_profile(
     expect_sha256: str | None = None,
     max_bytes: int = PROFILE_MAX_BYTES,
     max_rows: int = PROFILE_MAX_ROWS,
+    secret_env: str | None = None,
 ) -> PreviousProfile:
     """The profile at `spec`; with `expect_sha256`, refused unless it is exactly the file a plan saw. Refused past
     `max_bytes` (read no further) or `max_rows` (counted from the Parquet footer, before any row is read): the
-    deployment's profile_max_bytes and profile_max_rows."""
+    deployment's profile_max_bytes and profile_max_rows. `secret_env`: the environment variable holding its
+    credentials, read now and sent only (credentials.py)."""
     if not spec or not str(spec).strip():
         return _unprofiled(spec, "no previous profile given: every range runs on the no-profile tier")
     spec = str(spec).strip()
     shown = redact_url(spec)  # what a message or a log says: never a password the URL carries
+    access = profile_access(spec, secret_env)
     try:
-        data = read_bounded(spec, timeout, max_bytes, "profile_max_bytes")
+        data = read_bounded(spec, timeout, max_bytes, "profile_max_bytes", access)
     except UnreadableFile as exc:  # a FIFO, a device, a directory, past the byte cap
         raise ProfileRefused(redact_url(f"previous profile {shown} refused: {exc}")) from None
     except FileNotFoundError as exc:

@@ -66,3 +66,62 @@ def test_issue36_a_launch_within_its_bounds_queues(launcher):
     """The deployment's cap (4) is the code location's: a value above it queues, and mission_plan refuses it."""
     run = launch(launcher, dict(mission="fine", parallelism=5))
     assert run.status == dg.DagsterRunStatus.QUEUED
+
+
+def test_issue45_inline_credentials_through_the_implicit_asset_job_fail_at_submit_saying_how(launcher):
+    """Failure 4.1 by the other door: mission_plan materialized through Dagster's implicit asset job (the asset's
+    own Materialize), which carries no config mapping of ours. The run coordinator fails it as it is submitted,
+    saying how to pass the credentials, the profile never read; but Dagster stored its run config before any code
+    of ours ran (pinned, as docs/how-to.md says: launch mission_plan_job, which refuses it before a run exists)."""
+    context, instance = launcher
+    url = "https://ops:hunter2-pw@profiles.example/m1/range_profile.parquet"
+    selector = infer_job_selector(context, "__ASSET_JOB", asset_selection=[{"path": ["mission_plan"]}])
+    params = {"selector": selector, "runConfigData": {"ops": {"mission_plan": {"config": {"previous_profile": url}}}}}
+    answer = execute_dagster_graphql(context, LAUNCH_PIPELINE_EXECUTION_MUTATION, {"executionParams": params})
+    result = answer.data["launchPipelineExecution"]
+    assert result["__typename"] == "LaunchRunSuccess", result
+    run = instance.get_run_by_id(result["run"]["runId"])
+    assert run.status == dg.DagsterRunStatus.FAILURE
+    [failure] = [e for e in instance.all_logs(run.run_id) if e.dagster_event_type == dg.DagsterEventType.RUN_FAILURE]
+    assert failure.message.startswith("mission_plan config refused: previous_profile carries credentials inline")
+    assert "previous_profile_secret_env" in failure.message and "hunter2" not in failure.message
+    assert run.run_config["ops"]["mission_plan"]["config"]["previous_profile"] == url  # Dagster's copy, as said
+
+
+def test_issue45_mission_plan_job_refuses_inline_credentials_before_a_run_exists(launcher):
+    """Failure 4.1: through mission_plan_job (the launchpad's job) the launch answers with the refusal and no run."""
+    context, instance = launcher
+    runs = len(instance.get_runs())
+    for url in ("https://ops:hunter2-pw@h/p.parquet", "https://h/p.parquet?X-Goog-Credential=sa&X-Goog-Signature=5ig"):
+        params = {
+            "selector": infer_job_selector(context, "mission_plan_job"),
+            "runConfigData": {"ops": {"mission_plan": {"config": {"previous_profile": url}}}},
+        }
+        answer = execute_dagster_graphql(context, LAUNCH_PIPELINE_EXECUTION_MUTATION, {"executionParams": params})
+        result = answer.data["launchPipelineExecution"]
+        assert (
+            result["__typename"] == "PythonError" and "previous_profile carries credentials inline" in result["message"]
+        )
+        assert "hunter2" not in result["message"] and "=5ig" not in result["message"]
+    assert len(instance.get_runs()) == runs
+
+
+@pytest.mark.parametrize(
+    ("config", "said"),
+    [
+        ({"previous_profile": "https://ops:hunter2@h/p"}, "carries credentials inline (userinfo)"),
+        ({"previous_profile": "https://h/p?sv=1&sig=hunter2"}, "carries credentials inline (sig)"),
+        ({"previous_profile": "s3://b/p?X-Amz-Security-Token=hunter2"}, "inline (X-Amz-Security-Token)"),
+        ({"previous_profile": "https://h/p", "previous_profile_secret_env": "ops:hunter2"}, "not an environment var"),
+        ({"previous_profile": "latest", "previous_profile_secret_env": "AUTH"}, "but previous_profile is latest"),
+        ({"previous_profile": "https://h/p", "previous_profile_secret_env": "AUTH"}, None),
+        ({"previous_profile": "https://h/p?page=2"}, None),
+        ({"previous_profile": "none"}, None),
+    ],
+)
+def test_issue45_the_launch_values_credentials_inline_are_named_never_quoted(config, said):
+    """Failure 4.1's check as every door runs it (mission_plan_job's mapping, the submit, the run's config)."""
+    from catchup_assets.defs.assets.launchpad import inline_credentials
+
+    why = inline_credentials(config)
+    assert (why is None) if said is None else (said in why and "hunter2" not in why)

@@ -182,3 +182,45 @@ def test_the_demo_location_file_is_the_same_text_for_every_demo(tmp_path):
     write_location(a, DemoSettings(a, ranges=8).catchup())
     write_location(b, DemoSettings(b, ranges=48).catchup())
     assert Path(a / "catchup_location.py").read_text() == Path(b / "catchup_location.py").read_text()
+
+
+def test_issue45_a_profile_url_resolved_from_an_env_var_with_credentials_is_refused_in_the_run(demo, monkeypatch):
+    """Failure 4.1, the run's own check: Dagster resolves `{env: NAME}` itself, so a URL with a password reaches
+    mission_plan only there (the run config holds the reference); it is refused before the profile is read, naming
+    what it carries and not its value, and nothing is planned."""
+    _, defs, instance = demo
+    monkeypatch.setenv("CATCHUP_TEST_PROFILE_URL", "https://ops:hunter2-pw@h.example/m1/range_profile.parquet")
+    result = defs.resolve_job_def("mission_plan_job").execute_in_process(
+        run_config={"ops": {"mission_plan": {"config": {"previous_profile": {"env": "CATCHUP_TEST_PROFILE_URL"}}}}},
+        instance=instance,
+        raise_on_error=False,
+    )
+    said = failure(result)
+    assert "mission_plan config refused: previous_profile carries credentials inline (userinfo)" in said
+    assert "previous_profile_secret_env" in said and "hunter2" not in said
+    assert instance.get_dynamic_partitions(PARTITIONS) == []
+    assert "hunter2" not in str(result.dagster_run.run_config)  # what Dagster keeps: the reference
+
+
+def test_issue45_the_profile_choice_line_names_a_storage_root_without_its_credentials():
+    """The choice's line is logged and kept as metadata (failure 4.2's event log): a root URL's password stays out."""
+    from catchup_assets.defs.assets.launchpad import choose_profile
+
+    choice = choose_profile("latest", "memory://ops:hunter2-pw@empty-root/missions")
+    assert choice.path is None and "memory://***@empty-root/missions" in choice.why and "hunter2" not in choice.why
+
+
+def test_issue45_a_secret_env_the_run_does_not_have_is_refused_naming_the_variable(demo, monkeypatch):
+    """The by-reference path's own failure: the variable is missing from the run's environment. The plan is
+    refused before anything is read or planned, naming the field and the variable and how to give it."""
+    _, defs, instance = demo
+    monkeypatch.delenv("CATCHUP_TEST_NO_SUCH_SECRET", raising=False)
+    result = launch(
+        defs,
+        instance,
+        {"previous_profile": "https://h.example/m1/range_profile.parquet",
+         "previous_profile_secret_env": "CATCHUP_TEST_NO_SUCH_SECRET"},
+    )  # fmt: skip
+    said = failure(result)
+    assert "previous_profile_secret_env: the environment variable CATCHUP_TEST_NO_SUCH_SECRET is not set" in said
+    assert "Kubernetes Secret" in said and instance.get_dynamic_partitions(PARTITIONS) == []

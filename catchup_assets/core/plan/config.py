@@ -78,6 +78,9 @@ class MissionConfig:
     previous_profile: str | None = None
     # Set when the mission was planned: the previous profile must still be exactly that file.
     previous_profile_sha256: str | None = None
+    # The environment variable holding the previous profile's credentials (store/credentials.py):
+    # a name, read as the profile is read; the credentials are never a field of anything kept.
+    previous_profile_secret_env: str | None = None
     retry: RetryPolicy = RetryPolicy()
     placement: Placement = Placement()
     # Upper bounds (issue 45 item 5), each a sanity line past which a value is a typo: a week for

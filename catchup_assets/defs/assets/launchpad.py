@@ -17,8 +17,9 @@ the code location loads: the newest profile on the storage root at that moment.
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 import dagster as dg
 import pydantic
@@ -28,10 +29,11 @@ from pydantic.fields import FieldInfo
 from catchup_assets.core.errors import ConfigError
 from catchup_assets.core.plan.config import DEFAULT_PARALLELISM, MISSION_PATTERN, MISSION_RULE, MissionConfig
 from catchup_assets.core.plan.ranges import DEFAULT_LEDGERS_PER_RANGE, DEFAULT_OVERLAP, MissionSpan
-from catchup_assets.core.redact import redact_url
+from catchup_assets.core.redact import redact_url, url_credentials
 from catchup_assets.core.values.ledger_range import parse_key
 from catchup_assets.defs.mission.run_context import refused
 from catchup_assets.defs.resources import CatchupResource, MissionDefaultsConfig
+from catchup_assets.store.credentials import ENV_NAME, SECRET_ENV_FIELD
 from catchup_assets.store.profiles import newest_profile
 from catchup_assets.store.root import Store
 
@@ -45,6 +47,39 @@ LENGTHS_HELP = (
     "and why); uniform: the fixed grid of ledgers_per_range; profile: that grid cut where the previous profile's "
     "ranges are slow and merged where they are fast, for `parallelism` slots (unprofiled: uniform)"
 )
+
+
+HOW_TO_PASS = (
+    f"give the URL without them and name, in {SECRET_ENV_FIELD}, an environment variable the run pod has "
+    "(from a Kubernetes Secret) that holds them: `user:password`, `Bearer <token>` or a presigned URL's query "
+    "from its `?` on (docs/how-to.md, a private previous profile)"
+)
+
+
+def inline_credentials(config: Mapping[str, Any]) -> str | None:
+    """Why a mission_plan config (as launched, before Dagster resolves it) carries credentials inline; None if not.
+
+    The run config is kept in Dagster's run storage and shown to every UI user; credentials come by reference.
+    Never quotes a value: only the names of what it found.
+    """
+    profile = config.get("previous_profile")
+    if isinstance(profile, str) and (found := url_credentials(profile)):
+        return (
+            f"previous_profile carries credentials inline ({', '.join(found)}), which the run's config would keep "
+            f"where every UI user reads it: {HOW_TO_PASS}"
+        )
+    name = config.get(SECRET_ENV_FIELD)
+    if isinstance(name, str) and name and isinstance(profile, str) and profile.strip() in ("", LATEST, NONE):
+        return (
+            f"{SECRET_ENV_FIELD} names credentials for a previous_profile URL, but previous_profile is "
+            f"{profile.strip() or 'empty'}, which reads none: leave {SECRET_ENV_FIELD} empty or give the URL"
+        )
+    if isinstance(name, str) and name and not ENV_NAME.fullmatch(name):
+        return (
+            f"{SECRET_ENV_FIELD} is not an environment variable's name (letters, digits and _, not first a digit): "
+            "it names the variable that holds the credentials, never the credentials themselves"
+        )
+    return None
 
 
 @dataclass(frozen=True)
@@ -64,9 +99,12 @@ def choose_profile(spec: str, root: str) -> ProfileChoice:
         return ProfileChoice(spec, f"previous_profile {redact_url(spec)}")  # the line is logged and kept
     newest = newest_profile(Store(root))
     if newest is None:
-        return ProfileChoice(None, f"previous_profile latest: no mission on {root} has a profile yet: unprofiled")
+        shown = redact_url(root)  # a root URL's own credentials stay out of the line too
+        return ProfileChoice(None, f"previous_profile latest: no mission on {shown} has a profile yet: unprofiled")
     mission, url = newest
-    return ProfileChoice(url, f"previous_profile latest: {url}, mission {mission}'s, the newest on this storage root")
+    return ProfileChoice(
+        url, f"previous_profile latest: {redact_url(url)}, mission {mission}'s, the newest on this storage root"
+    )
 
 
 def applied_order(order: str, profiled: bool) -> str:
@@ -90,8 +128,8 @@ def field_errors(exc: pydantic.ValidationError) -> str:
             )
         elif field == "mission":
             out.append(f"mission: {e['input']!r} is invalid: use {MISSION_RULE}, or leave it empty")
-        else:
-            out.append(f"{field}: {e['msg'].lower()}, got {e['input']!r}")
+        else:  # the value quoted back redacted: a refusal is kept in the run's log
+            out.append(f"{field}: {e['msg'].lower()}, got {redact_url(repr(e['input']))}")
     return "; ".join(out)
 
 
@@ -116,7 +154,14 @@ class MissionPlanConfig(dg.Config):
     previous_profile: str = Field(
         default=LATEST,
         description="latest: the newest range_profile.parquet on this storage root; none: unprofiled; "
-        "else an earlier mission's range_profile.parquet (path or URL)",
+        "else an earlier mission's range_profile.parquet (path or URL, without credentials: "
+        f"{SECRET_ENV_FIELD} names where they are)",
+    )
+    previous_profile_secret_env: str = Field(
+        default="",
+        description="a private previous_profile's credentials: the name of an environment variable the run pod "
+        "has (from a Kubernetes Secret) holding `user:password`, `Bearer <token>` or a presigned query from its "
+        "`?` on (http), or a JSON object of storage options (s3://, gs://...); empty: none",
     )
     deadline_seconds: int | None = Field(
         default=None,
@@ -132,6 +177,10 @@ class MissionPlanConfig(dg.Config):
     def __init__(self, **values):
         # Dagster's config check carries types, fields and enums but no bounds or patterns:
         # those are pydantic's, when the run builds this, and refused here naming the field.
+        # Credentials are refused before Dagster stores a run (defs/mission/plan_job.py); here
+        # too, whatever the value came from (an env var Dagster resolved), before any is read.
+        if why := inline_credentials(values):
+            raise refused("mission_plan config refused", ConfigError(why)) from None
         try:
             super().__init__(**values)
         except pydantic.ValidationError as exc:
@@ -140,6 +189,8 @@ class MissionPlanConfig(dg.Config):
     def to_mission(self, catchup: CatchupResource, previous: ProfileChoice | None = None) -> MissionConfig:
         root = catchup.root()
         previous = previous or choose_profile(self.previous_profile, root)
+        # The credentials are for the URL given: `latest` is the storage root's own profile.
+        secret_env = self.previous_profile_secret_env if previous.path == self.previous_profile.strip() else ""
         return MissionConfig(
             mission=self.mission or time.strftime("m-%Y%m%d-%H%M%S", time.gmtime()),
             span=MissionSpan(self.first_ledger, self.last_ledger, self.ledgers_per_range, self.overlap),
@@ -149,6 +200,7 @@ class MissionPlanConfig(dg.Config):
             lengths=self.lengths,
             cut_node_hours_cap=catchup.mission_defaults.cut_node_hours_cap,  # the deployment's, for auto
             previous_profile=previous.path,
+            previous_profile_secret_env=secret_env or None,
             deadline_seconds=self.deadline_seconds,
             trusted_hashes=self.trusted_hashes or None,
             **policies(catchup),

@@ -7,7 +7,9 @@ a negative first ledger or a capitalised mission read "No errors" in the launchp
 refused only when the run's process started, ~17 s after Launch. The run coordinator sees every
 run before it queues (the UI's launches, the sensors', the backfills'): here each field a launch
 gives is checked against the bounds MissionPlanConfig declares, and a run that breaks one fails at
-once, naming the field. What depends on the deployment (its parallelism cap, its grid, the
+once, naming the field. Credentials inline in the profile's URL are refused here too, for a launch of
+mission_plan through another job (the asset's own Materialize); mission_plan_job refuses them before
+Dagster stores the run (defs/mission/plan_job.py). What depends on the deployment (its parallelism cap, its grid, the
 profile) is the code location's to know, and is still refused as mission_plan starts.
 """
 
@@ -18,7 +20,7 @@ from typing import Annotated, Any
 
 import pydantic
 
-from catchup_assets.defs.assets.launchpad import MissionPlanConfig, field_errors
+from catchup_assets.defs.assets.launchpad import MissionPlanConfig, field_errors, inline_credentials
 
 PLAN_OP = "mission_plan"
 
@@ -36,6 +38,8 @@ def launch_refusal(run_config: Mapping[str, Any] | None) -> str | None:
     config = plan_config_of(run_config)
     if not config:
         return None
+    if why := inline_credentials(config):  # mission_plan_job refused it before it was stored; another job did not
+        return f"mission_plan config refused: {why}"
     fields = MissionPlanConfig.model_fields
     given = {k: v for k, v in config.items() if k in fields}  # the schema check refused any other
     # Each field alone, with its declared bounds and pattern (not the deployment's defaults or cap).

@@ -8,7 +8,9 @@ from catchup_assets.defs.assets.range_profile import range_profile, tier_map
 from catchup_assets.defs.assets.tier_ladder import tier_ladder
 from catchup_assets.defs.mission.live_runs import RANGE_CATCHUP_JOB
 
-mission_plan_job = dg.define_asset_job("mission_plan_job", selection=[mission_plan], description="plan a mission")
+MISSION_PLAN_JOB = "mission_plan_job"
+# As the code location serves it, it refuses inline credentials before a run exists (plan_job.py).
+mission_plan_job = dg.define_asset_job(MISSION_PLAN_JOB, selection=[mission_plan], description="plan a mission")
 range_catchup_job = dg.define_asset_job(
     RANGE_CATCHUP_JOB,
     selection=[range_catchup],

@@ -54,7 +54,7 @@ def next_mission_config(previous: MissionConfig, profile_path: str, name: str, s
 
 
 @dg.sensor(
-    job=mission_plan_job,
+    job_name=mission_plan_job.name,  # by name: the code location serves the job with its guard (plan_job.py)
     default_status=dg.DefaultSensorStatus.STOPPED,
     description=(
         "Plan the next mission from the newest range_profile, longest ranges first, unless its mission was "
