@@ -489,9 +489,9 @@ class CountingStore(Store):
         super().__init__(root)
         self.reads: list[str] = []
 
-    def read_bytes(self, rel: str) -> bytes:
+    def read_bytes(self, rel: str, *args, **kwargs) -> bytes:
         self.reads.append(rel)
-        return super().read_bytes(rel)
+        return super().read_bytes(rel, *args, **kwargs)
 
 
 @pytest.mark.parametrize(("holder", "rereads"), [("run-a", False), ("run-b", True)])
