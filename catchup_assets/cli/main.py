@@ -9,7 +9,7 @@ import os
 import sys
 from importlib.metadata import version
 
-from catchup_assets.cli import cleanup, control, diff, fit_tiers, logs, plan, profile, status, verify, workload
+from catchup_assets.cli import cleanup, console, control, diff, fit_tiers, logs, plan, profile, status, verify, workload
 from catchup_assets.cli.demo import command as demo
 from catchup_assets.core.aggregate.band_diff import DEFAULT_BAND_LEDGERS, DEFAULT_THRESHOLD
 from catchup_assets.core.forecast.fit import NAMES as TIER_NAMES
@@ -259,6 +259,7 @@ def build_parser() -> argparse.ArgumentParser:
     status.add_parser(sub, number)
     logs.add_parser(sub, number)
     verify.add_parser(sub, number)
+    console.add_parser(sub, number)
     return p
 
 
