@@ -95,6 +95,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="serve each mission's Prometheus /metrics on this port of 127.0.0.1 while it runs (default 0: off)",
     )
     d.add_argument(
+        "--console-port",
+        type=number(int, at_least=0, at_most=65535),
+        default=0,
+        metavar="PORT",
+        help="serve the mission console on this port of 127.0.0.1 while the demo runs (default 0: a free one)",
+    )
+    d.add_argument(
         "--repair",
         action="store_true",
         help="repair the archive of the demo in --dir (undo --fail-ranges) and exit; then backfill from the UI",
