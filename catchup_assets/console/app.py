@@ -48,6 +48,24 @@ SECURITY_HEADERS = {
 }
 
 
+class FiniteJSON(JSONResponse):
+    """JSON whose non-finite numbers (a hand-edited record's NaN) are null: Starlette's encoder refuses
+    them (allow_nan=False), which would turn one bad figure into a 500 for the whole page."""
+
+    def render(self, content) -> bytes:
+        return super().render(_finite(content))
+
+
+def _finite(value):
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite(v) for v in value]
+    return value
+
+
 class Refused(Exception):
     def __init__(self, status: int, error: str, **extra) -> None:
         super().__init__(error)
@@ -97,10 +115,10 @@ def console_app(root: str, token: str | None = None, clock: Callable[[], float] 
                 body = {"error": exc.error, **exc.extra}
                 if render is not None:
                     return HTMLResponse(pages.error(exc.status, exc.error), exc.status, SECURITY_HEADERS)
-                return JSONResponse(body, exc.status, SECURITY_HEADERS)
+                return FiniteJSON(body, exc.status, SECURITY_HEADERS)
             if render is not None:
                 return HTMLResponse(render(data), 200, SECURITY_HEADERS)
-            return JSONResponse(data, 200, SECURITY_HEADERS)
+            return FiniteJSON(data, 200, SECURITY_HEADERS)
 
         return endpoint
 
@@ -138,11 +156,14 @@ def console_app(root: str, token: str | None = None, clock: Callable[[], float] 
                 raise Refused(409, f"not changed, try again: {exc}") from None
             figs = await read(figures.mission_figures, root, name, clock())
         except Refused as exc:
-            return JSONResponse({"error": exc.error, **exc.extra}, exc.status, SECURITY_HEADERS)
-        return JSONResponse({"read_only": False, **figs}, 200, SECURITY_HEADERS)
+            return FiniteJSON({"error": exc.error, **exc.extra}, exc.status, SECURITY_HEADERS)
+        return FiniteJSON({"read_only": False, **figs}, 200, SECURITY_HEADERS)
 
     async def script(request: Request) -> Response:
         return Response(SCRIPT, 200, SECURITY_HEADERS, media_type="text/javascript")
+
+    async def no_icon(request: Request) -> Response:
+        return Response(status_code=204, headers=SECURITY_HEADERS)  # a browser asks; not a 404 in its console
 
     routes = [
         Route("/", answer(missions, pages.missions)),
@@ -153,6 +174,7 @@ def console_app(root: str, token: str | None = None, clock: Callable[[], float] 
         Route("/api/missions/{mission}/ranges/{key}", answer(range_)),
         Route("/api/missions/{mission}/control", control, methods=["POST"]),
         Route("/console.js", script),
+        Route("/favicon.ico", no_icon),
     ]
     return Starlette(routes=routes)
 

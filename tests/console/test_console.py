@@ -403,3 +403,33 @@ def test_issue46_a_bad_token_file_is_refused_naming_it(root, tmp_path, capsys, c
     assert run(["console", "--root", str(root), "--port", "0", "--token-file", str(path)]) == 2
     err = capsys.readouterr().err
     assert "--token-file:" in err and said in err and "Traceback" not in err
+
+
+@pytest.mark.timeout(120)
+def test_issue46_a_hand_edited_record_holding_nan_is_served_as_null_not_a_500(tmp_path):
+    """A record file edited to hold NaN seconds (its reader takes it) is a null in the JSON and a page
+    that still renders: one bad figure must not take the mission's page away."""
+    import pyarrow.parquet as pq
+
+    store = Store(tmp_path)
+    cfg = _config(tmp_path, "nan1")
+    save_mission(store, cfg, max_parallelism=CAP)
+    prepared = prepare(cfg)
+    write_table(store, layout.plan("nan1"), prepared.plan)
+    key = prepared.ordered[0].key
+    records = RecordStore(store, "nan1")
+    records.write(AttemptRecord("nan1", key, 1, outcome="ok", seconds=5.0, started_at=1.0))
+    records.mark_done(key, 1)
+    (path,) = (tmp_path / "nan1" / "attempts" / key).glob("a001.parquet")
+    table = pq.read_table(path)
+    pq.write_table(table.set_column(table.column_names.index("seconds"), "seconds", pa.array([float("nan")])), path)
+    server = ConsoleServer(console_app(str(tmp_path), None, clock=lambda: NOW))
+    try:
+        status, data = get_json(f"{server.url}/api/missions/nan1/ranges/{key}")
+        assert status == 200 and data["attempts"][0]["seconds"] is None
+        status, data = get_json(f"{server.url}/api/missions/nan1")
+        assert status == 200 and data["counts"]["done"] == 1
+        assert get(f"{server.url}/missions/nan1/ranges/{key}")[0] == 200
+        assert get(f"{server.url}/missions/nan1")[0] == 200
+    finally:
+        server.close()
