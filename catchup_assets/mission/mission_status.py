@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from catchup_assets.core.classify.outcomes import Action, Outcome
 from catchup_assets.core.forecast.time_to_go import Done, InFlight, TimeToGo, time_to_go
 from catchup_assets.mission.control import MissionState, mission_state, range_verdicts
+from catchup_assets.mission.plan import require_plan
 from catchup_assets.store import layout
 from catchup_assets.store.root import Store
 from catchup_assets.store.tables import read_table
@@ -60,12 +61,13 @@ class MissionStatus:
 def mission_status(root: str, mission: str, now: float | None = None) -> MissionStatus:
     """The mission's status now (`now`: epoch seconds, the records' clock)."""
     store = Store(root)
-    state = mission_state(store, mission)  # refuses an unknown mission, naming where its plan should be
+    require_plan(store, mission)  # an unknown mission is refused, naming where its plan should be
+    v = range_verdicts(store, mission)  # the records read once, for the state and the counts both
+    state = mission_state(store, mission, verdicts=v)
     now = time.time() if now is None else now
     plan = read_table(store, layout.plan(mission))
     keys, seconds = plan.column("range_key").to_pylist(), plan.column("predicted_seconds").to_pylist()
     predicted = dict(zip(keys, seconds, strict=True))
-    v = range_verdicts(store, mission)
     flight, waiting, done = [], [], []
     states: dict[str, str] = {}
     for key in v.keys:
