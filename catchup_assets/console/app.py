@@ -2,8 +2,9 @@
 
 Every mission name and range key is checked where it enters, before any path is made of it
 (validate_mission, parse_key): a bad one is a 400 naming it, an unknown one a 404. Each read of
-the storage root runs on a worker thread, bounded in number (`READERS`) and time
-(`READ_SECONDS`): a slow or hung root answers 503, never holding the server's loop. A control
+the storage root runs on a worker thread, bounded in number (`READERS`) and shared by the requests
+that ask for the same figures meanwhile (console/shared_reads.py); a request waits `READ_SECONDS`
+for it, then a slow or hung root answers 503, never holding the server's loop. A control
 change is the CLI's (mission/control.py set_control): the same checks, the same compare-and-swap,
 the cap named in any refusal; only who made it differs (`console:...`).
 """
@@ -17,7 +18,6 @@ from collections.abc import Callable
 from functools import partial
 from importlib.resources import files
 
-import anyio
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
@@ -26,6 +26,7 @@ from starlette.routing import Route
 from catchup_assets.console import figures
 from catchup_assets.console.auth import refuse_write
 from catchup_assets.console.pages import Pages
+from catchup_assets.console.shared_reads import SharedReads
 from catchup_assets.core.dispatch.mission_control import ACTIONS, check_who
 from catchup_assets.core.errors import ConfigError, StateError
 from catchup_assets.core.plan.config import validate_mission
@@ -35,7 +36,8 @@ from catchup_assets.mission.saved import mission_cap
 from catchup_assets.store.root import Store
 
 READERS = 8  # storage reads at once; more wait their turn
-READ_SECONDS = 20.0  # one page's reads; past it 503 (the thread is left to finish, its answer dropped)
+READ_SECONDS = 30.0  # a request waits this long for its figures, then 503 (the read runs on for the next poll)
+FRESH_SECONDS = 1.0  # figures read this recently are served as they are: the pages poll every 1.5 s
 MAX_BODY_BYTES = 4096  # a control change is a few dozen bytes
 SCRIPT = files("catchup_assets.console").joinpath("console.js").read_bytes()
 SECURITY_HEADERS = {
@@ -89,13 +91,14 @@ def _range(request: Request) -> str:
 
 def console_app(root: str, token: str | None = None, clock: Callable[[], float] = time.time) -> Starlette:
     """The console over storage root `root`; writes allowed only with `token` (None: read-only)."""
-    limiter = anyio.CapacityLimiter(READERS)
+    reads = SharedReads(READERS, FRESH_SECONDS, READ_SECONDS)
     pages = Pages(read_only=token is None)
 
-    async def read(fn, *args):
+    async def read(key: tuple, fn, *args, now: bool = False):
+        """`fn(*args)` (with the clock's time last, if `now`), shared by every request for `key` meanwhile."""
+        call = (lambda: fn(*args, clock())) if now else partial(fn, *args)
         try:
-            with anyio.fail_after(READ_SECONDS):
-                return await anyio.to_thread.run_sync(partial(fn, *args), abandon_on_cancel=True, limiter=limiter)
+            return await reads.get(key, call)
         except TimeoutError:
             raise Refused(503, f"the storage root did not answer within {READ_SECONDS:g} s") from None
         except figures.NotFound as exc:
@@ -123,15 +126,19 @@ def console_app(root: str, token: str | None = None, clock: Callable[[], float] 
         return endpoint
 
     async def missions(request: Request) -> dict:
-        return {"root": root, "read_only": token is None, "missions": await read(figures.missions, root, clock())}
+        listed = await read(("missions",), figures.missions, root, now=True)
+        return {"root": root, "read_only": token is None, "missions": listed}
 
     async def mission(request: Request) -> dict:
         name = _mission(request)
-        return {"read_only": token is None, **await read(figures.mission_figures, root, name, clock())}
+        return {
+            "read_only": token is None,
+            **await read(("mission", name), figures.mission_figures, root, name, now=True),
+        }
 
     async def range_(request: Request) -> dict:
         name, key = _mission(request), _range(request)
-        return {"read_only": token is None, **await read(figures.range_figures, root, name, key)}
+        return {"read_only": token is None, **await read(("range", name, key), figures.range_figures, root, name, key)}
 
     async def control(request: Request) -> Response:
         try:
@@ -140,21 +147,19 @@ def console_app(root: str, token: str | None = None, clock: Callable[[], float] 
             if refusal is not None:
                 raise Refused(refusal.status, refusal.error)
             action, value, who = _control_body(await _body(request))
-            cap = await read(_cap, root, name)
+            cap = await read(("cap", name), _cap, root, name)
+            change = partial(set_control, root, name, action, value, who=f"console:{who}", now=clock())
             try:
-                with anyio.fail_after(READ_SECONDS):
-                    await anyio.to_thread.run_sync(
-                        partial(set_control, root, name, action, value, who=f"console:{who}", now=clock()),
-                        abandon_on_cancel=True,
-                        limiter=limiter,
-                    )
+                await reads.run(change)
             except TimeoutError:
                 raise Refused(503, f"the storage root did not answer within {READ_SECONDS:g} s") from None
             except (ConfigError, StateError) as exc:  # refused with nothing written: named, with the cap
                 raise Refused(422, str(exc), cap=cap) from None
             except OSError as exc:  # ControlConflict among them: others changed it under every try
                 raise Refused(409, f"not changed, try again: {exc}") from None
-            figs = await read(figures.mission_figures, root, name, clock())
+            finally:  # whatever came of it, the next poll reads the record afresh
+                reads.forget(lambda key: key == ("missions",) or (len(key) > 1 and key[1] == name))
+            figs = await read(("mission", name), figures.mission_figures, root, name, now=True)
         except Refused as exc:
             return FiniteJSON({"error": exc.error, **exc.extra}, exc.status, SECURITY_HEADERS)
         return FiniteJSON({"read_only": False, **figs}, 200, SECURITY_HEADERS)
