@@ -24,18 +24,28 @@ def add_parser(sub, number) -> None:
         "--port", type=number(int, at_least=0, at_most=65535), default=8787, help="port (default 8787; 0: any free)"
     )
     c.add_argument("--token-file", help="a file holding the token writes must carry (at least 16 characters)")
+    c.add_argument(
+        "--settings",
+        help="the deployment's catchup.json (backend, kubernetes, work_dir), to show a running attempt's log "
+        "from its backend, as `logs` does; default: local",
+    )
+    c.add_argument("--work-dir", help="local backend: its work directory (default: beside the storage root)")
     c.set_defaults(func=command)
 
 
 def command(args: argparse.Namespace) -> int:
+    from catchup_assets.cli.cleanup import resource_of
     from catchup_assets.console.app import console_app
     from catchup_assets.console.auth import load_token
     from catchup_assets.console.serve import ConsoleServer
+    from catchup_assets.defs.resources.backend import backend_for
 
     if "://" not in args.root and not os.path.isdir(args.root):  # opening a local root would create it
         raise ConfigError(f"--root: {args.root!r} is not a directory: no mission is stored there")
     token = load_token(args.token_file) if args.token_file else None
-    server = ConsoleServer(console_app(args.root, token), args.host, args.port)
+    resource = resource_of(args)  # checked here, at start: a bad --settings is refused before serving
+    app = console_app(resource.root(), token, live_logs=lambda mission: backend_for(resource, mission))
+    server = ConsoleServer(app, args.host, args.port)
     mode = "read-only (no --token-file)" if token is None else "writes need the token in --token-file"
     print(f"console: {server.url}/  ({mode}); Ctrl-C stops it", flush=True)
     try:

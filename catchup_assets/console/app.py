@@ -28,6 +28,7 @@ from catchup_assets.console.auth import refuse_write
 from catchup_assets.console.pages import Pages
 from catchup_assets.console.shared_reads import SharedReads
 from catchup_assets.core.dispatch.mission_control import ACTIONS, check_who
+from catchup_assets.core.dispatch.ports import LiveLogs, LogUnavailable
 from catchup_assets.core.errors import ConfigError, StateError
 from catchup_assets.core.plan.config import validate_mission
 from catchup_assets.core.values.ledger_range import parse_key
@@ -89,9 +90,24 @@ def _range(request: Request) -> str:
         raise Refused(400, f"range: {exc}") from None
 
 
-def console_app(root: str, token: str | None = None, clock: Callable[[], float] = time.time) -> Starlette:
-    """The console over storage root `root`; writes allowed only with `token` (None: read-only)."""
+def console_app(
+    root: str,
+    token: str | None = None,
+    clock: Callable[[], float] = time.time,
+    live_logs: Callable[[str], LiveLogs] | None = None,
+) -> Starlette:
+    """The console over storage root `root`; writes allowed only with `token` (None: read-only).
+    `live_logs`: a mission's backend, for a running attempt's log (None: archived logs only); made
+    once per mission, on the first range page that asks."""
     reads = SharedReads(READERS, FRESH_SECONDS, READ_SECONDS)
+    backends: dict[str, LiveLogs] = {}
+
+    def range_figures(name: str, key: str) -> dict:
+        live = None
+        if live_logs is not None:
+            live = backends.get(name) or backends.setdefault(name, live_logs(name))
+        return figures.range_figures(root, name, key, live)
+
     pages = Pages(read_only=token is None)
 
     async def read(key: tuple, fn, *args, now: bool = False):
@@ -103,6 +119,8 @@ def console_app(root: str, token: str | None = None, clock: Callable[[], float] 
             raise Refused(503, f"the storage root did not answer within {READ_SECONDS:g} s") from None
         except figures.NotFound as exc:
             raise Refused(404, str(exc)) from None
+        except LogUnavailable as exc:  # the backend could not be asked (its API refused): said, not a 500
+            raise Refused(503, str(exc)) from None
         except (ConfigError, StateError) as exc:
             raise Refused(422, str(exc)) from None
         except OSError as exc:
@@ -138,7 +156,7 @@ def console_app(root: str, token: str | None = None, clock: Callable[[], float] 
 
     async def range_(request: Request) -> dict:
         name, key = _mission(request), _range(request)
-        return {"read_only": token is None, **await read(("range", name, key), figures.range_figures, root, name, key)}
+        return {"read_only": token is None, **await read(("range", name, key), range_figures, name, key)}
 
     async def control(request: Request) -> Response:
         try:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import asdict
 
-from catchup_assets.core.dispatch.ports import LogUnavailable
+from catchup_assets.core.dispatch.ports import LiveLogs, LogUnavailable
 from catchup_assets.core.errors import ConfigError
 from catchup_assets.mission.logs import attempt_log
 from catchup_assets.mission.mission_status import RANGE_STATES, MissionStatus, mission_status
@@ -44,8 +44,8 @@ def require_range(store: Store, mission: str, range_key: str) -> None:
 
 
 class NoLiveLogs:
-    """The LiveLogs port for a console that reads no backend (this version): every attempt's log is its
-    archive, and a running attempt's says it is not archived yet."""
+    """The LiveLogs port for a console given no backend: every attempt's log is its archive, and a
+    running attempt's says it is not archived yet."""
 
     def read_log(self, range_key, attempt, follow=False, tail_lines=None, limit_bytes=None) -> Iterator[str] | None:
         return None
@@ -123,8 +123,9 @@ def mission_figures(root: str, mission: str, now: float) -> dict:
     }
 
 
-def range_figures(root: str, mission: str, range_key: str) -> dict:
-    """One range's attempt chain, oldest first, and its newest attempt's archived log (its tail)."""
+def range_figures(root: str, mission: str, range_key: str, live: LiveLogs | None = None) -> dict:
+    """One range's attempt chain, oldest first, and its newest attempt's log (its tail): from `live`, its
+    backend, while the attempt runs there (`source` "live"); else its archive."""
     store = Store(root)
     require_range(store, mission, range_key)
     records, done, _ = RecordStore(store, mission).load_range(range_key)
@@ -136,7 +137,7 @@ def range_figures(root: str, mission: str, range_key: str) -> dict:
                 root,
                 mission,
                 range_key,
-                NoLiveLogs(),
+                live or NoLiveLogs(),
                 tail_lines=LOG_TAIL_LINES,
                 limit_bytes=LOG_LIMIT_BYTES,
             )

@@ -53,7 +53,7 @@ def diff_command(storage_root: str, a: str, b: str, memory_scale: float) -> str:
 
 def run_demo(settings: DemoSettings, out: TextIO = sys.stdout, log_level: str = "CRITICAL") -> int:
     settings.directory.mkdir(parents=True, exist_ok=True)
-    console = start_console(settings.directory, settings.storage_root, settings.console_port, out)
+    console = start_console(settings, out)
     try:
         return _run_demo(settings, out, log_level)
     finally:

@@ -14,10 +14,13 @@ from pathlib import Path
 from shlex import quote as q
 from typing import TextIO
 
+from catchup_assets.cli.demo.settings import DemoSettings
 from catchup_assets.console.app import console_app
 from catchup_assets.console.auth import load_token
 from catchup_assets.console.serve import ConsoleServer
 from catchup_assets.defs.location import project_root
+from catchup_assets.defs.resources import CatchupResource
+from catchup_assets.defs.resources.backend import backend_for
 
 TOKEN_FILE = "console_token"
 
@@ -41,12 +44,17 @@ def console_command(storage_root: str, token_file: Path) -> str:
     return cmd if root is None else f"cd {q(str(root))} && uv run {cmd}"
 
 
-def start_console(directory: Path, storage_root: str, port: int, out: TextIO) -> ConsoleServer | None:
-    """The console on 127.0.0.1:`port` (0: a free one), its URL printed; None (said) if it cannot start."""
-    Path(storage_root).mkdir(parents=True, exist_ok=True)
-    token_file = demo_token(directory)
+def start_console(settings: DemoSettings, out: TextIO) -> ConsoleServer | None:
+    """The console on 127.0.0.1:`settings.console_port` (0: a free one), showing a running attempt's log
+    from the demo's local backend; its URL printed; None (said) if it cannot start."""
+    Path(settings.storage_root).mkdir(parents=True, exist_ok=True)
+    token_file = demo_token(settings.directory)
+    resource = CatchupResource(**settings.catchup())
+    app = console_app(
+        settings.storage_root, load_token(str(token_file)), live_logs=lambda mission: backend_for(resource, mission)
+    )
     try:
-        server = ConsoleServer(console_app(storage_root, load_token(str(token_file))), "127.0.0.1", port)
+        server = ConsoleServer(app, "127.0.0.1", settings.console_port)
     except OSError as exc:
         print(f"console: not started ({exc}); the demo runs on without it", file=out)
         return None
