@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import math
+import threading
 import time
 from collections.abc import Callable
 from functools import partial
@@ -101,11 +102,13 @@ def console_app(
     once per mission, on the first range page that asks."""
     reads = SharedReads(READERS, FRESH_SECONDS, READ_SECONDS)
     backends: dict[str, LiveLogs] = {}
+    backends_lock = threading.Lock()  # range reads run on worker threads: one backend per mission
 
     def range_figures(name: str, key: str) -> dict:
         live = None
         if live_logs is not None:
-            live = backends.get(name) or backends.setdefault(name, live_logs(name))
+            with backends_lock:
+                live = backends.get(name) or backends.setdefault(name, live_logs(name))
         return figures.range_figures(root, name, key, live)
 
     pages = Pages(read_only=token is None)

@@ -65,6 +65,13 @@ const render = {
       const row = document.createElement("tr");
       cell(row, "").appendChild(link("/missions/" + encodeURIComponent(m.mission), m.mission));
       cell(row, m.phase);
+      if (m.phase === "unreadable") {
+        const why = cell(row, m.error);
+        why.colSpan = 5;
+        why.className = "error";
+        body.appendChild(row);
+        continue;
+      }
       cell(row, m.done + " / " + m.total);
       cell(row, m.condemned);
       cell(row, m.to_go.line);

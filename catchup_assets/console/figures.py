@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from dataclasses import asdict
 
 from catchup_assets.core.dispatch.ports import LiveLogs, LogUnavailable
-from catchup_assets.core.errors import ConfigError
+from catchup_assets.core.errors import ConfigError, StateError
 from catchup_assets.mission.logs import attempt_log
 from catchup_assets.mission.mission_status import RANGE_STATES, MissionStatus, mission_status
 from catchup_assets.mission.saved import mission_cap, planned_missions
@@ -93,8 +93,16 @@ def _summary(status: MissionStatus) -> dict:
 
 
 def missions(root: str, now: float) -> list[dict]:
-    """Every mission planned on the root, by name."""
-    return [mission_summary(root, name, now) for name in planned_missions(Store(root))]
+    """Every mission planned on the root, by name. One whose records cannot be read (a mission.json or
+    control record of the wrong shape, a file that cannot be opened) is listed `unreadable` with why,
+    and the others as ever: one bad mission must not take the list away."""
+    out = []
+    for name in planned_missions(Store(root)):
+        try:
+            out.append(mission_summary(root, name, now))
+        except (ConfigError, StateError, OSError) as exc:
+            out.append({"mission": name, "phase": "unreadable", "error": str(exc)})
+    return out
 
 
 def mission_figures(root: str, mission: str, now: float) -> dict:

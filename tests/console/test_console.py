@@ -434,3 +434,29 @@ def test_issue46_a_hand_edited_record_holding_nan_is_served_as_null_not_a_500(tm
         assert get(f"{server.url}/missions/nan1")[0] == 200
     finally:
         server.close()
+
+
+@pytest.mark.timeout(120)
+def test_issue46_a_mission_whose_records_cannot_be_read_is_listed_unreadable_with_why_and_the_rest_as_ever(tmp_path):
+    store = Store(tmp_path)
+    for name in ("good", "broken"):
+        cfg = _config(tmp_path, name)
+        save_mission(store, cfg, max_parallelism=CAP)
+        write_table(store, layout.plan(name), prepare(cfg).plan)
+    (tmp_path / "broken" / layout.MISSION_FILE).write_text('{"parallelism": "many"}')  # a careless hand
+    server = ConsoleServer(console_app(str(tmp_path), None, clock=lambda: NOW))
+    try:
+        status, listing = get_json(f"{server.url}/api/missions")
+        assert status == 200
+        rows = {m["mission"]: m for m in listing["missions"]}
+        assert (
+            rows["broken"]["phase"] == "unreadable"
+            and "has no parallelism in its mission.json" in rows["broken"]["error"]
+        )
+        assert (rows["good"]["phase"], rows["good"]["total"]) == ("running", 10)
+        status, html, _ = get(f"{server.url}/")
+        assert status == 200 and "unreadable" in html and "has no parallelism" in html
+        status, body = get_json(f"{server.url}/api/missions/broken")
+        assert status == 422 and "has no parallelism" in body["error"]  # its own page says why
+    finally:
+        server.close()
