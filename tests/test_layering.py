@@ -21,6 +21,7 @@ ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("catchup_assets", "kubesim")
 STDLIB = sys.stdlib_module_names
 STORAGE_LIBS = {"pyarrow", "fsspec", "s3fs", "upath", "aiohttp"}
+WEB_LIBS = {"starlette", "jinja2"}  # the console's pages (issue 46)
 # A sanity line, not a cut: a module is as long as its concept (issue 47); one past this grew by accident.
 MAX_LINES = 800
 
@@ -124,8 +125,24 @@ def violations(imports: list[Import]) -> list[str]:
             bad.append(f"{where}: sim/ (stand-ins) is for the local backend's opt-in and the CLI only")
         if first_party and _under(t, "kubesim") and _under(m, "catchup_assets"):
             bad.append(f"{where}: production code imports the test harness")
-        if first_party and _folder(m) in ("core", "store", "mission", "backends") and _folder(t) in ("defs", "cli"):
+        if (
+            first_party
+            and _folder(m) in ("core", "store", "mission", "backends", "console")
+            and _folder(t)
+            in (
+                "defs",
+                "cli",
+            )
+        ):
             bad.append(f"{where}: the Dagster glue and the CLI are edges; nothing below them imports them")
+        if t in WEB_LIBS and _folder(m) not in ("console", "cli"):
+            bad.append(f"{where}: only console/ (and cli/) imports {', '.join(sorted(WEB_LIBS))}")
+        if t == "uvicorn" and _folder(m) not in ("console", "cli", "mission"):
+            bad.append(f"{where}: only console/, cli/ and mission/ (its /metrics) serve HTTP with uvicorn")
+        if first_party and _folder(m) == "console" and _folder(t) in ("backends", "sim"):
+            bad.append(f"{where}: console/ reads the records through core/, store/ and mission/ only")
+        if first_party and _folder(t) == "console" and _folder(m) not in ("console", "cli"):
+            bad.append(f"{where}: console/ is an edge: only cli/ starts it")
     return bad
 
 
@@ -153,6 +170,16 @@ def test_every_folder_keeps_its_import_rule():
         ("catchup_assets.mission.run", "catchup_assets.sim.stellar_core", "sim/ (stand-ins)"),
         ("catchup_assets.store.records", "kubesim.kube_api", "test harness"),
         ("catchup_assets.mission.report", "catchup_assets.defs.metadata", "edges"),
+        ("catchup_assets.console.app", "starlette", None),
+        ("catchup_assets.console.app", "catchup_assets.mission.control.set_control", None),
+        ("catchup_assets.cli.console", "catchup_assets.console.app", None),
+        ("catchup_assets.mission.control", "starlette", "only console/"),
+        ("catchup_assets.defs.assets.x", "jinja2", "only console/"),
+        ("catchup_assets.store.root", "uvicorn", "only console/, cli/ and mission/"),
+        ("catchup_assets.console.app", "catchup_assets.backends.kubernetes.backend", "console/ reads"),
+        ("catchup_assets.console.app", "catchup_assets.defs.definitions", "edges"),
+        ("catchup_assets.console.app", "dagster", "only defs/"),
+        ("catchup_assets.mission.status", "catchup_assets.console.figures", "console/ is an edge"),
     ],
 )
 def test_the_rule_table(module, target, broken):

@@ -9,7 +9,7 @@ import os
 import sys
 from importlib.metadata import version
 
-from catchup_assets.cli import cleanup, control, diff, fit_tiers, logs, plan, profile, status, verify, workload
+from catchup_assets.cli import cleanup, console, control, diff, fit_tiers, logs, plan, profile, status, verify, workload
 from catchup_assets.cli.demo import command as demo
 from catchup_assets.core.aggregate.band_diff import DEFAULT_BAND_LEDGERS, DEFAULT_THRESHOLD
 from catchup_assets.core.forecast.fit import NAMES as TIER_NAMES
@@ -93,6 +93,13 @@ def build_parser() -> argparse.ArgumentParser:
         default=0,
         metavar="PORT",
         help="serve each mission's Prometheus /metrics on this port of 127.0.0.1 while it runs (default 0: off)",
+    )
+    d.add_argument(
+        "--console-port",
+        type=number(int, at_least=0, at_most=65535),
+        default=0,
+        metavar="PORT",
+        help="serve the mission console on this port of 127.0.0.1 while the demo runs (default 0: a free one)",
     )
     d.add_argument(
         "--repair",
@@ -259,6 +266,7 @@ def build_parser() -> argparse.ArgumentParser:
     status.add_parser(sub, number)
     logs.add_parser(sub, number)
     verify.add_parser(sub, number)
+    console.add_parser(sub, number)
     return p
 
 

@@ -104,15 +104,20 @@ def range_verdicts(store: Store, mission: str, retry: RetryPolicy | None = None,
 
 
 def mission_state(
-    store: Store, mission: str, retry: RetryPolicy | None = None, cap_bytes: int | None = None
+    store: Store,
+    mission: str,
+    retry: RetryPolicy | None = None,
+    cap_bytes: int | None = None,
+    verdicts: RangeVerdicts | None = None,
 ) -> MissionState:
-    """The mission's control and range counts, judged from the records as the dispatcher judges them."""
+    """The mission's control and range counts, judged from the records as the dispatcher judges them.
+    `verdicts`: the records already read and judged (mission_status's), so they are not read twice."""
     require_plan(store, mission)  # an unknown mission is refused, naming where its plan should be
     doc = mission_doc(store, mission) or {}
     planned = doc.get("parallelism")
     if isinstance(planned, bool) or not isinstance(planned, int) or planned < 1:
         raise ConfigError(f"mission: {mission!r} has no parallelism in its {layout.MISSION_FILE}: plan it first")
-    v = range_verdicts(store, mission, retry, cap_bytes)
+    v = verdicts if verdicts is not None else range_verdicts(store, mission, retry, cap_bytes)
     decided = {k for k, a in v.actions.items() if a in (Action.DONE, Action.CONDEMNED)}
     done = sum(a is Action.DONE for a in v.actions.values())
     condemned = sum(a is Action.CONDEMNED for a in v.actions.values())

@@ -26,6 +26,8 @@ from catchup_assets.cli.main import run
         (["workload", "--out", "w.parquet", "--ranges", str(10**12)], "--ranges"),
         (["demo", "--ranges", str(10**12)], "--ranges"),
         (["demo", "--metrics-port", "70000"], "--metrics-port"),
+        (["demo", "--console-port", "-1"], "--console-port"),  # issue 46
+        (["demo", "--console-port", "70000"], "--console-port"),
         (["plan", "--profile", "p.parquet", "--ledgers-per-range", "100"], "--ledgers-per-range"),
         (["plan", "--profile", "p.parquet", "--first-ledger", str(2**40)], "--first-ledger"),
         (["plan", "--profile", "p.parquet", "--last-ledger", str(2**62)], "--last-ledger"),

@@ -268,3 +268,41 @@ def test_issue36_each_mission_s_run_log_ends_with_its_progress_line_at_info(demo
                 progress[-1]
                 == f"completed {RANGES}/{RANGES}, in flight 0 (pending 0, running 0), queued 0, condemned 0"
             )
+
+
+@pytest.mark.timeout(120)
+def test_issue46_the_demo_prints_the_console_s_url_and_the_command_that_reopens_it_on_both_missions(demo):
+    """Issue 46 item 1: the demo serves the console while it runs, printing its URL, and ends with the
+    command that serves it again over its storage; that command, run, shows both missions finished,
+    and answers a control on one (refused: a finished mission takes none, as the CLI says)."""
+    import json
+    import shlex
+    import urllib.error
+    import urllib.request
+
+    d, missions, proc = demo
+    assert re.search(r"^console: http://127\.0\.0\.1:\d+/ while the demo runs", proc.stdout, re.MULTILINE)
+    command = re.search(r"catchup-assets (console --root .+)$", proc.stdout, re.MULTILINE)
+    assert command, proc.stdout
+    argv = shlex.split(command.group(1))
+    assert argv[argv.index("--token-file") + 1] == str(d / "console_token")
+    assert (d / "console_token").stat().st_mode & 0o077 == 0  # the owner's only
+    script = Path(sys.executable).parent / "catchup-assets"
+    server = subprocess.Popen([str(script), *argv, "--port", "0"], stdout=subprocess.PIPE, text=True)
+    try:
+        url = re.search(r"console: (http://127\.0\.0\.1:\d+)/", server.stdout.readline()).group(1)
+        with urllib.request.urlopen(f"{url}/api/missions", timeout=30) as r:
+            listed = {m["mission"]: m for m in json.load(r)["missions"]}
+        assert sorted(listed) == sorted(missions)
+        assert all((m["phase"], m["done"], m["total"]) == ("completed", RANGES, RANGES) for m in listed.values())
+        token = (d / "console_token").read_text().strip()
+        req = urllib.request.Request(
+            f"{url}/api/missions/{missions[1]}/control", data=b'{"action": "pause"}', method="POST",
+            headers={"Content-Type": "application/json", "Authorization": f"Bearer {token}"},
+        )  # fmt: skip
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(req, timeout=30)
+        assert refused.value.code == 422 and "the mission is finished" in json.load(refused.value)["error"]
+    finally:
+        server.terminate()
+        server.wait(timeout=30)

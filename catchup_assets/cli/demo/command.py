@@ -33,6 +33,7 @@ def command(args: argparse.Namespace) -> int:
         seed=args.seed,
         fail_ranges=args.fail_ranges,
         metrics_port=args.metrics_port,
+        console_port=args.console_port,
     )
     # -v shows the Dagster runs' own event log (run and step events, the dispatcher's status lines).
     return run_demo(settings, log_level="INFO" if args.verbose else "CRITICAL")

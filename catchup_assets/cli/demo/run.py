@@ -34,6 +34,7 @@ import dagster as dg
 from catchup_assets.cli.demo.archive import repair_command
 from catchup_assets.cli.demo.mission import DemoFailed, DemoInterrupted, run_one
 from catchup_assets.cli.demo.settings import DemoSettings
+from catchup_assets.cli.demo.web_console import TOKEN_FILE, console_command, start_console
 from catchup_assets.core.aggregate.kpis import AUTOPILOT, percent
 from catchup_assets.core.forecast.cost import COST_NOTE
 from catchup_assets.defs.location import load_location, project_root, ui_command, write_home, write_location
@@ -52,6 +53,15 @@ def diff_command(storage_root: str, a: str, b: str, memory_scale: float) -> str:
 
 def run_demo(settings: DemoSettings, out: TextIO = sys.stdout, log_level: str = "CRITICAL") -> int:
     settings.directory.mkdir(parents=True, exist_ok=True)
+    console = start_console(settings, out)
+    try:
+        return _run_demo(settings, out, log_level)
+    finally:
+        if console is not None:
+            console.close()
+
+
+def _run_demo(settings: DemoSettings, out: TextIO, log_level: str) -> int:
     home = settings.home
     write_home(home)
     workspace = write_location(settings.directory, settings.catchup())
@@ -109,6 +119,11 @@ def run_demo(settings: DemoSettings, out: TextIO = sys.stdout, log_level: str = 
     print(
         "open it in the UI (runs, partitions, the profile's plots; launch the next mission):\n"
         f"  {ui_command(home, workspace)}",
+        file=out,
+    )
+    print(
+        "and the mission console over its storage (each mission's ranges, live, and its controls):\n"
+        f"  {console_command(settings.storage_root, settings.directory / TOKEN_FILE)}",
         file=out,
     )
     condemned = sorted(set(a.condemned) | set(b.condemned))

@@ -30,6 +30,7 @@ class DemoSettings:
     poll_seconds: float = 0.25
     fail_ranges: int = 0  # ranges whose simulated history archive is corrupt: stellar-core fails them
     metrics_port: int = 0  # each mission's dispatcher serves /metrics here while it runs; 0: off
+    console_port: int = 0  # the mission console's port while the demo runs; 0: a free one
 
     def __post_init__(self) -> None:
         if self.ranges < 1:
@@ -44,6 +45,8 @@ class DemoSettings:
             raise ConfigError(f"--fail-ranges must be between 0 and --ranges ({self.ranges}), got {self.fail_ranges}")
         if not 0 <= self.metrics_port <= 65535:
             raise ConfigError(f"--metrics-port must be a port (0: off), got {self.metrics_port}")
+        if not 0 <= self.console_port <= 65535:
+            raise ConfigError(f"--console-port must be a port (0: a free one), got {self.console_port}")
 
     @property
     def home(self) -> Path:

@@ -1,0 +1,57 @@
+"""`catchup-assets console`: serve the mission console over a storage root until interrupted (issue 46)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from catchup_assets.core.errors import ConfigError
+
+
+def add_parser(sub, number) -> None:
+    c = sub.add_parser(
+        "console",
+        help="serve a web console over a storage root: every mission's state, ranges and controls, live",
+        description="Serve the missions on the storage root as web pages and a JSON API (the records "
+        "`status` reads), updated live. Reads are open; a control change (pause, resume, drain, "
+        "parallelism) needs the token in --token-file as `Authorization: Bearer`. Without --token-file "
+        "the console is read-only. Binds 127.0.0.1 unless --host says otherwise.",
+    )
+    c.add_argument("--root", required=True, help="storage root (path or fsspec URL)")
+    c.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1: this machine only)")
+    c.add_argument(
+        "--port", type=number(int, at_least=0, at_most=65535), default=8787, help="port (default 8787; 0: any free)"
+    )
+    c.add_argument("--token-file", help="a file holding the token writes must carry (at least 16 characters)")
+    c.add_argument(
+        "--settings",
+        help="the deployment's catchup.json (backend, kubernetes, work_dir), to show a running attempt's log "
+        "from its backend, as `logs` does; default: local",
+    )
+    c.add_argument("--work-dir", help="local backend: its work directory (default: beside the storage root)")
+    c.set_defaults(func=command)
+
+
+def command(args: argparse.Namespace) -> int:
+    from catchup_assets.cli.cleanup import resource_of
+    from catchup_assets.console.app import console_app
+    from catchup_assets.console.auth import load_token
+    from catchup_assets.console.serve import ConsoleServer
+    from catchup_assets.defs.resources.backend import backend_for
+
+    if "://" not in args.root and not os.path.isdir(args.root):  # opening a local root would create it
+        raise ConfigError(f"--root: {args.root!r} is not a directory: no mission is stored there")
+    token = load_token(args.token_file) if args.token_file else None
+    resource = resource_of(args)  # checked here, at start: a bad --settings is refused before serving
+    app = console_app(resource.root(), token, live_logs=lambda mission: backend_for(resource, mission))
+    server = ConsoleServer(app, args.host, args.port)
+    mode = "read-only (no --token-file)" if token is None else "writes need the token in --token-file"
+    print(f"console: {server.url}/  ({mode}); Ctrl-C stops it", flush=True)
+    try:
+        server.wait()
+    except KeyboardInterrupt:
+        print("console: stopped", file=sys.stderr)
+    finally:
+        server.close()
+    return 0
