@@ -140,6 +140,11 @@ class BoundedServer:
             self.close()
             raise OSError(f"{name} server on {addr}:{self.port} did not start within {STARTUP_SECONDS:g} s")
 
+    def wait(self) -> None:
+        """Until the server ends (close() from another thread, or uvicorn's own end)."""
+        while self._thread.is_alive():
+            self._thread.join(timeout=0.5)
+
     def close(self, timeout: float = 5.0) -> None:
         """Stop accepting, close the connections, and wait (at most `timeout` s) for the thread to end."""
         self._server.should_exit = True

@@ -14,6 +14,7 @@ import re
 import socket
 import subprocess
 import sys
+import time
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -367,6 +368,28 @@ def test_issue46_a_request_head_past_its_bound_is_answered_400_and_closed(consol
         while chunk := conn.recv(65536):
             answer += chunk
     assert answer.startswith(b"HTTP/1.1 400")
+
+
+@pytest.mark.timeout(60)
+def test_issue46_500_idle_connections_do_not_stop_a_real_request_being_answered(console):
+    """Issue 46 Done-when: 500 connections opened and left silent (half of them with half a request head)
+    do not take the console from an operator: each real request is answered 200 at once, none 503."""
+    host, port = console.removeprefix("http://").split(":")
+    idle = []
+    try:
+        for i in range(500):
+            conn = socket.create_connection((host, int(port)), timeout=10)
+            if i % 2:
+                conn.sendall(b"GET /api/missions HTTP/1.1\r\nHost: x\r\n")  # a head that never ends
+            idle.append(conn)
+        for _ in range(5):
+            started = time.monotonic()
+            status, data = get_json(f"{console}/api/missions")
+            assert status == 200 and len(data["missions"]) == 3
+            assert time.monotonic() - started < 2.0
+    finally:
+        for conn in idle:
+            conn.close()
 
 
 @pytest.mark.timeout(120)
