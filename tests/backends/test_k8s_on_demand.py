@@ -13,6 +13,7 @@ import pytest
 from kubernetes.client import BatchV1Api, CoreV1Api
 
 from catchup_assets.backends.kubernetes.backend import KubernetesBackend
+from catchup_assets.backends.kubernetes.identity import MissionIdentity
 from catchup_assets.backends.kubernetes.settings import K8sSettings
 from catchup_assets.backends.kubernetes.stats import KubeletAccess
 from catchup_assets.core.forecast.cost import node_share
@@ -91,6 +92,7 @@ def test_a_range_reclaimed_3_times_runs_its_4th_attempt_on_demand(tmp_path):
             batch_api=BatchV1Api(api.api_client),
             core_api=CoreV1Api(api.api_client),
             spool_dir=tmp_path / "spool",
+            identity=MissionIdentity("5eed" * 8),
             clock=kubelet.clock,
             sleeper=lambda s: None,
             stats_interval=10,
