@@ -140,7 +140,7 @@ class Store:
                 meta["managedFields"] = [
                     {
                         "manager": manager,
-                        "operation": "Create",
+                        "operation": "Update",  # what kube-apiserver records for a create too
                         "apiVersion": res.api_version,
                         "time": meta["creationTimestamp"],
                         "fieldsType": "FieldsV1",

@@ -40,6 +40,7 @@ def forged_job(name: str, range_key: str, attempt: int) -> dict:
 
 def with_forger(job: dict) -> Script:
     """The forger's Job exits 0 in 5 s with a forged exit report; ours run the twin mission's scripts."""
-    if job["spec"]["template"]["spec"]["containers"][0]["image"] == FORGER_IMAGE:
+    spec = job["spec"].get("template", {}).get("spec") or job["spec"]  # a Job (kubesim), or its pod (the real plane)
+    if spec["containers"][0]["image"] == FORGER_IMAGE:
         return Script(duration=5, lines=["RESUME DECLINED: never started here", *medida(FORGED_TX)])
     return script(job)

@@ -87,7 +87,7 @@ class KubernetesBackend(ApiCalls, Leftovers, PodLiveLog, NamespaceCheck):  # api
         core_api: CoreV1Api,
         kubelet: KubeletAccess,
         spool_dir: str | Path,
-        identity: MissionIdentity,
+        identity: MissionIdentity | Callable[[], MissionIdentity],
         core_config_text: str = DEFAULT_CORE_CONFIG,
         clock: Callable[[], float] = time.time,
         sleeper: Callable[[float], None] = time.sleep,
@@ -105,8 +105,9 @@ class KubernetesBackend(ApiCalls, Leftovers, PodLiveLog, NamespaceCheck):  # api
     ):
         self.mission = mission
         # The mission's nonce (mission.json) signing every Job and PVC it makes (identity.py, issue 45):
-        # nothing else in the namespace is adopted, observed, recorded or cleaned up.
-        self.identity = identity
+        # nothing else in the namespace is adopted, observed, recorded or cleaned up. A callable is asked
+        # on first use: constructing a backend does no I/O.
+        self._identity = identity
         self._foreign: set[str] = set()  # Jobs with our labels and not our identity: warned of once each
         self.settings = settings
         self.tiers = tiers
@@ -152,6 +153,12 @@ class KubernetesBackend(ApiCalls, Leftovers, PodLiveLog, NamespaceCheck):  # api
         self._states: dict[str, tuple] = {}  # Job name -> ((name, Job rv, pod rv), what they gave)
         self._admission = Refusals(self._events, config_error_seconds)  # Jobs whose pods admission refuses
         self.blocked: str | None = None
+
+    @property
+    def identity(self) -> MissionIdentity:
+        if not isinstance(self._identity, MissionIdentity):
+            self._identity = self._identity()
+        return self._identity
 
     # -- protocol -----------------------------------------------------------
     def submit(self, spec: AttemptSpec) -> None:

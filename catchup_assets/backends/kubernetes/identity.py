@@ -105,12 +105,12 @@ def object_digest(kind: str, obj: dict) -> str:
 
 
 def creator(obj: dict) -> str:
-    """Who made the object, as the API server says: its managers (managedFields, the creating one
-    first), else its owners, else that it does not say."""
+    """Who made the object, as the API server says: its managers (managedFields, whose operation is
+    `Update` or `Apply` however the object was made), the object's own before its status', the earliest
+    first; else its owners; else that it does not say."""
     meta = obj.get("metadata") or {}
-    fields = meta.get("managedFields") or ()
-    managers = [f.get("manager") for f in fields if f.get("operation") == "Create" and f.get("manager")]
-    managers += [f.get("manager") for f in fields if f.get("manager") and f.get("manager") not in managers]
+    fields = sorted(meta.get("managedFields") or (), key=lambda f: (bool(f.get("subresource")), f.get("time") or ""))
+    managers = [f.get("manager") for f in fields if f.get("manager")]
     if managers:
         return "created by " + ", ".join(dict.fromkeys(managers))
     owners = [f"{o.get('kind')}/{o.get('name')}" for o in meta.get("ownerReferences") or ()]

@@ -96,19 +96,17 @@ class LocalBackend(LocalLeftovers, LocalLiveLog):  # LocalLiveLog: a live attemp
         ephemeral_limit_bytes: int | None = None,
         node_disk_bytes: int | None = None,
         min_free_bytes: int = 128 * 1024**2,
-        nonce: MissionNonce | None = None,
+        nonce: MissionNonce | Callable[[], MissionNonce] | None = None,
     ) -> None:
         self.mission = _safe(mission, "mission")
         # The mission's nonce (mission.json; issue 45): every attempt directory made carries its signature
         # (IDENTITY_FILE), and one without it is not the mission's: another deployment's sharing this work
         # directory (its default is beside the storage root), or anyone's. None: no check (tests that make
-        # their own backend); a deployment's backend (defs/resources/backend.py) always passes it.
-        self.nonce = nonce
+        # their own backend); a deployment's backend (defs/resources/backend.py) always passes it, as a
+        # callable asked on first use: constructing a backend does no I/O.
+        self._nonce = nonce
         self.root = Path(work_dir) / mission
         self.attempts_dir = self.root / "attempts"
-        # The ranges' kept data (the "PVCs"), resumed by their next attempts: with a nonce, under a name of
-        # the mission's own, so a deployment sharing this work directory never resumes from another's.
-        self.data_root = self.root / ("data" if nonce is None else f"data-{nonce.sign('data', mission)[:12]}")
         self.command = list(command) if command is not None else ["sh", str(ENTRYPOINT)]
         self.env = {"STELLAR_CORE": str(Path(sys.executable).parent / "catchup-sim-core")}
         self.env.update(env or {})
@@ -143,6 +141,19 @@ class LocalBackend(LocalLeftovers, LocalLiveLog):  # LocalLiveLog: a live attemp
         # of truth, a restart loses nothing by starting them empty (L10).
         self.registry = Registry(self.attempts_dir, self._disk_full, self._refusal)
         self._children: dict[str, subprocess.Popen] = {}
+
+    @property
+    def nonce(self) -> MissionNonce | None:
+        if self._nonce is not None and not isinstance(self._nonce, MissionNonce):
+            self._nonce = self._nonce()
+        return self._nonce
+
+    @property
+    def data_root(self) -> Path:
+        """The ranges' kept data (the "PVCs"), resumed by their next attempts: with a nonce, under a name
+        of the mission's own, so a deployment sharing this work directory never resumes from another's."""
+        nonce = self.nonce
+        return self.root / ("data" if nonce is None else f"data-{nonce.sign('data', self.mission)[:12]}")
 
     def data_dir(self, range_key: str) -> Path:
         return self.data_root / _safe(range_key, "range key")

@@ -35,7 +35,7 @@ def backend_for(
         resource.work(),
         mission,
         # Whose attempt directories are whose (issue 45): two deployments may share a work directory.
-        nonce=MissionNonce(mission_nonce(Store(resource.root()), mission)),
+        nonce=lambda: MissionNonce(mission_nonce(Store(resource.root()), mission)),
         disruption_rate=resource.disruption_rate,
         disruption_seed=seed,
         disruption_window=(0.3, 2.0),
@@ -64,7 +64,7 @@ def _kubernetes_backend(resource, mission: str, sleeper: Callable[[float], None]
         kubelet=cfg.kubelet_access(),
         spool_dir=os.path.join(resource.work(), mission, "log-spool"),
         # Whose Jobs are whose (issue 45): the nonce in the mission's mission.json on this storage root.
-        identity=MissionIdentity(mission_nonce(Store(resource.root()), mission)),
+        identity=lambda: MissionIdentity(mission_nonce(Store(resource.root()), mission)),
         core_config_text=core_config,
         stats_interval=cfg.stats_interval_seconds,
         unschedulable_seconds=cfg.unschedulable_seconds,
