@@ -195,3 +195,24 @@ def test_issue45_failure1_a_pod_naming_our_job_as_owner_but_running_another_imag
     started = own["status"]["containerStatuses"][0]["state"]["running"]["startedAt"]
     assert state.attempt_id == f"{A}-a001" and state.phase is Phase.RUNNING
     assert state.started_at == datetime.fromisoformat(started).timestamp()
+
+
+@pytest.mark.timeout(120)
+def test_issue45_failure1_foreign_jobs_under_three_of_a_range_s_names_stop_new_dispatch_naming_the_last(
+    cluster, tmp_path
+):
+    """Someone racing a range's names gets a bounded number of its attempt numbers: after the third
+    foreign Job, new dispatch stops (as a blocked dispatch), naming it; no budget was charged, so the range
+    is left for a later run, not condemned."""
+    api, kubelet = cluster
+    kubelet.script = with_forger
+    batch = BatchV1Api(api.api_client)
+    for n in (1, 2, 3):
+        batch.create_namespaced_job(NS, forged_job(job_name("m1", A, n), A, n), field_manager="kubectl-create")
+    cfg = mission(tmp_path, parallelism=4)
+    result = run_mission(prepare(cfg), backend(api, kubelet, tmp_path), clock=SimClock(kubelet))
+    records, _ = RecordStore(Store(cfg.storage_root), "m1").load()
+    assert [records[(A, n)].outcome for n in (1, 2, 3)] == ["foreign"] * 3 and (A, 4) not in records
+    assert result.results[A].status == "not_run" and A not in result.condemned
+    assert job_name("m1", A, 3) in result.results[A].reason and "did not make" in result.results[A].reason
+    assert len(api.store.list("jobs", NS, "catchup.stellar.org/range-key=" + A)) == 3  # the forger's, left alone
