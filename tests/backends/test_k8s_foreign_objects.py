@@ -19,7 +19,7 @@ from kubernetes.client import BatchV1Api, CoreV1Api
 from catchup_assets.backends.kubernetes.identity import MissionIdentity
 from catchup_assets.backends.kubernetes.names import job_name, labels, pvc_name, range_labels
 from catchup_assets.core.dispatch.dispatch_config import DispatchConfig
-from catchup_assets.core.dispatch.ports import AttemptSpec, ForeignObject, Phase
+from catchup_assets.core.dispatch.ports import AttemptSpec, ForeignObject, LogUnavailable, Phase
 from catchup_assets.core.dispatch.reconciler import Dispatcher
 from catchup_assets.core.units import GiB
 from catchup_assets.mission.plan import prepare
@@ -216,3 +216,19 @@ def test_issue45_failure1_foreign_jobs_under_three_of_a_range_s_names_stop_new_d
     assert result.results[A].status == "not_run" and A not in result.condemned
     assert job_name("m1", A, 3) in result.results[A].reason and "did not make" in result.results[A].reason
     assert len(api.store.list("jobs", NS, "catchup.stellar.org/range-key=" + A)) == 3  # the forger's, left alone
+
+
+@pytest.mark.timeout(60)
+def test_issue45_failure1_an_operator_is_never_shown_a_foreign_job_s_log_as_the_attempt_s(cluster, tmp_path):
+    """`catchup-assets logs` of an attempt whose name a foreign Job holds: refused naming it, never its pod's log."""
+    api, kubelet = cluster
+    kubelet.script = with_forger
+    foreign = job_name("m1", A, 1)
+    BatchV1Api(api.api_client).create_namespaced_job(NS, forged_job(foreign, A, 1), field_manager="kubectl-create")
+    kubelet.advance(2, tick=1)
+    assert api.store.list("pods", NS, f"job-name={foreign}"), "the forger's pod runs"
+    with pytest.raises(
+        LogUnavailable, match=rf"Job {NS}/{foreign} \(created by kubectl-create\) is not this mission's"
+    ):
+        backend(api, kubelet, tmp_path).read_log(A, 1)
+    assert not [r for r in api.requests.recent if r[3] == "pods/log"]
