@@ -111,7 +111,8 @@ class Store:
 
     # --- verbs ----------------------------------------------------------------
 
-    def create(self, plural: str, ns: str | None, body: dict) -> dict:
+    def create(self, plural: str, ns: str | None, body: dict, manager: str | None = None) -> dict:
+        """Store a new object; `manager`: whom its managedFields name, as the API server records a create."""
         res = RESOURCES[plural]
         with self.lock:
             obj = _clone(body)
@@ -135,6 +136,16 @@ class Store:
             meta["uid"] = self.new_uid()
             meta["creationTimestamp"] = rfc3339(self.clock())
             meta.pop("resourceVersion", None)
+            if manager is not None:
+                meta["managedFields"] = [
+                    {
+                        "manager": manager,
+                        "operation": "Update",  # what kube-apiserver records for a create too
+                        "apiVersion": res.api_version,
+                        "time": meta["creationTimestamp"],
+                        "fieldsType": "FieldsV1",
+                    }
+                ]
             DEFAULTS.get(plural, lambda s, o: None)(self, obj)
             self._objs[plural][(ns, name)] = obj
             self.bump(obj, "ADDED")

@@ -38,7 +38,7 @@ def dispatch(store: Store, r: Route, query: dict, raw: bytes, headers) -> tuple[
         return 200, obj
     body = _json_body(raw) if raw else {}
     if r.verb == "create":
-        return 201, store.create(r.plural, r.ns, body)
+        return 201, store.create(r.plural, r.ns, body, manager=field_manager(query, headers))
     if r.verb == "update":
         return 200, store.replace(r.plural, r.ns, r.name, body)
     if r.verb == "patch":
@@ -52,6 +52,12 @@ def dispatch(store: Store, r: Route, query: dict, raw: bytes, headers) -> tuple[
     for obj in store.select(r.plural, r.ns, query.get("labelSelector"), query.get("fieldSelector")):  # deletecollection
         store.delete(r.plural, obj["metadata"].get("namespace"), obj["metadata"]["name"], policy)
     return 200, {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success"}
+
+
+def field_manager(query: dict, headers) -> str:
+    """Who a write is recorded as made by, as kube-apiserver names it in managedFields: the request's
+    `fieldManager`, else its User-Agent up to the first "/" (e.g. `kubectl-create`, `OpenAPI-Generator`)."""
+    return query.get("fieldManager") or (headers.get("User-Agent") or "unknown").split("/", 1)[0]
 
 
 def list_page(store: Store, r: Route, query: dict) -> dict:

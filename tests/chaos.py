@@ -32,7 +32,7 @@ from catchup_assets.mission.plan import prepare
 from catchup_assets.sim.core_log import tx_apply_report
 from catchup_assets.store.records import RecordStore
 from catchup_assets.store.root import Store
-from kit.k8s_backend import WATCH_IDLE, production_apis, tier_nodes
+from kit.k8s_backend import IDENTITY, WATCH_IDLE, production_apis, tier_nodes
 from kubesim.kube_api import KubeApiServer
 from kubesim.kube_script import Script, Usage
 from kubesim.kubelet import Kubelet
@@ -137,6 +137,7 @@ def backend(api, kubelet, spool, sleeper=lambda s: None, **kw) -> KubernetesBack
             ca_file=kubelet.endpoints.ca_file, token_file=str(kubelet.endpoints.token_files[SA_USER])
         ),
         spool_dir=spool,
+        identity=IDENTITY,
         clock=kubelet.clock,
         sleeper=sleeper,
         stats_interval=10,

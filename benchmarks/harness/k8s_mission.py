@@ -18,6 +18,7 @@ from pathlib import Path
 from benchmarks.harness.meter import DispatcherMeter, MachineLoad
 from benchmarks.harness.sim_cluster import ClusterProcess, ClusterSpec, VariedAttempts, mission_config, mission_ranges
 from catchup_assets.backends.kubernetes.backend import KubernetesBackend
+from catchup_assets.backends.kubernetes.identity import MissionIdentity
 from catchup_assets.backends.kubernetes.settings import K8sSettings
 from catchup_assets.backends.kubernetes.stats import KubeletAccess
 from catchup_assets.core.dispatch.dispatch_config import DispatchConfig
@@ -100,6 +101,7 @@ def run_k8s_mission(m: K8sMission, work_dir: str | Path | None = None) -> K8sMis
             # Each node's kubelet over HTTPS, as in production: the cluster CA and a projected token.
             kubelet=KubeletAccess(ca_file=cluster.kubelet_ca_file, token_file=cluster.kubelet_token_file),
             spool_dir=Path(tmp) / "spool",
+            identity=MissionIdentity("5eed" * 8),
             clock=cluster.clock.time,
             sleeper=lambda s: None,
             stats_interval=m.stats_interval,

@@ -83,6 +83,7 @@ def _real_dispatcher(shape: Shape, target: RealTarget, tmp: Path):
     from benchmarks.harness.k8s_mission import SETTINGS
     from catchup_assets.backends.kubernetes.backend import KubernetesBackend
     from catchup_assets.backends.kubernetes.connect import backend_client
+    from catchup_assets.backends.kubernetes.identity import MissionIdentity
     from catchup_assets.backends.kubernetes.stats import KubeletAccess
     from catchup_assets.core.dispatch.reconciler import Dispatcher
     from catchup_assets.core.size.sizing import Tiers
@@ -100,6 +101,7 @@ def _real_dispatcher(shape: Shape, target: RealTarget, tmp: Path):
         core_api=k8s.CoreV1Api(api),
         kubelet=KubeletAccess(ca_file=target.kubelet_ca, token_file=target.kubelet_token),
         spool_dir=tmp / "spool",
+        identity=MissionIdentity("5eed" * 8),
         stats_interval=shape.stats_interval,
         submit_concurrency=shape.submit_concurrency,
     )

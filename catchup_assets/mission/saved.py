@@ -12,6 +12,7 @@ from catchup_assets.core.plan.config import MissionConfig, validate_mission
 from catchup_assets.core.plan.ranges import MissionSpan, plan_ranges
 from catchup_assets.core.redact import redact_url
 from catchup_assets.core.values.ledger_range import LedgerRange, parse_key
+from catchup_assets.core.values.mission_nonce import NONCE_RE, new_nonce
 from catchup_assets.store import layout
 from catchup_assets.store.control_record import ControlStore
 from catchup_assets.store.profiles import PreviousProfile
@@ -57,6 +58,9 @@ def save_mission(
     control raises the mission above it (mission_cap).
     """
     doc = {f: getattr(cfg, f) for f in _SPEC_FIELDS}
+    # The mission's identity (issue 45): made at its first plan, kept by every later save of it, so its
+    # Jobs stay its own across a re-plan (backends/kubernetes/identity.py).
+    doc[NONCE_FIELD] = _kept_nonce(store, cfg.mission) or new_nonce()
     if max_parallelism is not None:
         doc["max_parallelism"] = max_parallelism
     if core_image is not None:
@@ -82,6 +86,51 @@ def save_mission(
     )
     store.write_bytes(layout.mission_file(cfg.mission), json.dumps(doc, indent=1).encode())
     return store.url(layout.mission_file(cfg.mission))
+
+
+NONCE_FIELD = "nonce"
+
+
+def _valid_nonce(doc: dict | None) -> str | None:
+    value = (doc or {}).get(NONCE_FIELD)
+    return value if isinstance(value, str) and NONCE_RE.fullmatch(value) else None
+
+
+def _kept_nonce(store: Store, mission: str) -> str | None:
+    return _valid_nonce(mission_doc(store, mission))
+
+
+def mission_nonce(store: Store, mission: str) -> str:
+    """The nonce every Job and PVC of the mission is signed with (backends/kubernetes/identity.py).
+
+    A mission.json saved before missions kept one gets one on first use: made at random and written
+    into its mission.json by compare-and-swap (`Store.write_if`), so every dispatcher, the first to ask
+    and any racing it, uses the one that landed, and every later run reads it back. Objects made
+    before it (by a version that signed none) are not the mission's: docs/deploy.md says so.
+    A mission without mission.json is refused: it was never planned."""
+    rel = layout.mission_file(mission)
+    validate_mission(mission)
+    for _ in range(8):
+        data, version = store.read_versioned(rel)
+        if data is None:
+            raise ConfigError(f"mission {mission!r} has no {layout.MISSION_FILE} under {store.root}: plan it first")
+        try:
+            doc = json.loads(data)
+        except ValueError as exc:
+            raise StateError(f"{store.url(rel)} is not a mission file: {exc}") from exc
+        if not isinstance(doc, dict):
+            raise StateError(f"{store.url(rel)} is not a mission file: not an object")
+        if (nonce := _valid_nonce(doc)) is not None:
+            return nonce
+        if doc.get(NONCE_FIELD) is not None:
+            raise StateError(f"{store.url(rel)}: {NONCE_FIELD} {doc[NONCE_FIELD]!r} is not 32 lowercase hex digits")
+        doc[NONCE_FIELD] = new_nonce()
+        if store.write_if(rel, json.dumps(doc, indent=1).encode(), version):
+            log.warning(
+                "%s had no %s (planned before missions kept one): one was made and kept", store.url(rel), NONCE_FIELD
+            )
+            return doc[NONCE_FIELD]
+    raise StateError(f"{store.url(rel)}: its {NONCE_FIELD} could not be written (changed under every try)")
 
 
 def load_mission(store: Store, mission: str, **policies) -> MissionConfig:

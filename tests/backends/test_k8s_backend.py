@@ -11,7 +11,7 @@ from dataclasses import replace
 
 from kubernetes.client import CoreV1Api
 
-from catchup_assets.backends.kubernetes.names import pvc_name
+from catchup_assets.backends.kubernetes.names import job_name, labels, pvc_name
 from catchup_assets.core.classify.outcomes import RetryPolicy
 from catchup_assets.core.dispatch.dispatch_config import DispatchConfig
 from catchup_assets.core.dispatch.reconciler import Dispatcher
@@ -292,6 +292,15 @@ def test_the_chart_s_rbac_grants_exactly_what_the_backend_calls(cluster, tmp_pat
     # The chart's worker ConfigMap, made by the chart's installer, not by the mission's account.
     CoreV1Api(api.api_client).create_namespaced_config_map(
         NS, V1ConfigMap(metadata=V1ObjectMeta(name="cu-worker"), data={"entrypoint.sh": "", "stellar-core.cfg": ""})
+    )
+    # A Job of someone else's under A's first attempt (issue 45): its 409 is read back (get jobs), and refused.
+    api.store.create(
+        "jobs",
+        NS,
+        {
+            "metadata": {"name": job_name("m1", A, 1), "labels": labels("m1", A, 1)},
+            "spec": {"template": {"spec": {"restartPolicy": "Never", "containers": [{"name": "x", "image": "x"}]}}},
+        },
     )
     api.requests.reset()
     refuse_first_of(kubelet, D)  # a refusal read from its Job's events

@@ -17,6 +17,7 @@ import os
 import signal
 import threading
 import time
+from dataclasses import replace
 
 import pytest
 import yaml
@@ -34,9 +35,11 @@ from catchup_assets.defs.resources import CatchupResource, KubernetesConfig
 from catchup_assets.defs.resources.backend import backend_for
 from catchup_assets.mission.plan import prepare
 from catchup_assets.mission.run import run_mission
+from catchup_assets.mission.saved import save_mission
 from catchup_assets.store.records import RecordStore
 from catchup_assets.store.root import Store
 from kit.k8s_backend import (
+    IDENTITY,
     OUTCOMES,
     SETTINGS,
     WATCH_IDLE,
@@ -121,6 +124,7 @@ def deployed_backend(api, kubelet, tmp_path, sleeper, **kw) -> KubernetesBackend
         core_api=core,
         kubelet=kubelet_access(kubelet),
         spool_dir=tmp_path / "spool",
+        identity=IDENTITY,
         clock=kubelet.clock,
         sleeper=sleeper,
         stats_interval=10,
@@ -198,6 +202,8 @@ def test_issue36_the_deployment_s_cap_and_budget_reach_the_backend_a_run_builds(
     too_many(api, retry_after=3600, apf=True)
     waits: list[float] = []
     resource = deployment(api, kubelet, tmp_path, api_wait_cap_seconds=10, api_wait_budget_seconds=25)
+    # A run builds the backend of a planned mission: its mission.json holds the nonce it signs with (issue 45).
+    save_mission(Store(resource.root()), replace(mission(tmp_path), storage_root=resource.root()))
     with pytest.raises(TransientBackendError, match=r"25 s \(api_wait_budget_seconds, each wait at most 10 s\)"):
         backend_for(resource, "m1", sleeper=waits.append).observe()
     assert waits == [10.0, 10.0] and api.requests.count("list", "jobs") == 3

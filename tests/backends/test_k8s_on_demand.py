@@ -12,6 +12,7 @@ from __future__ import annotations
 import pytest
 
 from catchup_assets.backends.kubernetes.backend import KubernetesBackend
+from catchup_assets.backends.kubernetes.identity import MissionIdentity
 from catchup_assets.backends.kubernetes.settings import K8sSettings
 from catchup_assets.backends.kubernetes.stats import KubeletAccess
 from catchup_assets.core.forecast.cost import node_share
@@ -92,6 +93,7 @@ def test_a_range_reclaimed_3_times_runs_its_4th_attempt_on_demand(tmp_path):
             batch_api=batch_api,
             core_api=core_api,
             spool_dir=tmp_path / "spool",
+            identity=MissionIdentity("5eed" * 8),
             clock=kubelet.clock,
             sleeper=lambda s: None,
             stats_interval=10,

@@ -20,9 +20,10 @@ from catchup_assets.core.dispatch.ports import AttemptSpec
 from catchup_assets.core.plan.config import MissionConfig
 from catchup_assets.core.plan.ranges import MissionSpan
 from catchup_assets.core.values.attempt_record import AttemptRecord
+from catchup_assets.core.values.mission_nonce import MissionNonce
 from catchup_assets.defs.definitions import defs
 from catchup_assets.defs.mission.run_context import MISSION_TAG
-from catchup_assets.mission.saved import save_mission
+from catchup_assets.mission.saved import mission_nonce, save_mission
 from catchup_assets.store.records import RecordStore
 from catchup_assets.store.root import Store
 
@@ -46,7 +47,14 @@ def abandoned(tmp_path, monkeypatch):
     root = tmp_path / "storage"
     store = Store(str(root))
     save_mission(store, MissionConfig(mission="m1", span=MissionSpan(1, 192, 64, 0), storage_root=str(root)))
-    b = LocalBackend(tmp_path / "work", "m1", command=[sys.executable, "-c", NAP], sample_interval=0.05)
+    # The deployment's attempts, signed with the mission's nonce as its backend signs them (issue 45).
+    b = LocalBackend(
+        tmp_path / "work",
+        "m1",
+        command=[sys.executable, "-c", NAP],
+        sample_interval=0.05,
+        nonce=MissionNonce(mission_nonce(store, "m1")),
+    )
     b.submit(spec(DONE))
     b.submit(spec(LEFT, rc=1))
     b.submit(spec(LIVE, nap=60))

@@ -19,10 +19,11 @@ from catchup_assets.core.dispatch.ports import AttemptSpec
 from catchup_assets.core.plan.config import MissionConfig
 from catchup_assets.core.plan.ranges import MissionSpan
 from catchup_assets.core.values.attempt_record import AttemptRecord
+from catchup_assets.core.values.mission_nonce import MissionNonce
 from catchup_assets.defs.definitions import defs
 from catchup_assets.defs.mission.run_context import MISSION_TAG
 from catchup_assets.defs.resources import CatchupResource
-from catchup_assets.mission.saved import save_mission
+from catchup_assets.mission.saved import mission_nonce, save_mission
 from catchup_assets.store.records import RecordStore
 from catchup_assets.store.root import Store
 
@@ -36,7 +37,14 @@ def left_behind(tmp_path):
     root = str(tmp_path / "storage")
     save_mission(Store(root), MissionConfig(mission="m1", span=MissionSpan(1, 128, 64, 0), storage_root=root))
     exits = "import os; raise SystemExit(int(os.environ['RC']))"
-    b = LocalBackend(tmp_path / "work", "m1", command=[sys.executable, "-c", exits], sample_interval=0.05)
+    # The deployment's attempts, signed with the mission's nonce as its backend signs them (issue 45).
+    b = LocalBackend(
+        tmp_path / "work",
+        "m1",
+        command=[sys.executable, "-c", exits],
+        sample_interval=0.05,
+        nonce=MissionNonce(mission_nonce(Store(root), "m1")),
+    )
     for key, rc in ((DONE, "0"), (LEFT, "1")):
         b.submit(AttemptSpec("m1", key, 1, 64, 64, 1 << 30, 1 << 30, "small", env={"RC": rc}))
         (b.data_dir(key) / "bucket").write_bytes(b"x" * 4096)

@@ -21,11 +21,11 @@ BASE = {"image": {"repository": "ghcr.io/stellar/catchup-assets", "tag": "1.2.3"
 # What the mission's ServiceAccount may do in its namespace, exactly (docs/deploy.md, "RBAC"; issue 5).
 # What the backend calls (tests/backends/test_k8s_backend.py measures it against the simulated API server).
 ROLE_GRANTS = {
-    ("batch", "jobs"): {"create", "list", "watch", "delete"},
+    ("batch", "jobs"): {"create", "get", "list", "watch", "delete"},  # get: a 409 read back (issue 45)
     ("", "pods"): {"list", "watch"},
     ("", "pods/log"): {"get"},
     ("", "events"): {"list"},  # a Job's FailedCreate events: its pod refused at admission
-    ("", "persistentvolumeclaims"): {"create", "list", "delete"},
+    ("", "persistentvolumeclaims"): {"create", "get", "list", "delete"},  # get: is the PVC there ours
 }
 
 

@@ -8,6 +8,7 @@ from kubernetes.client import BatchV1Api, CoreV1Api
 
 from catchup_assets.backends.kubernetes.backend import KubernetesBackend
 from catchup_assets.backends.kubernetes.connect import backend_client
+from catchup_assets.backends.kubernetes.identity import MissionIdentity
 from catchup_assets.backends.kubernetes.settings import K8sSettings
 from catchup_assets.backends.kubernetes.stats import KubeletAccess
 from catchup_assets.core.plan.config import MissionConfig
@@ -26,6 +27,8 @@ NS = "catchup"
 SPAN = MissionSpan(59_712_001, 59_968_000, ledgers_per_range=64_000, overlap=320)
 A, B, C, D = "0059904001-0059968000", "0059840001-0059904000", "0059776001-0059840000", "0059712001-0059776000"
 SETTINGS = K8sSettings(namespace=NS, image="stellar/stellar-core:22")
+# The test mission's identity (issue 45): what its mission.json's nonce signs; a second deployment has another.
+IDENTITY = MissionIdentity("5eed" * 8)
 # The silence that ends a pass's watch poll (informer.py; 50 ms in production, twice a pass): kubesim
 # changes only between passes, so all a poll reads is queued before it opens and comes in one burst.
 # The idle bounds the stream only, not the wait for the watch's headers (informer.py says why).
@@ -137,7 +140,7 @@ def backend(api, kubelet, tmp_path, settings=SETTINGS, access: KubeletAccess | N
         sleeper=lambda s: None,
         stats_interval=10,
         watch_idle=WATCH_IDLE,
-        **kw,
+        **{"identity": IDENTITY, **kw},
     )
 
 

@@ -15,7 +15,7 @@ from catchup_assets.backends.kubernetes.settings import K8sSettings
 from catchup_assets.backends.kubernetes.stats import KubeletAccess
 from catchup_assets.core.size.sizing import Tiers
 from kit.control_plane import ControlPlane
-from kit.k8s_backend import NS, script, tier_nodes
+from kit.k8s_backend import IDENTITY, NS, script, tier_nodes
 from kubesim.kubelet_remote import RemoteKubelet
 from kubesim.volume_provisioner import VolumeProvisioner
 
@@ -140,7 +140,7 @@ def real_backend(api, settings: K8sSettings, kubelet: KubeletAccess, tmp_path: P
         spool_dir=tmp_path / "spool",
         clock=clock,
         sleeper=clock.sleep,
-        **kw,
+        **{"identity": IDENTITY, **kw},
     )
 
 

@@ -12,18 +12,28 @@ dagster-k8s's client does, so every call is testable against an API server of th
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
-from kubernetes.client import BatchV1Api, CoreV1Api, V1DeleteOptions, V1Job, V1Pod
+from kubernetes.client import ApiException, BatchV1Api, CoreV1Api, V1DeleteOptions, V1Job, V1Pod
 
 from catchup_assets.backends.kubernetes import manifests as m
 from catchup_assets.backends.kubernetes import names as n
 from catchup_assets.backends.kubernetes.api_calls import ApiCalls
 from catchup_assets.backends.kubernetes.backoff import WaitBudget, WaitPolicy
+from catchup_assets.backends.kubernetes.identity import (
+    ANNOTATION_SPEC,
+    JOB,
+    KEPT,
+    PVC,
+    MissionIdentity,
+    creator,
+    describe,
+)
 from catchup_assets.backends.kubernetes.informer import Informer
 from catchup_assets.backends.kubernetes.json_views import ModelView
 from catchup_assets.backends.kubernetes.leftovers import Leftovers
@@ -52,6 +62,7 @@ from catchup_assets.core.dispatch.ports import (
     AttemptState,
     Collected,
     DispatchBlocked,
+    ForeignObject,
     Peaks,
     Phase,
     TransientBackendError,
@@ -76,6 +87,7 @@ class KubernetesBackend(ApiCalls, Leftovers, PodLiveLog, NamespaceCheck):  # api
         core_api: CoreV1Api,
         kubelet: KubeletAccess,
         spool_dir: str | Path,
+        identity: MissionIdentity | Callable[[], MissionIdentity],
         core_config_text: str = DEFAULT_CORE_CONFIG,
         clock: Callable[[], float] = time.time,
         sleeper: Callable[[float], None] = time.sleep,
@@ -92,6 +104,11 @@ class KubernetesBackend(ApiCalls, Leftovers, PodLiveLog, NamespaceCheck):  # api
         waits: WaitPolicy = WaitPolicy(),  # noqa: B008 - frozen
     ):
         self.mission = mission
+        # The mission's nonce (mission.json) signing every Job and PVC it makes (identity.py, issue 45):
+        # nothing else in the namespace is adopted, observed, recorded or cleaned up. A callable is asked
+        # on first use: constructing a backend does no I/O.
+        self._identity = identity
+        self._foreign: set[str] = set()  # Jobs with our labels and not our identity: warned of once each
         self.settings = settings
         self.tiers = tiers
         self.batch, self.core = batch_api, core_api
@@ -137,6 +154,12 @@ class KubernetesBackend(ApiCalls, Leftovers, PodLiveLog, NamespaceCheck):  # api
         self._admission = Refusals(self._events, config_error_seconds)  # Jobs whose pods admission refuses
         self.blocked: str | None = None
 
+    @property
+    def identity(self) -> MissionIdentity:
+        if not isinstance(self._identity, MissionIdentity):
+            self._identity = self._identity()
+        return self._identity
+
     # -- protocol -----------------------------------------------------------
     def submit(self, spec: AttemptSpec) -> None:
         if self.blocked:
@@ -144,20 +167,53 @@ class KubernetesBackend(ApiCalls, Leftovers, PodLiveLog, NamespaceCheck):  # api
         if not self._configmap_ready and self.settings.configmap is None:
             # The chart may provide the ConfigMap (settings.configmap): then it is not ours to create.
             body = m.configmap_manifest(self.mission, self.settings, m.entrypoint_text(), self.core_config_text)
-            self._create(self.core.create_namespaced_config_map, body)
+            if self._create(self.core.create_namespaced_config_map, body) is None:
+                self._check_configmap(body)
         self._configmap_ready = True
         if self.settings.storage_mode == "pvc":
-            # Created once per range and reused by every attempt (L3): a 409 is the norm.
-            self._create(
-                self.core.create_namespaced_persistent_volume_claim,
-                m.pvc_manifest(self.mission, spec.range_key, self.settings),
-            )
+            # Created once per range and reused by every attempt (L3): a 409 is the norm, and the one
+            # there is used only if it is ours (the next attempt would mount it: its data, its logs).
+            # Read back each time, never cached: a PVC deleted and made again by another is not ours.
+            body = m.stamped(m.pvc_manifest(self.mission, spec.range_key, self.settings), PVC, self.identity)
+            if self._create(self.core.create_namespaced_persistent_volume_claim, body) is None:
+                self._adoptable(PVC, self.core.read_namespaced_persistent_volume_claim, body, retry=False)
         tier = self.tiers.by_name(spec.tier)
-        body = m.job_manifest(spec, tier, spec.profiled, self.settings)
+        body = m.stamped(m.job_manifest(spec, tier, spec.profiled, self.settings), JOB, self.identity)
         created = self._create(self.batch.create_namespaced_job, body)
         if created is None:
-            raise AlreadyExists(spec.attempt_id)  # adopted; it still holds its slot (L11)
+            self._adoptable(JOB, self.batch.read_namespaced_job, body, retry=True)
+            raise AlreadyExists(spec.attempt_id)  # ours, made before: adopted; it still holds its slot (L11)
         self._jobs.wrote(created)
+
+    def _adoptable(self, kind: str, read: Callable, body, retry: bool) -> None:
+        """After a 409: the object under `body`'s name, read back, is the one we would make (our identity,
+        this very spec), else ForeignObject naming it and its maker. Only its metadata and spec are read."""
+        name = body.metadata.name
+        try:
+            stored = json.loads(self._call(read, name, self.ns, read=True))
+        except ApiException as exc:
+            if exc.status == 404:  # deleted since the 409: a later pass creates it
+                raise TransientBackendError(f"{kind} {self.ns}/{name} answered 409 and then 404") from exc
+            raise
+        expected = body.metadata.annotations[ANNOTATION_SPEC]
+        why = self.identity.refusal(kind, stored, expected)
+        if why is not None:
+            told = kind == JOB and name in self._foreign
+            if kind == JOB:
+                self._foreign.add(name)  # told now, by the dispatcher: observe does not tell it again
+            raise ForeignObject(f"{describe(kind, stored)} is not this mission's: {why}", retry=retry, told=told)
+
+    def _check_configmap(self, body) -> None:
+        """The worker ConfigMap that was there already holds our entrypoint and core config, byte for byte:
+        every attempt runs that script, so another one would forge every result. Else dispatch stops."""
+        name = body.metadata.name
+        stored = json.loads(self._call(self.core.read_namespaced_config_map, name, self.ns, read=True))
+        if (stored.get("data") or {}) != body.data:
+            raise DispatchBlocked(
+                f"ConfigMap {self.ns}/{name} ({creator(stored)}) is not the worker script and config this "
+                "mission makes: no attempt can run it; delete it (a dispatcher creates it again) or set the "
+                "chart's worker ConfigMap"
+            )
 
     def observe(self) -> list[AttemptState]:
         self.waits.renew()  # a pass begins with its observe: its waits have their whole budget again
@@ -165,7 +221,7 @@ class KubernetesBackend(ApiCalls, Leftovers, PodLiveLog, NamespaceCheck):  # api
         # The informers' caches, brought up to date by a watch poll each (informer.py): a LIST
         # only on the first pass and after the server's window expired. Raw JSON read through
         # model views: building the client's models costs seconds a pass at 2000.
-        jobs = self._jobs.read()
+        jobs = self._ours(self._jobs.read())
         pods, newest = self._pod_view.read(jobs)
         now = self.clock()
         if now - self._last_stats >= self.stats_interval:
@@ -204,6 +260,30 @@ class KubernetesBackend(ApiCalls, Leftovers, PodLiveLog, NamespaceCheck):  # api
         self._admission.keep(podless)
         self.spool.poll_many(to_poll)
         return states
+
+    def _ours(self, jobs: dict[str, dict]) -> dict[str, dict]:
+        """The Jobs this mission made (identity.py). Any other Job with its labels is left alone: not an
+        attempt, not counted live against the parallelism (a tenant could starve the mission), never read
+        for results or logs, never deleted; the operator is told once per Job (issue 45)."""
+        ours = {}
+        for name, job in jobs.items():
+            why = self.identity.refusal(JOB, job)
+            if why is None:
+                ours[name] = job
+            elif name not in self._foreign:
+                self._foreign.add(name)
+                who = (job.get(KEPT) or {}).get("creator") or creator(job)
+                log.error(
+                    "mission %s: Job %s/%s (%s) carries the mission's labels and is not its own: %s; "
+                    "ignored (not an attempt, not counted, never read or deleted)",
+                    self.mission,
+                    self.ns,
+                    name,
+                    who,
+                    why,
+                )
+        self._foreign &= jobs.keys()
+        return ours
 
     def _with_peaks(self, state: AttemptState) -> AttemptState:
         return replace(state, peaks=self._peaks.get(state.attempt_id, Peaks()))
@@ -272,7 +352,20 @@ class KubernetesBackend(ApiCalls, Leftovers, PodLiveLog, NamespaceCheck):  # api
 
     def release_range(self, range_key: str) -> None:
         if self.settings.storage_mode == "pvc":
-            self._delete(self.core.delete_namespaced_persistent_volume_claim, n.pvc_name(self.mission, range_key))
+            name = n.pvc_name(self.mission, range_key)
+            if not self.owns_pvc(name):
+                return  # not ours (another's, or gone): left alone
+            self._delete(self.core.delete_namespaced_persistent_volume_claim, name)
+
+    def owns_pvc(self, name: str) -> bool:
+        """The PVC `name` is there and this mission's (identity.py)."""
+        try:
+            stored = json.loads(self._call(self.core.read_namespaced_persistent_volume_claim, name, self.ns, read=True))
+        except ApiException as exc:
+            if exc.status in (404, 410):
+                return False
+            raise
+        return self.identity.refusal(PVC, stored) is None
 
     def shutdown(self, grace: float) -> list[str]:
         """Delete the mission's live Jobs (L37); their PVCs stay, so a later run resumes them. A Job the API

@@ -174,5 +174,6 @@ class Informer:
     def _kept(self, obj: dict) -> dict:
         """The object as cached: what `keep` leaves, and never `managedFields`, which a real API
         server sends on every object and nothing here reads (client-go: `TransformStripManagedFields`)."""
-        obj.get("metadata", {}).pop("managedFields", None)
-        return self.keep(obj)
+        kept = self.keep(obj)  # first: `keep` may note who made it (observe.kept_job) before they go
+        kept.get("metadata", {}).pop("managedFields", None)
+        return kept

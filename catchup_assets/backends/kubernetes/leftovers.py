@@ -8,6 +8,7 @@ A PVC's size is the larger of its request and its capacity, read as Kubernetes q
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Iterable
 
@@ -15,7 +16,8 @@ from kubernetes.client import V1DeleteOptions, V1Job, V1PersistentVolumeClaim
 from kubernetes.utils.quantity import parse_quantity
 
 from catchup_assets.backends.kubernetes import names as n
-from catchup_assets.backends.kubernetes.json_views import list_items
+from catchup_assets.backends.kubernetes.identity import JOB, PVC, describe
+from catchup_assets.backends.kubernetes.json_views import ModelView
 from catchup_assets.core.dispatch.ports import Leftover
 
 log = logging.getLogger("catchup_assets.backends.kubernetes.backend")
@@ -54,13 +56,17 @@ def _size(claim) -> int:
 
 
 class Leftovers:
-    """`leftovers` and `remove` for `KubernetesBackend` (it provides _call, _delete, batch, core, ns, selector)."""
+    """`leftovers` and `remove` for `KubernetesBackend` (it provides _call, _delete, batch, core, ns, selector,
+    identity, mission)."""
 
     def leftovers(self) -> list[Leftover]:
-        jobs = list_items(
-            self._call(self.batch.list_namespaced_job, self.ns, label_selector=self.selector, read=True), V1Job
+        """The mission's own Jobs and PVCs: an object with its labels and not its identity (identity.py)
+        is no leftover of it, and is never removed; each is named in a warning (issue 45)."""
+        jobs = self._own(
+            JOB, self._call(self.batch.list_namespaced_job, self.ns, label_selector=self.selector, read=True), V1Job
         )
-        claims = list_items(
+        claims = self._own(
+            PVC,
             self._call(
                 self.core.list_namespaced_persistent_volume_claim, self.ns, label_selector=self.selector, read=True
             ),
@@ -78,6 +84,18 @@ class Leftovers:
         ]
         out += [Leftover(Leftover.VOLUME, c.metadata.name, _range_key(c), size_bytes=_size(c)) for c in claims]
         return sorted(out, key=lambda o: (o.kind, o.name))
+
+    def _own(self, kind: str, body: bytes, model: type) -> list[ModelView]:
+        out = []
+        for item in json.loads(body).get("items") or []:
+            why = self.identity.refusal(kind, item)
+            if why is None:
+                out.append(ModelView(item, model))
+            else:
+                log.warning(
+                    "mission %s: %s is not the mission's (%s): left alone", self.mission, describe(kind, item), why
+                )
+        return out
 
     def remove(self, leftovers: Iterable[Leftover]) -> list[Leftover]:
         chosen = list(leftovers)

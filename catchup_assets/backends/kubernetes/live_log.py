@@ -9,11 +9,14 @@ a connection and its buffers per attempt in flight.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 
-from kubernetes.client import ApiException
+from kubernetes.client import ApiException, V1Pod
 
 from catchup_assets.backends.kubernetes import names as n
+from catchup_assets.backends.kubernetes.identity import JOB, KEPT, describe, pod_owner, worker_digest
+from catchup_assets.backends.kubernetes.json_views import ModelView
 from catchup_assets.core.dispatch.ports import LogUnavailable
 from catchup_assets.core.measure.logparse import iter_lines
 
@@ -22,12 +25,25 @@ PENDING_POLL_SECONDS = 2.0  # following a pod not started yet: how often to look
 
 
 class PodLiveLog:
-    """`read_log`, a part of `backend.KubernetesBackend` (its core API, namespace, _call, sleeper)."""
+    """`read_log`, a part of `backend.KubernetesBackend` (its APIs, namespace, identity, _call, sleeper)."""
 
     def _attempt_pod(self, range_key: str, attempt: int):
-        selector = f"job-name={n.job_name(self.mission, range_key, attempt)}"
-        pods = self._call(self.core.list_namespaced_pod, self.ns, label_selector=selector).items
-        return max(pods, key=lambda p: p.metadata.creation_timestamp) if pods else None
+        """The newest pod of the attempt's Job, if that Job is the mission's and the pod its (issue 45):
+        an operator is never shown another's log under the attempt's name."""
+        name = n.job_name(self.mission, range_key, attempt)
+        try:
+            job = json.loads(self._call(self.batch.read_namespaced_job, name, self.ns, read=True))
+        except ApiException as exc:
+            if exc.status == 404:
+                return None
+            raise
+        if (why := self.identity.refusal(JOB, job)) is not None:
+            raise LogUnavailable(f"{describe(JOB, job)} is not this mission's ({why}): its log is not the attempt's")
+        job[KEPT] = {"worker": worker_digest(((job.get("spec") or {}).get("template") or {}).get("spec"))}
+        body = self._call(self.core.list_namespaced_pod, self.ns, label_selector=f"job-name={name}", read=True)
+        owned = [p for p in json.loads(body).get("items") or [] if pod_owner(p, {job["metadata"]["uid"]: job})]
+        newest = max(owned, key=lambda p: p["metadata"].get("creationTimestamp") or "", default=None)
+        return ModelView(newest, V1Pod) if newest is not None else None
 
     def read_log(
         self,

@@ -16,6 +16,7 @@ from kubernetes import client as k
 from kubernetes.utils.quantity import parse_quantity
 
 from catchup_assets.backends.kubernetes.hardening import container_security, pod_security, tmp_mount, tmp_volume
+from catchup_assets.backends.kubernetes.identity import MissionIdentity
 from catchup_assets.backends.kubernetes.names import (
     CAPACITY_TYPE_LABEL,
     CONTAINER,
@@ -267,6 +268,12 @@ def configmap_manifest(
         metadata=_meta(settings.configmap or configmap_name(mission), settings, mission_labels(mission)),
         data=data,
     )
+
+
+def stamped(body, kind: str, identity: MissionIdentity):
+    """`body` with the mission's identity annotations (identity.py), over what it builds, as sent."""
+    body.metadata.annotations = {**(body.metadata.annotations or {}), **identity.annotations(kind, to_dict(body))}
+    return body
 
 
 _serializer: k.ApiClient | None = None

@@ -13,6 +13,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
 
+from catchup_assets.backends.kubernetes.identity import KEPT, creator, pod_owner, spec_digest, worker_digest
 from catchup_assets.backends.kubernetes.names import CONTAINER, LABEL_ATTEMPT, LABEL_RANGE_KEY, LABEL_TIER
 from catchup_assets.core.classify.outcomes import Observation
 from catchup_assets.core.dispatch.ports import AttemptState, Peaks, Phase
@@ -221,23 +222,37 @@ def summary_peaks(summary: dict, names: dict[str, str]) -> Iterator[tuple[str, P
 # What of each object the informers cache (issue 26 item 4): every field this module and the
 # backend read, and none of the rest (a Job's pod template, a pod's containers, volumes, env).
 # Metadata and status stay whole. 2000 Jobs and pods are held between passes.
+# The digests of what is dropped are kept (identity.py): whose the object is is checked on the cached copy.
 def kept_job(job: dict) -> dict:
     spec = ((job.get("spec") or {}).get("template") or {}).get("spec") or {}
+    job[KEPT] = {"spec": spec_digest(spec), "worker": worker_digest(spec), "creator": creator(job)}
     containers = [{"name": c.get("name"), "resources": c.get("resources")} for c in spec.get("containers") or ()]
     job["spec"] = {"template": {"spec": {"containers": containers, "nodeSelector": spec.get("nodeSelector")}}}
     return job
 
 
 def kept_pod(pod: dict) -> dict:
+    pod[KEPT] = {"worker": worker_digest(pod.get("spec")), "creator": creator(pod)}
     pod["spec"] = {"nodeName": (pod.get("spec") or {}).get("nodeName")}
     return pod
 
 
-def newest_pods(pods: dict[str, dict]) -> dict[str, dict]:
+def owned_pods(pods: dict[str, dict], jobs: dict[str, dict]) -> dict[str, tuple[str, dict]]:
+    """Pod name -> (its Job's name, the pod), of the pods owned by one of `jobs` (ours: identity.pod_owner).
+    A pod that only carries our labels, or names our Job as owner and runs something else, is no attempt's."""
+    by_uid = {j["metadata"].get("uid"): j for j in jobs.values() if j["metadata"].get("uid")}
+    owned = {}
+    for name, pod in pods.items():
+        owner = pod_owner(pod, by_uid)
+        if owner is not None:
+            owned[name] = (owner, pod)
+    return owned
+
+
+def newest_pods(owned: dict[str, tuple[str, dict]]) -> dict[str, dict]:
     """Job name -> its newest pod (a Job's replacement pod supersedes the one it replaced)."""
     newest: dict[str, dict] = {}
-    for pod in pods.values():
-        owner = (pod["metadata"].get("labels") or {}).get("job-name")
+    for owner, pod in owned.values():
         known = newest.get(owner)
         if known is None or _created(pod) > _created(known):
             newest[owner] = pod

@@ -19,8 +19,9 @@ from __future__ import annotations
 
 import logging
 
+from catchup_assets.backends.kubernetes.identity import KEPT, creator
 from catchup_assets.backends.kubernetes.informer import Informer
-from catchup_assets.backends.kubernetes.observe import newest_pods
+from catchup_assets.backends.kubernetes.observe import newest_pods, owned_pods
 
 log = logging.getLogger(__name__)
 
@@ -43,9 +44,10 @@ class PodView:
         self.cache, self.mission = cache, mission
         self._listed_for: set[str] = set()  # Jobs whose gap the last LIST was for, while it lasts
         self._in_view: set[str] = set()  # Jobs with a pod in view at the last read
+        self._foreign: set[str] = set()  # pods warned of as no attempt's: once each
 
     def read(self, jobs: dict[str, dict]) -> tuple[dict[str, dict], dict[str, dict]]:
-        pods = self.cache.read()
+        pods = self._owned(self.cache.read(), jobs)
         newest = newest_pods(pods)
         unseen = {name for name, j in jobs.items() if (j.get("status") or {}).get("active") and name not in newest}
         # A pod in view last read and gone now was seen deleted (with its node, by PodGC): not a gap.
@@ -60,7 +62,26 @@ class PodView:
                 len(unseen),
                 len(unended),
             )
-            pods = self.cache.relist()
+            pods = self._owned(self.cache.relist(), jobs)
             newest = newest_pods(pods)
         self._listed_for, self._in_view = gaps, set(newest)
-        return pods, newest
+        return {name: pod for name, (_, pod) in pods.items()}, newest
+
+    def _owned(self, pods: dict[str, dict], jobs: dict[str, dict]) -> dict[str, tuple[str, dict]]:
+        """The pods of `jobs` (ours), each with its Job's name; any other pod is warned of once (issue 45)."""
+        owned = owned_pods(pods, jobs)
+        ours = {j["metadata"].get("uid") for j in jobs.values()}
+        for name in pods.keys() - owned.keys() - self._foreign:
+            pod = pods[name]
+            owners = {r.get("uid") for r in (pod["metadata"].get("ownerReferences") or ()) if r.get("kind") == "Job"}
+            if owners and not owners & ours:
+                continue  # a Job's pod that is not in view: a released Job's, or a foreign Job's (warned of itself)
+            self._foreign.add(name)
+            log.warning(
+                "mission %s: pod %s carries the mission's labels but is not owned by a Job of this mission "
+                "with its identity (%s): ignored, never read for results or logs (issue 45)",
+                self.mission,
+                name,
+                (pod.get(KEPT) or {}).get("creator") or creator(pod),
+            )
+        return owned

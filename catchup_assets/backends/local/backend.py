@@ -7,15 +7,18 @@ again from the files it keeps (L10). Layout, per mission:
     attempts/<attempt_id>/  spec.json launch.json supervisor.json worker.json
                             peaks.json status.json worker.log supervisor.log
                             start.gate (the supervisor's or a fence's: state.py)
-    data/<range_key>/       the range's kept data directory, the "PVC" (L3)
+                            identity (the mission nonce's signature of its name)
+    data[-<tag>]/<range_key>/  the range's kept data directory, the "PVC" (L3); <tag> from the nonce
 
-Creating the attempt directory is the atomic create; losing it is a 409 (L11).
+Creating the attempt directory is the atomic create; losing it is a 409 (L11), adopted only if the
+directory carries the mission's identity (issue 45).
 Reading the directories back as attempt states is `registry.py`'s.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import errno
 import logging
 import os
 import re
@@ -43,9 +46,11 @@ from catchup_assets.core.dispatch.ports import (
     Busy,
     Collected,
     DispatchBlocked,
+    ForeignObject,
     Phase,
 )
 from catchup_assets.core.errors import ConfigError
+from catchup_assets.core.values.mission_nonce import MissionNonce
 from catchup_assets.store.log_archive import archive
 
 log = logging.getLogger(__name__)
@@ -53,6 +58,17 @@ log = logging.getLogger(__name__)
 ENTRYPOINT = Path(__file__).resolve().parents[1] / "worker" / "entrypoint.sh"
 _SAFE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")  # fullmatch: "$" passes a trailing newline
 LOG_CHUNK = 1 << 20
+
+
+IDENTITY_FILE = "identity"  # the nonce's signature of the attempt directory's name
+
+
+def _owner(d: Path) -> str:
+    """Who made `d`, as the filesystem says: its owner's uid."""
+    try:
+        return f"owned by uid {d.stat().st_uid}"
+    except OSError:
+        return "its owner unknown"
 
 
 def _safe(name: str, what: str) -> str:
@@ -80,11 +96,17 @@ class LocalBackend(LocalLeftovers, LocalLiveLog):  # LocalLiveLog: a live attemp
         ephemeral_limit_bytes: int | None = None,
         node_disk_bytes: int | None = None,
         min_free_bytes: int = 128 * 1024**2,
+        nonce: MissionNonce | Callable[[], MissionNonce] | None = None,
     ) -> None:
         self.mission = _safe(mission, "mission")
+        # The mission's nonce (mission.json; issue 45): every attempt directory made carries its signature
+        # (IDENTITY_FILE), and one without it is not the mission's: another deployment's sharing this work
+        # directory (its default is beside the storage root), or anyone's. None: no check (tests that make
+        # their own backend); a deployment's backend (defs/resources/backend.py) always passes it, as a
+        # callable asked on first use: constructing a backend does no I/O.
+        self._nonce = nonce
         self.root = Path(work_dir) / mission
         self.attempts_dir = self.root / "attempts"
-        self.data_root = self.root / "data"
         self.command = list(command) if command is not None else ["sh", str(ENTRYPOINT)]
         self.env = {"STELLAR_CORE": str(Path(sys.executable).parent / "catchup-sim-core")}
         self.env.update(env or {})
@@ -117,8 +139,21 @@ class LocalBackend(LocalLeftovers, LocalLiveLog):  # LocalLiveLog: a live attemp
         self.python = python
         # Only caches of immutable files and children to reap: never a source
         # of truth, a restart loses nothing by starting them empty (L10).
-        self.registry = Registry(self.attempts_dir, self._disk_full)
+        self.registry = Registry(self.attempts_dir, self._disk_full, self._refusal)
         self._children: dict[str, subprocess.Popen] = {}
+
+    @property
+    def nonce(self) -> MissionNonce | None:
+        if self._nonce is not None and not isinstance(self._nonce, MissionNonce):
+            self._nonce = self._nonce()
+        return self._nonce
+
+    @property
+    def data_root(self) -> Path:
+        """The ranges' kept data (the "PVCs"), resumed by their next attempts: with a nonce, under a name
+        of the mission's own, so a deployment sharing this work directory never resumes from another's."""
+        nonce = self.nonce
+        return self.root / ("data" if nonce is None else f"data-{nonce.sign('data', self.mission)[:12]}")
 
     def data_dir(self, range_key: str) -> Path:
         return self.data_root / _safe(range_key, "range key")
@@ -135,10 +170,7 @@ class LocalBackend(LocalLeftovers, LocalLiveLog):  # LocalLiveLog: a live attemp
         d = self.attempt_dir(spec.attempt_id)
         data = self.data_dir(spec.range_key)
         self.attempts_dir.mkdir(parents=True, exist_ok=True)
-        try:
-            os.mkdir(d)
-        except FileExistsError:
-            raise AlreadyExists(spec.attempt_id) from None
+        self._make_attempt_dir(d)
         data.mkdir(parents=True, exist_ok=True)
         launch = {
             "command": self.command,
@@ -168,6 +200,44 @@ class LocalBackend(LocalLeftovers, LocalLiveLog):  # LocalLiveLog: a live attemp
             return  # already gone; the supervisor's own record (or its absence) decides
         # The supervisor writes the same record itself; this one covers a slow start.
         write_json_if_absent(d / "supervisor.json", {"pid": proc.pid, "create_time": ct})
+
+    def _make_attempt_dir(self, d: Path) -> None:
+        """The attempt's directory, created atomically (the local 409, L11); with a nonce, made whole with
+        its identity file in a hidden directory first and renamed into place, so no reader ever sees it
+        without one. One there already is adopted only if it carries the mission's identity."""
+        if self.nonce is None:
+            try:
+                os.mkdir(d)
+            except FileExistsError:
+                raise AlreadyExists(d.name) from None
+            return
+        tmp = d.with_name(f".new-{d.name}-{os.getpid()}-{time.monotonic_ns()}")
+        os.mkdir(tmp)
+        (tmp / IDENTITY_FILE).write_text(self.nonce.sign("attempt", self.mission, d.name))
+        try:
+            os.rename(tmp, d)  # onto an empty directory it replaces it; onto a made one it fails
+            return
+        except OSError as exc:
+            shutil.rmtree(tmp, ignore_errors=True)
+            if exc.errno not in (errno.EEXIST, errno.ENOTEMPTY):
+                raise
+        if (why := self._refusal(d.name, d)) is not None:
+            raise ForeignObject(f"attempt directory {d} ({_owner(d)}) is not this mission's: {why}")
+        raise AlreadyExists(d.name)
+
+    def _refusal(self, aid: str, d: Path) -> str | None:
+        """Why the attempt directory `d` is not this mission's; None if it is (or there is no nonce to check)."""
+        if self.nonce is None:
+            return None
+        try:
+            tag = (d / IDENTITY_FILE).read_text()[:128]
+        except FileNotFoundError:
+            return f"it has no {IDENTITY_FILE} file"
+        except (OSError, UnicodeDecodeError) as exc:
+            return f"its {IDENTITY_FILE} cannot be read: {exc}"
+        if not self.nonce.signed(tag, "attempt", self.mission, aid):
+            return "its identity is not this mission's (another deployment's, or forged)"
+        return None
 
     # -- observe ----------------------------------------------------------
     def observe(self) -> list[AttemptState]:

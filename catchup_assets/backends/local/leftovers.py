@@ -48,12 +48,14 @@ def remove_tree(path: Path) -> None:
 
 class LocalLeftovers:
     """`leftovers` and `remove` for `LocalBackend` (it provides root, attempts_dir, data_root,
-    registry, shutdown, release and release_range's directory removal)."""
+    registry, _refusal, shutdown, release and release_range's directory removal)."""
 
     def leftovers(self) -> list[Leftover]:
         states = {s.attempt_id: s for s in self.registry.scan()}
         out = []
         for e in _dirs(self.attempts_dir):
+            if self._refusal(e.name, Path(e.path)) is not None:
+                continue  # not the mission's (issue 45): no leftover of it, never removed
             st = states.get(e.name)
             key, _, number = e.name.rpartition("-a")
             attempt = st.attempt if st else int(number) if number.isascii() and number.isdigit() else None

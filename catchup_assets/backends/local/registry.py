@@ -41,9 +41,16 @@ def peaks_of(d: dict | None) -> Peaks:
 class Registry:
     """One mission's `attempts/` directory, read by the backend that owns it."""
 
-    def __init__(self, attempts_dir: Path, disk_full: Callable[[], str | None]) -> None:
+    def __init__(
+        self,
+        attempts_dir: Path,
+        disk_full: Callable[[], str | None],
+        refusal: Callable[[str, Path], str | None] = lambda aid, d: None,
+    ) -> None:
         self.attempts_dir = attempts_dir
         self.disk_full = disk_full  # why a vanished supervisor may have died, or None
+        # Why a directory is not the mission's (issue 45): it is then no attempt, never read or fenced.
+        self.refusal = refusal
         self._specs: dict[str, dict] = {}
         self._finished: dict[str, tuple[int, AttemptState]] = {}
         self._warned: set[str] = set()
@@ -109,7 +116,10 @@ class Registry:
         return v if isinstance(v, dict) else None
 
     def one(self, aid: str, d: Path) -> AttemptState | None:
-        """The attempt in directory `d`; None if it names no attempt or is gone."""
+        """The attempt in directory `d`; None if it names no attempt, is gone, or is not the mission's."""
+        if aid not in self._specs and (why := self.refusal(aid, d)) is not None:
+            self.warn(aid, f"attempt directory {d} is not the mission's ({why}): ignored, never read or removed")
+            return None
         status_path = d / "status.json"
         try:
             mtime = status_path.stat().st_mtime_ns

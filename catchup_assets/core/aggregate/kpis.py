@@ -34,7 +34,7 @@ from collections import defaultdict
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
 
-from catchup_assets.core.classify.outcomes import Outcome
+from catchup_assets.core.classify.outcomes import UNCHARGED, Outcome
 from catchup_assets.core.forecast.cost import attempt_uses, mission_cost
 from catchup_assets.core.size.catalog import ON_DEMAND, SPOT, Catalog
 from catchup_assets.core.size.sizing import Placement
@@ -99,7 +99,7 @@ def sizing_kpis(
     oom_ranges = {r.range_key for r in finished if r.outcome == Outcome.OOM and r.range_key in judged}
     first: dict[str, object] = {}
     for r in sorted(finished, key=lambda r: r.attempt):
-        if r.outcome != Outcome.STOPPED and r.range_key in judged:
+        if r.outcome not in UNCHARGED and r.range_key in judged:  # a stop or a foreign name: no first attempt
             first.setdefault(r.range_key, r)
     known = {t.name: t for t in placement.tiers.all()}
     ideal = 0.0

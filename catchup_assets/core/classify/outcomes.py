@@ -28,6 +28,9 @@ class Outcome(StrEnum):
     INTERRUPTED = "interrupted"
     FAILED = "failed"
     STOPPED = "stopped"  # the operator stopped the run (SIGTERM, SIGINT): charged to no budget
+    # The attempt's name was held by an object the mission did not make (issue 45): never run, never
+    # read, charged to no budget; its number is spent and the range goes on under the next.
+    FOREIGN = "foreign"
 
 
 class BudgetGroup(StrEnum):
@@ -51,7 +54,7 @@ GROUP_OF: dict[Outcome, BudgetGroup] = {
 }
 
 # Outcomes that spend no budget: the range is retried as if the attempt never counted.
-UNCHARGED = frozenset({Outcome.STOPPED})
+UNCHARGED = frozenset({Outcome.STOPPED, Outcome.FOREIGN})
 
 # stellar-core exits 3 after draining on SIGTERM, and also on a corrupt archive.
 EXIT_INTERRUPTED = 3

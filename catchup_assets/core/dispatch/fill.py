@@ -30,6 +30,7 @@ from catchup_assets.core.dispatch.ports import (
     AttemptSpec,
     Backend,
     DispatchBlocked,
+    ForeignObject,
     TransientBackendError,
 )
 from catchup_assets.core.dispatch.range_book import RangeBook
@@ -38,6 +39,10 @@ from catchup_assets.core.values.attempt_record import AttemptRecord
 
 log = logging.getLogger(__name__)
 
+# Foreign objects met under our attempts' names before new dispatch stops (issue 45): a few on one range
+# is someone racing its names, many across the mission a namespace shared with another deployment.
+FOREIGN_PER_RANGE = 3
+FOREIGN_PER_MISSION = 10
 WAVE_PER_WORKER = 4  # a wave is this many submits per worker: few waits on the slowest, a stop heard soon
 
 # (range key, attempt, its range's OOMs, its range's evictions): one attempt to start
@@ -90,6 +95,8 @@ class Submitter:
                     if self.watchdog.blocked is None:
                         self.watchdog.block(f"new dispatches stopped: {exc}")
                     ended = True
+                elif isinstance(exc, ForeignObject):
+                    ended = self._foreign(key, exc) or ended
             if ended:
                 break
         return started
@@ -99,7 +106,7 @@ class Submitter:
         try:
             ok, told = self.submit(key, attempt, n_oom, n_evicted)
             return ok, told, None
-        except (TransientBackendError, DispatchBlocked) as exc:
+        except (TransientBackendError, DispatchBlocked, ForeignObject) as exc:
             return False, None, exc
 
     def submit(self, key: str, attempt: int, n_oom: int, n_evicted: int = 0) -> tuple[bool, AttemptSpec | None]:
@@ -130,7 +137,54 @@ class Submitter:
             # Created before a restart, its start told then: adopted, not told twice.
             log.info("attempt %s exists already: adopted (still holds its slot)", spec.attempt_id)
             return True, None
+        except ForeignObject as exc:
+            # Not ours: never run or read. Its number is spent, durably (record, then done mark),
+            # charged to no budget (Outcome.FOREIGN), and the range goes on under the next one.
+            self.book.write(
+                AttemptRecord(
+                    mission=spec.mission,
+                    range_key=key,
+                    attempt=attempt,
+                    outcome=Outcome.FOREIGN.value,
+                    reason=f"foreign object: {exc}"[:500],
+                    memory_request_bytes=spec.memory_request_bytes,
+                    memory_limit_bytes=spec.memory_limit_bytes,
+                    tier=spec.tier,
+                    capacity_type=spec.capacity_type,
+                )
+            )
+            self.book.mark_done(key, attempt)
+            raise
         return True, spec
+
+    def _foreign(self, key: str, exc: ForeignObject) -> bool:
+        """Told once, loudly, naming the object; True (the pass's submits end) once dispatch is blocked:
+        the name can never be freed (a PVC), or collisions passed their bounds (a tenant racing our
+        names, or another deployment of this mission in the namespace)."""
+        # Once per object: an error, unless the backend's observe already named it as one.
+        log.log(
+            logging.INFO if exc.told else logging.ERROR,
+            "mission %s: range %s: %s; not adopted, left alone%s",
+            self.watchdog.name,
+            key,
+            exc,
+            "; the range goes on under its next attempt" if exc.retry else "",
+        )
+        on_range = self.book.count(key, Outcome.FOREIGN)
+        in_all = sum(self.book.count(k, Outcome.FOREIGN) for k in self.book.keys)
+        if not exc.retry:
+            why = f"range {key} cannot run: {exc}; remove it and run again"
+        elif on_range >= FOREIGN_PER_RANGE:
+            why = f"range {key} met {on_range} objects under its attempts' names that it did not make, the last {exc}"
+        elif in_all >= FOREIGN_PER_MISSION:
+            why = f"{in_all} attempts' names were held by objects the mission did not make, the last {exc}"
+        else:
+            return False
+        if self.watchdog.blocked is None:
+            self.watchdog.block(
+                f"new dispatches stopped: {why}; see who creates Jobs in the mission namespace (docs/deploy.md)"
+            )
+        return True
 
     def close(self) -> None:
         if self._pool is not None:

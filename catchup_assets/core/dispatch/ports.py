@@ -162,7 +162,20 @@ class BackendError(CatchupError):
 
 
 class AlreadyExists(BackendError):
-    """The attempt was created by someone else first (HTTP 409): adopt it (L11)."""
+    """The attempt was created first by another dispatcher of this mission, or by this one before a
+    restart (HTTP 409 on an object with the mission's identity): adopt it (L11)."""
+
+
+class ForeignObject(BackendError):
+    """The attempt's name is held by an object this mission did not make (issue 45): another
+    deployment's, or anyone's who can create in the namespace. It is not adopted, never deleted,
+    never read for results or logs. `retry`: the attempt's next number has a name of its own (a Job);
+    False: no number frees the name (the range's PVC), so the range cannot run until it is removed."""
+
+    def __init__(self, what: str, retry: bool = True, told: bool = False) -> None:
+        super().__init__(what)
+        self.retry = retry
+        self.told = told  # the backend already warned of this object (its observe saw it first)
 
 
 class TransientBackendError(BackendError):
@@ -189,7 +202,8 @@ class Backend(Protocol):
 
     Errors: every call may raise `TransientBackendError` (the dispatcher retries
     it on a later pass, never charging a range); `submit` also raises
-    `AlreadyExists` (adopt it) and `DispatchBlocked` (stop new dispatches).
+    `AlreadyExists` (adopt it: an attempt this mission made), `ForeignObject` (its name is taken
+    by an object it did not make: never adopted) and `DispatchBlocked` (stop new dispatches).
     Anything else is a bug or a permanent fault and ends the run with its
     cause. Constructing a backend does no I/O.
     """

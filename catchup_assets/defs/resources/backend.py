@@ -26,11 +26,16 @@ def backend_for(
     if resource.backend == "kubernetes":
         return _kubernetes_backend(resource, mission, sleeper or time.sleep)
     from catchup_assets.backends.local.backend import LocalBackend
+    from catchup_assets.core.values.mission_nonce import MissionNonce
+    from catchup_assets.mission.saved import mission_nonce
+    from catchup_assets.store.root import Store
 
     seed = disruption_seed if disruption_seed is not None else mission_seed(resource.sim_seed, mission)
     return LocalBackend(
         resource.work(),
         mission,
+        # Whose attempt directories are whose (issue 45): two deployments may share a work directory.
+        nonce=lambda: MissionNonce(mission_nonce(Store(resource.root()), mission)),
         disruption_rate=resource.disruption_rate,
         disruption_seed=seed,
         disruption_window=(0.3, 2.0),
@@ -42,7 +47,10 @@ def _kubernetes_backend(resource, mission: str, sleeper: Callable[[float], None]
     # load on a laptop with no cluster configured.
     from catchup_assets.backends.kubernetes.backend import DEFAULT_CORE_CONFIG, KubernetesBackend
     from catchup_assets.backends.kubernetes.connect import api_clients
+    from catchup_assets.backends.kubernetes.identity import MissionIdentity
     from catchup_assets.backends.kubernetes.throttle import RequestRate
+    from catchup_assets.mission.saved import mission_nonce
+    from catchup_assets.store.root import Store
 
     cfg = resource.kubernetes
     batch_api, core_api = api_clients(cfg.kubeconfig, cfg.context)
@@ -55,6 +63,8 @@ def _kubernetes_backend(resource, mission: str, sleeper: Callable[[float], None]
         core_api=core_api,
         kubelet=cfg.kubelet_access(),
         spool_dir=os.path.join(resource.work(), mission, "log-spool"),
+        # Whose Jobs are whose (issue 45): the nonce in the mission's mission.json on this storage root.
+        identity=lambda: MissionIdentity(mission_nonce(Store(resource.root()), mission)),
         core_config_text=core_config,
         stats_interval=cfg.stats_interval_seconds,
         unschedulable_seconds=cfg.unschedulable_seconds,
