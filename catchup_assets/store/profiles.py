@@ -31,12 +31,10 @@ from catchup_assets.core.size.measures import ProfileIndex, measures_from_rows, 
 from catchup_assets.store import layout
 from catchup_assets.store.credentials import ProfileAccess, profile_access
 from catchup_assets.store.root import Store
-from catchup_assets.store.safe_read import UnreadableFile, read_fs, read_local
+from catchup_assets.store.safe_read import UnreadableFile, read_fs, read_local, read_up_to
 from catchup_assets.store.tables import NotATable, parquet_rows, parse_table, wrong_kinds
 
 log = logging.getLogger(__name__)
-
-_CHUNK = 1024 * 1024  # bytes asked of a stream at a time
 
 
 class ProfileRefused(ConfigError):
@@ -88,17 +86,11 @@ def _fetch(access: ProfileAccess, timeout: float, cap: int, setting: str) -> byt
     options["client_kwargs"] = {"timeout": aiohttp.ClientTimeout(total=timeout, connect=min(timeout, 10.0))}
     fs, path = fsspec.core.url_to_fs(spec, **options)
     # block_size 0 is fsspec's streaming file; a size given spares the probe it would make first.
-    parts, total = [], 0
     with fs.open(path, "rb", block_size=0, size=cap + 1) as f:
-        while total <= cap:
-            chunk = f.read(min(_CHUNK, cap + 1 - total))
-            if not chunk:
-                break
-            parts.append(chunk)
-            total += len(chunk)
-    if total > cap:
+        data = read_up_to(f.read, cap)
+    if len(data) > cap:
         raise UnreadableFile(f"{shown} is larger than its cap of {cap} bytes ({setting}): read no further")
-    return b"".join(parts)
+    return data
 
 
 def read_bounded(spec: str, timeout: float, cap: int, setting: str, access: ProfileAccess | None = None) -> bytes:

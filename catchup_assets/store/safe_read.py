@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import os
 import stat
+from collections.abc import Callable
 
 from catchup_assets.core.errors import StateError
 from catchup_assets.core.units import MiB
@@ -71,6 +72,19 @@ def _too_big(shown: str, cap: int, setting: str | None) -> str:
     return f"{shown} is larger than its cap of {cap} bytes{where}: not read"
 
 
+def read_up_to(read: Callable[[int], bytes], cap: int) -> bytes:
+    """What `read(n)` gives, chunk by chunk, to its end or to cap + 1 bytes, whichever comes first: a stream
+    that never ends is cut one byte past its cap, so the caller can tell "larger" from "exactly cap"."""
+    parts, total = [], 0
+    while total <= cap:
+        chunk = read(min(_CHUNK, cap + 1 - total))
+        if not chunk:
+            break
+        parts.append(chunk)
+        total += len(chunk)
+    return b"".join(parts)
+
+
 def read_local(path: str, cap: int, *, within: str | None = None, setting: str | None = None) -> bytes:
     """The bytes of the regular file at `path`, at most `cap`; `within`: the directory it must resolve under.
 
@@ -102,16 +116,10 @@ def read_local(path: str, cap: int, *, within: str | None = None, setting: str |
             raise UnreadableFile(f"{path} is {_kind(st.st_mode)}: not read", _stat_version(st))
         if st.st_size > cap:
             raise UnreadableFile(_too_big(path, cap, setting), _stat_version(st))
-        parts, total = [], 0
-        while total <= cap:  # a file growing while it is read is still cut at cap + 1
-            chunk = os.read(fd, min(_CHUNK, cap + 1 - total))
-            if not chunk:
-                break
-            parts.append(chunk)
-            total += len(chunk)
-        if total > cap:
+        data = read_up_to(lambda n: os.read(fd, n), cap)  # a file growing while it is read is still cut
+        if len(data) > cap:
             raise UnreadableFile(_too_big(path, cap, setting), _stat_version(st))
-        return b"".join(parts)
+        return data
     finally:
         os.close(fd)
 
