@@ -347,6 +347,12 @@ class ControlPlane:
         self.etcd("kv/compaction", {"revision": str(head), "physical": True})
         return head
 
+    def harness_client(self):
+        """The admin kubeconfig's ApiClient as the kubernetes package makes it (urllib3's retries on): for the
+        stand-ins around the plane (the virtual kubelet, the volume provisioner), which are not the backend and
+        whose real counterparts (client-go) retry on their own."""
+        return kubernetes.config.new_client_from_config(config_file=str(self.kubeconfig))
+
     def api_client(self, token: str | None = None):
         """An official kubernetes ApiClient: the admin kubeconfig's, or one presenting `token`; configured as
         a run's is (connect.py), as the backends the real-plane suites build on it must be (issue 45 item 8)."""

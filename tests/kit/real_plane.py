@@ -45,7 +45,7 @@ def virtual_nodes(
 ):
     """Nodes (`nodes(kubelet)`, else four per tier) run by a RemoteKubelet that authenticates and authorizes
     through the real API; each pod runs as `scripts` (the twin mission's by default) says."""
-    admin = plane.api_client()
+    admin = plane.harness_client()
     authn, authz = k8s.AuthenticationV1Api(admin), k8s.AuthorizationV1Api(admin)
     groups: dict[str, list[str]] = {}
 
