@@ -17,6 +17,7 @@ from dataclasses import replace
 
 import pytest
 
+from catchup_assets.backends.kubernetes.identity import MissionIdentity
 from catchup_assets.core.classify.outcomes import decide
 from catchup_assets.core.dispatch.dispatch_config import DispatchConfig
 from catchup_assets.core.dispatch.range_book import past_attempts
@@ -26,7 +27,7 @@ from catchup_assets.mission.cleanup import cleanup
 from catchup_assets.mission.cleanup_settle import settled_plan
 from catchup_assets.mission.plan import prepare
 from catchup_assets.mission.run import run_mission
-from catchup_assets.mission.saved import save_mission
+from catchup_assets.mission.saved import mission_nonce, save_mission
 from catchup_assets.store.records import RecordStore
 from catchup_assets.store.root import Store
 from kit.k8s_backend import SETTINGS, A, B, C, D, chain, flat, mission
@@ -106,9 +107,12 @@ def abandon_mid_mission(api, settings, access, tmp_path, clock, passes: int = 10
     flight, their Jobs and volumes left on the real API server."""
     cfg = mission(tmp_path)
     save_mission(Store(cfg.storage_root), cfg)
+    # Signed with the nonce mission.json keeps, as the deployment's backend signs (issue 45 item 1): the CLI's
+    # cleanup below reads the mission's identity from there and leaves any other Job alone.
+    identity = MissionIdentity(mission_nonce(Store(cfg.storage_root), "m1"))
     d = Dispatcher(
         DispatchConfig(cfg, prepare(cfg).ordered),
-        real_backend(api, settings, access, tmp_path, clock),
+        real_backend(api, settings, access, tmp_path, clock, identity=identity),
         RecordStore(Store(cfg.storage_root), "m1"),
         clock=clock,
     )
