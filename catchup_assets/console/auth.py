@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hmac
 import os
+import re
 from dataclasses import dataclass
 
 from catchup_assets.core.errors import ConfigError
@@ -43,6 +44,19 @@ def load_token(path: str) -> str:
     if not all(33 <= ord(ch) < 127 for ch in token):  # one header value: no space, no control character
         raise ConfigError(f"--token-file: {path!r} holds a space or control character in its token")
     return token
+
+
+_ORIGIN = re.compile(r"https?://([A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?|\[[0-9A-Fa-f:.]+\])(:[0-9]{1,5})?")
+
+
+def check_public_url(url: str) -> str:
+    """`--public-url`: the scheme://host[:port] an operator's browser reaches the console at (an ingress that
+    terminates TLS), the Origin a write must carry; a trailing slash dropped. ConfigError naming the flag."""
+    origin = url.rstrip("/")
+    match = _ORIGIN.fullmatch(origin)
+    if not match or (match.group(3) and int(match.group(3)[1:]) > 65535):
+        raise ConfigError(f"--public-url: {url!r} is not an origin, scheme://host[:port] (no path, no credentials)")
+    return origin
 
 
 @dataclass(frozen=True)
