@@ -18,6 +18,7 @@ import re
 from dataclasses import dataclass
 
 from catchup_assets.core.errors import ConfigError
+from catchup_assets.core.web_url import ORIGIN_PATTERN
 
 MIN_TOKEN_CHARS = 16  # a token shorter than this is guessable: refused at start
 MAX_TOKEN_BYTES = 4096
@@ -46,7 +47,7 @@ def load_token(path: str) -> str:
     return token
 
 
-_ORIGIN = re.compile(r"https?://([A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?|\[[0-9A-Fa-f:.]+\])(:[0-9]{1,5})?")
+_ORIGIN = re.compile(ORIGIN_PATTERN)
 
 
 def check_public_url(url: str) -> str:

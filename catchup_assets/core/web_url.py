@@ -16,6 +16,8 @@ BASE_URL_PATTERN = (
     r"^https?://([A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?|\[[0-9A-Fa-f:.]+\])(:[0-9]{1,5})?(/[A-Za-z0-9._~-]+)*/?$"
 )
 _BASE_URL = re.compile(BASE_URL_PATTERN)
+# scheme://host[:port] alone: what a browser sends as Origin (the console's --public-url).
+ORIGIN_PATTERN = r"^https?://([A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?|\[[0-9A-Fa-f:.]+\])(:[0-9]{1,5})?$"
 
 
 def check_base_url(url: str, field: str) -> str:
