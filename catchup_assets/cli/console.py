@@ -35,6 +35,11 @@ def add_parser(sub, number) -> None:
         "its GraphQL API, and each range links to its partition and run there; default none: Stop is unavailable",
     )
     c.add_argument(
+        "--dagster-ui-url",
+        help="the Dagster UI's URL as an operator's browser reaches it, for each range's links, when it is not "
+        "--dagster-url (in a cluster the console reaches the webserver by its Service); default: --dagster-url",
+    )
+    c.add_argument(
         "--public-url",
         help="scheme://host[:port] the console is reached at through a TLS-terminating proxy or ingress: a write's "
         "Origin is judged against it (default: the request's own scheme and Host)",
@@ -48,6 +53,7 @@ def command(args: argparse.Namespace) -> int:
     from catchup_assets.console.app import console_app
     from catchup_assets.console.auth import check_public_url, load_token
     from catchup_assets.console.serve import ConsoleServer
+    from catchup_assets.core.web_url import check_base_url
     from catchup_assets.defs.resources.backend import backend_for
 
     if "://" not in args.root and not os.path.isdir(args.root):  # opening a local root would create it
@@ -59,13 +65,14 @@ def command(args: argparse.Namespace) -> int:
         from catchup_assets.defs.mission.run_stop import DagsterStop
 
         stop = DagsterStop(args.dagster_url)  # the URL checked here, at start
+    links = check_base_url(args.dagster_ui_url, "--dagster-ui-url") if args.dagster_ui_url else stop and stop.url
     resource = resource_of(args)  # checked here, at start: a bad --settings is refused before serving
     app = console_app(
         resource.root(),
         token,
         live_logs=lambda mission: backend_for(resource, mission),
         stop=stop,
-        dagster_url=None if stop is None else stop.url,
+        dagster_url=links,
         public_url=public_url,
     )
     server = ConsoleServer(app, args.host, args.port)

@@ -121,11 +121,12 @@ def test_issue46_stop_when_dagster_cannot_be_reached_is_a_502_naming_the_webserv
     ["ftp://dagster:3000", "http://user:pw@dagster:3000", "http://dagster:3000/?x=1", "http://dagster:99999",
      "http://dag ster", "javascript:alert(1)", "http://dagster/#frag"],
 )  # fmt: skip
-def test_issue46_a_bad_dagster_url_is_refused_at_start_naming_the_flag(root, url, capsys):
-    """Hostile input: --dagster-url is refused before the console serves, naming the flag."""
+@pytest.mark.parametrize("flag", ["--dagster-url", "--dagster-ui-url"])
+def test_issue46_a_bad_dagster_url_is_refused_at_start_naming_the_flag(root, url, flag, capsys):
+    """Hostile input: --dagster-url (or the links' --dagster-ui-url) is refused before the console serves, naming it."""
     path, _ = root
-    assert run(["console", "--root", str(path), "--port", "0", "--dagster-url", url]) != 0
-    assert "--dagster-url" in capsys.readouterr().err
+    assert run(["console", "--root", str(path), "--port", "0", flag, url]) != 0
+    assert flag in capsys.readouterr().err
 
 
 @pytest.mark.timeout(60)

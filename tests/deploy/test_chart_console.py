@@ -21,6 +21,7 @@ ON = {
         "tokenSecret": {"name": "console-token", "key": "tok"},
         "publicUrl": "https://console.example",
         "dagsterUrl": "http://dagster-dagster-webserver:80",
+        "dagsterUiUrl": "https://dagster.example",
     },
     "storageCredentialsSecret": {"name": "s3-creds"},
 }
@@ -53,6 +54,7 @@ def test_issue46_the_console_runs_the_cli_verb_on_the_storage_root_with_its_toke
         "--token-file", "/var/run/catchup-console/token",
         "--public-url", "https://console.example",
         "--dagster-url", "http://dagster-dagster-webserver:80",
+        "--dagster-ui-url", "https://dagster.example",
     ]  # fmt: skip
     volumes = {v["name"]: v for v in pod["volumes"]}
     assert volumes["token"]["secret"] == {
@@ -122,6 +124,7 @@ def test_issue46_the_console_s_pod_is_restricted_and_its_account_has_no_token_an
     [
         ({"dagsterUrl": "http://user:pw@dagster:80"}, "dagsterUrl"),
         ({"dagsterUrl": "http://dagster/?q=1"}, "dagsterUrl"),
+        ({"dagsterUiUrl": "javascript:alert(1)"}, "dagsterUiUrl"),
         ({"publicUrl": "https://console.example/sub"}, "publicUrl"),
         ({"publicUrl": "console.example"}, "publicUrl"),
         ({"tokenSecret": {"name": "Bad_Name"}}, "tokenSecret"),

@@ -182,6 +182,7 @@ CHART_ONLY = {
             },
             "publicUrl": {"type": "string", "pattern": f"^$|{ORIGIN_PATTERN}"},
             "dagsterUrl": {"type": "string", "pattern": f"^$|{BASE_URL_PATTERN}"},
+            "dagsterUiUrl": {"type": "string", "pattern": f"^$|{BASE_URL_PATTERN}"},
             "serviceAccountAnnotations": ANNOTATIONS,
             "resources": RESOURCES,
             "nodeSelector": LABELS,
