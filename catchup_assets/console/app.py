@@ -108,8 +108,8 @@ def console_app(
     """The console over storage root `root`; writes allowed only with `token` (None: read-only).
     `live_logs`: a mission's backend, for a running attempt's log (None: archived logs only); made
     once per mission, on the first range page that asks. `stop(mission)`: ends the mission's live
-    Dagster runs (defs/mission/run_stop.py), its answer's `.runs` the run ids; None: Stop is refused,
-    saying why. `dagster_url`: the Dagster UI a range links to. `public_url`: scheme://host the
+    Dagster runs (defs/mission/run_stop.py), its answer's `.runs` the run ids, `.where` the webserver;
+    None: Stop is refused, saying why. `dagster_url`: the Dagster UI a range links to. `public_url`: scheme://host the
     console is reached at through a TLS-terminating proxy, the origin a write must come from."""
     reads = SharedReads(READERS, FRESH_SECONDS, READ_SECONDS)
     backends: dict[str, LiveLogs] = {}
@@ -218,7 +218,7 @@ def console_app(
             reads.forget(lambda key: key == ("missions",) or (len(key) > 1 and key[1] == name))
         runs = list(stopped.runs)
         if not runs:
-            raise Refused(409, f"stop: mission {name} has no live run in Dagster to terminate", runs=[])
+            raise Refused(409, f"stop: mission {name} has no live run in Dagster at {stopped.where} to terminate")
         return FiniteJSON({"mission": name, "action": STOP, "terminated": runs}, 200, SECURITY_HEADERS)
 
     async def script(request: Request) -> Response:

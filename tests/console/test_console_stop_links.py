@@ -181,3 +181,92 @@ def test_issue46_a_bad_public_url_is_refused_at_start_naming_the_flag(root, url,
     path, _ = root
     assert run(["console", "--root", str(path), "--port", "0", "--public-url", url]) != 0
     assert "--public-url" in capsys.readouterr().err
+
+
+class FakeDagster:
+    """The Dagster webserver's /graphql as far as a stop asks it (the real boundary, its JSON protocol): it
+    answers runsOrError with `runs` and terminateRuns with `terminate` per run, and keeps what it was asked."""
+
+    def __init__(self, runs: dict, terminate: str = "TerminateRunSuccess") -> None:
+        import http.server
+        import threading
+
+        self.asked: list[dict] = []
+        fake = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self):  # noqa: N802 - http.server's name
+                body = json.loads(self.rfile.read(int(self.headers["content-length"])))
+                fake.asked.append(body)
+                if "runsOrError" in body["query"]:
+                    data = {"runsOrError": runs}
+                else:
+                    results = [
+                        {"__typename": terminate, "message": f"{terminate} for {r}", "run": {"runId": r}}
+                        for r in body["variables"]["runIds"]
+                    ]
+                    data = {"terminateRuns": {"__typename": "TerminateRunsResult", "terminateRunResults": results}}
+                out = json.dumps({"data": data}).encode()
+                self.send_response(200)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", str(len(out)))
+                self.end_headers()
+                self.wfile.write(out)
+
+            def log_message(self, *args):
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_port}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+LIVE_RUNS = {
+    "__typename": "Runs",
+    "results": [
+        {"runId": RUN_1, "jobName": "range_catchup_job", "status": "STARTED"},
+        {"runId": RUN_2, "jobName": "profile_job", "status": "STARTED"},
+    ],
+}
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize(
+    "runs, terminate, status, said, terminated",
+    [
+        (LIVE_RUNS, "TerminateRunSuccess", 200, None, [RUN_1]),
+        (LIVE_RUNS, "UnauthorizedError", 502, "UnauthorizedError", [RUN_1]),
+        ({"__typename": "PythonError", "message": "the instance is gone"}, None, 502, "the instance is gone", None),
+        ({"__typename": "Runs", "results": []}, None, 409, "no live run", None),
+    ],
+)
+def test_issue46_stop_asks_dagster_for_the_mission_s_tagged_live_runs_and_ends_only_its_dispatching_ones(
+    root, runs, terminate, status, said, terminated
+):
+    """Failure 2: Stop finds the runs by `catchup/mission` and live statuses, terminates range_catchup's (never
+    profile_job's: the stopped mission's profile is still wanted), and says a refusal with the webserver's words."""
+    from catchup_assets.defs.mission.run_stop import DagsterStop
+
+    path, _ = root
+    dagster = FakeDagster(runs, terminate or "TerminateRunSuccess")
+    server = serve(path, stop=DagsterStop(dagster.url))
+    try:
+        got, body = post(f"{server.url}/api/missions/m1/control", {"action": "stop"}, AUTH)
+        assert got == status, body
+        if said is not None:
+            assert said in body["error"] and dagster.url in body["error"]
+        else:
+            assert body["terminated"] == terminated
+        query = dagster.asked[0]["variables"]["filter"]
+        assert query["tags"] == [{"key": "catchup/mission", "value": "m1"}]
+        assert "STARTED" in query["statuses"] and "QUEUED" in query["statuses"]
+        assert not {"SUCCESS", "FAILURE", "CANCELED"} & set(query["statuses"])
+        asked_to_end = [a["variables"]["runIds"] for a in dagster.asked[1:]]
+        assert asked_to_end == ([terminated] if terminated else [])
+    finally:
+        server.close()
+        dagster.close()

@@ -11,6 +11,7 @@ termination; its transport (gql over requests) also asks the one query the clien
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
@@ -46,6 +47,7 @@ class StopUnavailable(Exception):
 @dataclass(frozen=True)
 class Stopped:
     runs: tuple[str, ...]  # the run ids terminated
+    where: str  # the webserver asked
 
 
 class DagsterStop:
@@ -57,6 +59,8 @@ class DagsterStop:
         self._transport = RequestsHTTPTransport(url=f"{self.url}/graphql", timeout=timeout)
         self._query = Client(transport=self._transport, execute_timeout=timeout)
         self._client = DagsterGraphQLClient(parts.hostname, transport=self._transport, timeout=timeout)
+        # One transport, connected per request by gql: two stops at once would find it connected already.
+        self._lock = threading.Lock()
 
     def live_runs(self, mission: str) -> list[tuple[str, str]]:
         """(run id, job name) of the mission's live runs that dispatch its ranges."""
@@ -75,9 +79,13 @@ class DagsterStop:
 
     def __call__(self, mission: str) -> Stopped:
         """Terminate the mission's live dispatching runs; Stopped with their ids (none live: an empty tuple)."""
+        with self._lock:
+            return self._stop(mission)
+
+    def _stop(self, mission: str) -> Stopped:
         runs = [run_id for run_id, _ in self.live_runs(mission)]
         if not runs:
-            return Stopped(())
+            return Stopped((), self.url)
         try:
             self._client.terminate_runs(runs)
         except DagsterGraphQLClientError as exc:
@@ -86,4 +94,4 @@ class DagsterStop:
             raise StopUnavailable(
                 f"the Dagster webserver at {self.url} could not be asked to terminate: {exc}"
             ) from None
-        return Stopped(tuple(runs))
+        return Stopped(tuple(runs), self.url)
