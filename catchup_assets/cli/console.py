@@ -29,6 +29,21 @@ def add_parser(sub, number) -> None:
         help="the deployment's catchup.json (backend, kubernetes, work_dir), to show a running attempt's log "
         "from its backend, as `logs` does; default: local",
     )
+    c.add_argument(
+        "--dagster-url",
+        help="the Dagster webserver's URL (http(s)://host[:port][/path]): Stop terminates the mission's run through "
+        "its GraphQL API, and each range links to its partition and run there; default none: Stop is unavailable",
+    )
+    c.add_argument(
+        "--dagster-ui-url",
+        help="the Dagster UI's URL as an operator's browser reaches it, for each range's links, when it is not "
+        "--dagster-url (in a cluster the console reaches the webserver by its Service); default: --dagster-url",
+    )
+    c.add_argument(
+        "--public-url",
+        help="scheme://host[:port] the console is reached at through a TLS-terminating proxy or ingress: a write's "
+        "Origin is judged against it (default: the request's own scheme and Host)",
+    )
     c.add_argument("--work-dir", help="local backend: its work directory (default: beside the storage root)")
     c.set_defaults(func=command)
 
@@ -36,18 +51,34 @@ def add_parser(sub, number) -> None:
 def command(args: argparse.Namespace) -> int:
     from catchup_assets.cli.cleanup import resource_of
     from catchup_assets.console.app import console_app
-    from catchup_assets.console.auth import load_token
+    from catchup_assets.console.auth import check_public_url, load_token
     from catchup_assets.console.serve import ConsoleServer
+    from catchup_assets.core.web_url import check_base_url
     from catchup_assets.defs.resources.backend import backend_for
 
     if "://" not in args.root and not os.path.isdir(args.root):  # opening a local root would create it
         raise ConfigError(f"--root: {args.root!r} is not a directory: no mission is stored there")
     token = load_token(args.token_file) if args.token_file else None
+    public_url = check_public_url(args.public_url) if args.public_url else None
+    stop = None
+    if args.dagster_url:
+        from catchup_assets.defs.mission.run_stop import DagsterStop
+
+        stop = DagsterStop(args.dagster_url)  # the URL checked here, at start
+    links = check_base_url(args.dagster_ui_url, "--dagster-ui-url") if args.dagster_ui_url else stop and stop.url
     resource = resource_of(args)  # checked here, at start: a bad --settings is refused before serving
-    app = console_app(resource.root(), token, live_logs=lambda mission: backend_for(resource, mission))
+    app = console_app(
+        resource.root(),
+        token,
+        live_logs=lambda mission: backend_for(resource, mission),
+        stop=stop,
+        dagster_url=links,
+        public_url=public_url,
+    )
     server = ConsoleServer(app, args.host, args.port)
     mode = "read-only (no --token-file)" if token is None else "writes need the token in --token-file"
-    print(f"console: {server.url}/  ({mode}); Ctrl-C stops it", flush=True)
+    dagster = "Stop unavailable (no --dagster-url)" if stop is None else f"Stop through {stop.url}"
+    print(f"console: {server.url}/  ({mode}; {dagster}); Ctrl-C stops it", flush=True)
     try:
         server.wait()
     except KeyboardInterrupt:

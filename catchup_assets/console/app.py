@@ -40,6 +40,11 @@ from catchup_assets.store.root import Store
 READERS = 8  # storage reads at once; more wait their turn
 READ_SECONDS = 30.0  # a request waits this long for its figures, then 503 (the read runs on for the next poll)
 FRESH_SECONDS = 1.0  # figures read this recently are served as they are: the pages poll every 1.5 s
+STOP = "stop"  # not a control record change: the mission's Dagster run is terminated (console_app's `stop`)
+STOP_UNAVAILABLE = (
+    "unavailable: this console was started without --dagster-url, so it cannot reach Dagster to terminate "
+    "the mission's run; stop it from the run's page in the Dagster UI"
+)
 MAX_BODY_BYTES = 4096  # a control change is a few dozen bytes
 SCRIPT = files("catchup_assets.console").joinpath("console.js").read_bytes()
 SECURITY_HEADERS = {
@@ -96,10 +101,16 @@ def console_app(
     token: str | None = None,
     clock: Callable[[], float] = time.time,
     live_logs: Callable[[str], LiveLogs] | None = None,
+    stop: Callable[[str], object] | None = None,
+    dagster_url: str | None = None,
+    public_url: str | None = None,
 ) -> Starlette:
     """The console over storage root `root`; writes allowed only with `token` (None: read-only).
     `live_logs`: a mission's backend, for a running attempt's log (None: archived logs only); made
-    once per mission, on the first range page that asks."""
+    once per mission, on the first range page that asks. `stop(mission)`: ends the mission's live
+    Dagster runs (defs/mission/run_stop.py), its answer's `.runs` the run ids, `.where` the webserver;
+    None: Stop is refused, saying why. `dagster_url`: the Dagster UI a range links to. `public_url`: scheme://host the
+    console is reached at through a TLS-terminating proxy, the origin a write must come from."""
     reads = SharedReads(READERS, FRESH_SECONDS, READ_SECONDS)
     backends: dict[str, LiveLogs] = {}
     backends_lock = threading.Lock()  # range reads run on worker threads: one backend per mission
@@ -111,7 +122,7 @@ def console_app(
                 live = backends.get(name) or backends.setdefault(name, live_logs(name))
         return figures.range_figures(root, name, key, live)
 
-    pages = Pages(read_only=token is None)
+    pages = Pages(read_only=token is None, stop_unavailable=None if stop is not None else STOP_UNAVAILABLE)
 
     async def read(key: tuple, fn, *args, now: bool = False):
         """`fn(*args)` (with the clock's time last, if `now`), shared by every request for `key` meanwhile."""
@@ -154,20 +165,28 @@ def console_app(
         name = _mission(request)
         return {
             "read_only": token is None,
+            "stop": {"available": stop is not None, "why": None if stop is not None else STOP_UNAVAILABLE},
             **await read(("mission", name), figures.mission_figures, root, name, now=True),
         }
 
     async def range_(request: Request) -> dict:
         name, key = _mission(request), _range(request)
-        return {"read_only": token is None, **await read(("range", name, key), range_figures, name, key)}
+        figs = await read(("range", name, key), range_figures, name, key)
+        return {
+            "read_only": token is None,
+            **figs,
+            "dagster": figures.dagster_links(dagster_url, key, figs["attempts"]),
+        }
 
     async def control(request: Request) -> Response:
         try:
             name = _mission(request)
-            refusal = refuse_write(request.headers, _own_origin(request), token)
+            refusal = refuse_write(request.headers, public_url or _own_origin(request), token)
             if refusal is not None:
                 raise Refused(refusal.status, refusal.error)
             action, value, who = _control_body(await _body(request))
+            if action == STOP:
+                return await stop_mission(name)
             cap = await read(("cap", name), _cap, root, name)
             change = partial(set_control, root, name, action, value, who=f"console:{who}", now=clock())
             try:
@@ -184,6 +203,23 @@ def console_app(
         except Refused as exc:
             return FiniteJSON({"error": exc.error, **exc.extra}, exc.status, SECURITY_HEADERS)
         return FiniteJSON({"read_only": False, **figs}, 200, SECURITY_HEADERS)
+
+    async def stop_mission(name: str) -> Response:
+        await read(("cap", name), _cap, root, name)  # an unknown mission is a 404 before Dagster is asked
+        if stop is None:
+            raise Refused(409, f"stop: {STOP_UNAVAILABLE}")
+        try:
+            stopped = await reads.run(partial(stop, name))
+        except TimeoutError:
+            raise Refused(503, f"stop: the Dagster webserver did not answer within {READ_SECONDS:g} s") from None
+        except Exception as exc:  # noqa: BLE001 - run_stop's StopUnavailable or its transport's: said, not a 500
+            raise Refused(502, f"stop: {exc}") from None
+        finally:
+            reads.forget(lambda key: key == ("missions",) or (len(key) > 1 and key[1] == name))
+        runs = list(stopped.runs)
+        if not runs:
+            raise Refused(409, f"stop: mission {name} has no live run in Dagster at {stopped.where} to terminate")
+        return FiniteJSON({"mission": name, "action": STOP, "terminated": runs}, 200, SECURITY_HEADERS)
 
     async def script(request: Request) -> Response:
         return Response(SCRIPT, 200, SECURITY_HEADERS, media_type="text/javascript")
@@ -249,8 +285,8 @@ def _control_body(body: bytes) -> tuple[str, int | None, str]:
     if unknown:
         raise Refused(400, f"body: unknown field {unknown[0]!r}")
     action, value = doc.get("action"), doc.get("value")
-    if action not in ACTIONS:
-        raise Refused(400, f"action: {action!r} is not one of {', '.join(ACTIONS)}")
+    if action not in (*ACTIONS, STOP):
+        raise Refused(400, f"action: {action!r} is not one of {', '.join((*ACTIONS, STOP))}")
     if isinstance(value, float) and math.isfinite(value) and value.is_integer():
         value = int(value)  # 4.0 is the 4 a form's number field sends
     try:

@@ -14,9 +14,11 @@ from __future__ import annotations
 
 import hmac
 import os
+import re
 from dataclasses import dataclass
 
 from catchup_assets.core.errors import ConfigError
+from catchup_assets.core.web_url import ORIGIN_PATTERN
 
 MIN_TOKEN_CHARS = 16  # a token shorter than this is guessable: refused at start
 MAX_TOKEN_BYTES = 4096
@@ -43,6 +45,19 @@ def load_token(path: str) -> str:
     if not all(33 <= ord(ch) < 127 for ch in token):  # one header value: no space, no control character
         raise ConfigError(f"--token-file: {path!r} holds a space or control character in its token")
     return token
+
+
+_ORIGIN = re.compile(ORIGIN_PATTERN)
+
+
+def check_public_url(url: str) -> str:
+    """`--public-url`: the scheme://host[:port] an operator's browser reaches the console at (an ingress that
+    terminates TLS), the Origin a write must carry; a trailing slash dropped. ConfigError naming the flag."""
+    origin = url.rstrip("/")
+    match = _ORIGIN.fullmatch(origin)
+    if not match or (match.group(3) and int(match.group(3)[1:]) > 65535):
+        raise ConfigError(f"--public-url: {url!r} is not an origin, scheme://host[:port] (no path, no credentials)")
+    return origin
 
 
 @dataclass(frozen=True)

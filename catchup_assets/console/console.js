@@ -172,6 +172,10 @@ function controls() {
           result.textContent = "refused (" + answer.status + "): " + data.error;
           return;
         }
+        if (action === "stop") {
+          result.textContent = "stop sent to Dagster: run " + data.terminated.join(", ") + " terminating (reads Canceled once its attempts are stopped)";
+          return;
+        }
         result.textContent = action + " written; every dispatcher of the mission obeys it within two passes";
         render.mission(data);
       } catch (err) {

@@ -8,8 +8,10 @@ the page and the API can never disagree. Names arrive already checked (console/a
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from dataclasses import asdict
+from urllib.parse import urlencode
 
 from catchup_assets.core.dispatch.ports import LiveLogs, LogUnavailable
 from catchup_assets.core.errors import ConfigError, StateError
@@ -131,13 +133,36 @@ def mission_figures(root: str, mission: str, now: float) -> dict:
     }
 
 
+RUN_ID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")  # a Dagster run id
+
+
+def dagster_links(dagster_url: str | None, range_key: str, attempts: list[dict]) -> dict:
+    """Where the Dagster UI at `dagster_url` shows this range: its partition of range_catchup and the runs
+    that dispatched its attempts (each claim's holder that is a Dagster run id), newest first; {} without a URL."""
+    if dagster_url is None:
+        return {}
+    runs = []
+    for a in reversed(attempts):
+        holder = a.get("holder")
+        if isinstance(holder, str) and RUN_ID.fullmatch(holder) and holder not in runs:
+            runs.append(holder)
+    return {
+        "partition": f"{dagster_url}/assets/range_catchup?{urlencode({'partition': range_key})}",
+        "runs": [{"run_id": r, "url": f"{dagster_url}/runs/{r}"} for r in runs],
+    }
+
+
 def range_figures(root: str, mission: str, range_key: str, live: LiveLogs | None = None) -> dict:
     """One range's attempt chain, oldest first, and its newest attempt's log (its tail): from `live`, its
     backend, while the attempt runs there (`source` "live"); else its archive."""
     store = Store(root)
     require_range(store, mission, range_key)
-    records, done, _ = RecordStore(store, mission).load_range(range_key)
-    attempts = [{**asdict(records[n]), "done": n in done} for n in sorted(records)]
+    book = RecordStore(store, mission)
+    records, done, _ = book.load_range(range_key)
+    # The claim's holder is the Dagster run that dispatched the attempt (range_catchup_run.py), the CLI's own otherwise.
+    attempts = [
+        {**asdict(records[n]), "done": n in done, "holder": book.claim_holder(range_key, n)} for n in sorted(records)
+    ]
     log: dict = {"attempt": None, "source": None, "lines": [], "unavailable": None}
     if records:
         try:

@@ -40,7 +40,7 @@ def css_state(state: str) -> str:
 
 
 class Pages:
-    def __init__(self, read_only: bool) -> None:
+    def __init__(self, read_only: bool, stop_unavailable: str | None = None) -> None:
         self.env = Environment(
             loader=PackageLoader("catchup_assets.console", "page_templates"),
             autoescape=True,  # every template, whatever its name: nothing of a record is markup
@@ -48,6 +48,8 @@ class Pages:
         )
         self.env.filters.update(utc=utc, duration=duration, size=size, css_state=css_state)
         self.env.globals["read_only"] = read_only
+        self.env.globals["stop_available"] = stop_unavailable is None
+        self.env.globals["stop_unavailable"] = stop_unavailable or ""
 
     def _render(self, name: str, **context) -> str:
         return self.env.get_template(name).render(**context)

@@ -346,7 +346,7 @@ def test_issue46_an_unknown_mission_or_range_is_404_naming_it(console):
         (b"{not json", 400, "body: not JSON"),
         (b'{"action": "parallelism", "value": NaN}', 400, "body: not JSON"),
         (b"[" * 2000 + b"]" * 2000, 400, "body"),  # nested past the parser's recursion bound
-        (b'{"action": "stop"}', 400, "action: 'stop' is not one of"),
+        (b'{"action": "terminate"}', 400, "action: 'terminate' is not one of"),
         (b'{"action": "pause", "extra": 1}', 400, "unknown field 'extra'"),
         (b'{"action": "pause", "who": "a\\nb"}', 400, "who: 'a\\nb' holds a newline"),
     ],

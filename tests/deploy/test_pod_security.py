@@ -121,6 +121,7 @@ VARIANTS = [
                                                   "prometheusRule": {"enabled": True}}},
     {"slackChannel": "#c", "slackTokenSecret": {"name": "slack", "key": "token"}, "metricsPort": 0},
     {"codeLocation": {"replicas": 2, "env": {"X": "1"}}, "imagePullSecrets": [{"name": "reg"}]},
+    {"console": {"enabled": True, "tokenSecret": {"name": "console-token"}}},  # issue 46: its Deployment
 ]  # fmt: skip
 
 

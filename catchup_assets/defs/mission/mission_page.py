@@ -9,6 +9,7 @@ figures where an operator looks, from the dispatcher's status (`on_status`), at 
   `mission_page` entry is that page's link, in the run's log too: one click from the run. (Dagster's
   own "View Asset" link on the row opens the asset, not the partition's events.) A relative link:
   the run does not know the UI's address, and the UI resolves it against its own;
+  its `console` entry, when the deployment names the mission console (`console_url`), the mission there;
 - the run's tag `catchup/progress`, the same in one line, in the runs list and on the run's page.
 The figures are this run's only (its ranges), never another mission's. A change of the operator's
 control (pause, drain, parallelism) is written at once, not at the next `every_seconds`.
@@ -25,6 +26,7 @@ from catchup_assets.core.forecast.time_to_go import TimeToGo
 from catchup_assets.defs.mission.mission_partitions import add_missions
 
 PROGRESS_TAG = "catchup/progress"
+CONSOLE_TAG = "catchup/console"  # the mission's page in the console (issue 46), when the deployment names one
 PROFILE_KEY = dg.AssetKey("range_profile")
 EVERY_SECONDS = 30.0
 
@@ -89,11 +91,22 @@ def page_link(mission: str) -> str:
 class MissionPage:
     """Writes one run's figures to its mission's page, throttled by `clock` (its `time()`, in seconds)."""
 
-    def __init__(self, context: dg.AssetExecutionContext, mission: str, clock, every_seconds: float = EVERY_SECONDS):
+    def __init__(
+        self,
+        context: dg.AssetExecutionContext,
+        mission: str,
+        clock,
+        every_seconds: float = EVERY_SECONDS,
+        console_url: str | None = None,
+    ):
+        """`console_url`: the mission's page in the console (CatchupResource.console_mission_url), or None."""
         self.context, self.mission, self.clock, self.every_seconds = context, mission, clock, every_seconds
+        self.console_url = console_url
         self._at: float | None = None
         self._control: str | None = None  # the control in force when last written
         add_missions(context.instance, [mission])  # a mission planned before missions were partitions
+        if console_url is not None:  # on the run's page and in the runs list, from the run's start
+            context.instance.add_run_tags(context.run.run_id, {CONSOLE_TAG: console_url})
 
     def running(self, status: Status) -> None:
         now = self.clock.time()
@@ -113,6 +126,8 @@ class MissionPage:
         context = self.context
         context.instance.add_run_tags(context.run.run_id, {PROGRESS_TAG: tag})
         link = {"mission_page": dg.MetadataValue.url(page_link(self.mission))}
+        if self.console_url is not None:
+            link["console"] = dg.MetadataValue.url(self.console_url)
         context.log_event(
             # The link first: a log row shows the top of a long table, the rest behind "View full message".
             dg.AssetObservation(asset_key=PROFILE_KEY, partition=self.mission, metadata={**link, **metadata})

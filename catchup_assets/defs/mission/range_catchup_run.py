@@ -132,7 +132,8 @@ class RangeCatchupRun:
         # One clock for the dispatcher and the backend's waits for the API server: a stop wakes it, and a
         # wait ends at once (issue 36 item 8).
         clock = SystemClock()
-        self.page = MissionPage(context, self.mission, clock)
+        console = self.catchup.console_mission_url(self.mission)
+        self.page = MissionPage(context, self.mission, clock, console_url=console)
         backend = self.catchup.backend_for(self.mission, sleeper=clock.sleep)
         self.serve_metrics()
         try:

@@ -7,6 +7,7 @@ bound: those come from the field.
 
 from catchup_assets.backends.kubernetes.settings import ENTRYPOINT_KEY
 from catchup_assets.core.plan.config import MAX_DURATION_SECONDS
+from catchup_assets.core.web_url import BASE_URL_PATTERN, ORIGIN_PATTERN
 from catchup_assets.defs.resources.chart_k8s import (
     AFFINITY,
     ANNOTATIONS,
@@ -156,6 +157,38 @@ CHART_ONLY = {
             "podAnnotations": ANNOTATIONS,
             "env": ENV,
             # The code server's and the run pods' uid and gids; never root (the restricted profile).
+            "securityContext": {
+                "type": "object",
+                "additionalProperties": False,
+                "properties": dict.fromkeys(
+                    ("runAsUser", "runAsGroup", "fsGroup"), {"type": "integer", "minimum": 1, "maximum": 2**31 - 1}
+                ),
+            },
+        },
+    },
+    # The mission console (templates/console.yaml), the flags of `catchup-assets console` it runs with.
+    "console": {
+        "type": "object",
+        "additionalProperties": False,
+        "required": ["enabled"],
+        "properties": {
+            "enabled": {"type": "boolean"},
+            "port": PORT,
+            "replicas": {"type": "integer", "minimum": 0, "maximum": 100},
+            "tokenSecret": {
+                "type": "object",
+                "additionalProperties": False,
+                "properties": {"name": {"anyOf": [{"const": ""}, DNS_SUBDOMAIN]}, "key": CONFIGMAP_KEY},
+            },
+            "publicUrl": {"type": "string", "pattern": f"^$|{ORIGIN_PATTERN}"},
+            "dagsterUrl": {"type": "string", "pattern": f"^$|{BASE_URL_PATTERN}"},
+            "dagsterUiUrl": {"type": "string", "pattern": f"^$|{BASE_URL_PATTERN}"},
+            "serviceAccountAnnotations": ANNOTATIONS,
+            "resources": RESOURCES,
+            "nodeSelector": LABELS,
+            "tolerations": {"type": "array", "items": TOLERATION},
+            "affinity": AFFINITY,
+            "podAnnotations": ANNOTATIONS,
             "securityContext": {
                 "type": "object",
                 "additionalProperties": False,

@@ -25,6 +25,7 @@ from catchup_assets.core.size.catalog import DEFAULT_CATALOG, Catalog
 from catchup_assets.core.size.disk import DiskPolicy
 from catchup_assets.core.size.scale import Scale
 from catchup_assets.core.size.sizing import MemoryLadder, Placement, SizingPolicy, Tiers
+from catchup_assets.core.web_url import BASE_URL_PATTERN, check_base_url
 from catchup_assets.defs.resources.backend import backend_for
 from catchup_assets.defs.resources.k8s import KubernetesConfig
 from catchup_assets.defs.resources.mission_defaults import MissionDefaultsConfig
@@ -140,6 +141,13 @@ class CatchupResource(dg.ConfigurableResource):
         le=MAX_RANGES,
         description="a mission with this many ranges condemned is notified as condemned-heavy",
     )
+    # The mission console (issue 46): the mission page's entries and each range_catchup run link to it.
+    console_url: str = Field(
+        default="",
+        description="the mission console's URL as operators reach it (http(s)://host[:port][/path]); the mission "
+        "page's entries link to the mission there, each range_catchup run carries a catchup/console tag; empty: none",
+        json_schema_extra={"pattern": f"^$|{BASE_URL_PATTERN}"},
+    )
     # Sizing (L27).
     sizing: SizingConfig = Field(default_factory=SizingConfig, description="sizing from the profile (L27)")
     tiers: list[TierConfig] = Field(default_factory=list, description="the ladder, smallest first; empty: defaults")
@@ -161,6 +169,7 @@ class CatchupResource(dg.ConfigurableResource):
             raise ConfigError(f"sim_speed: must be finite, got {self.sim_speed}")
         self.tip_source_spec()
         check_slack_channel(self.slack_channel)
+        self.console_mission_url("m")
         if not self.tip_timeout_seconds < float("inf"):
             raise ConfigError(f"tip_timeout_seconds: must be finite, got {self.tip_timeout_seconds}")
         if self.backend == "kubernetes":
@@ -181,6 +190,12 @@ class CatchupResource(dg.ConfigurableResource):
         if not home:
             raise ConfigError("storage_root: not set, and neither CATCHUP_STORAGE_ROOT nor DAGSTER_HOME is")
         return os.path.join(home, "catchup", "storage")
+
+    def console_mission_url(self, mission: str) -> str | None:
+        """The console's page of `mission` (a checked name), or None when no console_url is set."""
+        if not self.console_url:
+            return None
+        return f"{check_base_url(self.console_url, 'console_url')}/missions/{mission}"
 
     def work(self) -> str:
         if self.work_dir:

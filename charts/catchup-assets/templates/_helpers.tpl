@@ -32,6 +32,13 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 app.kubernetes.io/component: code-location
 {{- end -}}
 
+{{/* The console's pods: not the code location's selector, so its gRPC Service never routes to them. */}}
+{{- define "catchup.consoleSelectorLabels" -}}
+app.kubernetes.io/name: {{ include "catchup.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/component: console
+{{- end -}}
+
 {{- define "catchup.serviceAccountName" -}}
 {{- default (printf "%s-mission" (include "catchup.fullname" .)) .Values.serviceAccount.name -}}
 {{- end -}}
