@@ -18,12 +18,15 @@ than when its process starts.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 import dagster as dg
 from dagster._core.run_coordinator import QueuedRunCoordinator, SubmitRunContext
 
-from catchup_assets.defs.instance.launch_check import launch_refusal
+from catchup_assets.core.plan.config import MISSION_PATTERN
+from catchup_assets.defs.instance.launch_check import launch_refusal, plan_config_of
 from catchup_assets.defs.instance.ownership import MissionAmbiguous, condemned_by, owning_mission
 from catchup_assets.defs.mission.live_runs import PARTITION_TAG, targets_range_catchup
 from catchup_assets.defs.mission.run_context import (
@@ -33,6 +36,10 @@ from catchup_assets.defs.mission.run_context import (
     ledger_ranges_partitions_def,
     newest_plan,
 )
+
+# Dagster's documented run tag: how many times run_retries may relaunch this run (0: never).
+MAX_RETRIES_TAG = "dagster/max_retries"
+MISSION_NAME = re.compile(MISSION_PATTERN)
 
 
 def run_keys(tags: Mapping[str, str], partitions: Sequence[str]) -> list[str]:
@@ -66,6 +73,9 @@ class MissionRunCoordinator(QueuedRunCoordinator):
     def submit_run(self, context: SubmitRunContext) -> dg.DagsterRun:
         run = context.dagster_run
         if run.status == dg.DagsterRunStatus.NOT_STARTED and (refusal := _refusal(self, run)):
+            # One failed run, found by its mission: the instance's run_retries would relaunch a refusal twice more
+            # (its failure is not a step's, which retry_on_asset_or_op_failure: false already spares; issue 46).
+            self._instance.add_run_tags(run.run_id, refusal_tags(run.run_config))
             self._instance.report_run_failed(run, refusal)  # one line in the run's log; it never queues
             return self._instance.get_run_by_id(run.run_id) or run
         if run.status == dg.DagsterRunStatus.NOT_STARTED:
@@ -80,6 +90,15 @@ class MissionRunCoordinator(QueuedRunCoordinator):
                 self._instance.report_engine_event(f"tagged {MISSION_TAG}={mission} at launch: {why}", run)
         # The queue reads the run back from storage, tags and all.
         return super().submit_run(context)
+
+
+def refusal_tags(run_config: Mapping[str, Any] | None) -> dict[str, str]:
+    """A refused launch's tags: no retry by run_retries, and its mission when it names a valid one."""
+    tags = {MAX_RETRIES_TAG: "0"}
+    mission = (plan_config_of(run_config) or {}).get("mission")
+    if isinstance(mission, str) and MISSION_NAME.fullmatch(mission):
+        tags[MISSION_TAG] = mission
+    return tags
 
 
 def _refusal(coordinator: MissionRunCoordinator, run: dg.DagsterRun) -> str | None:
