@@ -10,6 +10,7 @@ bounds is a FAILURE at once, its one line naming the field, and a good one queue
 from __future__ import annotations
 
 import logging
+import time
 from pathlib import Path
 
 import dagster as dg
@@ -82,9 +83,7 @@ def test_issue46_a_refused_launch_is_one_failed_run_tagged_with_its_mission_neve
     context, instance = launcher
     run = launch(launcher, config)
     assert instance.run_retries_enabled and instance.run_retries_max_retries == 2
-    for _ in range(3):  # three daemon ticks: a retried refusal would be refused again, and retried again
-        records = instance.get_run_records()
-        list(consume_new_runs_for_automatic_reexecution(context.process_context, records, logging.getLogger()))
+    retry_ticks(launcher)
     runs = instance.get_runs(dg.RunsFilter(tags={"catchup/mission": config["mission"]}))
     assert [r.run_id for r in runs] == [run.run_id]
     assert instance.get_runs(dg.RunsFilter(tags={"dagster/root_run_id": run.run_id})) == []
@@ -93,6 +92,48 @@ def test_issue46_a_refused_launch_is_one_failed_run_tagged_with_its_mission_neve
     [failure] = [e for e in instance.all_logs(run.run_id) if e.dagster_event_type == dg.DagsterEventType.RUN_FAILURE]
     assert failure.message.startswith("mission_plan config refused: ")
     assert getattr(failure.dagster_event.event_specific_data, "error", None) is None
+
+
+def retry_ticks(launcher, n: int = 3) -> None:
+    """The run_retries daemon's own pass over every run, `n` times: a retried refusal would be retried again."""
+    context, instance = launcher
+    for _ in range(n):
+        records = instance.get_run_records()
+        list(consume_new_runs_for_automatic_reexecution(context.process_context, records, logging.getLogger()))
+
+
+@pytest.mark.timeout(180)
+@pytest.mark.parametrize(
+    ("config", "named"),
+    [
+        (
+            dict(mission="m-cap", parallelism=5),
+            "parallelism 5 is above this deployment's cap, mission_defaults.max_parallelism = 4",
+        ),
+        (dict(mission="m-overlap", overlap=10**12), "overlap"),
+    ],
+    ids=["over-the-cap", "overlap-10e12"],
+)
+def test_issue46_a_refusal_as_mission_plan_runs_is_one_failed_run_tagged_saying_one_sentence(launcher, config, named):
+    """Issue 46 failure 3, the refusals only the code location can make (its cap, its grid): the run is tagged
+    `catchup/mission` as it is submitted, fails running with our sentence as the Failure's description and no
+    chained cause beneath it, and the instance's run_retries relaunches nothing."""
+    context, instance = launcher
+    run = launch(launcher, config)
+    assert run.status == dg.DagsterRunStatus.QUEUED and run.tags["catchup/mission"] == config["mission"]
+    instance.launch_run(run.run_id, context)  # as the queue daemon would dequeue it
+    deadline = time.monotonic() + 150
+    while not instance.get_run_by_id(run.run_id).is_finished:
+        assert time.monotonic() < deadline, "the refused run never ended"
+        time.sleep(0.5)
+    retry_ticks(launcher)
+    [only] = instance.get_runs(dg.RunsFilter(tags={"catchup/mission": config["mission"]}))
+    assert only.run_id == run.run_id and only.status == dg.DagsterRunStatus.FAILURE
+    [step] = [e for e in instance.all_logs(run.run_id) if e.dagster_event_type == dg.DagsterEventType.STEP_FAILURE]
+    data = step.dagster_event.step_failure_data
+    said = data.user_failure_data.description
+    assert said.startswith("mission_plan config refused: ") and named in said and "\n" not in said
+    assert data.error.cause is None and data.error.context is None  # no second traceback beneath the sentence
 
 
 def test_issue36_a_launch_within_its_bounds_queues(launcher):

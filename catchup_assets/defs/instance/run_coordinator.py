@@ -13,7 +13,9 @@ untagged: the run then refuses itself at start, saying how to choose, as before.
 here may stop a run from queueing: a failure to read the instance leaves it untagged too.
 But a mission_plan launch that breaks a bound its config class declares (`parallelism: 0`, a
 capitalised name: defs/instance/launch_check.py) fails here at once, naming the field, rather
-than when its process starts.
+than when its process starts. A mission_plan launch naming its mission is tagged with it here, so a
+refusal found only as it runs (the deployment's cap) is found by mission too; a refusal is never
+relaunched by run_retries (`dagster/max_retries=0`), which would otherwise make it three failed runs (issue 46).
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from catchup_assets.defs.instance.launch_check import launch_refusal, plan_confi
 from catchup_assets.defs.instance.ownership import MissionAmbiguous, condemned_by, owning_mission
 from catchup_assets.defs.mission.live_runs import PARTITION_TAG, targets_range_catchup
 from catchup_assets.defs.mission.run_context import (
+    MAX_RETRIES_TAG,
     MISSION_TAG,
     RANGE_END_TAG,
     RANGE_START_TAG,
@@ -37,8 +40,6 @@ from catchup_assets.defs.mission.run_context import (
     newest_plan,
 )
 
-# Dagster's documented run tag: how many times run_retries may relaunch this run (0: never).
-MAX_RETRIES_TAG = "dagster/max_retries"
 MISSION_NAME = re.compile(MISSION_PATTERN)
 
 
@@ -78,6 +79,9 @@ class MissionRunCoordinator(QueuedRunCoordinator):
             self._instance.add_run_tags(run.run_id, refusal_tags(run.run_config))
             self._instance.report_run_failed(run, refusal)  # one line in the run's log; it never queues
             return self._instance.get_run_by_id(run.run_id) or run
+        if run.status == dg.DagsterRunStatus.NOT_STARTED and MISSION_TAG not in run.tags:
+            if named := refusal_tags(run.run_config).get(MISSION_TAG):  # a mission_plan launch naming its mission
+                self._instance.add_run_tags(run.run_id, {MISSION_TAG: named})
         if run.status == dg.DagsterRunStatus.NOT_STARTED:
             try:
                 found = launch_owner(self._instance, run)
