@@ -54,11 +54,8 @@ class NoLiveLogs:
 
 
 def _phase(status: MissionStatus) -> str:
-    """One word for the mission's standing, as the records and the control record say it now."""
-    s, c = status.state, status.state.control
-    if s.finished:
-        return "condemned" if s.condemned else "completed"
-    return "draining" if c.drain else "paused" if c.paused else "running"
+    """One word for the mission's standing: status's (records, control record, the last run's end)."""
+    return status.phase
 
 
 def _to_go(status: MissionStatus) -> dict:

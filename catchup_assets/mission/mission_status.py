@@ -5,22 +5,31 @@ the attempt records and their done marks, the control record. Each undecided ran
 one state: running (an attempt started and not yet recorded ended), pending (sized and
 submitted, not started), stopped (its last attempt ended by an operator's stop: a later
 run resumes it) or not started. The time to go is core/forecast/time_to_go.py's over the
-live parallelism, from the plan's predicted seconds at this mission's pace so far.
+live parallelism, from the plan's predicted seconds at this mission's pace so far. The mission's
+phase (planned, running, paused, draining, drained, stopped, completed, condemned) is
+core/dispatch/mission_phase.py's, from these, the control record and the last run's end
+(store/run_end.py): an ended run has no time to go, only what it left.
 """
 
 from __future__ import annotations
 
+import logging
 import time
 from collections import Counter
 from dataclasses import dataclass, field
 
 from catchup_assets.core.classify.outcomes import Action, Outcome
+from catchup_assets.core.dispatch.mission_phase import ENDED, PLANNED, Standing, mission_phase
+from catchup_assets.core.errors import StateError
 from catchup_assets.core.forecast.time_to_go import Done, InFlight, TimeToGo, time_to_go
 from catchup_assets.mission.control import MissionState, mission_state, range_verdicts
 from catchup_assets.mission.plan import require_plan
 from catchup_assets.store import layout
 from catchup_assets.store.root import Store
+from catchup_assets.store.run_end import RunEnd, read_run_end
 from catchup_assets.store.tables import read_table
+
+log = logging.getLogger(__name__)
 
 DONE, CONDEMNED, RUNNING, PENDING, STOPPED, NOT_STARTED = (
     "done",
@@ -44,13 +53,29 @@ class MissionStatus:
     # Each planned range's state, in dispatch order: one of RANGE_STATES (the console's grid).
     states: dict[str, str] = field(default_factory=dict)
     started_at: float | None = None  # the mission's first attempt's start (epoch seconds); None: none started
+    phase: str = RUNNING  # one of mission_phase.PHASES
+    run_end: RunEnd | None = None  # the last run's end, if it counts (no attempt started since)
+    note: str | None = None  # a record that could not be read, and why
 
     def lines(self) -> list[str]:
+        first, *rest = self.state.lines()
+        said = f"mission {self.state.mission}: {self.phase}"
+        if self.run_end is not None and self.phase in ENDED:
+            said += f" (its run ended {_utc(self.run_end.at)}: {self.run_end.how})"
+        left = self.state.ranges - self.state.done - self.state.condemned
+        if self.phase in ENDED:
+            to_go = f"time to go: none, no run dispatches it; {left} ranges left for a later run" if left else None
+        elif self.phase == PLANNED:
+            to_go = f"time to go: not started; {self.to_go.line()} once it runs at parallelism {self.live}"
+        else:
+            to_go = f"time to go: {self.to_go.line()} at parallelism {self.live}"
         return [
-            *self.state.lines(),
+            said,
+            *rest,
             f"in flight: {self.running} running, {self.pending} pending; stopped {self.stopped} (a later run "
             f"resumes them); not started {self.not_started}",
-            f"time to go: {self.to_go.line()} at parallelism {self.live}",
+            *([to_go] if to_go else [f"time to go: {self.to_go.line()}"]),
+            *([self.note] if self.note else []),
         ]
 
     @property
@@ -95,6 +120,25 @@ def mission_status(root: str, mission: str, now: float | None = None) -> Mission
     counts = Counter(states.values())
     starts = [r.started_at for recs in v.records.values() for r in recs.values() if r.started_at]
     eta = time_to_go(flight, waiting, done, max(1, state.control.live_parallelism(state.planned_parallelism)))
+    note = None
+    try:
+        end = read_run_end(store, mission)
+    except (StateError, OSError) as exc:  # skipped, said once: the phase is read from the rest
+        end, note = None, f"run end record skipped: {exc}"
+        log.warning("mission %s: %s", mission, note)
+    standing = Standing(
+        ranges=state.ranges,
+        done=state.done,
+        condemned=state.condemned,
+        open_attempts=counts[RUNNING] + counts[PENDING],
+        stopped_ranges=counts[STOPPED],
+        last_start=max(starts) if starts else None,
+        paused=state.control.paused,
+        draining=state.control.drain,
+        run_ended=end.how if end else None,
+        run_ended_at=end.at if end else None,
+    )
+    phase = mission_phase(standing)
     return MissionStatus(
         state,
         counts[RUNNING],
@@ -104,4 +148,11 @@ def mission_status(root: str, mission: str, now: float | None = None) -> Mission
         eta,
         states,
         min(starts) if starts else None,
+        phase,
+        end if end is not None and phase in ENDED else None,
+        note,
     )
+
+
+def _utc(at: float) -> str:
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(at)) + "Z"

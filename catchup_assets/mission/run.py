@@ -12,7 +12,7 @@ from catchup_assets.core.dispatch.live import AttemptEvent
 from catchup_assets.core.dispatch.mission_control import DEPLOYMENT, Cap, MissionControl
 from catchup_assets.core.dispatch.ports import Backend
 from catchup_assets.core.dispatch.reconciler import Dispatcher
-from catchup_assets.core.dispatch.results import MissionResult, RangeResult, Status
+from catchup_assets.core.dispatch.results import MissionResult, RangeResult, Status, how_ended
 from catchup_assets.mission.metrics import MissionMetrics
 from catchup_assets.mission.plan import PreparedMission
 from catchup_assets.mission.saved import mission_cap
@@ -21,6 +21,7 @@ from catchup_assets.store import layout
 from catchup_assets.store.control_record import ControlStore
 from catchup_assets.store.records import RecordStore
 from catchup_assets.store.root import Store
+from catchup_assets.store.run_end import RunEnd, write_run_end
 from catchup_assets.store.tables import write_table
 
 
@@ -73,7 +74,11 @@ def run_mission(
     # SIGTERM or SIGINT: an operator's stop, shut down and recorded `stopped`, never condemned.
     try:
         with stop_on_signals(dispatcher.stop):
-            return dispatcher.run()
+            result = dispatcher.run()
+        # What `status` and the console read to know the run has ended (issue 46): Dagster's run storage is not theirs.
+        write_run_end(store, cfg.mission, RunEnd(how_ended(result), dispatcher.clock.time(), len(result.results),
+                                                 len(result.done)))  # fmt: skip
+        return result
     finally:
         if metrics is not None:
             metrics.flush()  # the counts as the run left them, its stopped attempts recorded

@@ -7,6 +7,7 @@ make it absolute):
     <mission>/plan.parquet                          the plan (core/plan/plan_table.py)
     <mission>/control.json                          an operator's control: pause, drain, parallelism
                                                     (core/dispatch/mission_control.py, store/control_record.py)
+    <mission>/run_end.json                          how the last run ended, and when (store/run_end.py)
     <mission>/previous_profile.parquet              the plan's copy of the profile it was sized from
     <mission>/trusted_hashes.json                   the plan's copy of its trusted checkpoint hashes
                                                     (store/trusted.py), what every range checks against
@@ -32,6 +33,7 @@ from __future__ import annotations
 MISSION_FILE = "mission.json"
 PLAN_FILE = "plan.parquet"
 CONTROL_FILE = "control.json"
+RUN_END_FILE = "run_end.json"
 PREVIOUS_PROFILE_FILE = "previous_profile.parquet"
 TRUSTED_HASHES_FILE = "trusted_hashes.json"
 ATTEMPTS_DIR = "attempts"
@@ -54,6 +56,10 @@ def plan(mission: str) -> str:
 
 def control(mission: str) -> str:
     return f"{mission}/{CONTROL_FILE}"
+
+
+def run_end(mission: str) -> str:
+    return f"{mission}/{RUN_END_FILE}"
 
 
 def previous_profile(mission: str) -> str:

@@ -476,7 +476,7 @@ def test_issue46_a_mission_whose_records_cannot_be_read_is_listed_unreadable_wit
             rows["broken"]["phase"] == "unreadable"
             and "has no parallelism in its mission.json" in rows["broken"]["error"]
         )
-        assert (rows["good"]["phase"], rows["good"]["total"]) == ("running", 10)
+        assert (rows["good"]["phase"], rows["good"]["total"]) == ("planned", 10)  # never started (issue 46 item 2)
         status, html, _ = get(f"{server.url}/")
         assert status == 200 and "unreadable" in html and "has no parallelism" in html
         status, body = get_json(f"{server.url}/api/missions/broken")

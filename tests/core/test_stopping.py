@@ -3,6 +3,10 @@ attempts in flight, each recorded once, charged to no budget (L37)."""
 
 from __future__ import annotations
 
+import logging
+import re
+from collections import Counter
+
 import pytest
 
 from catchup_assets.core.classify.outcomes import RetryPolicy
@@ -83,5 +87,40 @@ def test_L37_every_attempt_in_flight_is_shut_down_and_recorded_once(tmp_path, wh
     clock.sleep(10)  # the short one has ended, unrecorded
     count = stop_attempts("m1", "SIGTERM", 15.0, be, records, set(KEYS), f)
     got = {k: r.outcome for k in KEYS if (r := records.read_one(k, 1)) is not None and records.is_done(k, 1)}
-    assert got == recorded and count == len(recorded)
+    assert got == recorded and count == sum(1 for o in recorded.values() if o == "stopped")
     assert [k for k in KEYS[:n] if not records.is_done(k, 1)] == left
+
+
+# attempts that end on their own before the stop (of 4), those still running at it
+LOG_CASES = [
+    ("issue46: all 4 ended before the stop, none in flight", 4),
+    ("2 ended, 2 still in flight", 2),
+    ("none", 0),
+]
+
+
+@pytest.mark.parametrize("why, ended_first", LOG_CASES, ids=[c[0] for c in LOG_CASES])
+def test_issue46_the_stop_s_log_lines_count_what_the_records_hold(tmp_path, caplog, why, ended_first):
+    """Issue 46 failure 4 ("a stop's log says stopping 0 attempts in flight, then 1 attempts stopped and recorded,
+    then 0 stopped, while the records hold 4 ok"): each figure the stop logs is the records' count of it."""
+    clock = FakeClock()
+    short = set(KEYS[:ended_first])
+    be = Removing(clock, lambda spec: Script(seconds=5 if spec.range_key in short else 100))
+    records = RecordStore(Store(tmp_path / "root"), "m1")
+    book = RangeBook(KEYS[:4], records, "me", RetryPolicy(), 64 * GiB, lambda r, a: None)
+    book.recover()
+    f = Finisher("m1", be, records, book, clock, lambda *a: None, 60, 3, 50)
+    for key in KEYS[:4]:
+        be.submit(AttemptSpec("m1", key, 1, 6400, 6400, 8 * GiB, 8 * GiB, "small"))
+        book.mine.add((key, 1))
+    clock.sleep(10)  # the short ones have ended, unrecorded
+    with caplog.at_level(logging.WARNING, logger="catchup_assets.core.dispatch.stopping"):
+        count = stop_attempts("m1", "SIGTERM", 15.0, be, records, set(KEYS), f)
+    held = Counter(r.outcome for k in KEYS[:4] if (r := records.read_one(k, 1)) is not None)
+    first, last = [r.getMessage() for r in caplog.records]
+    assert int(re.search(r"stopping (\d+) attempts in flight", first)[1]) == held["stopped"] == 4 - ended_first
+    assert int(re.search(r"(\d+) attempts stopped, recorded `stopped`", last)[1]) == held["stopped"] == count
+    said_ok = re.search(r"(\d+) ended on their own first, recorded (\d+) ok", last)
+    assert (int(said_ok[1]), int(said_ok[2])) == (held["ok"], held["ok"]) if ended_first else said_ok is None
+    assert held["ok"] == ended_first
+    assert (f"; {ended_first} more ended on their own" in first) == bool(ended_first)

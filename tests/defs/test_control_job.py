@@ -179,3 +179,26 @@ def test_issue36_with_no_mission_given_and_none_planned_the_job_refuses_in_one_l
     result = control(instance, "", "pause")
     failure = " ".join(str(e.event_specific_data.error) for e in result.all_events if e.is_failure)
     assert not result.success and "mission: none given and no mission planned yet" in failure
+
+
+@pytest.mark.parametrize(
+    "mission, action, value",
+    [("m1", "parallelism", 10_000), ("m2", "pause", None)],
+    ids=["over-the-cap", "unknown-mission"],
+)
+def test_issue46_a_refused_control_is_one_run_tagged_with_its_mission_saying_one_sentence(
+    planned, mission, action, value
+):
+    """Issue 46 failure 3 (refused runs carry no `catchup/mission` tag): the refusal's run is found by the
+    mission it named, its failure our sentence alone (no chained cause beneath it), an op's failure, which the
+    instance's run_retries (retry_on_asset_or_op_failure: false, tests/defs/test_workspace.py) never relaunches."""
+    instance, _ = planned
+    result = control(instance, mission, action, value)
+    assert not result.success
+    [run] = instance.get_runs(dg.RunsFilter(tags={"catchup/mission": mission}))
+    assert run.run_id == result.run_id
+    [step] = [e for e in result.all_events if e.is_step_failure]
+    data = step.step_failure_data
+    said = data.user_failure_data.description
+    assert said.startswith(f"mission_control_job for mission {mission!r} refused: ") and "\n" not in said
+    assert data.error.cause is None and data.error.context is None

@@ -9,8 +9,14 @@ bounds is a FAILURE at once, its one line naming the field, and a good one queue
 
 from __future__ import annotations
 
+import logging
+import time
+from pathlib import Path
+
 import dagster as dg
 import pytest
+import yaml
+from dagster._daemon.auto_run_reexecution.auto_run_reexecution import consume_new_runs_for_automatic_reexecution
 from dagster_graphql.client.query import LAUNCH_PIPELINE_EXECUTION_MUTATION
 from dagster_graphql.test.utils import define_out_of_process_context, execute_dagster_graphql, infer_job_selector
 
@@ -19,6 +25,8 @@ from catchup_assets.defs.location import write_location
 
 COORDINATOR = {"run_coordinator": {"module": "catchup_assets.defs.instance.run_coordinator",
                                    "class": "MissionRunCoordinator"}}  # fmt: skip
+# The instance's own run_retries (dagster.yaml's, as the chart's: tests/deploy/test_chart.py).
+RETRIES = {"run_retries": yaml.safe_load((Path(__file__).parents[2] / "dagster.yaml").read_text())["run_retries"]}
 
 
 @pytest.fixture(scope="module")
@@ -26,7 +34,7 @@ def launcher(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("launch")
     write_location(tmp, DemoSettings(tmp, ranges=8, parallelism=4).catchup())
     (tmp / "home").mkdir()
-    with dg.instance_for_test(temp_dir=str(tmp / "home"), overrides=COORDINATOR) as instance:
+    with dg.instance_for_test(temp_dir=str(tmp / "home"), overrides={**COORDINATOR, **RETRIES}) as instance:
         with define_out_of_process_context(str(tmp / "catchup_location.py"), None, instance) as context:
             yield context, instance
 
@@ -60,6 +68,72 @@ def test_issue36_a_value_out_of_its_bounds_fails_the_run_as_it_is_submitted(laun
     assert failure.message.startswith(f"mission_plan config refused: {named}") and "\n" not in failure.message
     assert getattr(failure.dagster_event.event_specific_data, "error", None) is None  # a line, no traceback
     assert instance.get_dynamic_partitions("ledger_ranges") == []
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize(
+    "config",
+    [dict(mission="m-zero", parallelism=0), dict(mission="m-span", first_ledger=-5)],
+    ids=["parallelism-0", "bad-span"],
+)
+def test_issue46_a_refused_launch_is_one_failed_run_tagged_with_its_mission_never_retried(launcher, config):
+    """Issue 46 failure 3 ("refusals arrive as failed runs, three times"): with the instance's run_retries on
+    (max_retries 2), the retry daemon's own pass over the runs relaunches nothing; the one failed run carries
+    `catchup/mission` and its failure is our line, no traceback."""
+    context, instance = launcher
+    run = launch(launcher, config)
+    assert instance.run_retries_enabled and instance.run_retries_max_retries == 2
+    retry_ticks(launcher)
+    runs = instance.get_runs(dg.RunsFilter(tags={"catchup/mission": config["mission"]}))
+    assert [r.run_id for r in runs] == [run.run_id]
+    assert instance.get_runs(dg.RunsFilter(tags={"dagster/root_run_id": run.run_id})) == []
+    again = instance.get_run_by_id(run.run_id)
+    assert again.status == dg.DagsterRunStatus.FAILURE and again.tags.get("dagster/will_retry") == "false"
+    [failure] = [e for e in instance.all_logs(run.run_id) if e.dagster_event_type == dg.DagsterEventType.RUN_FAILURE]
+    assert failure.message.startswith("mission_plan config refused: ")
+    assert getattr(failure.dagster_event.event_specific_data, "error", None) is None
+
+
+def retry_ticks(launcher, n: int = 3) -> None:
+    """The run_retries daemon's own pass over every run, `n` times: a retried refusal would be retried again."""
+    context, instance = launcher
+    for _ in range(n):
+        records = instance.get_run_records()
+        list(consume_new_runs_for_automatic_reexecution(context.process_context, records, logging.getLogger()))
+
+
+@pytest.mark.timeout(180)
+@pytest.mark.parametrize(
+    ("config", "named"),
+    [
+        (
+            dict(mission="m-cap", parallelism=5),
+            "parallelism 5 is above this deployment's cap, mission_defaults.max_parallelism = 4",
+        ),
+        (dict(mission="m-overlap", overlap=10**12), "overlap"),
+    ],
+    ids=["over-the-cap", "overlap-10e12"],
+)
+def test_issue46_a_refusal_as_mission_plan_runs_is_one_failed_run_tagged_saying_one_sentence(launcher, config, named):
+    """Issue 46 failure 3, the refusals only the code location can make (its cap, its grid): the run is tagged
+    `catchup/mission` as it is submitted, fails running with our sentence as the Failure's description and no
+    chained cause beneath it, and the instance's run_retries relaunches nothing."""
+    context, instance = launcher
+    run = launch(launcher, config)
+    assert run.status == dg.DagsterRunStatus.QUEUED and run.tags["catchup/mission"] == config["mission"]
+    instance.launch_run(run.run_id, context)  # as the queue daemon would dequeue it
+    deadline = time.monotonic() + 150
+    while not instance.get_run_by_id(run.run_id).is_finished:
+        assert time.monotonic() < deadline, "the refused run never ended"
+        time.sleep(0.5)
+    retry_ticks(launcher)
+    [only] = instance.get_runs(dg.RunsFilter(tags={"catchup/mission": config["mission"]}))
+    assert only.run_id == run.run_id and only.status == dg.DagsterRunStatus.FAILURE
+    [step] = [e for e in instance.all_logs(run.run_id) if e.dagster_event_type == dg.DagsterEventType.STEP_FAILURE]
+    data = step.dagster_event.step_failure_data
+    said = data.user_failure_data.description
+    assert said.startswith("mission_plan config refused: ") and named in said and "\n" not in said
+    assert data.error.cause is None and data.error.context is None  # no second traceback beneath the sentence
 
 
 def test_issue36_a_launch_within_its_bounds_queues(launcher):

@@ -137,8 +137,10 @@ def test_after_the_circuit_breaker_stopped_a_mission_it_skips_with_its_cause(ins
 
 
 def test_the_next_name_never_takes_an_existing_mission_s(instance):
+    # Planned by hand under the name the chain would take, before m1 (m1, the newest mission, plans the next:
+    # issue 46 failure 6).
+    assert plan(instance, "m1-n2", 1, first_range=1).success
     mission(instance, "m1", 1)
-    assert plan(instance, "m1-n2", 1).success  # planned by hand under the name the chain would take
     assert planned_from(tick(instance)) == [("m1", "m1-n3")]
 
 
@@ -168,3 +170,37 @@ def test_a_second_plan_over_partitions_a_live_mission_holds_is_refused_naming_it
     assert plan(instance, "m3", 1, first_range=5).success  # ledgers m1 does not hold
     instance.report_run_canceled(queued)
     assert plan(instance, "m2", 2, first_range=1).success  # m1 no longer live
+
+
+def in_flight_profile_job(instance, mission) -> dg.DagsterRun:
+    """A profile_job run of `mission` still running, as the instance holds one (tier_map after range_profile)."""
+    job = HEALTHY[0].resolve_job_def("profile_job")
+    return instance.create_run_for_job(
+        job_def=job, tags={MISSION_TAG: mission, "dagster/partition": mission}, status=dg.DagsterRunStatus.STARTED
+    )
+
+
+def test_issue46_only_the_newest_mission_s_profile_plans_and_only_once_its_profile_job_ended(instance):
+    """Issue 46 failure 6: turned on while a drained mission's profile job still ran, the sensor planned a new
+    mission from the *older* mission's profile. Two missions: m1 profiled, m2 (the newest) run and its profile job
+    running. Neither m1's profile nor m1's newer one plans; m2's waits for its profile job, then plans."""
+    mission(instance, "m1", 1)
+    assert plan(instance, "m2", 1, first_range=1).success
+    run(instance, instance.get_dynamic_partitions("ledger_ranges")[1:2], "m2")
+    running = in_flight_profile_job(instance, "m2")
+
+    older = tick(instance)
+    assert not older.run_requests and "not the newest mission's (m2)" in older.skip_message
+    profile(instance, "m1")  # the older mission's profile newer on disk (re-profiled after a backfill)
+    again = tick(instance, cursor=older.cursor)
+    assert not again.run_requests and "mission m1's, not the newest mission's (m2)" in again.skip_message
+
+    profile(instance, "m2")  # its range_profile materialized; its profile job's run still in flight
+    waiting = tick(instance, cursor=again.cursor)
+    assert not waiting.run_requests and "m2's profile_job is still running" in waiting.skip_message
+    # Its cursor stays before m2's profile: the next tick reads it again, and waits again.
+    assert "m2's profile_job is still running" in tick(instance, cursor=waiting.cursor).skip_message
+
+    instance.report_run_canceled(running)  # the profile job's run ended
+    data = tick(instance, cursor=waiting.cursor)
+    assert planned_from(data) == [("m2", "m2-n2")]

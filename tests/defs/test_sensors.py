@@ -222,15 +222,20 @@ def test_the_last_profile_of_a_mission_plans_the_next_mission_once(env):
     assert not data.run_requests and data.skip_message
     instance.report_run_canceled(queued)
 
-    # The profile's own run may still be running tier_map when the sensor sees the profile.
-    instance.create_run_for_job(
-        defs.resolve_job_def("profile_job"), tags=profile_request.tags, status=dg.DagsterRunStatus.NOT_STARTED
+    # The profile's own run may still be running tier_map when the sensor sees the profile: it waits for the
+    # run to end, its cursor kept before the profile (issue 46 failure 6).
+    profiling = instance.create_run_for_job(
+        defs.resolve_job_def("profile_job"), tags=profile_request.tags, status=dg.DagsterRunStatus.STARTED
     )
 
     assert run_job(env, "profile_job", tags=profile_request.tags, partition_key=profile_request.partition_key).success
     profile = latest(instance, dg.AssetKey("range_profile"))
+    waiting = tick(env, next_mission_sensor, data.cursor)
+    assert not waiting.run_requests and "m1's profile_job is still running" in waiting.skip_message
+    assert int(waiting.cursor) < profile.storage_id
+    instance.report_run_canceled(profiling)
     instance.delete_dynamic_partition("ledger_ranges", key(2))  # deleted in the UI: the next mission adds it back
-    data = tick(env, next_mission_sensor, data.cursor)
+    data = tick(env, next_mission_sensor, waiting.cursor)
     [request] = data.run_requests
     name = "m1-n2"  # the previous mission's name with a sequence
     assert request.job_name == "mission_plan_job" and request.run_key == name

@@ -87,6 +87,18 @@ class MissionResult:
         return [k for k, r in self.results.items() if r.status is RangeStatus.DONE]
 
 
+def how_ended(result: MissionResult) -> str:
+    """How the run ended, one of mission_phase.RUN_ENDINGS: an operator's stop, condemned ranges, all done, a drain,
+    else blocked (a circuit breaker, a budget)."""
+    if result.stopped:
+        return "stopped"
+    if result.condemned:
+        return "condemned"
+    if len(result.done) == len(result.results):
+        return "completed"
+    return "drained" if result.drained else "blocked"
+
+
 def with_the_rest(
     results: Mapping[str, RangeResult], keys: Iterable[str], attempts: Mapping[str, int], why: str
 ) -> dict[str, RangeResult]:

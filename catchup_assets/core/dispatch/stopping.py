@@ -12,8 +12,10 @@ An attempt that ended on its own meanwhile keeps its own verdict; one the stop e
 from __future__ import annotations
 
 import logging
+from collections import Counter
 from collections.abc import Container
 
+from catchup_assets.core.classify.outcomes import Outcome
 from catchup_assets.core.dispatch.finish import Finisher
 from catchup_assets.core.dispatch.ports import AttemptState, Backend, Records, TransientBackendError, deferred
 
@@ -21,6 +23,7 @@ log = logging.getLogger(__name__)
 
 STOP_ROUNDS = 3  # shutdowns per stop: the first, and two for attempts that raced it
 OPERATOR = "stopped by the operator"
+STOPPED = Outcome.STOPPED.value
 
 
 class StopState:
@@ -59,7 +62,8 @@ def _mine_live(
 def stop_attempts(
     name: str, why: str, grace: float, backend: Backend, records: Records, keys: Container[str], finisher: Finisher
 ) -> int:
-    """Shut the live attempts of `keys` down (L37) and record each one the shutdown ended; how many.
+    """Shut the live attempts of `keys` down (L37) and record each one the shutdown ended; how many the records
+    hold `stopped` (one that ended on its own first is recorded with its own verdict, and said apart).
 
     Owed a record: every attempt of this run not done-marked, live or already ended
     (one that ended on its own since the last pass keeps its own verdict). A shutdown
@@ -69,14 +73,16 @@ def stop_attempts(
     """
     before = _mine_live(name, backend, keys, "before") or {}
     owed = {i: s for i, s in before.items() if not records.is_done(*i)}
+    live = sum(1 for s in owed.values() if s.live)
     log.warning(
-        "mission %s: %s: new dispatches stopped; stopping %d attempts in flight within %g s (L37)",
+        "mission %s: %s: new dispatches stopped; stopping %d attempts in flight within %g s (L37)%s",
         name,
         why,
-        sum(1 for s in owed.values() if s.live),
+        live,
         grace,
+        f"; {len(owed) - live} more ended on their own, recorded as they ended" if len(owed) > live else "",
     )
-    recorded = 0
+    recorded: list[tuple[str, int]] = []
     for _ in range(STOP_ROUNDS):
         if not owed:
             break
@@ -95,20 +101,33 @@ def stop_attempts(
                 del owed[ident]
             elif (now := after.get(ident)) is None:
                 finisher.record_stopped(st, why)
-                recorded += 1
+                recorded.append(ident)
                 del owed[ident]
             elif not now.live:
                 if finisher.finish_now(now):
-                    recorded += 1
+                    recorded.append(ident)
                 del owed[ident]  # recorded, or its final read gave up and the next run reads it
             else:
                 owed[ident] = now  # still running after the shutdown returned: shut down again
     for ident in sorted(owed):
         log.error("attempt %s a%d not recorded by the stop: a later run reads what it left", *ident)
+    outcomes = _outcomes(records, recorded)
+    stopped = outcomes.pop(STOPPED, 0)
+    ended = ", ".join(f"{n} {outcome}" for outcome, n in sorted(outcomes.items()))
     log.warning(
-        "mission %s: %s: %d attempts stopped and recorded, charged to no budget; a later run resumes them",
+        "mission %s: %s: %d attempts stopped, recorded `stopped`, charged to no budget; a later run resumes them%s",
         name,
         why,
-        recorded,
+        stopped,
+        f"; {sum(outcomes.values())} ended on their own first, recorded {ended}" if outcomes else "",
     )
-    return recorded
+    return stopped
+
+
+def _outcomes(records: Records, idents: list[tuple[str, int]]) -> dict[str, int]:
+    """What the records hold for the attempts the stop recorded, by outcome: the log says what a reader finds."""
+    tally: Counter[str] = Counter()
+    for key, attempt in idents:
+        rec = records.read_one(key, attempt)
+        tally[rec.outcome if rec is not None else "unreadable"] += 1
+    return dict(tally)

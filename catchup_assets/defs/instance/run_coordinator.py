@@ -13,26 +13,34 @@ untagged: the run then refuses itself at start, saying how to choose, as before.
 here may stop a run from queueing: a failure to read the instance leaves it untagged too.
 But a mission_plan launch that breaks a bound its config class declares (`parallelism: 0`, a
 capitalised name: defs/instance/launch_check.py) fails here at once, naming the field, rather
-than when its process starts.
+than when its process starts. A mission_plan launch naming its mission is tagged with it here, so a
+refusal found only as it runs (the deployment's cap) is found by mission too; a refusal is never
+relaunched by run_retries (`dagster/max_retries=0`), which would otherwise make it three failed runs (issue 46).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 import dagster as dg
 from dagster._core.run_coordinator import QueuedRunCoordinator, SubmitRunContext
 
-from catchup_assets.defs.instance.launch_check import launch_refusal
+from catchup_assets.core.plan.config import MISSION_PATTERN
+from catchup_assets.defs.instance.launch_check import launch_refusal, plan_config_of
 from catchup_assets.defs.instance.ownership import MissionAmbiguous, condemned_by, owning_mission
 from catchup_assets.defs.mission.live_runs import PARTITION_TAG, targets_range_catchup
 from catchup_assets.defs.mission.run_context import (
+    MAX_RETRIES_TAG,
     MISSION_TAG,
     RANGE_END_TAG,
     RANGE_START_TAG,
     ledger_ranges_partitions_def,
     newest_plan,
 )
+
+MISSION_NAME = re.compile(MISSION_PATTERN)
 
 
 def run_keys(tags: Mapping[str, str], partitions: Sequence[str]) -> list[str]:
@@ -66,8 +74,14 @@ class MissionRunCoordinator(QueuedRunCoordinator):
     def submit_run(self, context: SubmitRunContext) -> dg.DagsterRun:
         run = context.dagster_run
         if run.status == dg.DagsterRunStatus.NOT_STARTED and (refusal := _refusal(self, run)):
+            # One failed run, found by its mission: the instance's run_retries would relaunch a refusal twice more
+            # (its failure is not a step's, which retry_on_asset_or_op_failure: false already spares; issue 46).
+            self._instance.add_run_tags(run.run_id, refusal_tags(run.run_config))
             self._instance.report_run_failed(run, refusal)  # one line in the run's log; it never queues
             return self._instance.get_run_by_id(run.run_id) or run
+        if run.status == dg.DagsterRunStatus.NOT_STARTED and MISSION_TAG not in run.tags:
+            if named := refusal_tags(run.run_config).get(MISSION_TAG):  # a mission_plan launch naming its mission
+                self._instance.add_run_tags(run.run_id, {MISSION_TAG: named})
         if run.status == dg.DagsterRunStatus.NOT_STARTED:
             try:
                 found = launch_owner(self._instance, run)
@@ -80,6 +94,15 @@ class MissionRunCoordinator(QueuedRunCoordinator):
                 self._instance.report_engine_event(f"tagged {MISSION_TAG}={mission} at launch: {why}", run)
         # The queue reads the run back from storage, tags and all.
         return super().submit_run(context)
+
+
+def refusal_tags(run_config: Mapping[str, Any] | None) -> dict[str, str]:
+    """A refused launch's tags: no retry by run_retries, and its mission when it names a valid one."""
+    tags = {MAX_RETRIES_TAG: "0"}
+    mission = (plan_config_of(run_config) or {}).get("mission")
+    if isinstance(mission, str) and MISSION_NAME.fullmatch(mission):
+        tags[MISSION_TAG] = mission
+    return tags
 
 
 def _refusal(coordinator: MissionRunCoordinator, run: dg.DagsterRun) -> str | None:

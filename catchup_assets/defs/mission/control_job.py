@@ -6,6 +6,7 @@ cap: the lower of its mission.json's and this deployment's max_parallelism), an 
 mission or a resume of a finished one fails the run, naming the field, with nothing written.
 """
 
+import re
 from typing import Literal
 
 import dagster as dg
@@ -13,12 +14,14 @@ from pydantic import Field
 
 from catchup_assets.core.dispatch.mission_control import check_who
 from catchup_assets.core.errors import ConfigError
+from catchup_assets.core.plan.config import MISSION_PATTERN
 from catchup_assets.defs.mission.run_context import MISSION_TAG, newest_plan, refused
 from catchup_assets.defs.resources import CatchupResource
 from catchup_assets.mission.control import set_control
 from catchup_assets.store.control_record import ControlConflict
 
 RANGE_CATCHUP_KEY = dg.AssetKey("range_catchup")
+MISSION_NAME = re.compile(MISSION_PATTERN)
 
 
 class MissionControlConfig(dg.Config):
@@ -40,6 +43,8 @@ def set_mission_control(context: dg.OpExecutionContext, config: MissionControlCo
         raise dg.Failure(description="mission: none given and no mission planned yet", allow_retries=False)
     if not config.mission:
         context.log.info(f"mission: none given: the newest planned, {mission}")
+    if MISSION_NAME.fullmatch(mission):  # before any refusal: filtering runs by mission finds it too (issue 46)
+        context.instance.add_run_tags(context.run.run_id, {MISSION_TAG: mission})
     try:
         who = f"dagster:run {context.run.run_id[:8]}" + (f" ({check_who(user, 'dagster/user tag')})" if user else "")
         state = set_control(
@@ -56,7 +61,6 @@ def set_mission_control(context: dg.OpExecutionContext, config: MissionControlCo
         raise refused(f"mission_control_job for mission {mission!r} refused", exc) from None
     except ControlConflict as exc:  # others kept changing it: nothing written, the operator launches again
         raise dg.Failure(description=f"mission_control_job for mission {mission!r}: {exc}") from None
-    context.instance.add_run_tags(context.run.run_id, {MISSION_TAG: mission})
     for line in state.lines():
         context.log.info(line)
     c = state.control

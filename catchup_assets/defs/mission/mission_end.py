@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import dagster as dg
 
-from catchup_assets.core.dispatch.results import MissionResult, RangeStatus
+from catchup_assets.core.dispatch.results import MissionResult, RangeStatus, how_ended
 from catchup_assets.defs.mission.mission_page import MissionPage
 
 MISSION_COMPLETE = "mission_complete"
@@ -48,13 +48,7 @@ def counts(result: MissionResult) -> dict[str, int]:
 
 
 def ended(result: MissionResult, n: dict[str, int]) -> str:
-    if result.stopped:
-        return "stopped"
-    if n["condemned"]:
-        return "condemned"
-    if n["done"] == n["ranges"]:
-        return "completed"
-    return "drained" if result.drained else "blocked"
+    return how_ended(result)  # the word run_end.json keeps too (store/run_end.py)
 
 
 def end_of_mission(

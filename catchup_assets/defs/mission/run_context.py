@@ -19,6 +19,8 @@ MISSION_TAG = "catchup/mission"
 # "dagster/asset_partition_range_*" tags; the constants themselves are not public API).
 RANGE_START_TAG = "dagster/asset_partition_range_start"
 RANGE_END_TAG = "dagster/asset_partition_range_end"
+# Dagster's documented run tag: how many times run_retries may relaunch this run (0: never).
+MAX_RETRIES_TAG = "dagster/max_retries"
 # Set by Dagster on a failed run it will retry (run_retries).
 WILL_RETRY_TAG = "dagster/will_retry"
 PLAN_KEY = dg.AssetKey("mission_plan")

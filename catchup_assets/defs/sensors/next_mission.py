@@ -2,7 +2,8 @@
 longest ranges first, up to the tip `CatchupResource.tip_source` gives, else over the previous span.
 
 One at a time: a tick plans from the newest profile after its cursor only (turned on for the first
-time, the newest of all), older ones superseded by it; and not after a mission that was drained,
+time, the newest of all), older ones superseded by it, and only when it is the newest mission's and that
+mission's profile_job has ended (issue 46); and not after a mission that was drained,
 stopped or condemned ranges (mission_health.py) unless `CatchupResource.allow_after_failure`."""
 
 from __future__ import annotations
@@ -15,8 +16,9 @@ from catchup_assets.core.plan.config import MissionConfig
 from catchup_assets.core.plan.naming import next_mission_name
 from catchup_assets.core.plan.ranges import MissionSpan, plan_ranges
 from catchup_assets.defs.assets.range_assets import MISSION_TAG, policies
-from catchup_assets.defs.mission.jobs import mission_plan_job
-from catchup_assets.defs.mission.live_runs import IN_FLIGHT
+from catchup_assets.defs.mission.jobs import mission_plan_job, profile_job
+from catchup_assets.defs.mission.live_runs import IN_FLIGHT, PARTITION_TAG
+from catchup_assets.defs.mission.run_context import newest_plan
 from catchup_assets.defs.resources import CatchupResource
 from catchup_assets.defs.sensors.instance import PARTITIONS, has_runs, meta, targets_range_catchup
 from catchup_assets.defs.sensors.mission_health import why_not_followed
@@ -33,6 +35,16 @@ def catchup_runs_in_flight(instance: dg.DagsterInstance, mission: str) -> bool:
     # The profile's own profile_job run carries the mission tag too, and may still be running tier_map.
     runs = instance.get_run_records(filters=dg.RunsFilter(tags={MISSION_TAG: mission}, statuses=IN_FLIGHT))
     return any(targets_range_catchup(instance, r.dagster_run) for r in runs)
+
+
+def profile_job_in_flight(instance: dg.DagsterInstance, mission: str) -> bool:
+    """A profile_job run of the mission not ended: the sensor's (tagged) or one from the UI (its partition)."""
+    return any(
+        instance.get_run_records(
+            filters=dg.RunsFilter(job_name=profile_job.name, tags={tag: mission}, statuses=IN_FLIGHT), limit=1
+        )
+        for tag in (MISSION_TAG, PARTITION_TAG)
+    )
 
 
 def next_mission_config(previous: MissionConfig, profile_path: str, name: str, span: MissionSpan | None = None) -> dict:
@@ -83,6 +95,20 @@ def next_mission_sensor(context: dg.SensorEvaluationContext, catchup: CatchupRes
         context.log.info(why)
         return dg.SensorResult(skip_reason=why, cursor=cursor)
 
+    # Only the newest mission's profile plans the next (issue 46 failure 6): an older mission re-profiled, or
+    # profiled while a newer one runs, would plan beside it, from a span and profile it has superseded.
+    newest_mission = newest_plan(instance)
+    if newest_mission is not None and newest_mission != mission:
+        return skip(
+            f"the new range_profile is mission {mission}'s, not the newest mission's ({newest_mission}): "
+            f"only {newest_mission}'s profile plans the next"
+        )
+    # Its profile is whole once its profile_job has ended (tier_map, the ladder after it): until then the
+    # cursor stays before this profile, and a later tick plans from it.
+    if profile_job_in_flight(instance, mission):
+        why = f"mission {mission}'s profile_job is still running: its profile plans the next once the run ends"
+        context.log.info(why)
+        return dg.SensorResult(skip_reason=why, cursor=str(record.storage_id - 1))
     # Each of a mission's runs is profiled as it ends; only the last profile covers the mission.
     if catchup_runs_in_flight(instance, mission):
         return skip(f"mission {mission} still has runs in flight: its last run's profile plans the next")
