@@ -21,7 +21,8 @@ from catchup_assets.store.records import RecordStore
 from catchup_assets.store.root import Store
 from kit.foreign import FORGED_TX, forged_job, with_forger
 from kit.k8s_backend import SETTINGS, A, mission
-from kit.real_plane import ScaledClock, real_backend, runner_access, virtual_nodes
+from kit.real_plane import ScaledClock, real_backend, runner_access, settles, virtual_nodes
+from kit.real_plane import held as held_objects
 
 pytestmark = pytest.mark.k8s
 NS = "catchup-foreign"
@@ -48,6 +49,14 @@ def test_issue45_failure1_a_foreign_job_under_the_next_attempt_s_name_is_never_a
         held = {j["metadata"]["name"]: j for j in jobs}
         assert list(held) == [foreign]
         assert "kubectl-create" in {f["manager"] for f in held[foreign]["metadata"]["managedFields"]}
+        # The test made the forger, so the test removes it, pods too, while its nodes' kubelet is here to end
+        # them: the next test's virtual nodes take the same names, and a pod left bound to one would be theirs.
+        BatchV1Api(api).delete_namespaced_job(foreign, NS, propagation_policy="Foreground")
+        assert settles(lambda: held_objects(api, NS, "m1"), {"jobs": 0, "pods": 0, "pvcs": 0}) == {
+            "jobs": 0,
+            "pods": 0,
+            "pvcs": 0,
+        }
 
     records, done = RecordStore(Store(cfg.storage_root), "m1").load()
     first = records[(A, 1)]

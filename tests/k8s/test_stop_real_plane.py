@@ -67,7 +67,7 @@ def test_L37_sigterm_on_the_real_plane_deletes_the_jobs_keeps_the_volumes_and_th
     with virtual_nodes(control_plane, clock, scripts=steady) as remote, control_plane.api_client() as api:
         access = runner_access(control_plane, remote, tmp_path, ns)
         before = signal.getsignal(signal.SIGTERM)
-        result = run_mission(prepare(cfg, keys), real_backend(api, settings, access, tmp_path, clock), clock=clock)
+        result = run_mission(prepare(cfg, keys), own_backend(api, settings, access, tmp_path, clock, cfg), clock=clock)
         assert signal.getsignal(signal.SIGTERM) is before  # the caller's handler is back
         assert result.stopped == "stopped by the operator (SIGTERM)"
         assert result.condemned == {} and result.done == []
@@ -85,7 +85,7 @@ def test_L37_sigterm_on_the_real_plane_deletes_the_jobs_keeps_the_volumes_and_th
             decision = decide(past_attempts({1: rec}, {1}), cfg.retry)
             assert decision.action == "retry" and not any(decision.counts.values())  # no budget spent
 
-        b = real_backend(api, settings, access, tmp_path / "next", clock)
+        b = own_backend(api, settings, access, tmp_path / "next", clock, cfg)
         again = run_mission(prepare(cfg, keys), b, clock=clock)
         assert again.stopped is None and sorted(again.done) == sorted(keys) and again.condemned == {}
         recs, done = records.load()
@@ -102,17 +102,23 @@ def abandoned(job: dict) -> Script:
     return Script(duration=seconds, memory=flat(1 * GiB, 2 * GiB))
 
 
+def own_backend(api, settings, access, tmp_path, clock, cfg):
+    """A backend signing with the nonce the mission's mission.json keeps, as the deployment's signs (issue 45
+    item 1): the CLI's cleanup and every later dispatcher read the identity from there and leave any other Job
+    alone, so a backend with another nonce would neither see nor stop these attempts."""
+    save_mission(Store(cfg.storage_root), cfg)  # idempotent: the nonce made once is kept
+    identity = MissionIdentity(mission_nonce(Store(cfg.storage_root), cfg.mission))
+    return real_backend(api, settings, access, tmp_path, clock, identity=identity)
+
+
 def abandon_mid_mission(api, settings, access, tmp_path, clock, passes: int = 10):
     """A dispatcher that ran `passes` passes and then died: D completed (its volume freed, L3), A, B and C in
     flight, their Jobs and volumes left on the real API server."""
     cfg = mission(tmp_path)
     save_mission(Store(cfg.storage_root), cfg)
-    # Signed with the nonce mission.json keeps, as the deployment's backend signs (issue 45 item 1): the CLI's
-    # cleanup below reads the mission's identity from there and leaves any other Job alone.
-    identity = MissionIdentity(mission_nonce(Store(cfg.storage_root), "m1"))
     d = Dispatcher(
         DispatchConfig(cfg, prepare(cfg).ordered),
-        real_backend(api, settings, access, tmp_path, clock, identity=identity),
+        own_backend(api, settings, access, tmp_path, clock, cfg),
         RecordStore(Store(cfg.storage_root), "m1"),
         clock=clock,
     )
@@ -188,7 +194,7 @@ def test_cleanup_after_a_terminated_run_keeps_resumable_volumes_and_a_later_run_
         access = runner_access(control_plane, remote, tmp_path, ns)
         cfg = abandon_mid_mission(api, settings, access, tmp_path, clock)
         clock.sleep(300)  # nobody dispatches: A and B finish unrecorded, C still runs
-        b = real_backend(api, settings, access, tmp_path / "cleanup", clock)
+        b = own_backend(api, settings, access, tmp_path / "cleanup", clock, cfg)
         b.shutdown(15)  # the terminated run's grace, as a Dagster termination does (L37): C's Job goes
         assert settles(lambda: held(api, ns)["jobs"], 2) == 2
         clock.sleep(200)  # past the claims' grace
@@ -203,7 +209,8 @@ def test_cleanup_after_a_terminated_run_keeps_resumable_volumes_and_a_later_run_
         # Every Job gone with its pods; the volume of C kept for a later run.
         assert settles(lambda: held(api, ns), {"jobs": 0, "pods": 0, "pvcs": 1}) == {"jobs": 0, "pods": 0, "pvcs": 1}
 
-        result = run_mission(prepare(cfg), real_backend(api, settings, access, tmp_path / "again", clock), clock=clock)
+        again = own_backend(api, settings, access, tmp_path / "again", clock, cfg)
+        result = run_mission(prepare(cfg), again, clock=clock)
         assert result.condemned == {} and sorted(result.done) == sorted([A, B, C, D])
         recs, done = records.load()
         assert {r.outcome for k, r in recs.items() if k in done} == {"ok"}  # no failure charged
