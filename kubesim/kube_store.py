@@ -137,6 +137,10 @@ class Store:
             meta["creationTimestamp"] = rfc3339(self.clock())
             meta.pop("resourceVersion", None)
             if manager is not None:
+                # ManagedFieldsEntry as the API reference gives it (kubernetes.io/docs/reference/generated/
+                # kubernetes-api/v1.35/#managedfieldsentry-v1-meta) and Server-Side Apply's docs describe a
+                # create through a non-apply request: operation "Update" (kubernetes.io/docs/reference/using-api/
+                # server-side-apply/#field-management); fieldsV1 is left out, no reader of ours uses it.
                 meta["managedFields"] = [
                     {
                         "manager": manager,

@@ -56,7 +56,9 @@ def dispatch(store: Store, r: Route, query: dict, raw: bytes, headers) -> tuple[
 
 def field_manager(query: dict, headers) -> str:
     """Who a write is recorded as made by, as kube-apiserver names it in managedFields: the request's
-    `fieldManager`, else its User-Agent up to the first "/" (e.g. `kubectl-create`, `OpenAPI-Generator`)."""
+    `fieldManager`, else its User-Agent up to the first "/" (e.g. `kubectl-create`, `OpenAPI-Generator`): the
+    default the Server-Side Apply docs give (kubernetes.io/docs/reference/using-api/server-side-apply/, "the
+    default field manager for non-apply requests is the user agent, truncated at the first slash")."""
     return query.get("fieldManager") or (headers.get("User-Agent") or "unknown").split("/", 1)[0]
 
 
